@@ -1,0 +1,43 @@
+"""What a module may know about the task it runs for."""
+import os
+import tempfile
+
+
+class ModuleError(Exception):
+    """Raised by a module to fail its task with ``msg``; extra keys go in the result."""
+
+    def __init__(self, msg, **result):
+        Exception.__init__(self, msg)
+        self.msg = msg
+        self.result = result
+
+
+class ModuleContext(object):
+    """Per-task facts a module may use.
+
+    ``check_mode`` and ``diff_mode`` are the task's effective flags; a module
+    that supports check mode must change nothing when ``check_mode`` is true
+    and report what it *would* have done. ``environment`` is the task's
+    templated ``environment:`` (added to the process environment of any
+    command the module runs). ``tmpdir`` is a private directory on the target
+    that lives as long as the runner.
+    """
+
+    def __init__(self, check_mode=False, diff_mode=False, environment=None,
+                 tmpdir=None, no_log=False, task_vars=None, templar=None):
+        self.check_mode = bool(check_mode)
+        self.diff_mode = bool(diff_mode)
+        self.environment = dict(environment or {})
+        self.tmpdir = tmpdir or tempfile.gettempdir()
+        self.no_log = bool(no_log)
+        #: Read-only view of the host's variables (for ``debug: var=``).
+        self.task_vars = task_vars if task_vars is not None else {}
+        #: The task's Templar, for modules that template on their own
+        #: (``debug: var=``); None in unit tests that do not need it.
+        self.templar = templar
+
+    def child_env(self):
+        """The environment a command started by a module should get."""
+        env = dict(os.environ)
+        env.update((str(k), str(v)) for k, v in self.environment.items())
+        return env

@@ -1,0 +1,213 @@
+"""The intermediate representation (IR): plays, blocks, tasks and inventory.
+
+Everything here is pure data: frozen dataclasses built by ``ioc.loader`` and
+read by the planner, the controller and (through :func:`to_wire`) the runner.
+Nothing in this module does I/O.
+
+Inheritance is resolved by the loader: a :class:`Task` carries its *effective*
+keywords. ``when`` conditions of enclosing blocks, imports and roles are
+prepended to the task's own (they are re-evaluated for every task, L2.1), tags
+are the union, and inheritable keywords (``ignore_errors``, ``no_log``,
+``become``...) are copied down where the task does not set them. Variables are
+the exception: ``vars`` stay on the block or task that declares them, because
+their scope is lexical and their templates are evaluated lazily at run time.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Tuple, Union
+
+WIRE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something was written: a file path and a 1-based line."""
+
+    path: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return "%s:%d" % (self.path, self.line) if self.line else self.path
+
+
+#: A conditional as written: a string expression or a YAML boolean literal.
+Condition = Union[str, bool]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task (or handler) with its effective keywords.
+
+    ``action`` is the short module name (``command``, not
+    ``ansible.builtin.command``); ``args`` are its arguments as a plain dict,
+    free-form text of ``command``/``shell`` under ``_raw_params`` exactly as in
+    Ansible. Keywords that were not written are ``None`` (or empty) so that
+    "unset" and "false" stay distinguishable.
+    """
+
+    action: str
+    args: Mapping[str, Any]
+    location: Location
+    name: Optional[str] = None
+    #: ANDed; inherited conditions first.
+    when: Tuple[Condition, ...] = ()
+    #: The loop expression (a template string or a literal list), or None.
+    loop: Any = None
+    #: ``None`` for ``loop:``; else the lookup of ``with_<name>`` ("items", ...).
+    loop_with: Optional[str] = None
+    loop_control: Mapping[str, Any] = field(default_factory=dict)
+    register: Optional[str] = None
+    #: None when unset; a tuple of ANDed conditions otherwise.
+    changed_when: Optional[Tuple[Condition, ...]] = None
+    failed_when: Optional[Tuple[Condition, ...]] = None
+    until: Optional[Tuple[Condition, ...]] = None
+    retries: Any = None
+    delay: Any = None
+    ignore_errors: Any = None
+    ignore_unreachable: Any = None
+    notify: Tuple[str, ...] = ()
+    #: Handlers only: topics this handler also answers to.
+    listen: Tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    tags: Tuple[str, ...] = ()
+    no_log: Any = None
+    environment: Any = None
+    check_mode: Any = None
+    diff: Any = None
+    delegate_to: Optional[str] = None
+    delegate_facts: Any = None
+    run_once: Any = None
+    any_errors_fatal: Any = None
+    throttle: Any = None
+    become: Any = None
+    become_user: Optional[str] = None
+    become_method: Optional[str] = None
+    remote_user: Optional[str] = None
+    connection: Optional[str] = None
+    #: Name of the role the task came from, for ``role : name`` display.
+    role: Optional[str] = None
+    #: Directory of that role, exposed as ``role_path``.
+    role_path: Optional[str] = None
+
+    @property
+    def display_name(self) -> str:
+        """The name as the linear strategy prints it before templating."""
+        base = self.name if self.name else self.action
+        return "%s : %s" % (self.role, base) if self.role else base
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block with its rescue and always sections.
+
+    Imports and roles are expanded into blocks too (``implicit=True``): that
+    gives their ``vars`` a lexical scope without inventing a task.
+    """
+
+    block: Tuple["Node", ...]
+    location: Location
+    rescue: Tuple["Node", ...] = ()
+    always: Tuple["Node", ...] = ()
+    name: Optional[str] = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    #: Role parameters (``roles: [{role: x, p: 1}]``): above set_fact (L6.3).
+    params: Mapping[str, Any] = field(default_factory=dict)
+    implicit: bool = False
+    role: Optional[str] = None
+    role_path: Optional[str] = None
+
+
+Node = Union[Task, Block]
+
+
+@dataclass(frozen=True)
+class Play:
+    """One play. ``tasks`` already holds the expanded ``roles:`` first."""
+
+    name: str
+    hosts: str
+    location: Location
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    #: Merged data of ``vars_files``, above ``vars`` (L6.3).
+    vars_files: Mapping[str, Any] = field(default_factory=dict)
+    #: Merged ``defaults/`` of every role in the play: lowest precedence.
+    role_defaults: Mapping[str, Any] = field(default_factory=dict)
+    gather_facts: bool = True
+    pre_tasks: Tuple[Node, ...] = ()
+    tasks: Tuple[Node, ...] = ()
+    post_tasks: Tuple[Node, ...] = ()
+    #: Role handlers first, then the play's own, in definition order (L5.4).
+    handlers: Tuple[Task, ...] = ()
+    serial: Any = None
+    any_errors_fatal: Any = None
+    max_fail_percentage: Any = None
+    force_handlers: bool = False
+    ignore_unreachable: Any = None
+    order: Optional[str] = None
+    tags: Tuple[str, ...] = ()
+    #: Directory the playbook lives in, for relative ``src``/lookups.
+    basedir: str = "."
+
+
+@dataclass(frozen=True)
+class Playbook:
+    path: str
+    plays: Tuple[Play, ...]
+
+
+@dataclass(frozen=True)
+class Host:
+    """An inventory host and the variables set on it directly."""
+
+    name: str
+    vars: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    hosts: Tuple[str, ...] = ()
+    children: Tuple[str, ...] = ()
+    vars: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Hosts in definition order, and groups (``all`` and ``ungrouped`` included)."""
+
+    hosts: Mapping[str, Host]
+    groups: Mapping[str, Group]
+    #: True when no inventory was given and ``localhost`` is the implicit target.
+    implicit_localhost: bool = False
+
+
+def to_wire(value: Any) -> Any:
+    """Turn IR (or any mix of IR and builtins) into builtins only.
+
+    Dataclasses become dicts tagged with ``"kind"``; tuples become lists;
+    mappings become plain dicts. Fields equal to their default are left out to
+    keep batches small.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict = {"kind": type(value).__name__.lower()}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if _is_default(f, item):
+                continue
+            out[f.name] = str(item) if isinstance(item, Location) else to_wire(item)
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): to_wire(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    return value
+
+
+def _is_default(f: "dataclasses.Field[Any]", value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return bool(value == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(value == f.default_factory())
+    return False
