@@ -1,0 +1,90 @@
+"""Fixtures shared by the whole suite.
+
+* ``sshd`` (session): a real OpenSSH server on a free loopback port with a
+  throwaway key; see :class:`tests.support.sshd.SSHServer` for its API
+  (``host``, ``port``, ``user``, ``client_key``, ``known_hosts``, ``ssh_args``,
+  ``inventory_ini(hosts, extra="", python=None, group=None)``, ``run(cmd)``,
+  ``ssh_argv(*cmd)``, ``mitogen_kwargs(name=None, python=None)``).
+* ``python39`` (session): path of a real CPython 3.9 interpreter (pyenv's), the
+  oldest target Python ioc supports. Fails, never skips, when there is none.
+* ``tmp_playbook``: ``tmp_playbook(text, name="playbook.yml") -> pathlib.Path``
+  writes a (dedented) playbook into ``tmp_path``.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.support.sshd import start_sshd
+
+PYTHON39_VERSION = "3.9.18"
+
+
+@pytest.fixture(scope="session")
+def sshd():
+    server = start_sshd()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pyenv_root() -> str:
+    return os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+
+
+def _find_python39():
+    candidates = []
+    pyenv = shutil.which("pyenv") or os.path.join(_pyenv_root(), "bin", "pyenv")
+    if os.access(pyenv, os.X_OK):
+        try:
+            r = subprocess.run([pyenv, "prefix", PYTHON39_VERSION], capture_output=True,
+                               text=True, timeout=30, stdin=subprocess.DEVNULL)
+            if r.returncode == 0 and r.stdout.strip():
+                candidates.append(os.path.join(r.stdout.strip(), "bin", "python3.9"))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    candidates += sorted(glob.glob(os.path.join(_pyenv_root(), "versions", "3.9*", "bin",
+                                                "python3.9")), reverse=True)
+    which = shutil.which("python3.9")
+    if which:
+        candidates.append(which)
+    for path in candidates:
+        if not os.access(path, os.X_OK):
+            continue
+        r = subprocess.run([path, "-c", "import sys; print(sys.version_info[:2] == (3, 9))"],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode == 0 and r.stdout.strip() == "True":
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def python39() -> str:
+    path = _find_python39()
+    if path is None:
+        pytest.fail(
+            "no Python 3.9 interpreter found (tried `pyenv prefix %s`, %s/versions/3.9*/"
+            "bin/python3.9 and python3.9 on PATH). ioc's runner must work on 3.9 targets "
+            "and the integration tests need a real one: `pyenv install %s`."
+            % (PYTHON39_VERSION, _pyenv_root(), PYTHON39_VERSION),
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture
+def tmp_playbook(tmp_path):
+    def write(text: str, name: str = "playbook.yml") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        return path
+
+    return write

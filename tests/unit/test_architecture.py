@@ -1,0 +1,294 @@
+"""DESIGN §1's "may import" column, enforced.
+
+Every ``.py`` under ``ioc/`` and ``strategy_plugin/`` is parsed with ``ast``
+and each of its ``import``/``from`` statements (top level or nested in
+functions, classes, ``if``/``try``) is checked against the rules of the layer
+the file belongs to. Files that do not exist yet are simply not checked.
+
+An imported name is allowed when it *is* an allowed module or lies *under* one
+(``ioc.model.Task`` is under ``ioc.model``; ``mitogen.core`` is not under
+``mitogen.master``). ``from X import a`` is checked as ``X.a`` (``a`` may be a
+submodule), relative imports are resolved against the file's package, and the
+standard library is ``sys.stdlib_module_names``.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import FrozenSet, Iterator, List, Optional, Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STDLIB = "<stdlib>"
+
+# Layer -> allowed imports (besides the layer's own package).
+MODEL = frozenset({STDLIB})
+ERRORS = frozenset({STDLIB, "ioc.model"})
+LOADER = frozenset({STDLIB, "yaml", "ioc.model", "ioc.errors", "ioc.loader"})
+PLANNER = frozenset({STDLIB, "jinja2", "ioc.model", "ioc.errors", "ioc.planner"})
+PLANNER_GRAPH = PLANNER | {"networkx"}
+# Runs on the target: nothing but these, not even bare ``mitogen`` or
+# ``mitogen.master``/``mitogen.parent`` (they are not on the target).
+RUNNER = frozenset({STDLIB, "mitogen.core", "jinja2", "markupsafe", "ioc.agentless_runner"})
+# ioc/__init__.py is executed on the target whenever ioc.agentless_runner is
+# imported there: it must be as self-contained as the runner.
+IOC_PACKAGE = frozenset({STDLIB})
+REPLAY_CALLBACKS = frozenset({STDLIB, "ioc.model", "ioc.callbacks", "ioc.replay"})
+CONTROLLER = frozenset({
+    STDLIB, "mitogen", "ioc.model", "ioc.errors", "ioc.planner", "ioc.agentless_runner",
+    "ioc.controller", "ioc.replay", "ioc.callbacks",
+})
+BRIDGE = frozenset({STDLIB, "ansible", "ioc"})
+STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible_bridge"})
+#: ioc/cli.py (and ``python -m ioc``) may use everything above — but ``ansible``
+#: only through ioc.ansible_bridge (see test_only_the_bridge_imports_ansible).
+ANYTHING = None
+
+#: The one place a third-party import outside a layer's list is tolerated: an
+#: optional import guarded by ``try: ... except ImportError`` (the ``to_yaml``
+#: filters work without PyYAML on a target that lacks it).
+GUARDED_OPTIONAL = {("ioc/agentless_runner/filters.py", "yaml")}
+
+
+def rules_for(rel: str) -> Optional[FrozenSet[str]]:
+    """The allowed imports of the file at ``rel`` (posix, relative to the repo).
+
+    Raises LookupError for a file that no rule covers.
+    """
+    if rel == "ioc/__init__.py":
+        return IOC_PACKAGE
+    if rel == "ioc/model.py":
+        return MODEL
+    if rel == "ioc/errors.py":
+        return ERRORS
+    if rel.startswith("ioc/loader/"):
+        return LOADER
+    if rel == "ioc/planner/graph.py":
+        return PLANNER_GRAPH
+    if rel.startswith("ioc/planner/"):
+        return PLANNER
+    if rel.startswith("ioc/agentless_runner/"):
+        return RUNNER
+    if rel == "ioc/replay.py" or rel.startswith("ioc/callbacks/"):
+        return REPLAY_CALLBACKS
+    if rel.startswith("ioc/controller/"):
+        return CONTROLLER
+    if rel == "ioc/ansible_bridge.py":
+        return BRIDGE
+    if rel in ("ioc/cli.py", "ioc/__main__.py"):
+        return ANYTHING
+    if rel.startswith("strategy_plugin/"):
+        return STRATEGY_PLUGIN
+    raise LookupError(rel)
+
+
+@dataclass(frozen=True)
+class Import:
+    name: str      # absolute dotted name, e.g. "ioc.model.Task" or "mitogen.core"
+    line: int
+    guarded: bool  # inside a ``try:`` body whose handlers catch ImportError
+
+    def __str__(self) -> str:
+        return "line %d: %s" % (self.line, self.name)
+
+
+def python_files() -> List[Path]:
+    files = []
+    for top in ("ioc", "strategy_plugin"):
+        if (ROOT / top).is_dir():
+            files += sorted(p for p in (ROOT / top).rglob("*.py")
+                            if "__pycache__" not in p.parts)
+    return files
+
+
+def rel(path: Path, root: Optional[Path] = None) -> str:
+    return path.relative_to(root or ROOT).as_posix()
+
+
+def package_of(rel_path: str) -> str:
+    """The package a file's relative imports resolve against."""
+    # ioc/loader/__init__.py and ioc/loader/x.py both resolve in ioc.loader.
+    return ".".join(rel_path[:-len(".py")].split("/")[:-1])
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    names = []
+    t = handler.type
+    for node in (t.elts if isinstance(t, ast.Tuple) else [t]):
+        if isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr)
+    return "ImportError" in names or "ModuleNotFoundError" in names
+
+
+def imports_of(path: Path, root: Optional[Path] = None) -> Iterator[Import]:
+    """Every import in the file, anywhere in it, as absolute names."""
+    rel_path = rel(path, root)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = package_of(rel_path)
+
+    def visit(node: ast.AST, guarded: bool) -> Iterator[Import]:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(alias.name, node.lineno, guarded)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[:-(node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                name = module if alias.name == "*" else "%s.%s" % (module, alias.name)
+                yield Import(name, node.lineno, guarded)
+        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            catches = any(_catches_import_error(h) for h in node.handlers)
+            for child in node.body:
+                yield from visit(child, guarded or catches)
+            for child in node.handlers + node.orelse + node.finalbody:
+                yield from visit(child, guarded)
+            return
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, guarded)
+
+    yield from visit(tree, False)
+
+
+def is_stdlib(name: str) -> bool:
+    return name.split(".")[0] in sys.stdlib_module_names
+
+
+def under(name: str, module: str) -> bool:
+    return name == module or name.startswith(module + ".")
+
+
+def allowed(name: str, rules: FrozenSet[str]) -> bool:
+    if STDLIB in rules and is_stdlib(name):
+        return True
+    return any(under(name, m) for m in rules if m != STDLIB)
+
+
+def violations(path: Path, root: Optional[Path] = None) -> List[str]:
+    rel_path = rel(path, root)
+    rules = rules_for(rel_path)
+    bad = []
+    for imp in imports_of(path, root):
+        if rules is ANYTHING:
+            continue
+        if allowed(imp.name, rules):
+            continue
+        if imp.guarded and any(rel_path == f and under(imp.name, m)
+                               for f, m in GUARDED_OPTIONAL):
+            continue
+        bad.append(str(imp))
+    return bad
+
+
+FILES = python_files()
+
+
+def test_there_is_something_to_check():
+    assert (ROOT / "ioc" / "model.py").is_file()
+    assert FILES
+
+
+def test_every_module_belongs_to_a_layer():
+    """A new module under ioc/ must be given its place in DESIGN §1 (and here)."""
+    unknown = []
+    for path in FILES:
+        try:
+            rules_for(rel(path))
+        except LookupError:
+            unknown.append(rel(path))
+    assert not unknown, ("modules outside every layer of DESIGN §1: %s" % unknown)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[rel(p) for p in FILES])
+def test_imports_follow_design(path):
+    try:
+        rules_for(rel(path))
+    except LookupError:
+        pytest.fail("%s belongs to no layer (see test_every_module_belongs_to_a_layer)"
+                    % rel(path))
+    bad = violations(path)
+    assert not bad, "%s imports what DESIGN §1 forbids:\n  %s" % (rel(path), "\n  ".join(bad))
+
+
+def test_only_the_bridge_imports_ansible():
+    offenders = []
+    for path in FILES:
+        r = rel(path)
+        if r == "ioc/ansible_bridge.py" or r.startswith("strategy_plugin/"):
+            continue
+        offenders += ["%s %s" % (r, imp) for imp in imports_of(path)
+                      if under(imp.name, "ansible")]
+    assert not offenders, "only ioc/ansible_bridge.py may import ansible: %s" % offenders
+
+
+def test_networkx_only_in_planner_graph():
+    offenders = []
+    for path in FILES:
+        r = rel(path)
+        if r == "ioc/planner/graph.py":
+            continue
+        offenders += ["%s %s" % (r, imp) for imp in imports_of(path)
+                      if under(imp.name, "networkx")]
+    assert not offenders, "networkx belongs in ioc/planner/graph.py only: %s" % offenders
+
+
+# -- the checker itself -------------------------------------------------------
+
+
+def _check_source(tmp_path, rel_path: str, source: str) -> List[str]:
+    """Run the checker on ``source`` as if it lived at ``rel_path``."""
+    fake = tmp_path / rel_path
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text(source)
+    return violations(fake, root=tmp_path)
+
+
+@pytest.mark.parametrize("rel_path, source, ok", [
+    ("ioc/model.py", "import dataclasses\nfrom typing import Any\n", True),
+    ("ioc/model.py", "import yaml\n", False),
+    ("ioc/model.py", "def f():\n    import jinja2\n", False),       # nested counts
+    ("ioc/errors.py", "from ioc.model import Location\n", True),
+    ("ioc/errors.py", "from ioc import loader\n", False),
+    ("ioc/loader/playbook.py", "import yaml\nfrom ioc.errors import LoadError\n", True),
+    ("ioc/loader/playbook.py", "from . import inventory\n", True),
+    ("ioc/loader/playbook.py", "import jinja2\n", False),
+    ("ioc/planner/graph.py", "import networkx as nx\n", True),
+    ("ioc/planner/cuts.py", "import networkx\n", False),
+    ("ioc/planner/cuts.py", "from jinja2 import meta\nfrom .graph import build\n", True),
+    ("ioc/agentless_runner/batch.py", "import mitogen.core\nfrom mitogen.core import Blob\n", True),
+    ("ioc/agentless_runner/batch.py", "import mitogen\n", False),
+    ("ioc/agentless_runner/batch.py", "import mitogen.master\n", False),
+    ("ioc/agentless_runner/batch.py", "from mitogen import parent\n", False),
+    ("ioc/agentless_runner/batch.py", "from ioc import model\n", False),
+    ("ioc/agentless_runner/modules/copy.py", "from ..context import ModuleError\n", True),
+    ("ioc/agentless_runner/templating.py", "import jinja2\nfrom markupsafe import Markup\n", True),
+    ("ioc/agentless_runner/filters.py",
+     "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", True),
+    ("ioc/agentless_runner/filters.py",
+     "try:\n    import yaml\nexcept Exception:\n    yaml = None\n", False),
+    ("ioc/agentless_runner/filters.py", "import yaml\n", False),
+    ("ioc/agentless_runner/templating.py",
+     "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", False),
+    ("ioc/callbacks/console.py", "from ioc.replay import Event\nimport json\n", True),
+    ("ioc/callbacks/console.py", "import mitogen.core\n", False),
+    ("ioc/controller/ssh.py", "import mitogen.parent\nfrom ioc.planner import plan\n", True),
+    ("ioc/controller/ssh.py", "from ioc.loader import load\n", False),
+    ("ioc/ansible_bridge.py", "from ansible.playbook.task import Task\nimport ioc.model\n", True),
+    ("strategy_plugin/mitogen_batch.py",
+     "from ansible.plugins.strategy.linear import StrategyModule\n"
+     "from ioc.ansible_bridge import run\n", True),
+    ("strategy_plugin/mitogen_batch.py", "from ioc.planner import plan\n", False),
+    ("ioc/__init__.py", "from ioc.model import Task\n", False),
+])
+def test_checker(tmp_path, rel_path, source, ok):
+    bad = _check_source(tmp_path, rel_path, source)
+    assert (not bad) == ok, bad
