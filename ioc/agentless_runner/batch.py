@@ -1,0 +1,588 @@
+"""The batch executor: one batch of a play, for one host, on that host.
+
+The controller calls :func:`run_batch` once per host per batch. It walks the
+play's task tree in the linear strategy's order (block → rescue → always),
+runs the tasks whose index lies in ``[start, end)`` and decides every per-host
+question locally: ``when``, loops, ``until``, ``changed_when``/``failed_when``,
+``ignore_errors``, rescue/always, notifications and handler runs. Each step of
+the host's progress is sent to the controller as an event *as it happens*;
+the last event carries the host's state for the next batch.
+
+Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
+0 for the task itself and ``1 + n`` for handler ``n`` run by a flush)::
+
+    {"e": "start", "k": k, "name": templated_name}
+    {"e": "item",  "k": k, "status": s, "result": r}      # per loop item
+    {"e": "retry", "k": k, "result": r}                   # per failed attempt
+    {"e": "notify", "k": k, "handler": n}                 # at a flush
+    {"e": "done",  "k": k, "status": s, "result": r, "ignored": b, "rescued": b}
+    {"e": "end",   "status": "ok"|"failed"|"ended", "state": {...}}
+
+``s`` is ``ok``, ``failed`` or ``skipped``. Results in events are censored for
+``no_log`` tasks; the state keeps the real values, because later tasks read
+them exactly as Ansible's variable manager would.
+"""
+import time
+import traceback
+from collections import ChainMap
+
+from ioc.agentless_runner import actions, results
+from ioc.agentless_runner.templating import Templar, TemplateError
+
+WIRE_VERSION = 1
+OMIT = "__omit_place_holder__ioc"
+
+
+#: run_batch calls this runner process has served: the transport report and
+#: the tests count round trips from the target's side, not the controller's.
+CALLS = [0]
+
+
+def run_batch(batch, sender):
+    """Run ``batch`` (built by ``ioc.controller.play``) and stream events to ``sender``."""
+    if batch.get("v") != WIRE_VERSION:
+        raise ValueError("ioc runner speaks wire version %d, got %r"
+                         % (WIRE_VERSION, batch.get("v")))
+    CALLS[0] += 1
+    HostRun(batch, sender.send).run()
+
+
+class BatchEnd(Exception):
+    """The next task belongs to a later batch: unwind, recording block state."""
+
+
+class EndHost(Exception):
+    """``meta: end_host`` ran: the host leaves the play without failing."""
+
+
+class Failure(object):
+    """An unrescued failure travelling up the block tree."""
+
+    __slots__ = ("task", "result")
+
+    def __init__(self, task, result):
+        self.task = task
+        self.result = result
+
+
+class Scope(object):
+    """The lexical context of a task: enclosing blocks, innermost last."""
+
+    __slots__ = ("blocks", "rescuable")
+
+    def __init__(self, blocks=(), rescuable=False):
+        self.blocks = blocks
+        #: True while any enclosing block has a rescue for this part (L4.3).
+        self.rescuable = rescuable
+
+    def enter(self, block, rescuable):
+        return Scope(self.blocks + (block,), self.rescuable or rescuable)
+
+
+class HostRun(object):
+    """The state of one host while its batch runs."""
+
+    def __init__(self, batch, emit):
+        self.emit = emit
+        self.host = batch["host"]
+        self.start = batch["start"]
+        self.end = batch["end"]
+        self.tree = batch["tree"]
+        self.handlers = batch.get("handlers", [])
+        self.options = batch.get("options", {})
+        layers = batch["vars"]
+        self.inventory = layers.get("inventory", {})
+        self.play_vars = layers.get("play", {})
+        self.extra = layers.get("extra", {})
+        self.magic = dict(layers.get("magic", {}))
+        self.magic["omit"] = OMIT
+        state = batch.get("state", {})
+        self.facts = dict(state.get("facts", {}))
+        self.runtime = dict(state.get("runtime", {}))
+        self.notified = list(state.get("notified", []))
+        self.blocks_in = dict(state.get("blocks", {}))
+        self.blocks_out = {}
+        self._facts_layer = None
+
+    # -- the walk ------------------------------------------------------------
+
+    def run(self):
+        status = "ok"
+        try:
+            if self.run_nodes(self.tree, Scope()) is not None:
+                status = "failed"
+        except BatchEnd:
+            pass
+        except EndHost:
+            status = "ended"
+        self.emit({"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]})
+
+    def state(self):
+        return {
+            "facts": self.facts,
+            "runtime": self.runtime,
+            "notified": self.notified,
+            "blocks": self.blocks_out,
+        }
+
+    def run_nodes(self, nodes, scope):
+        """Run nodes in order; return the first unrescued Failure, or None."""
+        for node in nodes:
+            if "fence" in node:
+                raise BatchEnd()
+            if "block" in node:
+                failure = self.run_block(node, scope)
+            else:
+                failure = self.run_task_node(node, scope)
+            if failure is not None:
+                return failure
+        return None
+
+    def run_task_node(self, node, scope):
+        index = node["i"]
+        if index < self.start:
+            return None
+        if index >= self.end:
+            raise BatchEnd()
+        task = node["t"]
+        if task["action"] == "meta":
+            return self.run_meta(node, scope)
+        return self.run_task([index, 0], task, scope)
+
+    def run_block(self, block, scope):
+        """block → rescue → always, resumable across batch boundaries."""
+        bid = str(block["b"])
+        phase, failure = self._resume(bid)
+        has_rescue = bool(block.get("rescuable"))
+        inner = scope.enter(block, has_rescue)
+        try:
+            if phase == "block":
+                failure = self.run_nodes(block["block"], inner)
+                if failure is not None and has_rescue:
+                    self._enter_rescue(failure)
+                    phase = "rescue"
+                    failure = None
+                    failure = self.run_nodes(block["rescue"], scope.enter(block, False))
+            elif phase == "rescue":
+                failure = self.run_nodes(block["rescue"], scope.enter(block, False))
+            phase = "always"
+            always_failure = self.run_nodes(block.get("always", ()), scope.enter(block, False))
+        except BatchEnd:
+            self.blocks_out[bid] = {"phase": phase, "failure": _failure_wire(failure)}
+            raise
+        return always_failure or failure
+
+    def _resume(self, bid):
+        saved = self.blocks_in.pop(bid, None)
+        if not saved:
+            return "block", None
+        wire = saved.get("failure")
+        failure = Failure(wire["task"], wire["result"]) if wire else None
+        return saved["phase"], failure
+
+    def _enter_rescue(self, failure):
+        """Expose the failure to the rescue section (L4.1); the values persist."""
+        self.runtime["ansible_failed_task"] = failure.task
+        self.runtime["ansible_failed_result"] = failure.result
+
+    # -- variables -------------------------------------------------------------
+
+    def variables(self, task, scope, overlay=None):
+        """The host's variables for ``task``, highest precedence first (L6.3)."""
+        maps = [overlay] if overlay else []
+        magic = dict(self.magic)
+        if task.get("role_path"):
+            magic["role_path"] = task["role_path"]
+            magic["role_name"] = task.get("role")
+        maps.append(magic)
+        maps.append(self.extra)
+        maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
+        maps.append(self.runtime)
+        if task.get("vars"):
+            maps.append(task["vars"])
+        maps.extend(b["vars"] for b in reversed(scope.blocks) if b.get("vars"))
+        maps.append(self.play_vars)
+        maps.append(self.facts_layer())
+        maps.append(self.inventory)
+        view = ChainMap(*maps)
+        magic["hostvars"] = {self.host: view}
+        magic["vars"] = view
+        return view
+
+    def facts_layer(self):
+        if self._facts_layer is None:
+            layer = dict(self.facts)
+            layer["ansible_facts"] = {_strip_prefix(k): v for k, v in self.facts.items()}
+            self._facts_layer = layer
+        return self._facts_layer
+
+    def add_facts(self, facts):
+        self.facts.update(facts)
+        self._facts_layer = None
+
+    # -- one task --------------------------------------------------------------
+
+    def run_task(self, key, task, scope, is_handler=False):
+        """Run a task (or handler) at step ``key``; return Failure or None."""
+        templar = Templar(self.variables(task, scope))
+        self.emit({"e": "start", "k": key, "name": template_name(task, templar)})
+        result = self.execute(key, task, scope, templar)
+        status = results.status_of(result)
+        ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
+        if task.get("register"):
+            self.runtime[task["register"]] = results.public(result)
+        if status == "ok":
+            self.apply_effects(task, result)
+            if result.get("changed"):
+                self.add_notifications(task, templar)
+        rescued = status == "failed" and not ignored and scope.rescuable
+        self.emit({"e": "done", "k": key, "status": status,
+                   "result": self._visible(task, result, templar),
+                   "ignored": ignored, "rescued": rescued})
+        if status == "failed" and not ignored:
+            return Failure(failed_task_wire(task), results.public(result))
+        return None
+
+    def execute(self, key, task, scope, templar):
+        """Loop or single run; the returned result is already aggregated."""
+        if task.get("loop") is None:
+            return self.run_single(key, task, scope, templar)
+        try:
+            items = self.loop_items(task, templar)
+        except TemplateError as exc:
+            # L2.3: an undefined loop is skipped when `when` is false.
+            skipped = self.check_when(task, templar)
+            if skipped is not None:
+                return skipped
+            return results.failed_result(str(exc))
+        return self.run_loop(key, task, scope, templar, items)
+
+    def loop_items(self, task, templar):
+        items = templar.template(task["loop"])
+        kind = task.get("loop_with")
+        if kind == "items":
+            items = _flatten_once(items if isinstance(items, list) else [items])
+        if not isinstance(items, list):
+            raise TemplateError("Invalid data passed to 'loop', it requires a list, "
+                                "got this instead: %r." % (items,))
+        return items
+
+    def run_loop(self, key, task, scope, templar, items):
+        control = task.get("loop_control") or {}
+        loop_var = control.get("loop_var", "item")
+        index_var = control.get("index_var")
+        pause = float(control.get("pause") or 0)
+        register = task.get("register")
+        item_results = []
+        live = {}
+        for index, item in enumerate(items):
+            if index and pause:
+                time.sleep(pause)
+            overlay = dict(live)
+            overlay[loop_var] = item
+            overlay["ansible_loop_var"] = loop_var
+            if index_var:
+                overlay[index_var] = index
+            if control.get("extended"):
+                overlay["ansible_loop"] = _loop_info(items, index)
+            item_templar = Templar(self.variables(task, scope, overlay))
+            result = self.run_single(key, task, scope, item_templar, overlay)
+            result[loop_var] = item
+            result["ansible_loop_var"] = loop_var
+            if index_var:
+                result[index_var] = index
+                result["ansible_index_var"] = index_var
+            label = control.get("label")
+            if label is not None:
+                result["_ansible_item_label"] = _safe_template(item_templar, label)
+            self.emit({"e": "item", "k": key, "status": results.status_of(result),
+                       "result": self._visible(task, result, item_templar)})
+            if results.status_of(result) == "ok":
+                self.apply_effects(task, result)
+            item_results.append(results.public(result))
+            if register:
+                live[register] = item_results[-1]  # L2.7: the previous item's result
+        return results.aggregate_loop(item_results)
+
+    def check_when(self, task, templar):
+        """None when every `when` holds; the skip result otherwise (or a failure)."""
+        for cond in task.get("when", ()):
+            try:
+                if not templar.conditional(cond):
+                    return results.skipped_result(cond)
+            except TemplateError as exc:
+                return results.failed_result(
+                    "Error while evaluating conditional: %s" % (exc,))
+        return None
+
+    def run_single(self, key, task, scope, templar, overlay=None):
+        """One execution: `when`, then the action with until/retries."""
+        skipped = self.check_when(task, templar)
+        if skipped is not None:
+            return skipped
+        try:
+            retries, delay = self._retry_settings(task, templar)
+        except TemplateError as exc:
+            return results.failed_result(str(exc))
+        attempt = 0
+        while True:
+            attempt += 1
+            result = self.run_action(task, templar)
+            bound = dict(overlay or {})
+            if task.get("register"):
+                bound[task["register"]] = results.public(result)
+            check = Templar(self.variables(task, scope, bound))
+            self.apply_result_conditions(task, result, check)
+            if retries <= 1:
+                return result
+            result["attempts"] = attempt
+            if self.until_met(task, result, check):
+                return result
+            if attempt >= retries:
+                result["attempts"] = retries - 1
+                result["failed"] = True
+                return result
+            result["retries"] = retries
+            self.emit({"e": "retry", "k": key, "result": self._visible(task, result, templar)})
+            time.sleep(delay)
+
+    def _retry_settings(self, task, templar):
+        """(total runs, delay); total 1 means no retrying (L3.1)."""
+        until, retries = task.get("until"), task.get("retries")
+        if until is None and retries is None:
+            return 1, 0
+        count = 3 if retries is None else int(templar.template(retries))
+        delay = task.get("delay")
+        delay = 5 if delay is None else float(templar.template(delay))
+        return max(count, 0) + 1, delay
+
+    def until_met(self, task, result, templar):
+        until = task.get("until")
+        if until is None:
+            return not result.get("failed")
+        try:
+            return all(templar.conditional(c) for c in until)
+        except TemplateError:
+            return False
+
+    def apply_result_conditions(self, task, result, templar):
+        """changed_when, then failed_when, with the register bound (L3.2)."""
+        if result.get("skipped"):
+            return
+        for field, key in (("changed_when", "changed"), ("failed_when", "failed")):
+            conds = task.get(field)
+            if conds is None:
+                continue
+            try:
+                value = all(templar.conditional(c) for c in conds)
+            except TemplateError as exc:
+                result["failed"] = True
+                result[field + "_result"] = str(exc)
+                continue
+            result[key] = value
+            if field == "failed_when":
+                result["failed_when_result"] = value
+
+    def run_action(self, task, templar):
+        """Template the arguments and run the action; failures become results."""
+        try:
+            args = _drop_omitted(templar.template(task.get("args", {})))
+            env = templar.template(task.get("environment")) or {}
+            check_mode = self._flag(task.get("check_mode"), templar,
+                                    self.options.get("check", False))
+            diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
+        except TemplateError as exc:
+            return results.failed_result(str(exc), exception=traceback.format_exc())
+        ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
+                              environment=env, templar=templar,
+                              no_log=self._truthy(task.get("no_log"), templar))
+        return results.normalize(actions.run(task["action"], args, ctx))
+
+    # -- effects ---------------------------------------------------------------
+
+    def apply_effects(self, task, result):
+        """Facts and set_fact values of an ok result become host variables."""
+        facts = result.get("ansible_facts")
+        if not facts:
+            return
+        if task["action"] == "set_fact":
+            self.runtime.update(facts)
+        else:
+            self.add_facts(facts)
+
+    def add_notifications(self, task, templar):
+        for name in task.get("notify", ()):
+            name = _safe_template(templar, name)
+            if name not in self.notified:
+                self.notified.append(name)
+
+    # -- meta and handlers -----------------------------------------------------
+
+    def run_meta(self, node, scope):
+        task = node["t"]
+        action = task["args"].get("_raw_params")
+        key = [node["i"], 0]
+        templar = Templar(self.variables(task, scope))
+        if not node.get("implicit"):
+            skipped = self.check_when(task, templar)
+            self.emit({"e": "start", "k": key, "name": "meta", "meta": action})
+            if skipped is not None:
+                skipped["skip_reason"] = "%s conditional evaluated to False" % action
+                self.emit({"e": "done", "k": key, "status": results.status_of(skipped),
+                           "result": skipped, "ignored": False, "rescued": False})
+                return None
+        if action == "flush_handlers":
+            return self.flush_handlers(node, scope)
+        self.emit({"e": "done", "k": key, "status": "ok", "result": {},
+                   "ignored": False, "rescued": False})
+        if action == "end_host":
+            raise EndHost()
+        return None
+
+    def flush_handlers(self, node, scope):
+        """Run notified handlers in definition order (L5.2–L5.6)."""
+        index = node["i"]
+        pending = self.notified
+        self.notified = []
+        queued = set()
+        for name in pending:
+            self._queue_handlers(name, index, queued)
+        if not node.get("implicit"):
+            self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
+                       "ignored": False, "rescued": False})
+        for number, handler in enumerate(self.handlers):
+            if number not in queued:
+                continue
+            queued.discard(number)
+            failure = self.run_handler(index, number, handler, scope, queued)
+            if failure is not None:
+                return failure
+        return None
+
+    def _queue_handlers(self, name, index, queued, key=None):
+        """Queue every handler answering to ``name``; emit notify events."""
+        matched_name = False
+        for number, handler in enumerate(self.handlers):
+            by_name = not matched_name and name in _handler_names(handler)
+            if not (by_name or name in handler.get("listen", ())):
+                continue
+            matched_name = matched_name or by_name
+            if number not in queued:
+                queued.add(number)
+                self.emit({"e": "notify", "k": key or [index, 0], "handler": number})
+
+    def run_handler(self, index, number, handler, scope, queued):
+        key = [index, 1 + number]
+        before = list(self.notified)
+        failure = self.run_task(key, handler, scope, is_handler=True)
+        # L5.6: a handler's notifications apply at once; later-defined handlers
+        # run in this flush, earlier ones wait for the next flush.
+        fresh = [n for n in self.notified if n not in before]
+        for name in fresh:
+            later = set()
+            self._queue_handlers(name, index, later, key)
+            runnable = {n for n in later if n > number}
+            queued.update(runnable)
+            if runnable == later:
+                self.notified.remove(name)
+        return failure
+
+    # -- small helpers -----------------------------------------------------------
+
+    def _visible(self, task, result, templar):
+        shown = dict(result)
+        if self._truthy(task.get("no_log"), templar):
+            return results.censor(shown)
+        return shown
+
+    def _truthy(self, value, templar):
+        if value is None:
+            return False
+        try:
+            return _as_bool(templar.template(value))
+        except TemplateError:
+            return False
+
+    def _flag(self, value, templar, default):
+        return default if value is None else _as_bool(templar.template(value))
+
+
+def template_name(task, templar):
+    """The task name as the banner shows it, templated for this host (L1.10)."""
+    name = task.get("name")
+    if not name:
+        base = task["action"]
+    else:
+        base = _safe_template(templar, name)
+    return "%s : %s" % (task["role"], base) if task.get("role") else base
+
+
+def failed_task_wire(task):
+    """``ansible_failed_task``: the task's serialized dict."""
+    return {"name": task.get("name") or "", "action": task["action"],
+            "args": task.get("args", {}), "when": list(task.get("when", ())),
+            "register": task.get("register"), "location": task.get("location")}
+
+
+def _handler_names(handler):
+    names = [handler.get("name")]
+    if handler.get("role") and handler.get("name"):
+        names.append("%s : %s" % (handler["role"], handler["name"]))
+    return names
+
+
+def _safe_template(templar, value):
+    try:
+        out = templar.template(value)
+    except TemplateError as exc:
+        return "%s << error 1 - %s >>" % (value, exc)
+    return out if isinstance(out, str) else str(out)
+
+
+def _failure_wire(failure):
+    if failure is None:
+        return None
+    return {"task": failure.task, "result": failure.result}
+
+
+def _strip_prefix(name):
+    return name[8:] if name.startswith("ansible_") else name
+
+
+def _flatten_once(items):
+    out = []
+    for item in items:
+        if isinstance(item, list):
+            out.extend(item)
+        else:
+            out.append(item)
+    return out
+
+
+def _loop_info(items, index):
+    length = len(items)
+    info = {
+        "index": index + 1, "index0": index, "first": index == 0,
+        "last": index == length - 1, "length": length,
+        "revindex": length - index, "revindex0": length - index - 1,
+        "allitems": items,
+    }
+    if index:
+        info["previtem"] = items[index - 1]
+    if index < length - 1:
+        info["nextitem"] = items[index + 1]
+    return info
+
+
+def _drop_omitted(value):
+    if isinstance(value, dict):
+        return {k: _drop_omitted(v) for k, v in value.items() if v != OMIT}
+    if isinstance(value, list):
+        return [_drop_omitted(v) for v in value if v != OMIT]
+    return value
+
+
+def _as_bool(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
+    return bool(value)

@@ -1,0 +1,79 @@
+"""Shaping task results the way Ansible's task executor does."""
+
+CENSORED = ("the output has been hidden due to the fact that 'no_log: true' "
+            "was specified for this result")
+
+
+def status_of(result):
+    """``failed``, ``skipped`` or ``ok`` for one result dict."""
+    if result.get("failed"):
+        return "failed"
+    if result.get("skipped"):
+        return "skipped"
+    return "ok"
+
+
+def failed_result(msg, exception=None, **extra):
+    """A failure that did not come from a module (templating, conditionals...)."""
+    result = {"failed": True, "msg": msg, "changed": False}
+    if exception:
+        result["exception"] = exception
+    result.update(extra)
+    return result
+
+
+def skipped_result(false_condition):
+    """What a task (or item) whose ``when`` was false registers (L2.6, L3.3)."""
+    return {
+        "changed": False,
+        "skipped": True,
+        "skip_reason": "Conditional result was False",
+        "false_condition": false_condition,
+    }
+
+
+def normalize(result):
+    """Fill in the keys every result has: ``changed``, and ``failed`` for ok ones."""
+    result.setdefault("changed", False)
+    if not result.get("skipped"):
+        result["failed"] = bool(result.get("failed", False))
+    return result
+
+
+def aggregate_loop(results):
+    """The registered shape of a looped task from its per-item results (L2.6)."""
+    if not results:
+        return {"changed": False, "skipped": True,
+                "skipped_reason": "No items in the list", "results": []}
+    failed = any(r.get("failed") for r in results)
+    skipped = all(r.get("skipped") for r in results)
+    out = {
+        "changed": any(r.get("changed") for r in results),
+        "results": results,
+        "skipped": skipped,
+    }
+    if failed:
+        out["failed"] = True
+        out["msg"] = "One or more items failed"
+    elif skipped:
+        out["msg"] = "All items skipped"
+    else:
+        out["msg"] = "All items completed"
+    return out
+
+
+def public(result):
+    """The result without internal ``_ansible_*``/``_ioc_*`` keys, as registered."""
+    return {k: v for k, v in result.items()
+            if not (k.startswith("_ansible_") or k.startswith("_ioc_"))}
+
+
+def censor(result):
+    """What callbacks may see of a ``no_log`` result."""
+    out = {"censored": CENSORED, "changed": bool(result.get("changed"))}
+    for key in ("failed", "skipped", "_ansible_verbose_always"):
+        if key in result:
+            out[key] = result[key]
+    if "results" in result:
+        out["results"] = [censor(r) for r in result["results"]]
+    return out

@@ -1,0 +1,159 @@
+"""A play compiled into the linear strategy's flattened task list (L1.1).
+
+Every task of the play gets an *index* in the order the linear strategy walks
+it: ``Gathering Facts``, ``pre_tasks``, an implicit handler flush, the roles'
+and the play's ``tasks``, a flush, ``post_tasks``, a flush; inside a block its
+tasks, then its rescue, then its always section. The index is the step key the
+runner reports and the replay orders by, so it must be identical on every host.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Tuple, Union
+
+from ioc.model import Block, Location, Node, Play, Task, to_wire
+
+SECTIONS = ("pre_tasks", "tasks", "post_tasks")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One numbered task of the play."""
+
+    index: int
+    task: Task
+    section: str
+    #: Tasks the linear strategy adds itself: fact gathering and flushes.
+    implicit: bool = False
+
+    @property
+    def is_flush(self) -> bool:
+        return self.task.action == "meta" and self.task.args.get("_raw_params") == "flush_handlers"
+
+
+@dataclass(frozen=True)
+class NumberedBlock:
+    id: int
+    block: Block
+    body: Tuple["Numbered", ...]
+    rescue: Tuple["Numbered", ...]
+    always: Tuple["Numbered", ...]
+
+
+Numbered = Union[Entry, NumberedBlock]
+
+
+@dataclass(frozen=True)
+class Program:
+    play: Play
+    tree: Tuple[Numbered, ...]
+    entries: Tuple[Entry, ...]
+
+    @property
+    def handlers(self) -> Tuple[Task, ...]:
+        return self.play.handlers
+
+    def entry(self, index: int) -> Entry:
+        return self.entries[index]
+
+
+def compile_play(play: Play) -> Program:
+    """Number ``play``'s tasks in linear order (pure; same play, same numbers)."""
+    numberer = _Numberer()
+    tree: list[Numbered] = []
+    for section in SECTIONS:
+        nodes: Tuple[Node, ...] = getattr(play, section)
+        if section == "pre_tasks" and play.gather_facts:
+            tree.append(numberer.entry(gather_task(play.location), section, implicit=True))
+        tree.extend(numberer.node(node, section) for node in nodes)
+        tree.append(numberer.entry(flush_task(play.location), section, implicit=True))
+    return Program(play=play, tree=tuple(tree), entries=tuple(numberer.entries))
+
+
+def gather_task(location: Location) -> Task:
+    return Task(action="gather_facts", args={}, location=location, name="Gathering Facts")
+
+
+def flush_task(location: Location) -> Task:
+    return Task(action="meta", args={"_raw_params": "flush_handlers"}, location=location)
+
+
+class _Numberer:
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.blocks = 0
+
+    def entry(self, task: Task, section: str, implicit: bool = False) -> Entry:
+        entry = Entry(len(self.entries), task, section, implicit)
+        self.entries.append(entry)
+        return entry
+
+    def node(self, node: Node, section: str) -> Numbered:
+        if isinstance(node, Task):
+            return self.entry(node, section)
+        block_id = self.blocks
+        self.blocks += 1
+        return NumberedBlock(
+            id=block_id,
+            block=node,
+            body=tuple(self.node(n, section) for n in node.block),
+            rescue=tuple(self.node(n, section) for n in node.rescue),
+            always=tuple(self.node(n, section) for n in node.always),
+        )
+
+
+def walk(tree: Tuple[Numbered, ...]) -> Iterator[Entry]:
+    """Every entry of ``tree`` in index order."""
+    for node in tree:
+        if isinstance(node, Entry):
+            yield node
+        else:
+            for part in (node.body, node.rescue, node.always):
+                yield from walk(part)
+
+
+def span(node: Numbered) -> Tuple[int, int]:
+    """The ``[first, last]`` task indices a node covers; (-1, -1) if empty."""
+    indices = [e.index for e in walk((node,))]
+    return (indices[0], indices[-1]) if indices else (-1, -1)
+
+
+def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int) -> list:
+    """The runner's view of ``tree`` for the tasks in ``[start, end)``.
+
+    Nodes wholly before ``start`` are dropped (they ran in an earlier batch).
+    The first node at or after ``end`` becomes a *fence*: a host that reaches
+    it stops there and reports where it stands in each enclosing block, so the
+    next batch resumes it exactly (in a rescue, in an always, with a failure).
+    """
+    out: list = []
+    for node in tree:
+        first, last = span(node)
+        if first < 0 or last < start:
+            continue
+        if first >= end:
+            out.append({"fence": first})
+            break
+        out.append(_wire_node(node, start, end))
+    return out
+
+
+def _wire_node(node: Numbered, start: int, end: int) -> dict:
+    if isinstance(node, Entry):
+        wire = {"i": node.index, "t": to_wire(node.task)}
+        if node.implicit:
+            wire["implicit"] = True
+        return wire
+    block = node.block
+    wire = {"b": node.id, "block": wire_tree(node.body, start, end)}
+    wire["rescue"] = wire_tree(node.rescue, start, end)
+    wire["always"] = wire_tree(node.always, start, end)
+    if node.rescue:
+        # Known even when the rescue lies outside the range: whether a block
+        # *has* a rescue decides where a failure goes and how it counts (L4.3).
+        wire["rescuable"] = True
+    if block.vars:
+        wire["vars"] = to_wire(block.vars)
+    if block.params:
+        wire["params"] = to_wire(block.params)
+    return wire

@@ -1,0 +1,123 @@
+"""What the planner can run today, checked before anything touches a host.
+
+A construct the planner does not handle yet is a :class:`PlanError` naming
+the task's ``file:line`` — never a run that silently differs from Ansible.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import AbstractSet, Any, Iterator, Optional
+
+import jinja2
+from jinja2 import nodes
+
+from ioc.errors import PlanError
+from ioc.model import Play, Task
+from ioc.planner.program import Program
+
+RUNNER_META = frozenset({"flush_handlers", "noop", "end_host"})
+SUPPORTED_LOOPS = frozenset({"items", "list"})
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the runner (and controller) implement: given by the caller."""
+
+    actions: AbstractSet[str]
+    filters: AbstractSet[str]
+    tests: AbstractSet[str]
+
+
+def check_program(program: Program, caps: Capabilities) -> None:
+    """Raise PlanError for the first construct ``program`` cannot run correctly."""
+    _check_play(program.play)
+    for entry in program.entries:
+        if not entry.implicit:
+            check_task(entry.task, caps)
+    for handler in program.handlers:
+        check_task(handler, caps)
+
+
+def _check_play(play: Play) -> None:
+    for keyword in ("serial", "any_errors_fatal", "max_fail_percentage"):
+        value = getattr(play, keyword)
+        if value not in (None, False, 0) and not (keyword == "max_fail_percentage" and value == 100):
+            raise PlanError("play keyword %r is not supported yet" % keyword, play.location)
+    if play.force_handlers:
+        raise PlanError("play keyword 'force_handlers' is not supported yet", play.location)
+    if play.order not in (None, "inventory"):
+        raise PlanError("play keyword 'order: %s' is not supported yet" % play.order,
+                        play.location)
+
+
+def check_task(task: Task, caps: Capabilities) -> None:
+    where = task.location
+    action = task.action
+    if action == "meta":
+        what = task.args.get("_raw_params")
+        if what not in RUNNER_META:
+            raise PlanError("meta: %s is not supported yet" % what, where)
+    elif action not in caps.actions:
+        raise PlanError("couldn't resolve module/action '%s'" % action, where)
+    for keyword in ("run_once", "any_errors_fatal", "throttle", "become",
+                    "delegate_facts", "ignore_unreachable"):
+        if getattr(task, keyword) not in (None, False):
+            raise PlanError("task keyword %r is not supported yet" % keyword, where)
+    if task.delegate_to is not None and task.delegate_to.replace(" ", "") != "{{inventory_hostname}}":
+        raise PlanError("delegate_to is not supported yet", where)
+    if task.loop_with is not None and task.loop_with not in SUPPORTED_LOOPS:
+        raise PlanError("with_%s is not supported yet" % task.loop_with, where)
+    for text in templates_of(task):
+        check_template(text, caps, where)
+
+
+def templates_of(task: Task) -> Iterator[str]:
+    """Every string of ``task`` that is templated at run time, as jinja source."""
+    for value in (task.args, task.loop, task.name, task.vars, task.notify,
+                  task.environment, task.retries, task.delay, task.ignore_errors,
+                  task.loop_control.get("label")):
+        yield from _strings(value)
+    for conds in (task.when, task.changed_when, task.failed_when, task.until):
+        for cond in conds or ():
+            if isinstance(cond, str):
+                yield cond if "{{" in cond or "{%" in cond else "{{ %s }}" % cond
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if "{{" in value or "{%" in value:
+            yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+_ENV = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+
+
+def check_template(text: str, caps: Capabilities, where: Any) -> None:
+    """Syntax, filters and tests of one template, checked without running it."""
+    try:
+        tree = _ENV.parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise PlanError("template error while templating string: %s. String: %s"
+                        % (exc.message, text), where) from None
+    for node in tree.find_all((nodes.Filter, nodes.Test)):
+        kind, known = ("filter", caps.filters) if isinstance(node, nodes.Filter) else ("test", caps.tests)
+        if node.name not in known:
+            raise PlanError("template error while templating string: No %s named '%s'. "
+                            "String: %s" % (kind, node.name, text), where)
+    for call in tree.find_all(nodes.Call):
+        name = _called_name(call)
+        if name in ("lookup", "query", "q"):
+            raise PlanError("lookup()/query() are not supported yet", where)
+
+
+def _called_name(call: nodes.Call) -> Optional[str]:
+    return call.node.name if isinstance(call.node, nodes.Name) else None
+
+
