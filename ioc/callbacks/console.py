@@ -1,0 +1,179 @@
+"""Console output that reads like ansible-core's ``default`` stdout callback."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, Optional, Sequence, TextIO
+
+from ioc.callbacks.base import Callback, Status, TaskView
+
+#: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
+_DEBUG_ALLOWED = frozenset({"msg", "exception", "warnings", "deprecations"})
+_DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
+
+_COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
+           "unreachable": "1;31", "warn": "1;35", "banner": ""}
+
+
+class Console(Callback):
+    """Prints banners, per-host lines and the PLAY RECAP.
+
+    ``verbosity`` follows ansible-playbook's ``-v`` count: at 1 every result
+    is printed as JSON, as ``debug`` results always are.
+    """
+
+    columns = 79
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+                 verbosity: int = 0, color: Optional[bool] = None) -> None:
+        self.out = out
+        self.err = err
+        self.verbosity = verbosity
+        self.color = out.isatty() if color is None else color
+
+    # -- plumbing ----------------------------------------------------------
+
+    def _print(self, text: str, color: str = "", stderr: bool = False) -> None:
+        if self.color and color and _COLORS.get(color):
+            text = "\n".join("\033[%sm%s\033[0m" % (_COLORS[color], line)
+                             for line in text.split("\n"))
+        stream = self.err if stderr else self.out
+        stream.write(text + "\n")
+        stream.flush()
+
+    def banner(self, message: str) -> None:
+        message = message.strip()
+        stars = "*" * max(self.columns - len(message), 3)
+        self._print("\n%s %s" % (message, stars))
+
+    def _verbose(self, result: Dict[str, Any]) -> bool:
+        return self.verbosity > 0 or bool(result.get("_ansible_verbose_always"))
+
+    def dump(self, result: Dict[str, Any]) -> str:
+        indent = 4 if (result.get("_ansible_verbose_always") or self.verbosity > 2) else None
+        shown = {k: v for k, v in result.items()
+                 if not k.startswith("_ansible_") and not k.startswith("_ioc_")
+                 and k not in ("exception",) and not (k == "diff" and self.verbosity < 3)}
+        return json.dumps(shown, indent=indent, ensure_ascii=False, sort_keys=True,
+                          default=str)
+
+    @staticmethod
+    def clean(result: Dict[str, Any], task: TaskView) -> Dict[str, Any]:
+        """Ansible's ``_clean_results``: debug shows only what it was asked to."""
+        if task.action != "debug":
+            return result
+        if "msg" in result:
+            return {k: v for k, v in result.items() if k in _DEBUG_ALLOWED or k.startswith("_")}
+        return {k: v for k, v in result.items() if k not in _DEBUG_HIDDEN}
+
+    # -- events --------------------------------------------------------------
+
+    def play_start(self, name: str, hosts: Sequence[str]) -> None:
+        self.banner("PLAY [%s]" % name if name else "PLAY")
+
+    def task_start(self, task: TaskView) -> None:
+        prefix = "RUNNING HANDLER" if task.is_handler else "TASK"
+        self.banner("%s [%s]" % (prefix, task.name))
+
+    def runner_result(self, host: str, task: TaskView, status: Status, result: Dict[str, Any],
+                      ignored: bool = False) -> None:
+        result = self.clean(result, task)
+        looped = "results" in result and isinstance(result.get("results"), list)
+        self._warnings(result)
+        if status is Status.OK:
+            if looped:
+                return
+            changed = bool(result.get("changed"))
+            line = "%s: [%s]" % ("changed" if changed else "ok", host)
+            if self._verbose(result):
+                line += " => %s" % self.dump(result)
+            self._print(line, "changed" if changed else "ok")
+        elif status is Status.SKIPPED:
+            line = "skipping: [%s]" % host
+            if self._verbose(result) and not looped:
+                line += " => %s" % self.dump(result)
+            self._print(line, "skip")
+        elif status is Status.FAILED:
+            if not looped or task.action == "debug":
+                self._error(result, task)
+                self._print("fatal: [%s]: FAILED! => %s" % (host, self.dump(result)), "error")
+            if ignored:
+                self._print("...ignoring", "skip")
+        elif status is Status.UNREACHABLE:
+            self._print("fatal: [%s]: UNREACHABLE! => %s" % (host, self.dump(result)),
+                        "unreachable")
+            if ignored:
+                self._print("...ignoring", "skip")
+
+    def runner_item(self, host: str, task: TaskView, status: Status, result: Dict[str, Any]) -> None:
+        result = self.clean(result, task)
+        label = item_label(result)
+        if status is Status.OK:
+            changed = bool(result.get("changed"))
+            line = "%s: [%s] => (item=%s)" % ("changed" if changed else "ok", host, label)
+            if self._verbose(result):
+                line += " => %s" % self.dump(result)
+            self._print(line, "changed" if changed else "ok")
+        elif status is Status.SKIPPED:
+            line = "skipping: [%s] => (item=%s) " % (host, label)
+            if self._verbose(result):
+                line += " => %s" % self.dump(result)
+            self._print(line, "skip")
+        else:
+            self._error(result, task)
+            self._print("failed: [%s] (item=%s) => %s" % (host, label, self.dump(result)), "error")
+
+    def runner_retry(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        left = int(result.get("retries", 0)) - int(result.get("attempts", 0))
+        line = "FAILED - RETRYING: [%s]: %s (%d retries left)." % (host, task.name, left)
+        if self.verbosity > 0:
+            line += " Result was: %s" % self.dump(result)
+        self._print(line, "warn")
+
+    def on_notify(self, host: str, handler: TaskView) -> None:
+        if self.verbosity > 1:
+            self._print("NOTIFIED HANDLER %s for %s" % (handler.name, host))
+
+    def no_hosts_remaining(self) -> None:
+        self.banner("NO MORE HOSTS LEFT")
+
+    def warning(self, message: str) -> None:
+        self._print("[WARNING]: %s" % message, "warn", stderr=True)
+
+    def stats(self, stats: Any) -> None:
+        self.banner("PLAY RECAP")
+        for host in sorted(stats.hosts):
+            c = stats.summarize(host)
+            self._print("%-26s : %s %s %s %s %s %s %s" % (
+                host,
+                _count("ok", c["ok"]), _count("changed", c["changed"]),
+                _count("unreachable", c["unreachable"]), _count("failed", c["failures"]),
+                _count("skipped", c["skipped"]), _count("rescued", c["rescued"]),
+                _count("ignored", c["ignored"])))
+        self._print("")
+
+    def transport_report(self, report: Any) -> None:
+        for line in report.lines(verbose=self.verbosity > 0):
+            self._print(line)
+
+    def _warnings(self, result: Dict[str, Any]) -> None:
+        for warning in result.get("warnings") or ():
+            self.warning(str(warning))
+
+    def _error(self, result: Dict[str, Any], task: TaskView) -> None:
+        """ansible-core 2.19's ``[ERROR]: Task failed:`` block, on stderr."""
+        if "censored" in result:
+            return
+        self._print("[ERROR]: Task failed: %s\nOrigin: %s" % (result.get("msg", ""), task.location),
+                    "error", stderr=True)
+
+
+def item_label(result: Dict[str, Any]) -> Any:
+    """``(item=...)`` text: the loop_control label, else the loop variable."""
+    if "_ansible_item_label" in result:
+        return result["_ansible_item_label"]
+    return result.get(result.get("ansible_loop_var", "item"))
+
+
+def _count(name: str, value: int) -> str:
+    return "%s=%-4s" % (name, value)

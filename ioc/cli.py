@@ -1,0 +1,105 @@
+"""``ioc-run``: run an Ansible-style playbook with inversion of control."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from ioc import __version__, loader
+from ioc.callbacks import Callback, CallbackSet
+from ioc.callbacks.console import Console
+from ioc.callbacks.jsonevents import JsonEvents
+from ioc.controller.play import RunOptions
+from ioc.controller.playbook import PlaybookRun, plan_playbook
+from ioc.errors import IocError, LoadError, PlanError
+from ioc.model import Inventory
+from ioc.planner import explain
+
+LOG = logging.getLogger("ioc")
+
+#: ansible-playbook's exit code for errors in the playbook or inventory.
+EXIT_PARSE_ERROR = 4
+EXIT_ERROR = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ioc-run",
+        description="Run an Ansible-style playbook in batches: one round trip per batch, "
+                    "not one per task.")
+    parser.add_argument("playbook", help="playbook file (YAML)")
+    parser.add_argument("-i", "--inventory", action="append", default=[],
+                        help="inventory file or directory, or a comma-separated host list "
+                             "(repeatable); default: the implicit localhost")
+    parser.add_argument("-l", "--limit", help="further limit the hosts with a pattern")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[],
+                        help="k=v pairs, YAML/JSON, or @file (repeatable)")
+    parser.add_argument("-f", "--forks", type=int, default=5,
+                        help="hosts to connect to at once (default 5)")
+    parser.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
+    parser.add_argument("-D", "--diff", action="store_true", help="show file differences")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the batches and why each ends; connect to nothing")
+    parser.add_argument("--per-task", action="store_true",
+                        help="one runner call per task (no batching), for comparison")
+    parser.add_argument("--events", metavar="FILE",
+                        help="also write every callback event as JSON lines to FILE")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more output (repeatable)")
+    parser.add_argument("--version", action="version", version="ioc-run %s" % __version__)
+    return parser
+
+
+def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:
+    """Inventory from ``-i`` sources, or the implicit localhost without any."""
+    if not sources:
+        inventory = loader.implicit_localhost_inventory()
+    else:
+        files = [s for s in sources if not _is_host_list(s)]
+        inventory = loader.load_inventory(files) if files else loader.implicit_localhost_inventory()
+        for listed in (s for s in sources if _is_host_list(s)):
+            inventory = loader.add_host_list(inventory, [h for h in listed.split(",") if h.strip()])
+    inventory = loader.add_vars_dirs(inventory, playbook_dir)
+    return loader.ensure_localhost(inventory)
+
+
+def _is_host_list(source: str) -> bool:
+    return "," in source and not os.path.exists(source)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        extra = loader.parse_extra_vars(args.extra_vars)
+        playbook = loader.load_playbook(args.playbook, extra_vars=extra)
+        if args.plan:
+            for planned in plan_playbook(playbook, per_task=args.per_task):
+                print(explain(planned.plan))
+            return 0
+        inventory = load_inventory(args.inventory, os.path.dirname(os.path.abspath(args.playbook)))
+        sinks: List[Callback] = [Console(verbosity=args.verbose)]
+        with contextlib.ExitStack() as stack:
+            if args.events:
+                sinks.append(JsonEvents(stack.enter_context(open(args.events, "w"))))
+            run = PlaybookRun(playbook, inventory, extra, CallbackSet(sinks),
+                              RunOptions(check=args.check, diff=args.diff, forks=args.forks),
+                              limit=args.limit, per_task=args.per_task)
+            return run.run()
+    except (LoadError, PlanError) as exc:
+        print("ERROR! %s" % exc, file=sys.stderr)
+        return EXIT_PARSE_ERROR
+    except IocError as exc:
+        print("ERROR! %s" % exc, file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("ERROR! User interrupted execution", file=sys.stderr)
+        return 99
+
+
+if __name__ == "__main__":
+    sys.exit(main())

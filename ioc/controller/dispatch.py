@@ -1,0 +1,127 @@
+"""Shipping one batch to every host at once and collecting the streamed events.
+
+One runner call per host per batch, all in flight together. Each host gets a
+worker thread that connects (bounded by ``--forks``), makes the call, and
+forwards the events the runner streams back into one queue, which the
+controller's main thread replays in linear order. No host waits for another.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import mitogen.core
+import mitogen.select
+
+from ioc.agentless_runner import batch as runner_batch
+from ioc.controller.connection import ConnectionSpec, Connector, Unreachable
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HostCall:
+    """What one host receives for one batch."""
+
+    host: str
+    spec: ConnectionSpec
+    wire: Dict[str, Any]
+    #: Step key to report an unreachable host at if it never starts a task.
+    first_key: Tuple[int, int]
+
+
+#: (host, event) pairs; event None means the host's worker is finished.
+Delivery = Tuple[str, Optional[Dict[str, Any]]]
+
+
+def dispatch(connector: Connector, calls: List[HostCall]) -> Iterator[Delivery]:
+    """Run every call concurrently; yield events as they arrive, then ``(host, None)``."""
+    inbox: "queue.Queue[Delivery]" = queue.Queue()
+    threads = [threading.Thread(target=_host_worker, args=(connector, call, inbox.put),
+                                name="ioc-%s" % call.host, daemon=True) for call in calls]
+    for thread in threads:
+        thread.start()
+    remaining = len(threads)
+    while remaining:
+        host, event = inbox.get()
+        if event is None:
+            remaining -= 1
+        yield host, event
+    for thread in threads:
+        thread.join()
+
+
+def _host_worker(connector: Connector, call: HostCall,
+                 put: Callable[[Delivery], None]) -> None:
+    tracker = _Position(call.first_key)
+    try:
+        try:
+            ctx = connector.context(call.host, call.spec)
+        except Unreachable as exc:
+            put((call.host, tracker.unreachable(str(exc))))
+            return
+        _run_call(connector, ctx, call, tracker, put)
+    except Exception as exc:  # never leave the main thread waiting on this host
+        LOG.exception("worker for %s failed", call.host)
+        put((call.host, tracker.unreachable("ioc controller error: %s" % exc)))
+    finally:
+        put((call.host, None))
+
+
+def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
+              tracker: "_Position", put: Callable[[Delivery], None]) -> None:
+    events = mitogen.core.Receiver(connector.router, respondent=ctx)
+    reply = ctx.call_async(runner_batch.run_batch, call.wire, events.to_sender())
+    select = mitogen.select.Select([events, reply], oneshot=False)
+    try:
+        while True:
+            msg = select.get()
+            try:
+                value = msg.unpickle()
+            except mitogen.core.ChannelError as exc:
+                connector.forget(call.host)
+                put((call.host, tracker.unreachable("connection lost: %s" % exc)))
+                return
+            except mitogen.core.CallError as exc:
+                put((call.host, tracker.crashed(str(exc))))
+                return
+            if msg.receiver is reply:
+                return  # run_batch returned: every event has been delivered
+            tracker.see(value)
+            put((call.host, value))
+    finally:
+        select.close()
+        events.close()
+
+
+class _Position:
+    """Where a host stands, so a lost connection is reported at the right step."""
+
+    def __init__(self, first_key: Tuple[int, int]) -> None:
+        self.open_key: Optional[List[int]] = None
+        self.first_key = list(first_key)
+        self.ended = False
+
+    def see(self, event: Dict[str, Any]) -> None:
+        kind = event.get("e")
+        if kind == "start":
+            self.open_key = event["k"]
+        elif kind == "done":
+            self.open_key = None
+        elif kind == "end":
+            self.ended = True
+
+    def unreachable(self, msg: str) -> Dict[str, Any]:
+        key = self.open_key or self.first_key
+        return {"e": "unreachable", "k": key, "status": "unreachable",
+                "result": {"unreachable": True, "msg": msg, "changed": False},
+                "started": self.open_key is not None}
+
+    def crashed(self, msg: str) -> Dict[str, Any]:
+        event = self.unreachable(msg)
+        event.update(e="crash", status="failed",
+                     result={"failed": True, "changed": False, "msg": "ioc runner error: %s" % msg})
+        return event

@@ -1,0 +1,33 @@
+"""The transport report printed at the end of every run."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+
+@dataclass
+class TransportReport:
+    """Runner calls per host, as counted by the runners themselves."""
+
+    #: Batches shipped (each is one call per active host).
+    batches: int = 0
+    #: Calls a ``--per-task`` run would have made: one per task per host.
+    per_task_calls: int = 0
+    calls: Dict[str, int] = field(default_factory=dict)
+    _seen: Counter = field(default_factory=Counter)
+
+    def count_call(self, host: str, runner_total: int) -> None:
+        """Record a finished call; ``runner_total`` is the runner's own count."""
+        self._seen[host] += 1
+        self.calls[host] = max(runner_total, self.calls.get(host, 0))
+
+    def lines(self, verbose: bool = False) -> List[str]:
+        total = sum(self.calls.values())
+        out = ["ioc: %d batch(es), %d runner call(s) for %d host(s) "
+               "(a per-task run would make %d)"
+               % (self.batches, total, len(self.calls), self.per_task_calls)]
+        if verbose:
+            for host in sorted(self.calls):
+                out.append("ioc:   %-26s runner calls=%d" % (host, self.calls[host]))
+        return out
