@@ -1,0 +1,35 @@
+"""The loader: playbooks, roles, inventories and extra vars → IR (``ioc.model``).
+
+Every error is a :class:`ioc.errors.LoadError` (``InventoryError`` for
+inventories) whose ``str()`` starts with the ``file:line`` it comes from.
+"""
+from ioc.loader.extravars import parse_extra_vars
+from ioc.loader.inventory import (
+    add_vars_dirs,
+    ensure_localhost,
+    group_names,
+    groups_dict,
+    host_vars,
+    implicit_localhost_inventory,
+    load_inventory,
+    match_hosts,
+)
+from ioc.loader.playbook import load_playbook
+from ioc.loader.yamlsrc import LocatedDict, LocatedLoader, load_yaml_file, location_of
+
+__all__ = [
+    "LocatedDict",
+    "LocatedLoader",
+    "add_vars_dirs",
+    "ensure_localhost",
+    "group_names",
+    "groups_dict",
+    "host_vars",
+    "implicit_localhost_inventory",
+    "load_inventory",
+    "load_playbook",
+    "load_yaml_file",
+    "location_of",
+    "match_hosts",
+    "parse_extra_vars",
+]

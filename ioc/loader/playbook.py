@@ -1,0 +1,236 @@
+"""Playbook files → :class:`ioc.model.Playbook`.
+
+:func:`load_playbook` reads a playbook, splices in ``import_playbook``s,
+reads ``vars_files``, expands ``roles:`` and static imports, and resolves
+keyword inheritance (see :mod:`ioc.loader.tasks`), so the IR it returns needs
+no further file access except for templates and files a task names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ioc.errors import LoadError
+from ioc.loader.roles import read_vars_file
+from ioc.loader.substitute import render_static
+from ioc.loader.tasks import (
+    INHERITABLE, PlayState, Scope, canonical_action, conditions,
+    expand_roles_section, parse_handlers, parse_tasks, tag_list, union, vars_of,
+)
+from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of
+from ioc.model import Location, Play, Playbook
+
+__all__ = ["load_playbook"]
+
+log = logging.getLogger(__name__)
+
+#: Valid play keywords the IR has no field for: accepted, warned, dropped.
+PLAY_UNSUPPORTED = frozenset((
+    "vars_prompt", "gather_subset", "gather_timeout", "fact_path", "strategy",
+    "port", "collections", "module_defaults", "become_flags", "become_exe",
+    "debugger", "timeout",
+))
+PLAY_KEYWORDS = frozenset((
+    "hosts", "name", "vars", "vars_files", "gather_facts", "pre_tasks", "roles",
+    "tasks", "post_tasks", "handlers", "serial", "max_fail_percentage",
+    "force_handlers", "order", "tags",
+)) | (frozenset(INHERITABLE) - {"delegate_to"}) | PLAY_UNSUPPORTED
+_IMPORT_PLAYBOOK_KEYS = frozenset(("name", "vars", "when", "tags"))
+_TRUE = frozenset(("yes", "on", "true", "1", "y", "t"))
+_FALSE = frozenset(("no", "off", "false", "0", "n", "f"))
+
+
+@dataclass(frozen=True)
+class _Overlay:
+    """What the ``import_playbook`` entries around a playbook add to its plays."""
+
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    when: tuple[Any, ...] = ()
+    tags: tuple[str, ...] = ()
+    chain: tuple[str, ...] = ()
+
+
+def load_playbook(path: str, extra_vars: Mapping[str, Any] | None = None) -> Playbook:
+    """Load the playbook at ``path`` into IR.
+
+    ``extra_vars`` are only used to resolve ``{{ name }}`` in file names
+    (``vars_files``, ``import_tasks``, ``import_playbook``); they are not
+    stored in the IR. Raises :class:`LoadError` whose ``str()`` starts with
+    ``file:line:`` for any problem in the playbook, its imports or its roles.
+    """
+    plays = _load_plays(os.path.abspath(path), dict(extra_vars or {}), _Overlay(), None)
+    return Playbook(path=path, plays=plays)
+
+
+def _load_plays(
+    path: str, extra_vars: Mapping[str, Any], overlay: _Overlay, where: Location | None
+) -> tuple[Play, ...]:
+    if not os.path.isfile(path):
+        raise LoadError("playbook not found: %s" % path, where or Location(path))
+    if path in overlay.chain:
+        raise LoadError("import_playbook cycle: %s" % " -> ".join(overlay.chain + (path,)), where)
+    overlay = dataclasses.replace(overlay, chain=overlay.chain + (path,))
+    data = load_yaml_file(path)
+    if not data:
+        raise LoadError("empty playbook, nothing to do", Location(path, 1))
+    if not isinstance(data, list):
+        raise LoadError("a playbook must be a list of plays", location_of(data, Location(path, 1)))
+    plays: list[Play] = []
+    for entry in data:
+        if not isinstance(entry, Mapping):
+            raise LoadError("a play must be a mapping, got %s" % type(entry).__name__, Location(path))
+        import_key = _import_key(entry)
+        if import_key is None:
+            plays.append(_load_play(entry, path, extra_vars, overlay))
+        else:
+            plays.extend(_import_playbook(entry, import_key, path, extra_vars, overlay))
+    return tuple(plays)
+
+
+def _import_key(entry: Mapping[str, Any]) -> str | None:
+    for key in entry:
+        if canonical_action(str(key)) == "import_playbook":
+            return str(key)
+    return None
+
+
+def _import_playbook(
+    entry: Mapping[str, Any], key: str, path: str, extra_vars: Mapping[str, Any], overlay: _Overlay
+) -> tuple[Play, ...]:
+    """Plays of an imported playbook; the import's vars, when and tags apply to each."""
+    where = location_of(entry, Location(path))
+    bad = [k for k in entry if k != key and k not in _IMPORT_PLAYBOOK_KEYS]
+    if bad:
+        raise LoadError(
+            "import_playbook does not support %s" % ", ".join(map(repr, bad)),
+            key_location(entry, bad[0], where),
+        )
+    target = entry[key]
+    if not isinstance(target, str) or not target:
+        raise LoadError("import_playbook needs a file name", where)
+    merged_vars = {**overlay.vars, **vars_of(entry, where)}
+    rendered = render_static(target, {**merged_vars, **extra_vars}, where)
+    inner = dataclasses.replace(
+        overlay,
+        vars=merged_vars,
+        when=overlay.when + conditions(entry.get("when"), where),
+        tags=union(overlay.tags, tag_list(entry.get("tags"), where)),
+    )
+    full = os.path.abspath(os.path.join(os.path.dirname(path), rendered))
+    return _load_plays(full, extra_vars, inner, where)
+
+
+def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], overlay: _Overlay) -> Play:
+    where = location_of(ds, Location(path))
+    _check_play_keys(ds, where)
+    hosts = _hosts(ds, where)
+    play_vars = {**vars_of(ds, where), **overlay.vars}
+    files_vars = _vars_files(ds, os.path.dirname(path), {**play_vars, **extra_vars}, where)
+    state = PlayState(
+        playbook_dir=os.path.dirname(path),
+        static_vars={**play_vars, **files_vars, **extra_vars},
+    )
+    tags = union(overlay.tags, tag_list(ds.get("tags"), where))
+    scope = Scope(
+        play=state,
+        path=path,
+        when=overlay.when,
+        tags=tags,
+        inherited={k: ds[k] for k in INHERITABLE if ds.get(k) is not None},
+    )
+    pre_tasks = _tasks_section(ds, "pre_tasks", scope, where)
+    roles = expand_roles_section(ds.get("roles"), scope, key_location(ds, "roles", where))
+    tasks = _tasks_section(ds, "tasks", scope, where)
+    post_tasks = _tasks_section(ds, "post_tasks", scope, where)
+    handler_scope = dataclasses.replace(scope, when=())
+    handlers = parse_handlers(ds.get("handlers"), handler_scope, key_location(ds, "handlers", where))
+    return Play(
+        name=str(ds.get("name") or hosts),
+        hosts=hosts,
+        location=where,
+        vars=play_vars,
+        vars_files=files_vars,
+        role_defaults=state.role_defaults,
+        gather_facts=_to_bool(ds, "gather_facts", True, where),
+        pre_tasks=pre_tasks,
+        tasks=roles + tasks,
+        post_tasks=post_tasks,
+        handlers=tuple(state.role_handlers) + handlers,
+        serial=ds.get("serial"),
+        any_errors_fatal=ds.get("any_errors_fatal"),
+        max_fail_percentage=ds.get("max_fail_percentage"),
+        force_handlers=_to_bool(ds, "force_handlers", False, where),
+        ignore_unreachable=ds.get("ignore_unreachable"),
+        order=None if ds.get("order") is None else str(ds["order"]),
+        tags=tags,
+        basedir=os.path.dirname(path),
+    )
+
+
+def _tasks_section(ds: Mapping[str, Any], key: str, scope: Scope, where: Location) -> tuple[Any, ...]:
+    return parse_tasks(ds.get(key), scope, key_location(ds, key, where))
+
+
+def _check_play_keys(ds: Mapping[str, Any], where: Location) -> None:
+    unknown = [k for k in ds if k not in PLAY_KEYWORDS]
+    if unknown:
+        raise LoadError(
+            "unknown play keyword(s): %s" % ", ".join(map(repr, unknown)),
+            key_location(ds, unknown[0], where),
+        )
+    for key in ds:
+        if key in PLAY_UNSUPPORTED:
+            log.warning("%s: play keyword '%s' is not supported by ioc and is ignored", where, key)
+
+
+def _hosts(ds: Mapping[str, Any], where: Location) -> str:
+    value = ds.get("hosts")
+    if isinstance(value, list):
+        value = ",".join(str(v) for v in value)
+    if value is None or value == "":
+        raise LoadError("play has no 'hosts'", where)
+    return str(value)
+
+
+def _vars_files(
+    ds: Mapping[str, Any], basedir: str, variables: Mapping[str, Any], where: Location
+) -> dict[str, Any]:
+    """Merged content of ``vars_files``; a nested list means "first that exists"."""
+    entries = ds.get("vars_files")
+    if entries is None:
+        return {}
+    at = key_location(ds, "vars_files", where)
+    if isinstance(entries, str):
+        entries = [entries]
+    if not isinstance(entries, list):
+        raise LoadError("'vars_files' must be a list of file names", at)
+    merged: dict[str, Any] = {}
+    for entry in entries:
+        choices = entry if isinstance(entry, list) else [entry]
+        merged.update(read_vars_file(_first_file(choices, basedir, variables, at)))
+    return merged
+
+
+def _first_file(choices: list[Any], basedir: str, variables: Mapping[str, Any], at: Location) -> str:
+    tried: list[str] = []
+    for choice in choices:
+        if not isinstance(choice, str):
+            raise LoadError("'vars_files' entries must be file names", at)
+        path = os.path.join(basedir, render_static(choice, variables, at))
+        if os.path.isfile(path):
+            return path
+        tried.append(path)
+    raise LoadError("vars file not found: %s" % " or ".join(tried), at)
+
+
+def _to_bool(ds: Mapping[str, Any], key: str, default: bool, where: Location) -> bool:
+    value = ds.get(key, default)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise LoadError("'%s' must be a boolean, got %r" % (key, value), key_location(ds, key, where))

@@ -1,0 +1,534 @@
+"""Task lists → IR: tasks, blocks, static imports and roles, inheritance resolved.
+
+Everything an enclosing play, block, import or role gives its tasks travels
+down in a :class:`Scope`: the ``when`` conditions to prepend, the tags to add,
+the inheritable keywords to copy where a task leaves them unset, and the role
+the tasks belong to. What a play collects on the side (role defaults and role
+handlers) goes into the mutable :class:`PlayState` the scopes share.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ioc.errors import LoadError
+from ioc.loader.kv import parse_kv
+from ioc.loader.roles import RoleFiles, find_role, read_role
+from ioc.loader.substitute import render_static
+from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of
+from ioc.model import Block, Location, Node, Task
+
+__all__ = [
+    "INHERITABLE", "PlayState", "Scope", "parse_tasks", "parse_handlers",
+    "expand_roles_section", "canonical_action", "conditions", "tag_list",
+    "string_list", "vars_of", "union",
+]
+
+log = logging.getLogger(__name__)
+
+#: Keywords copied from the nearest enclosing block/role/import/play.
+INHERITABLE = (
+    "ignore_errors", "ignore_unreachable", "no_log", "environment", "check_mode",
+    "diff", "become", "become_user", "become_method", "remote_user", "connection",
+    "delegate_to", "run_once", "any_errors_fatal", "throttle",
+)
+#: Valid Ansible keywords the IR has no field for: accepted, warned, dropped.
+UNSUPPORTED = frozenset((
+    "become_flags", "become_exe", "module_defaults", "timeout", "async", "poll",
+    "debugger", "collections",
+))
+TASK_KEYWORDS = frozenset((
+    "name", "when", "loop", "loop_control", "register", "changed_when",
+    "failed_when", "until", "retries", "delay", "notify", "listen", "vars", "tags",
+    "delegate_facts", "args", "action", "local_action",
+)) | frozenset(INHERITABLE) | UNSUPPORTED
+#: What a block, an import or a role entry may carry besides its own content.
+SCOPE_KEYWORDS = frozenset(("name", "when", "vars", "tags")) | frozenset(INHERITABLE) | (
+    UNSUPPORTED - {"async", "poll"}
+)
+BLOCK_KEYWORDS = SCOPE_KEYWORDS | {"block", "rescue", "always"}
+#: Modules whose free-form words form the command line (``_raw_params``).
+FREEFORM_MODULES = frozenset(("command", "shell", "raw", "script", "win_command", "win_shell"))
+#: Modules that accept a free-form word that is not ``k=v``.
+RAW_PARAM_MODULES = FREEFORM_MODULES | {
+    "include_vars", "include_tasks", "include_role", "import_tasks", "import_role",
+    "add_host", "group_by", "set_fact", "meta",
+}
+_BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
+
+
+@dataclass
+class PlayState:
+    """What expanding one play collects besides its task tree."""
+
+    playbook_dir: str
+    #: Play vars and extra vars: the only values ``{{ name }}`` in an import path may use.
+    static_vars: Mapping[str, Any]
+    role_defaults: dict[str, Any] = field(default_factory=dict)
+    role_handlers: list[Task] = field(default_factory=list)
+    #: Roles already expanded by ``roles:``/dependencies (Ansible runs each once).
+    seen_roles: set[tuple[Any, ...]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the enclosing play, blocks, imports and roles hand to the tasks inside."""
+
+    play: PlayState
+    #: The file being read (task locations, relative imports).
+    path: str
+    when: tuple[Any, ...] = ()
+    tags: tuple[str, ...] = ()
+    inherited: Mapping[str, Any] = field(default_factory=dict)
+    role: str | None = None
+    role_path: str | None = None
+    #: ``tasks`` or ``handlers``: the role subdirectory imports are looked up in.
+    section: str = "tasks"
+    #: Files being imported, outermost first, to report import cycles.
+    chain: tuple[str, ...] = ()
+
+    def nested(self, ds: Mapping[str, Any]) -> "Scope":
+        """The scope inside a block/import/role written as ``ds``."""
+        where = location_of(ds, Location(self.path))
+        own = {k: ds[k] for k in INHERITABLE if ds.get(k) is not None}
+        return dataclasses.replace(
+            self,
+            when=self.when + conditions(ds.get("when"), where),
+            tags=union(self.tags, tag_list(ds.get("tags"), where)),
+            inherited={**self.inherited, **own},
+        )
+
+    def entering(self, path: str, where: Location) -> "Scope":
+        """The scope for reading ``path``; refuses a file already being read."""
+        if path in self.chain:
+            cycle = " -> ".join(self.chain + (path,))
+            raise LoadError("import cycle: %s" % cycle, where)
+        return dataclasses.replace(self, path=path, chain=self.chain + (path,))
+
+
+# ---------------------------------------------------------------- task lists
+
+
+def parse_tasks(data: Any, scope: Scope, where: Location) -> tuple[Node, ...]:
+    """Parse a YAML task list (``None`` is an empty list) into IR nodes.
+
+    ``where`` is reported when ``data`` itself is not a list.
+    """
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise LoadError("expected a list of tasks, got %s" % _kind(data), location_of(data, where))
+    nodes: list[Node] = []
+    for entry in data:
+        if not isinstance(entry, Mapping):
+            raise LoadError("a task must be a mapping, got %s" % _kind(entry), where)
+        nodes.extend(_parse_entry(entry, scope))
+    return tuple(nodes)
+
+
+def parse_handlers(data: Any, scope: Scope, where: Location) -> tuple[Task, ...]:
+    """Parse a handlers list; blocks and imports are flattened into tasks.
+
+    ``Play.handlers`` holds tasks only, so the ``vars`` of an enclosing block
+    or import are merged under each handler's own ``vars``.
+    """
+    handler_scope = dataclasses.replace(scope, section="handlers")
+    return _flatten(parse_tasks(data, handler_scope, where), {})
+
+
+def _flatten(nodes: Sequence[Node], outer_vars: Mapping[str, Any]) -> tuple[Task, ...]:
+    tasks: list[Task] = []
+    for node in nodes:
+        if isinstance(node, Task):
+            tasks.append(dataclasses.replace(node, vars={**outer_vars, **node.vars}))
+            continue
+        if node.rescue or node.always:
+            raise LoadError("rescue/always are not supported in handlers", node.location)
+        tasks.extend(_flatten(node.block, {**outer_vars, **node.vars, **node.params}))
+    return tuple(tasks)
+
+
+def _parse_entry(ds: Mapping[str, Any], scope: Scope) -> tuple[Node, ...]:
+    if any(k in ds for k in ("block", "rescue", "always")):
+        return (_parse_block(ds, scope),)
+    where = location_of(ds, Location(scope.path))
+    action, args = _action_and_args(ds, where)
+    if action == "import_tasks":
+        return (_import_tasks(ds, args, scope, where),)
+    if action == "import_role":
+        return _import_role(ds, args, scope, where)
+    return (_task(ds, action, args, scope, where),)
+
+
+def _parse_block(ds: Mapping[str, Any], scope: Scope) -> Block:
+    where = location_of(ds, Location(scope.path))
+    _check_keys(ds, BLOCK_KEYWORDS, "block", where)
+    inner = scope.nested(ds)
+    return Block(
+        block=_section(ds, "block", inner, where),
+        rescue=_section(ds, "rescue", inner, where),
+        always=_section(ds, "always", inner, where),
+        location=where,
+        name=_opt_str(ds.get("name")),
+        vars=vars_of(ds, where),
+    )
+
+
+def _section(ds: Mapping[str, Any], key: str, scope: Scope, where: Location) -> tuple[Node, ...]:
+    value = ds.get(key)
+    if value is not None and not isinstance(value, list):
+        raise LoadError("'%s' must be a list of tasks" % key, key_location(ds, key, where))
+    return parse_tasks(value, scope, where)
+
+
+# ---------------------------------------------------------------- one task
+
+
+def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope, where: Location) -> Task:
+    _warn_unsupported(ds, where)
+    loop, loop_with = _loop(ds, where)
+    own = {k: ds.get(k) for k in INHERITABLE}
+    if "local_action" in ds:
+        own["delegate_to"] = "localhost"
+    effective = {k: own[k] if own[k] is not None else scope.inherited.get(k) for k in INHERITABLE}
+    return Task(
+        action=action,
+        args=args,
+        location=where,
+        name=_opt_str(ds.get("name")),
+        when=scope.when + conditions(ds.get("when"), where),
+        loop=loop,
+        loop_with=loop_with,
+        loop_control=_mapping(ds, "loop_control", where),
+        register=_opt_str(ds.get("register")),
+        changed_when=_opt_conditions(ds.get("changed_when"), where),
+        failed_when=_opt_conditions(ds.get("failed_when"), where),
+        until=_opt_conditions(ds.get("until"), where),
+        retries=ds.get("retries"),
+        delay=ds.get("delay"),
+        notify=string_list(ds.get("notify"), "notify", where),
+        listen=string_list(ds.get("listen"), "listen", where),
+        vars=vars_of(ds, where),
+        tags=union(scope.tags, tag_list(ds.get("tags"), where)),
+        delegate_facts=ds.get("delegate_facts"),
+        role=scope.role,
+        role_path=scope.role_path,
+        **effective,
+    )
+
+
+def _action_and_args(ds: Mapping[str, Any], where: Location) -> tuple[str, dict[str, Any]]:
+    """The module a task runs and its arguments (``args:`` merged under them)."""
+    candidates = [k for k in ds if k not in TASK_KEYWORDS and not str(k).startswith("with_")]
+    candidates += [k for k in ("action", "local_action") if k in ds]
+    if len(candidates) != 1:
+        found = ", ".join(repr(k) for k in candidates) if candidates else "none"
+        raise LoadError(
+            "a task needs exactly one action (module) key; found %s" % found,
+            key_location(ds, candidates[1], where) if len(candidates) > 1 else where,
+        )
+    key = candidates[0]
+    if key in ("action", "local_action"):
+        module, value = _split_action(ds[key], key_location(ds, key, where))
+    else:
+        module, value = str(key), ds[key]
+    module = canonical_action(module)
+    own = _module_args(module, value, key_location(ds, key, where))
+    return module, {**_extra_args(ds.get("args"), where), **own}
+
+
+def canonical_action(name: str) -> str:
+    """``ansible.builtin.X`` and ``ansible.legacy.X`` → ``X``; others unchanged."""
+    for prefix in _BUILTIN_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def _split_action(value: Any, where: Location) -> tuple[str, Any]:
+    if isinstance(value, str) and value.strip():
+        parts = value.strip().split(None, 1)
+        return parts[0], parts[1] if len(parts) > 1 else None
+    if isinstance(value, Mapping) and "module" in value:
+        return str(value["module"]), {k: v for k, v in value.items() if k != "module"}
+    raise LoadError("'action' needs a module name, e.g. 'action: copy src=a dest=b'", where)
+
+
+def _module_args(module: str, value: Any, where: Location) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (list, tuple)):
+        raise LoadError("arguments of '%s' must be a mapping or k=v text, got a list" % module, where)
+    args = parse_kv(str(value), check_raw=module in FREEFORM_MODULES)
+    if "_raw_params" in args and module not in RAW_PARAM_MODULES:
+        raise LoadError(
+            "'%s' got free-form text %r; only k=v pairs are allowed here"
+            % (module, args["_raw_params"]),
+            where,
+        )
+    return args
+
+
+def _extra_args(value: Any, where: Location) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str) and "{{" in value:
+        return {"_variable_params": value}
+    raise LoadError("'args' must be a mapping or a '{{ variable }}'", where)
+
+
+def _loop(ds: Mapping[str, Any], where: Location) -> tuple[Any, str | None]:
+    lookups = [k for k in ds if str(k).startswith("with_")]
+    if len(lookups) + ("loop" in ds) > 1:
+        keys = lookups + (["loop"] if "loop" in ds else [])
+        raise LoadError("a task can have only one loop; found %s" % ", ".join(keys), where)
+    if lookups:
+        return ds[lookups[0]], lookups[0][len("with_"):]
+    return ds.get("loop"), None
+
+
+# ---------------------------------------------------------------- imports and roles
+
+
+def _import_tasks(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, where: Location) -> Block:
+    _check_import(ds, "import_tasks", where)
+    name = args.get("file") or args.get("_raw_params")
+    if not isinstance(name, str) or not name:
+        raise LoadError("import_tasks needs a file name", where)
+    path = _resolve_import(render_static(name, scope.play.static_vars, where), scope, where)
+    inner = scope.nested(ds).entering(path, where)
+    return Block(
+        block=parse_tasks(load_yaml_file(path), inner, Location(path, 1)),
+        location=where,
+        vars=vars_of(ds, where),
+        implicit=True,
+    )
+
+
+def _resolve_import(name: str, scope: Scope, where: Location) -> str:
+    """An imported file: role ``tasks/`` (or ``handlers/``) first, then beside the importer."""
+    bases = [os.path.dirname(scope.path), scope.play.playbook_dir]
+    if scope.role_path is not None:
+        bases.insert(0, os.path.join(scope.role_path, scope.section))
+    candidates = [os.path.abspath(os.path.join(base, name)) for base in bases]
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return candidate
+    raise LoadError("imported file not found: %s" % candidates[0], where)
+
+
+def _import_role(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, where: Location) -> tuple[Node, ...]:
+    _check_import(ds, "import_role", where)
+    name = args.get("name") or args.get("role")
+    if not isinstance(name, str) or not name:
+        raise LoadError("import_role needs 'name'", where)
+    froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from", "handlers_from") if args.get(k)}
+    return _expand_role(name, ds, {}, scope, where, froms, dedup=False)
+
+
+def expand_roles_section(entries: Any, scope: Scope, where: Location) -> tuple[Node, ...]:
+    """The ``roles:`` list of a play as implicit role blocks (dependencies first)."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise LoadError("'roles' must be a list", where)
+    nodes: list[Node] = []
+    for entry in entries:
+        name, keywords, params = _role_entry(entry, where)
+        nodes.extend(_expand_role(name, keywords, params, scope, location_of(entry, where), {}, dedup=True))
+    return tuple(nodes)
+
+
+def _role_entry(entry: Any, where: Location) -> tuple[str, Mapping[str, Any], dict[str, Any]]:
+    """Split a role reference into its name, its keywords and its parameters."""
+    if isinstance(entry, str) and entry:
+        return entry, {}, {}
+    if not isinstance(entry, Mapping):
+        raise LoadError("a role entry must be a name or a mapping, got %s" % _kind(entry), where)
+    name = entry.get("role") or entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise LoadError("a role entry needs 'role:' (or 'name:')", location_of(entry, where))
+    _warn_unsupported(entry, location_of(entry, where))
+    keywords = {k: v for k, v in entry.items() if k in SCOPE_KEYWORDS and k != "name"}
+    params = {k: v for k, v in entry.items() if k not in SCOPE_KEYWORDS and k != "role"}
+    return name, keywords, params
+
+
+def _expand_role(
+    name: str,
+    keywords: Mapping[str, Any],
+    params: dict[str, Any],
+    scope: Scope,
+    where: Location,
+    froms: Mapping[str, str],
+    dedup: bool,
+) -> tuple[Node, ...]:
+    """A role as ``(dependency blocks..., role block)``; ``()`` if already run."""
+    path = find_role(name, _role_dirs(scope), where)
+    files = read_role(os.path.basename(name.rstrip("/")), path, where, **froms)
+    identity = (path, tuple(sorted(froms.items())), repr(params), repr(keywords.get("vars")))
+    if dedup and not files.allow_duplicates and identity in scope.play.seen_roles:
+        return ()
+    scope.play.seen_roles.add(identity)
+    outer = scope.nested(keywords)
+    deps = _dependencies(files, outer, where)
+    scope.play.role_defaults.update(files.defaults)
+    role_vars = {**files.vars, **vars_of(keywords, where)}
+    inner = dataclasses.replace(outer, role=files.name, role_path=path)
+    _collect_role_handlers(files, inner, {**role_vars, **params})
+    body = _role_tasks(files, inner, where)
+    block = Block(
+        block=body, location=where, vars=role_vars, params=params,
+        implicit=True, role=files.name, role_path=path,
+    )
+    return deps + (block,)
+
+
+def _role_dirs(scope: Scope) -> list[str]:
+    dirs = [os.path.join(scope.play.playbook_dir, "roles")]
+    if scope.role_path is not None:
+        dirs.append(os.path.dirname(scope.role_path))
+    dirs.append(scope.play.playbook_dir)
+    return dirs
+
+
+def _dependencies(files: RoleFiles, outer: Scope, where: Location) -> tuple[Node, ...]:
+    scope = dataclasses.replace(outer, role_path=files.path)
+    nodes: list[Node] = []
+    for entry in files.dependencies:
+        name, keywords, params = _role_entry(entry, where)
+        nodes.extend(_expand_role(name, keywords, params, scope, location_of(entry, where), {}, dedup=True))
+    return tuple(nodes)
+
+
+def _role_tasks(files: RoleFiles, scope: Scope, where: Location) -> tuple[Node, ...]:
+    if files.tasks_file is None:
+        return ()
+    inner = scope.entering(files.tasks_file, where)
+    return parse_tasks(files.tasks, inner, Location(files.tasks_file, 1))
+
+
+def _collect_role_handlers(files: RoleFiles, scope: Scope, role_vars: Mapping[str, Any]) -> None:
+    if files.handlers_file is None:
+        return
+    inner = scope.entering(files.handlers_file, Location(files.handlers_file))
+    handlers = parse_handlers(files.handlers, inner, Location(files.handlers_file, 1))
+    scope.play.role_handlers.extend(
+        dataclasses.replace(h, vars={**role_vars, **h.vars}) for h in handlers
+    )
+
+
+# ---------------------------------------------------------------- value normalisation
+
+
+def conditions(value: Any, where: Location) -> tuple[Any, ...]:
+    """``when``-like value → tuple of conditions (a string or bool is a 1-tuple)."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bool)):
+        return (value,)
+    if isinstance(value, (int, float)):
+        return (str(value),)
+    if isinstance(value, list):
+        return tuple(v if isinstance(v, (str, bool)) else str(v) for v in value)
+    raise LoadError("a condition must be a string, a boolean or a list, got %s" % _kind(value), where)
+
+
+def _opt_conditions(value: Any, where: Location) -> tuple[Any, ...] | None:
+    return None if value is None else conditions(value, where)
+
+
+def string_list(value: Any, keyword: str, where: Location) -> tuple[str, ...]:
+    """A string or a list of strings → tuple of strings."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
+        return tuple(str(v) for v in value)
+    raise LoadError("'%s' must be a string or a list of strings" % keyword, where)
+
+
+def tag_list(value: Any, where: Location) -> tuple[str, ...]:
+    """``tags`` → tuple; a string may hold several comma-separated tags."""
+    if isinstance(value, str):
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+    if isinstance(value, (int, float)):
+        return (str(value),)
+    return string_list(value, "tags", where)
+
+
+def union(first: Sequence[str], second: Sequence[str]) -> tuple[str, ...]:
+    """Both sequences, first first, without repeats."""
+    return tuple(dict.fromkeys((*first, *second)))
+
+
+def vars_of(ds: Mapping[str, Any], where: Location) -> Mapping[str, Any]:
+    """The ``vars:`` of ``ds``: a mapping, or a list of mappings merged in order."""
+    value = ds.get("vars")
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
+        merged: dict[str, Any] = {}
+        for item in value:
+            merged.update(item)
+        return merged
+    raise LoadError("'vars' must be a mapping", key_location(ds, "vars", where))
+
+
+def _mapping(ds: Mapping[str, Any], key: str, where: Location) -> Mapping[str, Any]:
+    value = ds.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise LoadError("'%s' must be a mapping" % key, key_location(ds, key, where))
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+# ---------------------------------------------------------------- keyword checks
+
+
+def _check_keys(ds: Mapping[str, Any], allowed: frozenset[str], what: str, where: Location) -> None:
+    unknown = [k for k in ds if k not in allowed]
+    if unknown:
+        raise LoadError(
+            "%s has unsupported keyword(s): %s" % (what, ", ".join(map(repr, unknown))),
+            key_location(ds, unknown[0], where),
+        )
+    _warn_unsupported(ds, where)
+
+
+def _check_import(ds: Mapping[str, Any], action: str, where: Location) -> None:
+    """Imports take only keywords that can apply to every imported task."""
+    allowed = SCOPE_KEYWORDS | {action, "ansible.builtin." + action, "ansible.legacy." + action, "args", "action"}
+    bad = [k for k in ds if k not in allowed]
+    if bad:
+        raise LoadError(
+            "%s does not support %s (it is static; use include_%s for that)"
+            % (action, ", ".join(map(repr, bad)), action.split("_", 1)[1]),
+            key_location(ds, bad[0], where),
+        )
+    _warn_unsupported(ds, where)
+
+
+def _warn_unsupported(ds: Mapping[str, Any], where: Location) -> None:
+    for key in ds:
+        if key in UNSUPPORTED:
+            log.warning("%s: keyword '%s' is not supported by ioc and is ignored", where, key)

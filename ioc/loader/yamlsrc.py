@@ -1,0 +1,130 @@
+"""YAML reading that remembers where every mapping was written.
+
+Playbooks, roles, vars files and YAML inventories are read with
+:class:`LocatedLoader`. Mappings come back as :class:`LocatedDict` (a ``dict``
+with a ``location`` and the line of each key); everything else stays a plain
+builtin, so the data can be handed to any code that expects ordinary YAML.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+from ioc.errors import LoadError
+from ioc.model import Location
+
+__all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location"]
+
+
+class LocatedDict(dict):  # type: ignore[type-arg]
+    """A mapping read from YAML, with the file and 1-based line it starts at.
+
+    ``key_lines`` maps each scalar key to the line it was written on, so that
+    an error about one key can point at that key rather than at the mapping.
+    """
+
+    location: Location
+    key_lines: dict[Any, int]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.location = Location("<unknown>")
+        self.key_lines = {}
+
+
+class LocatedLoader(yaml.SafeLoader):
+    """A SafeLoader whose mappings are :class:`LocatedDict`.
+
+    ``source_path`` names the file in every location; ``!unsafe`` strings load
+    as plain strings and ``!vault`` values are refused (ioc has no vault).
+    """
+
+    def __init__(self, stream: Any, source_path: str = "<string>") -> None:
+        super().__init__(stream)
+        self.source_path = source_path
+
+
+def _construct_mapping(loader: LocatedLoader, node: yaml.MappingNode) -> Iterator[LocatedDict]:
+    data = LocatedDict()
+    data.location = Location(loader.source_path, node.start_mark.line + 1)
+    yield data
+    data.update(loader.construct_mapping(node))
+    data.key_lines = {
+        key.value: key.start_mark.line + 1
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
+
+
+def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+
+
+def _refuse_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
+    raise LoadError(
+        "!vault values are not supported by ioc",
+        Location(loader.source_path, node.start_mark.line + 1),
+    )
+
+
+LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+LocatedLoader.add_constructor("!unsafe", _construct_unsafe)
+LocatedLoader.add_constructor("!vault", _refuse_vault)
+
+
+def load_yaml_text(text: str, path: str) -> Any:
+    """Parse one YAML document; ``path`` is only used in locations and errors."""
+    loader = LocatedLoader(text, source_path=path)
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 0
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise LoadError("YAML syntax error: %s" % problem, Location(path, line)) from exc
+    except yaml.YAMLError as exc:
+        raise LoadError("YAML error: %s" % exc, Location(path)) from exc
+    finally:
+        loader.dispose()
+
+
+def load_yaml_file(path: str) -> Any:
+    """Read a YAML file; an empty file gives ``None``.
+
+    Raises :class:`LoadError` naming ``path:line`` on a syntax error, and
+    naming ``path`` when the file cannot be read. Callers that know *who*
+    referenced the file should check that it exists first, to report the
+    referencing line instead.
+    """
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadError("cannot read file: %s" % _reason(exc), Location(path)) from exc
+    return load_yaml_text(text, path)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
+def location_of(obj: Any, default: Location) -> Location:
+    """The location ``obj`` was read from, or ``default`` for non-mappings."""
+    location = getattr(obj, "location", None)
+    return location if isinstance(location, Location) else default
+
+
+def key_location(mapping: Mapping[Any, Any], key: Any, default: Location) -> Location:
+    """The location of ``key`` inside ``mapping`` (its own line when known)."""
+    where = location_of(mapping, default)
+    lines = getattr(mapping, "key_lines", None) or {}
+    line = lines.get(key)
+    return Location(where.path, line) if line else where
+
