@@ -1,0 +1,57 @@
+"""``debug``: print a message or the value of a variable.
+
+``verbosity`` is accepted and returned untouched in effect: the executor
+decides whether the result is shown.
+"""
+from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.modules import _common
+
+OPTIONS = frozenset({"msg", "var", "verbosity"})
+SUPPORTS_CHECK_MODE = True
+
+UNDEFINED_TEXT = "VARIABLE IS NOT DEFINED!"
+_MISSING = object()
+
+
+def _is_undefined(obj):
+    """True for an undefined marker or error (jinja2's or ioc's), by class name."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return any("Undefined" in k.__name__ for k in cls.__mro__)
+
+
+def _lookup(var, ctx):
+    """The value of expression ``var`` (UNDEFINED_TEXT when undefined)."""
+    if ctx.templar is not None:
+        try:
+            value = ctx.templar.evaluate(var)
+        except Exception as e:  # the templar's undefined error; anything else propagates
+            if _is_undefined(e):
+                return UNDEFINED_TEXT
+            raise
+        return UNDEFINED_TEXT if _is_undefined(value) else value
+    value = ctx.task_vars.get(var, _MISSING) if isinstance(var, str) else _MISSING
+    return UNDEFINED_TEXT if value is _MISSING or _is_undefined(value) else value
+
+
+def _check_verbosity(args):
+    """Validate ``verbosity`` as an int like Ansible's argument spec."""
+    value = args.get("verbosity", 0)
+    try:
+        int(value)
+    except (TypeError, ValueError):
+        raise ModuleError("argument 'verbosity' is of type %s and we were unable to convert to int: "
+                          "%r cannot be converted to an int" % (type(value), value))
+
+
+@_common.module_entry
+def run(args, ctx):
+    """Return ``{"msg": ...}`` or ``{<var>: value}``."""
+    _common.check_unsupported(args, OPTIONS, "debug")
+    _check_verbosity(args)
+    if "msg" in args and "var" in args:
+        raise ModuleError("parameters are mutually exclusive: msg|var")
+    if "var" in args:
+        var = args["var"]
+        key = str(type(var)) if isinstance(var, (list, dict)) else var
+        return {key: _lookup(var, ctx), "failed": False, "changed": False}
+    return {"msg": args.get("msg", "Hello world!"), "failed": False, "changed": False}

@@ -1,0 +1,110 @@
+"""debug, assert, fail and ping."""
+import pytest
+
+from ioc.agentless_runner import modules
+from ioc.agentless_runner.context import ModuleContext
+
+
+class UndefinedError(Exception):
+    """Stands in for the templar's undefined-variable error."""
+
+
+class FakeTemplar(object):
+    """Evaluates expressions as Python against a vars dict."""
+
+    def __init__(self, variables):
+        self.variables = variables
+
+    def evaluate(self, expr):
+        try:
+            return eval(expr, {}, dict(self.variables))
+        except NameError as e:
+            raise UndefinedError(str(e))
+
+    def conditional(self, expr):
+        if isinstance(expr, bool):
+            return expr
+        if "boom" in expr:
+            raise RuntimeError("template error in %s" % expr)
+        return bool(self.evaluate(expr))
+
+
+def run(name, args, **ctx):
+    return modules.get(name).run(args, ModuleContext(**ctx))
+
+
+def test_debug_default_and_msg():
+    assert run("debug", {}) == {"msg": "Hello world!", "failed": False, "changed": False}
+    assert run("debug", {"msg": [1, 2]})["msg"] == [1, 2]
+    assert run("debug", {"msg": "hi", "verbosity": 2})["msg"] == "hi"
+
+
+def test_debug_var_without_templar():
+    r = run("debug", {"var": "x"}, task_vars={"x": {"a": 1}})
+    assert r["x"] == {"a": 1} and r["changed"] is False
+    assert run("debug", {"var": "nope"})["nope"] == "VARIABLE IS NOT DEFINED!"
+
+
+def test_debug_var_with_templar():
+    t = FakeTemplar({"x": 3})
+    assert run("debug", {"var": "x + 1"}, templar=t)["x + 1"] == 4
+    assert run("debug", {"var": "missing"}, templar=t)["missing"] == "VARIABLE IS NOT DEFINED!"
+
+
+def test_debug_templar_other_errors_propagate():
+    class Broken(object):
+        def evaluate(self, expr):
+            raise ZeroDivisionError("no")
+    with pytest.raises(ZeroDivisionError):
+        run("debug", {"var": "x"}, templar=Broken())
+
+
+def test_debug_mutually_exclusive_and_bad_verbosity():
+    r = run("debug", {"msg": "a", "var": "b"})
+    assert r["failed"] and r["msg"] == "parameters are mutually exclusive: msg|var"
+    assert run("debug", {"verbosity": "lots"})["failed"] is True
+
+
+def test_assert_pass_and_fail():
+    t = FakeTemplar({"x": 1})
+    r = run("assert", {"that": ["x == 1", "x > 0"]}, templar=t)
+    assert r == {"changed": False, "msg": "All assertions passed"}
+    r = run("assert", {"that": ["x == 1", "x == 2", "x == 3"]}, templar=t)
+    assert r == {"failed": True, "assertion": "x == 2", "evaluated_to": False,
+                 "msg": "Assertion failed", "changed": False}
+
+
+def test_assert_string_that_and_messages():
+    t = FakeTemplar({"x": 1})
+    assert run("assert", {"that": "x == 1", "success_msg": "ok"}, templar=t)["msg"] == "ok"
+    assert run("assert", {"that": "x == 2", "fail_msg": "bad"}, templar=t)["msg"] == "bad"
+    assert run("assert", {"that": "x == 2", "msg": "bad2"}, templar=t)["msg"] == "bad2"
+    assert run("assert", {"that": "x == 1", "quiet": True}, templar=t)["msg"] == "All assertions passed"
+
+
+def test_assert_templar_error_propagates():
+    with pytest.raises(RuntimeError):
+        run("assert", {"that": ["boom"]}, templar=FakeTemplar({}))
+
+
+def test_assert_missing_that():
+    r = run("assert", {}, templar=FakeTemplar({}))
+    assert r["failed"] and "that" in r["msg"]
+
+
+def test_fail():
+    assert run("fail", {}) == {"failed": True, "msg": "Failed as requested from task",
+                               "changed": False}
+    assert run("fail", {"msg": "custom"})["msg"] == "custom"
+
+
+def test_ping():
+    assert run("ping", {}) == {"ping": "pong", "changed": False}
+    assert run("ping", {"data": "x"})["ping"] == "x"
+    with pytest.raises(Exception, match="boom"):
+        run("ping", {"data": "crash"})
+
+
+def test_unknown_option_rejected():
+    r = run("ping", {"bogus": 1})
+    assert r["failed"] and "Unsupported parameters for (ping) module: bogus" in r["msg"]
