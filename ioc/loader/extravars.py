@@ -49,8 +49,7 @@ def _from_file(path: str) -> Mapping[str, Any]:
 
 
 def _document(text: str, original: str) -> Mapping[str, Any]:
-    where = Location("<extra vars %r>" % original, 0)
-    data = load_yaml_text(text, where.path)
+    data = load_yaml_text(text, "<extra vars %r>" % original)
     if not isinstance(data, Mapping):
         raise LoadError(
             "invalid extra vars %r: expected k=v pairs, a YAML/JSON mapping or @file" % original
