@@ -199,11 +199,15 @@ def _validate(tmp, args, ctx, attrs):
     validate = str(args["validate"])
     if "%s" not in validate:
         raise ModuleError("validate must contain %%s: %s" % validate)
+    try:
+        command = validate % tmp
+    except (TypeError, ValueError) as e:
+        raise ModuleError("validate must contain exactly one %%s: %s (%s)" % (validate, e))
     _common.set_attributes(tmp, attrs[0], attrs[1], attrs[2], False)
     try:
-        rc, out, err = _common.run_command(validate % tmp, env=ctx.child_env())
+        rc, out, err = _common.run_command(command, env=ctx.child_env())
     except OSError as e:
-        raise ModuleError(str(e), rc=e.errno, cmd=_common.clean_args(validate % tmp))
+        raise ModuleError(str(e), rc=e.errno, cmd=_common.clean_args(command))
     if rc != 0:
         raise ModuleError("failed to validate", exit_status=rc,
                           stdout=_common.to_text(out), stderr=_common.to_text(err))

@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import pwd
+import re
 import socket
 import struct
 import subprocess
@@ -343,7 +344,7 @@ def memory_facts():
 
 def _unescape_mount(field):
     """Decode /proc/mounts octal escapes (\\040 is a space)."""
-    return field.encode().decode("unicode_escape") if "\\" in field else field
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def _mount_size(mountpoint):
@@ -488,18 +489,14 @@ def _subsets(gather_subset):
         if item.lstrip("!") not in KNOWN_SUBSETS:
             raise ModuleError("Bad subset '%s' given to Ansible. gather_subset options allowed: %s"
                               % (item.lstrip("!"), ", ".join(sorted(KNOWN_SUBSETS))))
-    groups = set()
-    for item in items:
-        if item == "all":
-            groups |= {"hardware", "network"}
-        elif item in ("hardware", "network", "processor", "memory", "mounts", "interfaces"):
-            groups.add({"processor": "hardware", "memory": "hardware", "mounts": "hardware",
-                        "interfaces": "network"}.get(item, item))
-    for item in items:
-        if item in ("!all",):
-            groups.clear()
-        elif item in ("!hardware", "!network"):
-            groups.discard(item[1:])
+    group_of = {"hardware": "hardware", "processor": "hardware", "memory": "hardware",
+                "mounts": "hardware", "devices": "hardware", "network": "network",
+                "interfaces": "network"}
+    includes = {i for i in items if not i.startswith("!")}
+    excludes = {i[1:] for i in items if i.startswith("!")}
+    groups = {"hardware", "network"} if "all" in includes and "all" not in excludes else set()
+    groups |= {group_of[i] for i in includes if i in group_of}
+    groups -= {group_of[i] for i in excludes if i in ("hardware", "network")}
     return groups, "!min" not in items, items
 
 
