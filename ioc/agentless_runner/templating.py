@@ -1,0 +1,614 @@
+"""Jinja2 templating with Ansible's conventions; runs on the target.
+
+What a caller must know:
+
+* :class:`Templar` wraps a read-only mapping of *raw* variables. Values are
+  templated lazily, when a template reads them, and cached per Templar; so a
+  play var ``b: "{{ a }}-x"`` resolves at the moment it is used. A variable
+  that refers to itself fails with ``recursive loop detected``.
+* A string that is exactly one ``{{ expression }}`` yields the expression's
+  native value (list, dict, int, None...); any other template renders to a
+  str. Strings without template markers are returned unchanged, without a
+  jinja call.
+* Values in a layer wrapped in :class:`Verbatim` are used as they are and never
+  templated again: use it for data that is already the result of templating or
+  that came from a module (facts, registered results, loop items), so that a
+  command's output containing ``{{`` is not evaluated.
+* Results returned by :meth:`Templar.template`, :meth:`Templar.evaluate` and
+  :meth:`Templar.conditional` are plain builtins (dict, list, str, int...).
+* ``lookup()``/``query()`` run on the controller only; on the target they fail.
+
+Imports only the stdlib, jinja2 and markupsafe; runs on Python 3.9+.
+"""
+import collections
+import collections.abc
+import functools
+import re
+import types
+
+import jinja2
+import jinja2.ext
+from jinja2 import nodes
+from jinja2.parser import Parser
+from jinja2.runtime import Undefined
+from jinja2.utils import object_type_repr
+
+from ioc.agentless_runner.filters import FILTERS
+from ioc.agentless_runner.tests_jinja import TESTS
+
+__all__ = [
+    "TemplateError",
+    "UndefinedVariableError",
+    "Templar",
+    "Verbatim",
+    "is_template",
+]
+
+#: The context variable the single-expression form stores its value in.
+_RESULT = "__ioc_result"
+_MARKERS = ("{{", "{%", "{#")
+_UNKNOWN_PLUGIN = re.compile(r"^No (filter|test) named '([^']+)'\.?$")
+#: Filters that must see lazy containers and Undefined as they are: the
+#: undefined-aware ones, and those that only iterate (keeping access lazy).
+_KEEP_LAZY = frozenset((
+    "default", "d", "mandatory", "length", "count", "first", "last",
+    "map", "select", "reject", "selectattr", "rejectattr",
+))
+
+
+class TemplateError(Exception):
+    """A templating failure; ``str()`` is the message a user sees."""
+
+    def __init__(self, message):
+        Exception.__init__(self, message)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+class UndefinedVariableError(TemplateError):
+    """A template used a variable, key or attribute that does not exist."""
+
+
+def is_template(value):
+    """True if ``value`` (or any string nested in it) holds template markers."""
+    if isinstance(value, str):
+        return any(marker in value for marker in _MARKERS)
+    if isinstance(value, collections.abc.Mapping):
+        return any(is_template(k) or is_template(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(is_template(v) for v in value)
+    return False
+
+
+class Verbatim(collections.abc.Mapping):
+    """A layer of variables whose values are final and never templated.
+
+    Wraps ``mapping`` without copying it; put it in the ChainMap handed to
+    :class:`Templar` (or use :meth:`Templar.template_with`).
+    """
+
+    __slots__ = ("mapping",)
+
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def __getitem__(self, key):
+        return self.mapping[key]
+
+    def __iter__(self):
+        return iter(self.mapping)
+
+    def __len__(self):
+        return len(self.mapping)
+
+    def __contains__(self, key):
+        return key in self.mapping
+
+
+# -- undefined values ------------------------------------------------------------
+
+
+def _type_repr(obj):
+    """Jinja's ``'dict object'`` naming, with lazy containers named as builtins."""
+    if isinstance(obj, _LazyDict):
+        return "dict object"
+    if isinstance(obj, _LazyList):
+        return "list object"
+    return object_type_repr(obj)
+
+
+class _StrictUndefined(jinja2.StrictUndefined):
+    """Any use fails, except ``is defined``, ``default`` and ``mandatory``.
+
+    Attribute and item access chain (``x.y`` where x is undefined stays
+    undefined and keeps the message about ``x``), as Ansible's does, so that
+    ``x.y | default(1)`` and ``x.y is defined`` work.
+    """
+
+    __slots__ = ()
+
+    @property
+    def _undefined_message(self):
+        if self._undefined_hint:
+            return self._undefined_hint
+        if self._undefined_obj is jinja2.utils.missing:
+            return "%r is undefined" % (self._undefined_name,)
+        if not isinstance(self._undefined_name, str):
+            return "%s has no element %r" % (
+                _type_repr(self._undefined_obj), self._undefined_name)
+        return "%r has no attribute %r" % (
+            _type_repr(self._undefined_obj), self._undefined_name)
+
+    def __getattr__(self, name):
+        if name[:2] == "__":
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key):
+        return self
+
+
+def _fail_undefined(value):
+    """Raise the user-facing error for an Undefined ``value``."""
+    try:
+        value._fail_with_undefined_error()
+    except jinja2.UndefinedError as exc:
+        raise UndefinedVariableError(str(exc)) from None
+
+
+# -- conversion of results to builtins ---------------------------------------------
+
+
+def to_builtin(value):
+    """``value`` with lazy containers, tuples, sets and iterators made builtin.
+
+    Templates every still-untemplated nested value; an Undefined anywhere
+    raises :class:`UndefinedVariableError`.
+    """
+    if value is None or type(value) in (str, int, bool, float):
+        return value
+    if isinstance(value, Undefined):
+        _fail_undefined(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, collections.abc.Mapping):
+        return {to_builtin(k): to_builtin(v) for k, v in value.items()}
+    if isinstance(value, (bytes, bytearray)):
+        return value
+    if isinstance(value, (list, tuple, set, frozenset, _LazyList,
+                          collections.abc.Iterator, collections.abc.MappingView,
+                          types.GeneratorType)):
+        return [to_builtin(v) for v in value]
+    return value
+
+
+def _materializing(func):
+    """Wrap a filter so it receives builtins instead of lazy containers."""
+    skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        args = args[:skip] + tuple(_arg_to_builtin(a) for a in args[skip:])
+        kwargs = {k: _arg_to_builtin(v) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def _arg_to_builtin(value):
+    if isinstance(value, Undefined):
+        return value
+    return to_builtin(value)
+
+
+# -- lazy containers ----------------------------------------------------------------
+
+
+class _LazyDict(collections.abc.Mapping):
+    """A raw mapping whose values are templated when first read."""
+
+    __slots__ = ("_raw", "_templar", "_done", "_active", "_keys")
+    __hash__ = None
+
+    def __init__(self, raw, templar):
+        self._raw = raw
+        self._templar = templar
+        self._done = {}
+        self._active = set()
+        #: templated key -> raw key, or None when no key is a template.
+        self._keys = None
+        if any(isinstance(k, str) and is_template(k) for k in raw):
+            self._keys = {to_builtin(templar.lazy(k)): k for k in raw}
+
+    def __getitem__(self, key):
+        try:
+            return self._done[key]
+        except KeyError:
+            pass
+        raw = self._raw[key if self._keys is None else self._keys[key]]
+        if key in self._active:
+            raise _recursion_error(raw)
+        self._active.add(key)
+        try:
+            value = self._templar.lazy(raw)
+        finally:
+            self._active.discard(key)
+        self._done[key] = value
+        return value
+
+    def __contains__(self, key):
+        try:
+            return key in (self._raw if self._keys is None else self._keys)
+        except TypeError:
+            return False
+
+    def __iter__(self):
+        return iter(self._raw if self._keys is None else self._keys)
+
+    def __len__(self):
+        return len(self._raw)
+
+    def __repr__(self):
+        return repr(to_builtin(self))
+
+    __str__ = __repr__
+
+    def copy(self):
+        return to_builtin(self)
+
+
+class _LazyList(collections.abc.Sequence):
+    """A raw list whose items are templated when first read."""
+
+    __slots__ = ("_raw", "_templar", "_done")
+    __hash__ = None
+
+    def __init__(self, raw, templar):
+        self._raw = raw
+        self._templar = templar
+        self._done = {}
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        if index < 0:
+            index += len(self._raw)
+        try:
+            return self._done[index]
+        except KeyError:
+            pass
+        value = self._templar.lazy(self._raw[index])
+        self._done[index] = value
+        return value
+
+    def __len__(self):
+        return len(self._raw)
+
+    def __eq__(self, other):
+        if isinstance(other, (list, _LazyList)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __add__(self, other):
+        return list(self) + list(other)
+
+    def __radd__(self, other):
+        return list(other) + list(self)
+
+    def __mul__(self, count):
+        return list(self) * count
+
+    def __repr__(self):
+        return repr(to_builtin(self))
+
+    __str__ = __repr__
+
+    def copy(self):
+        return to_builtin(self)
+
+
+def _recursion_error(raw):
+    return TemplateError("recursive loop detected in template string: %s" % (raw,))
+
+
+# -- the environment ---------------------------------------------------------------
+
+
+def _lookup_on_target(*args, **kwargs):
+    raise TemplateError(
+        "lookup plugins run on the controller; lookup()/query() cannot be "
+        "used in a template evaluated on the target")
+
+
+def _finalize(value):
+    """Ansible renders None as an empty string inside a larger template."""
+    return "" if value is None else value
+
+
+@functools.lru_cache(maxsize=None)
+def environment():
+    """The process-wide jinja2 Environment with Ansible's settings."""
+    env = jinja2.Environment(
+        trim_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+        undefined=_StrictUndefined,
+        finalize=_finalize,
+        extensions=[jinja2.ext.do, jinja2.ext.loopcontrols],
+    )
+    env.filters.update(FILTERS)
+    for name, func in list(env.filters.items()):
+        if name not in _KEEP_LAZY:
+            env.filters[name] = _materializing(func)
+    env.tests.update(TESTS)
+    env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
+                       q=_lookup_on_target)
+    return env
+
+
+def known_filters():
+    """Names of every filter a template may use."""
+    return frozenset(environment().filters)
+
+
+def known_tests():
+    """Names of every test a template may use."""
+    return frozenset(environment().tests)
+
+
+class _Compiled(object):
+    """A compiled template; ``native`` when its value is read from _RESULT."""
+
+    __slots__ = ("template", "native")
+
+    def __init__(self, template, native):
+        self.template = template
+        self.native = native
+
+
+def _native_template(env, expr):
+    """A template that stores the value of ``expr`` in the _RESULT variable."""
+    assign = nodes.Assign(nodes.Name(_RESULT, "store"), expr)
+    root = nodes.Template([assign])
+    root.set_lineno(1)
+    root.set_environment(env)
+    return env.from_string(root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_template(source):
+    env = environment()
+    root = env.parse(source)
+    body = root.body
+    if (len(body) == 1 and isinstance(body[0], nodes.Output)
+            and len(body[0].nodes) == 1
+            and not isinstance(body[0].nodes[0], nodes.TemplateData)):
+        return _Compiled(_native_template(env, body[0].nodes[0]), True)
+    return _Compiled(env.from_string(root), False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_expression(source):
+    env = environment()
+    parser = Parser(env, source, state="variable")
+    expr = parser.parse_expression()
+    if not parser.stream.eos:
+        raise jinja2.TemplateSyntaxError(
+            "chunk after expression", parser.stream.current.lineno, None, None)
+    return _Compiled(_native_template(env, expr), True)
+
+
+def _translate(exc, source):
+    """The TemplateError a user sees for a jinja or Python exception."""
+    if isinstance(exc, jinja2.UndefinedError):
+        return UndefinedVariableError(str(exc))
+    if isinstance(exc, RecursionError):
+        return _recursion_error(source)
+    if isinstance(exc, jinja2.TemplateError):
+        message = exc.message or str(exc)
+        unknown = _UNKNOWN_PLUGIN.match(message)
+        if unknown:
+            message = 'Could not load "%s": \'%s\'' % (unknown.group(2), message)
+        return TemplateError("template error while templating string: %s. String: %s"
+                             % (message, source))
+    return TemplateError("Unexpected templating type error occurred on (%s): %s"
+                         % (source, exc))
+
+
+# -- the Templar -------------------------------------------------------------------
+
+
+class _Scope(collections.abc.Mapping):
+    """What a template's context sees: the variables, lazily, then the globals."""
+
+    __slots__ = ("_templar", "_globals")
+
+    def __init__(self, templar, env_globals):
+        self._templar = templar
+        self._globals = env_globals
+
+    def __getitem__(self, key):
+        try:
+            return self._templar.variable(key)
+        except KeyError:
+            return self._globals[key]
+
+    def __contains__(self, key):
+        return self._templar.has_variable(key) or key in self._globals
+
+    def __iter__(self):
+        return iter(set(self._templar.variable_names()) | set(self._globals))
+
+    def __len__(self):
+        return len(set(self._templar.variable_names()) | set(self._globals))
+
+
+def _find(mapping, key):
+    """``(value, verbatim)`` for ``key`` in ``mapping``, or None if absent."""
+    if isinstance(mapping, collections.ChainMap):
+        for layer in mapping.maps:
+            found = _find(layer, key)
+            if found is not None:
+                return found
+        return None
+    if key in mapping:
+        return mapping[key], isinstance(mapping, Verbatim)
+    return None
+
+
+class Templar(object):
+    """Templates values against one host's raw variables.
+
+    ``variables`` is a read-only Mapping (typically a ChainMap of layers,
+    highest precedence first). It is never copied; only the keys a template
+    reads are touched, and their templated values are cached on this Templar.
+    """
+
+    def __init__(self, variables):
+        self._variables = variables
+        self._cache = {}
+        self._resolving = set()
+        self._scope = _Scope(self, environment().globals)
+
+    # -- public API
+
+    def template(self, value):
+        """``value`` with every template in it evaluated, as builtins.
+
+        Strings without markers come back unchanged (the same object); a
+        string that is exactly one ``{{ expr }}`` yields the native value.
+        """
+        if isinstance(value, str) and not is_template(value):
+            return value
+        return to_builtin(self.lazy(value))
+
+    def evaluate(self, expression):
+        """The native value of a bare jinja ``expression`` (no braces)."""
+        try:
+            compiled = _compile_expression(expression)
+        except jinja2.TemplateError as exc:
+            raise _translate(exc, expression) from None
+        return to_builtin(self._run(compiled, expression))
+
+    def conditional(self, condition):
+        """Evaluate a ``when``-style condition; the result must be a bool.
+
+        A bool passes through; None and '' are true (an empty condition);
+        a string is a bare expression, ``{{ }}`` around it is tolerated.
+        """
+        if isinstance(condition, bool):
+            return condition
+        if condition is None or condition == "":
+            return True
+        if isinstance(condition, str):
+            result = self.evaluate(_condition_expression(condition, self))
+        else:
+            result = to_builtin(self.lazy(condition))
+        if not isinstance(result, bool):
+            raise TemplateError(
+                "Conditional result (%s) was derived from value of type '%s' at "
+                "%r. Conditionals must have a boolean result."
+                % (bool(result), type(result).__name__, condition))
+        return result
+
+    def is_template(self, value):
+        """True if ``value`` holds template markers (see :func:`is_template`)."""
+        return is_template(value)
+
+    def template_with(self, extra, raw=False):
+        """A Templar that sees ``extra`` over this one's variables.
+
+        ``extra`` is layered, not copied. Its values are taken verbatim
+        (loop items, registered results) unless ``raw`` is true.
+        """
+        layer = extra if raw else Verbatim(extra)
+        return Templar(collections.ChainMap(layer, self._variables))
+
+    # -- used by the lazy scope and containers
+
+    def variable(self, name):
+        """The templated value of variable ``name`` (lazy containers inside)."""
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        found = _find(self._variables, name)
+        if found is None:
+            raise KeyError(name)
+        raw, verbatim = found
+        value = raw if verbatim else self._resolve(name, raw)
+        self._cache[name] = value
+        return value
+
+    def has_variable(self, name):
+        return name in self._cache or name in self._variables
+
+    def variable_names(self):
+        return iter(self._variables)
+
+    def lazy(self, raw):
+        """``raw`` templated one level deep; containers become lazy views."""
+        if isinstance(raw, str):
+            return self._render(raw) if is_template(raw) else raw
+        if isinstance(raw, collections.abc.Mapping):
+            return _LazyDict(raw, self)
+        if isinstance(raw, (list, tuple)):
+            return _LazyList(raw, self)
+        return raw
+
+    # -- internals
+
+    def _resolve(self, name, raw):
+        if name in self._resolving:
+            raise _recursion_error(raw)
+        self._resolving.add(name)
+        try:
+            return self.lazy(raw)
+        finally:
+            self._resolving.discard(name)
+
+    def _render(self, source):
+        try:
+            compiled = _compile_template(source)
+        except jinja2.TemplateError as exc:
+            raise _translate(exc, source) from None
+        return self._run(compiled, source)
+
+    def _run(self, compiled, source):
+        template = compiled.template
+        context = template.new_context(self._scope, shared=True)
+        try:
+            if not compiled.native:
+                return template.environment.concat(template.root_render_func(context))
+            for _ in template.root_render_func(context):
+                pass
+        except TemplateError:
+            raise
+        except Exception as exc:  # every other failure is the template's fault
+            raise _translate(exc, source) from None
+        result = context.vars[_RESULT]
+        if isinstance(result, Undefined):
+            _fail_undefined(result)
+        return result
+
+
+def _condition_expression(condition, templar):
+    """The bare expression of a condition string.
+
+    ``{{ expr }}`` is unwrapped; a condition that embeds templates in a larger
+    text (``"{{ a }} == 1"``) is rendered first, as older Ansible did.
+    """
+    text = condition.strip()
+    if not is_template(text):
+        return text
+    inner = text[2:-2] if text.startswith("{{") and text.endswith("}}") else None
+    if inner is not None and not is_template(inner) and "}}" not in inner:
+        return inner
+    rendered = templar.template(condition)
+    return rendered if isinstance(rendered, str) else repr(rendered)

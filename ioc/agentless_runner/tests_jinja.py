@@ -1,0 +1,290 @@
+"""Ansible's jinja2 tests (``x is version('2.0', '>=')``...), target-safe.
+
+``TESTS`` maps each name (also as ``ansible.builtin.<name>``) to its function;
+:func:`names` lists every test a template may use, jinja2's built-ins
+included. Jinja2's own ``defined``, ``undefined``, ``none``, ``string``,
+``number``, ``mapping``, ``sequence``, ``iterable``, ``boolean``, ``in``...
+are kept as they are.
+
+Imports only the stdlib and jinja2; runs on Python 3.9+.
+"""
+import collections.abc
+import math
+import os
+import re
+
+import jinja2.tests
+
+__all__ = ["TESTS", "TestError", "names"]
+
+TESTS = {}
+
+
+class TestError(ValueError):
+    """A test was applied to a value it cannot judge."""
+
+    __test__ = False  # not a pytest test class
+
+
+def _register(*aliases):
+    def decorate(func):
+        for name in aliases:
+            TESTS[name] = func
+        return func
+    return decorate
+
+
+def names():
+    """Every test name a template may use (jinja2 built-ins included)."""
+    return frozenset(jinja2.tests.TESTS) | frozenset(TESTS)
+
+
+# -- registered task results --------------------------------------------------------
+
+
+def _result(value, test):
+    if not isinstance(value, collections.abc.Mapping):
+        raise TestError("The '%s' test expects a dictionary" % test)
+    return value
+
+
+@_register("failed", "failure")
+def failed(result):
+    """The registered result failed."""
+    return bool(_result(result, "failed").get("failed", False))
+
+
+@_register("success", "succeeded")
+def success(result):
+    """The registered result did not fail."""
+    return not bool(_result(result, "success").get("failed", False))
+
+
+@_register("changed", "change")
+def changed(result):
+    """The result changed; for a loop, any item changed."""
+    result = _result(result, "changed")
+    if "changed" in result:
+        return bool(result["changed"])
+    items = result.get("results")
+    if isinstance(items, collections.abc.Sequence) and not isinstance(items, str):
+        return any(isinstance(r, collections.abc.Mapping) and r.get("changed", False)
+                   for r in items)
+    return False
+
+
+@_register("skipped", "skip")
+def skipped(result):
+    """The registered result was skipped."""
+    return bool(_result(result, "skipped").get("skipped", False))
+
+
+@_register("finished")
+def finished(result):
+    """An async result has finished (``finished`` key, true when absent)."""
+    return bool(_result(result, "finished").get("finished", 1))
+
+
+@_register("started")
+def started(result):
+    """An async job was started (``started`` key, true when absent)."""
+    return bool(_result(result, "started").get("started", 1))
+
+
+# -- regular expressions ------------------------------------------------------------------
+
+
+def _regex(value, pattern, ignorecase, multiline, match_type):
+    flags = (re.I if ignorecase else 0) | (re.M if multiline else 0)
+    compiled = re.compile(pattern, flags)
+    return bool(getattr(compiled, match_type)(str(value)))
+
+
+@_register("match")
+def match(value, pattern="", ignorecase=False, multiline=False):
+    """``pattern`` matches at the start of ``value``."""
+    return _regex(value, pattern, ignorecase, multiline, "match")
+
+
+@_register("search")
+def search(value, pattern="", ignorecase=False, multiline=False):
+    """``pattern`` matches anywhere in ``value``."""
+    return _regex(value, pattern, ignorecase, multiline, "search")
+
+
+@_register("regex")
+def regex(value="", pattern="", ignorecase=False, multiline=False, match_type="search"):
+    """``match_type`` is ``search`` (default), ``match`` or ``fullmatch``."""
+    if match_type not in ("search", "match", "fullmatch"):
+        raise TestError("Invalid match_type (%s)" % match_type)
+    return _regex(value, pattern, ignorecase, multiline, match_type)
+
+
+# -- versions -------------------------------------------------------------------------------
+
+_OPERATORS = {
+    "==": "eq", "=": "eq", "eq": "eq", "<": "lt", "lt": "lt", "<=": "le", "le": "le",
+    ">": "gt", "gt": "gt", ">=": "ge", "ge": "ge", "!=": "ne", "<>": "ne", "ne": "ne",
+}
+_LOOSE_COMPONENT = re.compile(r"(\d+|[a-z]+|\.)", re.I)
+_STRICT = re.compile(r"^(\d+)\.(\d+)(\.(\d+))?([ab](\d+))?$", re.A)
+_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def _loose_key(version):
+    """distutils' LooseVersion: numbers as ints, letters as strings."""
+    parts = [p for p in _LOOSE_COMPONENT.split(version) if p and p != "."]
+    return [int(p) if p.isdigit() else p for p in parts]
+
+
+def _strict_key(version):
+    """distutils' StrictVersion: N.N[.N][{a|b}N]; a release sorts after its pre-releases."""
+    found = _STRICT.match(version)
+    if not found:
+        raise TestError("invalid version number '%s'" % version)
+    major, minor, _, patch, pre, pre_num = found.groups()
+    release = (int(major), int(minor), int(patch or 0))
+    prerelease = (1, "", 0) if pre is None else (0, pre[0], int(pre_num))
+    return release + prerelease
+
+
+def _semver_key(version):
+    """Semantic Versioning 2.0 precedence (build metadata ignored)."""
+    found = _SEMVER.match(version)
+    if not found:
+        raise TestError("invalid semantic version '%s'" % version)
+    major, minor, patch, pre = found.groups()
+    if pre is None:
+        return (int(major), int(minor), int(patch), 1, ())
+    fields = tuple((0, int(f), "") if f.isdigit() else (1, 0, f) for f in pre.split("."))
+    return (int(major), int(minor), int(patch), 0, fields)
+
+
+_VERSION_TYPES = {"loose": _loose_key, "strict": _strict_key,
+                  "semver": _semver_key, "semantic": _semver_key}
+
+
+def _compare(a, b, op):
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b,
+            "gt": a > b, "ge": a >= b}[op]
+
+
+@_register("version", "version_compare")
+def version(value, version="", operator="eq", strict=None, version_type=None):
+    """Compare version strings like Ansible (``loose`` by default)."""
+    if strict is not None and version_type is not None:
+        raise TestError("Cannot specify both 'strict' and 'version_type'")
+    if not value:
+        raise TestError("Input version value cannot be empty")
+    if not version:
+        raise TestError("Version parameter to compare against cannot be empty")
+    if operator not in _OPERATORS:
+        raise TestError("Invalid operator type (%s)" % operator)
+    kind = "strict" if strict else (version_type or "loose")
+    if kind not in _VERSION_TYPES:
+        raise TestError("Invalid version type (%s). Must be one of %s"
+                        % (kind, ", ".join(sorted(_VERSION_TYPES))))
+    key = _VERSION_TYPES[kind]
+    try:
+        return _compare(key(str(value)), key(str(version)), _OPERATORS[operator])
+    except TypeError as exc:
+        raise TestError("Version comparison failed: %s" % exc)
+
+
+# -- collections ----------------------------------------------------------------------------
+
+
+@_register("subset", "issubset")
+def subset(a, b):
+    """Every item of ``a`` is in ``b``."""
+    return set(a) <= set(b)
+
+
+@_register("superset", "issuperset")
+def superset(a, b):
+    """Every item of ``b`` is in ``a``."""
+    return set(a) >= set(b)
+
+
+@_register("contains")
+def contains(seq, value):
+    """``value in seq`` (the reverse of jinja's ``in``, handy with ``select``)."""
+    return value in seq
+
+
+@_register("any")
+def any_(seq):
+    return any(seq)
+
+
+@_register("all")
+def all_(seq):
+    return all(seq)
+
+
+# -- values ----------------------------------------------------------------------------------
+
+
+def _to_bool(value):
+    if isinstance(value, str):
+        return value.lower() in ("yes", "on", "1", "true")
+    return bool(value)
+
+
+@_register("truthy")
+def truthy(value, convert_bool=False):
+    """Python truthiness; with ``convert_bool`` 'yes'/'no' strings count as bools."""
+    return _to_bool(value) if convert_bool else bool(value)
+
+
+@_register("falsy")
+def falsy(value, convert_bool=False):
+    return not truthy(value, convert_bool)
+
+
+@_register("nan", "isnan")
+def nan(value):
+    return isinstance(value, float) and math.isnan(value)
+
+
+# -- paths (on the host evaluating the template) -------------------------------------------
+
+
+@_register("file", "is_file")
+def is_file(path):
+    return os.path.isfile(str(path))
+
+
+@_register("directory", "is_dir")
+def is_dir(path):
+    return os.path.isdir(str(path))
+
+
+@_register("exists")
+def exists(path):
+    return os.path.exists(os.path.expanduser(str(path)))
+
+
+@_register("link", "is_link")
+def is_link(path):
+    return os.path.islink(str(path))
+
+
+@_register("abs", "is_abs")
+def is_abs(path):
+    return os.path.isabs(str(path))
+
+
+@_register("mount", "is_mount")
+def is_mount(path):
+    return os.path.ismount(str(path))
+
+
+@_register("same_file", "is_same_file")
+def same_file(a, b):
+    return os.path.samefile(str(a), str(b))
+
+
+# FQCN aliases: ``x is ansible.builtin.version('2', '>=')``.
+for _name, _func in list(TESTS.items()) + list(jinja2.tests.TESTS.items()):
+    TESTS["ansible.builtin." + _name] = TESTS.get(_name, _func)
