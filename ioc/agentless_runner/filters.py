@@ -1230,7 +1230,7 @@ class _Reader(object):
     def reject_unsupported(self, ch):
         if ch and ch in "&*!":
             raise self.error("anchors, aliases and tags are not supported without PyYAML")
-        if ch and ch in "@`%?":
+        if ch and ch in "@`%" or ch == "?" and self.peek(1) in _LINE_END:
             raise self.error("a plain scalar cannot start with %r" % ch)
 
     def plain_line(self, flow):
