@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ioc import loader
+from ioc import inventory as inv
 from ioc.callbacks import Callback, Stats
 from ioc.controller.capabilities import runner_capabilities
 from ioc.controller.connection import Connector, spec_for
@@ -65,7 +65,7 @@ class PlaybookRun:
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play; False when no host is left for later plays (L1.9)."""
         play = planned.play
-        matched = loader.match_hosts(self.inventory, play.hosts, self.limit)
+        matched = inv.match_hosts(self.inventory, play.hosts, self.limit)
         hosts = [h for h in matched if h not in self.lost]
         self.callbacks.play_start(play.name, hosts)
         if not hosts:
@@ -92,14 +92,14 @@ class PlaybookRun:
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = dict(play.role_defaults)
-        inventory_vars.update(loader.host_vars(self.inventory, host))
+        inventory_vars.update(inv.host_vars(self.inventory, host))
         merged = {**inventory_vars, **play.vars, **play.vars_files, **self.extra_vars}
-        inventory_vars["group_names"] = loader.group_names(self.inventory, host)
+        inventory_vars["group_names"] = inv.group_names(self.inventory, host)
         return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars)
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {
-            "groups": loader.groups_dict(self.inventory),
+            "groups": inv.groups_dict(self.inventory),
             "ansible_play_hosts_all": list(hosts),
             "ansible_play_name": play.name,
             "ansible_check_mode": self.options.check,

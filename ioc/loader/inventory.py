@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from ioc.errors import InventoryError, LoadError
-from ioc.loader.patterns import ensure_localhost, group_members, match_hosts
+from ioc.inventory import (  # noqa: F401  (re-exported)
+    ensure_localhost,
+    group_names,
+    groups_dict,
+    host_vars,
+    match_hosts,
+)
 from ioc.loader.roles import read_vars_file
 from ioc.loader.yamlsrc import load_yaml_file, location_of
 from ioc.model import Group, Host, Inventory, Location
@@ -359,68 +365,3 @@ def _vars_paths(base: str, name: str) -> Iterable[str]:
             for entry in sorted(files):
                 if not _ignored(entry):
                     yield os.path.join(root, entry)
-
-
-# ---------------------------------------------------------------- queries
-
-
-def host_vars(inventory: Inventory, host: str) -> dict[str, Any]:
-    """Inventory variables of ``host``: ``all`` < groups by (depth, name) < host.
-
-    Raises :class:`InventoryError` for a host that is not in ``inventory``
-    (call :func:`ensure_localhost` first for the implicit localhost).
-    """
-    if host not in inventory.hosts:
-        raise InventoryError("unknown host %r" % host)
-    merged: dict[str, Any] = dict(inventory.groups["all"].vars)
-    depths = _depths(inventory)
-    for name in sorted(_groups_of(inventory, host) - {"all"}, key=lambda g: (depths.get(g, 1), g)):
-        merged.update(inventory.groups[name].vars)
-    merged.update(inventory.hosts[host].vars)
-    return merged
-
-
-def groups_dict(inventory: Inventory) -> dict[str, list[str]]:
-    """Ansible's ``groups``: every group → its hosts (children's included), host order."""
-    return {name: group_members(inventory, name) for name in inventory.groups}
-
-
-def group_names(inventory: Inventory, host: str) -> list[str]:
-    """Ansible's ``group_names``: the host's groups and their ancestors, sorted.
-
-    ``all`` is left out; ``ungrouped`` is kept for ungrouped hosts, exactly as
-    Ansible reports it.
-    """
-    return sorted(_groups_of(inventory, host) - {"all"})
-
-
-def _groups_of(inventory: Inventory, host: str) -> set[str]:
-    parents: dict[str, set[str]] = {}
-    for name, group in inventory.groups.items():
-        for child in group.children:
-            parents.setdefault(child, set()).add(name)
-    result: set[str] = set()
-    stack = [n for n, g in inventory.groups.items() if host in g.hosts]
-    while stack:
-        name = stack.pop()
-        if name not in result:
-            result.add(name)
-            stack.extend(parents.get(name, ()))
-    return result
-
-
-def _depths(inventory: Inventory) -> dict[str, int]:
-    """Longest distance of each group from ``all`` (Ansible's group depth)."""
-    depths = {"all": 0}
-    frontier = ["all"]
-    for _ in range(len(inventory.groups)):
-        following: list[str] = []
-        for name in frontier:
-            for child in inventory.groups[name].children if name in inventory.groups else ():
-                if depths.get(child, -1) < depths[name] + 1:
-                    depths[child] = depths[name] + 1
-                    following.append(child)
-        if not following:
-            break
-        frontier = following
-    return depths

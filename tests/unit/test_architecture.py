@@ -27,7 +27,9 @@ STDLIB = "<stdlib>"
 # Layer -> allowed imports (besides the layer's own package).
 MODEL = frozenset({STDLIB})
 ERRORS = frozenset({STDLIB, "ioc.model"})
-LOADER = frozenset({STDLIB, "yaml", "ioc.model", "ioc.errors", "ioc.loader"})
+LOADER = frozenset({STDLIB, "yaml", "ioc.model", "ioc.errors", "ioc.loader", "ioc.inventory"})
+#: Pure queries over the inventory IR (host patterns, per-host variables).
+INVENTORY = frozenset({STDLIB, "ioc.model", "ioc.errors"})
 PLANNER = frozenset({STDLIB, "jinja2", "ioc.model", "ioc.errors", "ioc.planner"})
 PLANNER_GRAPH = PLANNER | {"networkx"}
 # Runs on the target: nothing but these, not even bare ``mitogen`` or
@@ -39,7 +41,7 @@ IOC_PACKAGE = frozenset({STDLIB})
 REPLAY_CALLBACKS = frozenset({STDLIB, "ioc.model", "ioc.callbacks", "ioc.replay"})
 CONTROLLER = frozenset({
     STDLIB, "mitogen", "ioc.model", "ioc.errors", "ioc.planner", "ioc.agentless_runner",
-    "ioc.controller", "ioc.replay", "ioc.callbacks",
+    "ioc.controller", "ioc.replay", "ioc.callbacks", "ioc.inventory",
 })
 BRIDGE = frozenset({STDLIB, "ansible", "ioc"})
 STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible_bridge"})
@@ -64,6 +66,8 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
         return MODEL
     if rel == "ioc/errors.py":
         return ERRORS
+    if rel == "ioc/inventory.py":
+        return INVENTORY
     if rel.startswith("ioc/loader/"):
         return LOADER
     if rel == "ioc/planner/graph.py":
