@@ -54,20 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:
-    """Inventory from ``-i`` sources, or the implicit localhost without any."""
-    if not sources:
-        inventory = loader.implicit_localhost_inventory()
+    """Inventory from ``-i`` sources (files, directories, ``h1,h2,`` lists).
+
+    Without any, the implicit ``localhost`` on the local connection. Either
+    way ``host_vars/`` and ``group_vars/`` beside the playbook apply.
+    """
+    if sources:
+        inventory = loader.load_inventory(sources)
     else:
-        files = [s for s in sources if not _is_host_list(s)]
-        inventory = loader.load_inventory(files) if files else loader.implicit_localhost_inventory()
-        for listed in (s for s in sources if _is_host_list(s)):
-            inventory = loader.add_host_list(inventory, [h for h in listed.split(",") if h.strip()])
+        inventory = loader.implicit_localhost_inventory()
     inventory = loader.add_vars_dirs(inventory, playbook_dir)
     return loader.ensure_localhost(inventory)
-
-
-def _is_host_list(source: str) -> bool:
-    return "," in source and not os.path.exists(source)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

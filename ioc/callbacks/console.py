@@ -10,6 +10,11 @@ from ioc.callbacks.base import Callback, Status, TaskView
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
 _DEBUG_ALLOWED = frozenset({"msg", "exception", "warnings", "deprecations"})
 _DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
+#: Never printed: ``failed``/``skipped`` are dropped from what callbacks see
+#: (Ansible's ``TaskResult.clean_copy``) and the traceback goes to [ERROR].
+_NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
+#: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta"})
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": ""}
@@ -53,7 +58,7 @@ class Console(Callback):
         indent = 4 if (result.get("_ansible_verbose_always") or self.verbosity > 2) else None
         shown = {k: v for k, v in result.items()
                  if not k.startswith("_ansible_") and not k.startswith("_ioc_")
-                 and k not in ("exception",) and not (k == "diff" and self.verbosity < 3)}
+                 and k not in _NOT_DUMPED and not (k == "diff" and self.verbosity < 3)}
         return json.dumps(shown, indent=indent, ensure_ascii=False, sort_keys=True,
                           default=str)
 
@@ -164,8 +169,9 @@ class Console(Callback):
         """ansible-core 2.19's ``[ERROR]: Task failed:`` block, on stderr."""
         if "censored" in result:
             return
-        self._print("[ERROR]: Task failed: %s\nOrigin: %s" % (result.get("msg", ""), task.location),
-                    "error", stderr=True)
+        kind = "Action" if task.action in _ACTIONS else "Module"
+        self._print("[ERROR]: Task failed: %s failed: %s\nOrigin: %s"
+                    % (kind, result.get("msg", ""), task.location), "error", stderr=True)
 
 
 def item_label(result: Dict[str, Any]) -> Any:
