@@ -27,7 +27,7 @@ import traceback
 from collections import ChainMap
 
 from ioc.agentless_runner import actions, results
-from ioc.agentless_runner.templating import Templar, TemplateError
+from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
 
 WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
@@ -188,8 +188,14 @@ class HostRun(object):
     # -- variables -------------------------------------------------------------
 
     def variables(self, task, scope, overlay=None):
-        """The host's variables for ``task``, highest precedence first (L6.3)."""
-        maps = [overlay] if overlay else []
+        """The host's variables for ``task``, highest precedence first (L6.3).
+
+        Values that came out of templating or modules (registered results,
+        facts, set_fact values, loop items) are ``Verbatim``: Ansible never
+        templates them a second time, so a command printing ``{{ x }}`` stays
+        literal.
+        """
+        maps = [Verbatim(overlay)] if overlay else []
         magic = dict(self.magic)
         if task.get("role_path"):
             magic["role_path"] = task["role_path"]
@@ -197,12 +203,12 @@ class HostRun(object):
         maps.append(magic)
         maps.append(self.extra)
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
-        maps.append(self.runtime)
+        maps.append(Verbatim(self.runtime))
         if task.get("vars"):
             maps.append(task["vars"])
         maps.extend(b["vars"] for b in reversed(scope.blocks) if b.get("vars"))
         maps.append(self.play_vars)
-        maps.append(self.facts_layer())
+        maps.append(Verbatim(self.facts_layer()))
         maps.append(self.inventory)
         view = ChainMap(*maps)
         magic["hostvars"] = {self.host: view}

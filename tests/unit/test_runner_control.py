@@ -395,3 +395,12 @@ def test_end_host_stops_only_this_host_without_failing(tmp_path):
 """))
     assert "after" not in r.names()
     assert r.status == "ended"
+
+
+def test_registered_output_is_never_templated_again(tmp_path):
+    r = run_text(tmp_path, play("""
+    - command: echo '{{ '{{' }} secret_var {{ '}}' }}'
+      register: out
+    - debug: msg="{{ out.stdout }}"
+"""))
+    assert r.done()[1]["result"]["msg"] == "{{ secret_var }}"
