@@ -81,7 +81,8 @@ class PlaybookRun:
         executor.run()
         self.transport.batches += len(planned.plan.steps)
         self.transport.per_task_calls += sum(
-            len([e for e in planned.plan.entries_of(b) if not e.implicit]) for b in planned.plan.steps
+            len([e for e in planned.plan.entries_of(b) if not (e.implicit and e.is_flush)])
+            for b in planned.plan.steps
         ) * len(hosts)
         for host, state in states.items():
             if state.status in (HostStatus.FAILED, HostStatus.UNREACHABLE):

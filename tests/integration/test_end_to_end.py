@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -51,14 +52,24 @@ def ioc_run(tmp_path: Path, playbook: str, *args: str, inventory: str = None,
     return Run(proc, tmp_path / "events.jsonl")
 
 
-def test_demo_playbook_runs_on_the_implicit_localhost():
-    proc = subprocess.run([sys.executable, "-m", "ioc", "playbooks/demo.yml"], cwd=str(ROOT),
+def run_demo() -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ioc", "playbooks/demo.yml"], cwd=str(ROOT),
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "PLAY [ioc demo]" in proc.stdout
-    assert re.search(r"^localhost +: ok=\d+ +changed=\d+ +unreachable=0 +failed=0 ", proc.stdout, re.M)
-    assert "RUNNING HANDLER [Summarise]" in proc.stdout
+
+
+def test_demo_playbook_runs_on_the_implicit_localhost_and_is_idempotent():
+    shutil.rmtree("/tmp/ioc-demo", ignore_errors=True)
+    first = run_demo()
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "PLAY [ioc demo]" in first.stdout
+    assert "RUNNING HANDLER [Summarise]" in first.stdout
+    assert re.search(r"^localhost +: ok=\d+ +changed=[1-9]\d* +unreachable=0 +failed=0 +"
+                     r"skipped=0 +rescued=1 ", first.stdout, re.M)
     assert Path("/tmp/ioc-demo/mitogen.txt").read_text() == "mitogen is wanted\n"
+    second = run_demo()
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "RUNNING HANDLER" not in second.stdout  # nothing changed, nothing notified
+    assert re.search(r"^localhost +: ok=\d+ +changed=0 ", second.stdout, re.M)
 
 
 def test_local_run_reports_like_ansible(tmp_path):
