@@ -24,7 +24,7 @@ class ModuleContext(object):
     """
 
     def __init__(self, check_mode=False, diff_mode=False, environment=None,
-                 tmpdir=None, no_log=False, task_vars=None, templar=None):
+                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None):
         self.check_mode = bool(check_mode)
         self.diff_mode = bool(diff_mode)
         self.environment = dict(environment or {})
@@ -35,6 +35,36 @@ class ModuleContext(object):
         #: The task's Templar, for modules that template on their own
         #: (``debug: var=``); None in unit tests that do not need it.
         self.templar = templar
+        #: Controller files shipped for this task, keyed by the templated
+        #: ``src`` the task names (see :meth:`controller_file`).
+        self.files = files if files is not None else {}
+
+    def controller_file(self, src):
+        """The controller file (or directory) a task's ``src`` names.
+
+        ``copy src=``, ``template``, ``script`` and ``unarchive`` read files on
+        the *controller* (L7.6); the controller resolves ``src`` with Ansible's
+        search path (role ``files/``/``templates/``, the playbook's, then the
+        path as given), ships the content with the batch, and it arrives here
+        as one of::
+
+            {"kind": "file", "path": "/abs/on/controller", "mode": 0o644,
+             "content": b"..."}
+            {"kind": "dir", "path": "/abs/dir", "mode": 0o755,
+             "entries": [{"rel": "sub/a.txt", "mode": 0o644, "content": b"..."},
+                         {"rel": "sub", "mode": 0o755, "dir": True}, ...]}
+
+        Raises :class:`ModuleError` when nothing was shipped for ``src``: the
+        name was not known before the batch started, or the file is missing
+        on the controller (the message says which).
+        """
+        entry = self.files.get(src)
+        if entry is None:
+            raise ModuleError("Could not find or access '%s' on the Ansible Controller." % src)
+        if entry.get("kind") == "missing":
+            raise ModuleError(entry.get("msg") or
+                              "Could not find or access '%s' on the Ansible Controller." % src)
+        return entry
 
     def child_env(self):
         """The environment a command started by a module should get."""
