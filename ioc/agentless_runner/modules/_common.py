@@ -511,3 +511,55 @@ def clean_args(args):
     if isinstance(args, (str, bytes)):
         args = shlex.split(os.fsdecode(args))
     return " ".join(shlex.quote(str(a)) for a in args)
+
+
+#: Directories AnsibleModule.get_bin_path searches besides $PATH.
+_SBIN_DIRS = ("/sbin", "/usr/sbin", "/usr/local/sbin")
+
+
+def get_bin_path(name, env=None, opt_dirs=()):
+    """Path of executable ``name`` like AnsibleModule.get_bin_path, or None.
+
+    Searches ``opt_dirs``, the ``PATH`` of ``env`` (the child environment,
+    so a task's ``environment:`` can point at another tool) and the sbin
+    directories.
+    """
+    if os.path.isabs(name):
+        return name if os.access(name, os.X_OK) and not os.path.isdir(name) else None
+    path = (env or os.environ).get("PATH", os.defpath)
+    dirs = list(opt_dirs) + path.split(os.pathsep) + list(_SBIN_DIRS)
+    for d in dirs:
+        candidate = os.path.join(d, name)
+        if d and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
+def require_bin(name, ctx, opt_dirs=()):
+    """get_bin_path that fails like ``get_bin_path(name, required=True)``."""
+    path = get_bin_path(name, ctx.child_env(), opt_dirs)
+    if path is None:
+        raise ModuleError("Failed to find required executable \"%s\" in paths: %s"
+                          % (name, os.pathsep.join(list(opt_dirs) + [
+                              ctx.child_env().get("PATH", os.defpath)] + list(_SBIN_DIRS))))
+    return path
+
+
+def run_text(ctx, argv, data=None, cwd=None, env=None):
+    """Run ``argv`` (no shell, no expansion) with ``ctx.child_env()``; ``(rc, out, err)`` as str.
+
+    ``env`` entries are added to the child environment (``LANG=C`` for
+    parsing output). A missing executable gives rc 127 and the error as
+    stderr, like a shell would, rather than an exception.
+    """
+    child = ctx.child_env()
+    if env:
+        child.update(env)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        rc, out, err = run_command([str(a) for a in argv], env=child, cwd=cwd, data=data,
+                                   expand=False)
+    except OSError as e:
+        return 127, "", str(e)
+    return rc, to_text(out), to_text(err)
