@@ -37,6 +37,10 @@ OMIT = "__omit_place_holder__ioc"
 #: the tests count round trips from the target's side, not the controller's.
 CALLS = [0]
 
+#: Controller file contents by sha1, kept for the life of the runner so each
+#: file crosses the network once per host per run (see controller/payloads.py).
+BLOBS = {}
+
 
 def run_batch(batch, sender):
     """Run ``batch`` (built by ``ioc.controller.play``) and stream events to ``sender``."""
@@ -103,6 +107,10 @@ class HostRun(object):
         self.blocks_in = dict(state.get("blocks", {}))
         self.blocks_out = {}
         self._facts_layer = None
+        BLOBS.update(batch.get("blobs") or {})
+        #: Controller files per task ("<index>" or "h<handler>"): src -> entry.
+        self.files = batch.get("files") or {}
+        self.file_key = None
 
     # -- the walk ------------------------------------------------------------
 
@@ -147,6 +155,7 @@ class HostRun(object):
         task = node["t"]
         if task["action"] == "meta":
             return self.run_meta(node, scope)
+        self.file_key = str(index)
         return self.run_task([index, 0], task, scope)
 
     def run_block(self, block, scope):
@@ -400,9 +409,15 @@ class HostRun(object):
         except TemplateError as exc:
             return results.failed_result(str(exc), exception=traceback.format_exc())
         ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
-                              environment=env, templar=templar,
-                              no_log=self._truthy(task.get("no_log"), templar))
+                              environment=env, templar=templar, task_vars=templar.variables,
+                              no_log=self._truthy(task.get("no_log"), templar),
+                              files=self.controller_files())
         return results.normalize(actions.run(task["action"], args, ctx))
+
+    def controller_files(self):
+        """The current task's shipped controller files, with their content."""
+        return {src: _with_content(entry)
+                for src, entry in (self.files.get(self.file_key) or {}).items()}
 
     # -- effects ---------------------------------------------------------------
 
@@ -479,6 +494,7 @@ class HostRun(object):
 
     def run_handler(self, index, number, handler, scope, queued):
         key = [index, 1 + number]
+        self.file_key = "h%d" % number
         before = list(self.notified)
         failure = self.run_task(key, handler, scope, is_handler=True)
         # L5.6: a handler's notifications apply at once; later-defined handlers
@@ -528,6 +544,24 @@ def failed_task_wire(task):
     return {"name": task.get("name") or "", "action": task["action"],
             "args": task.get("args", {}), "when": list(task.get("when", ())),
             "register": task.get("register"), "location": task.get("location")}
+
+
+def _with_content(entry):
+    entry = dict(entry)
+    if entry.get("kind") == "file":
+        entry["content"] = _blob(entry)
+    elif entry.get("kind") == "dir":
+        entry["entries"] = [dict(e, content=_blob(e)) if "digest" in e else e
+                            for e in entry["entries"]]
+    return entry
+
+
+def _blob(entry):
+    try:
+        return bytes(BLOBS[entry["digest"]])
+    except KeyError:
+        raise ValueError("controller file %s was not shipped (digest %s)"
+                         % (entry.get("path"), entry.get("digest")))
 
 
 def _handler_names(handler):

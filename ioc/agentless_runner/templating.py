@@ -478,6 +478,11 @@ class Templar(object):
 
     # -- public API
 
+    @property
+    def variables(self):
+        """The raw (untemplated) variables this Templar reads."""
+        return self._variables
+
     def template(self, value):
         """``value`` with every template in it evaluated, as builtins.
 

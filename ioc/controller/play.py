@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller.connection import ConnectionSpec, Connector
+from ioc.agentless_runner.batch import HostRun
+from ioc.controller import fetched, payloads
 from ioc.controller.dispatch import HostCall, dispatch
 from ioc.controller.transport import TransportReport
 from ioc.model import WIRE_VERSION, to_wire
@@ -139,7 +141,7 @@ class PlayExecutor:
     def __init__(self, plan: Plan, hosts: Dict[str, HostState], connector: Connector,
                  callbacks: Callback, stats: Stats, options: RunOptions,
                  static_layers: Mapping[str, Any], magic: Mapping[str, Any],
-                 transport: TransportReport) -> None:
+                 transport: TransportReport, payload_cache: payloads.PayloadCache) -> None:
         self.plan = plan
         self.hosts = hosts
         self.order = list(hosts)
@@ -150,6 +152,7 @@ class PlayExecutor:
         self.static_layers = static_layers
         self.magic = magic
         self.transport = transport
+        self.payloads = payload_cache
 
     def run(self) -> None:
         for batch in self.plan.steps:
@@ -178,6 +181,7 @@ class PlayExecutor:
                 failed_at[host] = event["e"]
             if event.get("e") == "end":
                 self.transport.count_call(host, event.get("calls", 0))
+            fetched.deliver(event)
             replay.feed(host, event)
         for host in active:
             self._settle(host, sink.ends.get(host), failed_at.get(host))
@@ -204,7 +208,7 @@ class PlayExecutor:
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=state.inventory_vars.get("group_names", []),
                      ansible_play_batch=active, ansible_play_hosts=active, play_hosts=active)
-        return {
+        wire = {
             "v": WIRE_VERSION,
             "host": host,
             "start": batch.start,
@@ -216,3 +220,18 @@ class PlayExecutor:
             "state": state.wire_state(),
             "options": {"check": self.options.check, "diff": self.options.diff},
         }
+        wire["files"], wire["blobs"] = payloads.collect(
+            self.payloads, host, HostRun(wire, emit=None), self._payload_tasks(batch),
+            self.plan.program.play.basedir)
+        return wire
+
+    def _payload_tasks(self, batch: Batch) -> List[Any]:
+        """(file key, task, enclosing blocks) of every task that reads controller files."""
+        program = self.plan.program
+        tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
+                            for e in self.plan.entries_of(batch)
+                            if payloads.wants_controller_file(e.task)]
+        if any(e.is_flush for e in self.plan.entries_of(batch)):
+            tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
+                      if payloads.wants_controller_file(h)]
+        return tasks

@@ -10,6 +10,7 @@ from ioc import inventory as inv
 from ioc.callbacks import Callback, Stats
 from ioc.controller.capabilities import runner_capabilities
 from ioc.controller.connection import Connector, spec_for
+from ioc.controller.payloads import PayloadCache
 from ioc.controller.play import HostState, HostStatus, PlayExecutor, RunOptions
 from ioc.controller.transport import TransportReport
 from ioc.model import Inventory, Play, Playbook
@@ -45,6 +46,7 @@ class PlaybookRun:
         self.plans = plan_playbook(playbook, per_task=per_task)
         self.stats = Stats()
         self.transport = TransportReport()
+        self.payload_cache = PayloadCache()
         #: Hosts that failed or became unreachable leave every later play (L1.5).
         self.lost: Dict[str, HostStatus] = {}
 
@@ -77,7 +79,8 @@ class PlaybookRun:
             plan=planned.plan, hosts=states, connector=connector, callbacks=self.callbacks,
             stats=self.stats, options=self.options,
             static_layers={"play": {**play.vars, **play.vars_files}, "extra": self.extra_vars},
-            magic=self._magic(play, hosts), transport=self.transport)
+            magic=self._magic(play, hosts), transport=self.transport,
+            payload_cache=self.payload_cache)
         executor.run()
         self.transport.batches += len(planned.plan.steps)
         self.transport.per_task_calls += sum(

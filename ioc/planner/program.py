@@ -48,6 +48,8 @@ class Program:
     play: Play
     tree: Tuple[Numbered, ...]
     entries: Tuple[Entry, ...]
+    #: For each entry index, its enclosing blocks, outermost first.
+    parents: Tuple[Tuple[Block, ...], ...] = ()
 
     @property
     def handlers(self) -> Tuple[Task, ...]:
@@ -67,7 +69,8 @@ def compile_play(play: Play) -> Program:
             tree.append(numberer.entry(gather_task(play.location), section, implicit=True))
         tree.extend(numberer.node(node, section) for node in nodes)
         tree.append(numberer.entry(flush_task(play.location), section, implicit=True))
-    return Program(play=play, tree=tuple(tree), entries=tuple(numberer.entries))
+    return Program(play=play, tree=tuple(tree), entries=tuple(numberer.entries),
+                   parents=tuple(numberer.parents))
 
 
 def gather_task(location: Location) -> Task:
@@ -81,11 +84,14 @@ def flush_task(location: Location) -> Task:
 class _Numberer:
     def __init__(self) -> None:
         self.entries: list[Entry] = []
+        self.parents: list[Tuple[Block, ...]] = []
         self.blocks = 0
+        self.stack: Tuple[Block, ...] = ()
 
     def entry(self, task: Task, section: str, implicit: bool = False) -> Entry:
         entry = Entry(len(self.entries), task, section, implicit)
         self.entries.append(entry)
+        self.parents.append(self.stack)
         return entry
 
     def node(self, node: Node, section: str) -> Numbered:
@@ -93,13 +99,17 @@ class _Numberer:
             return self.entry(node, section)
         block_id = self.blocks
         self.blocks += 1
-        return NumberedBlock(
-            id=block_id,
-            block=node,
-            body=tuple(self.node(n, section) for n in node.block),
-            rescue=tuple(self.node(n, section) for n in node.rescue),
-            always=tuple(self.node(n, section) for n in node.always),
-        )
+        outer, self.stack = self.stack, self.stack + (node,)
+        try:
+            return NumberedBlock(
+                id=block_id,
+                block=node,
+                body=tuple(self.node(n, section) for n in node.block),
+                rescue=tuple(self.node(n, section) for n in node.rescue),
+                always=tuple(self.node(n, section) for n in node.always),
+            )
+        finally:
+            self.stack = outer
 
 
 def walk(tree: Tuple[Numbered, ...]) -> Iterator[Entry]:

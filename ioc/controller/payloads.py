@@ -1,0 +1,201 @@
+"""Controller files a batch needs (``copy src=``, ``template``, ``script``...).
+
+Ansible reads these on the controller (L7.6). Before a batch starts, the
+controller templates each such task's ``src`` with the host's variables —
+exactly the values the runner will have, since they are built by the same
+code from the same state — resolves it on Ansible's search path, and ships
+the content with the batch **by content hash, once per host per run**: a
+1,000-item ``copy`` loop of one file sends the file once, and a later batch
+that needs it again sends only its name.
+
+A ``src`` that cannot be known before the batch (it reads values produced
+inside the batch) is the planner's business: it must cut before the task.
+If one slips through, the runner fails that task with a clear message rather
+than guessing.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shlex
+import stat
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import mitogen.core
+
+from ioc.agentless_runner.batch import HostRun, Scope
+from ioc.agentless_runner.templating import Templar, TemplateError
+from ioc.model import Block, Task, to_wire
+
+LOG = logging.getLogger(__name__)
+
+#: Where each action names its controller file, and the search subdirectory.
+SOURCES = {
+    "copy": ("src", "files"),
+    "template": ("src", "templates"),
+    "unarchive": ("src", "files"),
+    "script": (None, "files"),
+}
+
+
+def wants_controller_file(task: Task) -> bool:
+    if task.action not in SOURCES:
+        return False
+    if task.action in ("copy", "unarchive") and _truthy(task.args.get("remote_src")):
+        return False
+    arg, _ = SOURCES[task.action]
+    return arg is None or task.args.get(arg) is not None
+
+
+@dataclass
+class _Blob:
+    digest: str
+    content: bytes
+
+
+@dataclass
+class PayloadCache:
+    """Files read from the controller, and which host has which content."""
+
+    #: abs path -> (digest, content, mode, mtime_ns, size) read once per run.
+    files: Dict[str, Tuple[str, bytes, int, int, int]] = field(default_factory=dict)
+    sent: Dict[str, Set[str]] = field(default_factory=dict)
+
+    def read(self, path: str) -> Tuple[str, bytes, int]:
+        st = os.stat(path)
+        cached = self.files.get(path)
+        if cached and cached[3:] == (st.st_mtime_ns, st.st_size):
+            return cached[0], cached[1], cached[2]
+        with open(path, "rb") as handle:
+            content = handle.read()
+        digest = hashlib.sha1(content).hexdigest()
+        self.files[path] = (digest, content, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size)
+        return digest, content, stat.S_IMODE(st.st_mode)
+
+
+def collect(cache: PayloadCache, host: str, hostrun: HostRun,
+            tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]]],
+            basedir: str) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, mitogen.core.Blob]]:
+    """``files`` (per task index: src -> entry) and new ``blobs`` for one host."""
+    files: Dict[str, Dict[str, Any]] = {}
+    blobs: Dict[str, mitogen.core.Blob] = {}
+    sent = cache.sent.setdefault(host, set())
+    for key, task, blocks in tasks:
+        entries = {src: _entry(cache, task, src, basedir, blobs, sent)
+                   for src in _sources(hostrun, task, blocks)}
+        if entries:
+            files[key] = entries
+    return files, blobs
+
+
+def _sources(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...]) -> List[str]:
+    """Every templated ``src`` the task will name on this host (per loop item)."""
+    wire = to_wire(task)
+    scope = Scope(tuple(to_wire(b) for b in blocks))
+    templar = Templar(hostrun.variables(wire, scope))
+    overlays: List[Optional[Dict[str, Any]]] = [None]
+    if task.loop is not None:
+        try:
+            items = hostrun.loop_items(wire, templar)
+        except TemplateError as exc:
+            LOG.debug("loop of %s not known before the batch: %s", task.location, exc)
+            return []
+        loop_var = (task.loop_control or {}).get("loop_var", "item")
+        overlays = [{loop_var: item} for item in items]
+    out: List[str] = []
+    for overlay in overlays:
+        scoped = Templar(hostrun.variables(wire, scope, overlay)) if overlay else templar
+        try:
+            src = source_arg(task, scoped.template(task.args))
+        except TemplateError as exc:
+            LOG.debug("src of %s not known before the batch: %s", task.location, exc)
+            continue
+        if src and src not in out:
+            out.append(src)
+    return out
+
+
+def source_arg(task: Task, args: Dict[str, Any]) -> Optional[str]:
+    """The controller path an action names, from its templated arguments."""
+    arg, _ = SOURCES[task.action]
+    if arg is not None:
+        value = args.get(arg)
+        return None if value is None else str(value)
+    command = args.get("cmd") or args.get("_raw_params") or ""
+    words = shlex.split(str(command))
+    return words[0] if words else None
+
+
+def search_path(task: Task, src: str, basedir: str) -> List[str]:
+    """Ansible's lookup order for a relative ``src``."""
+    if os.path.isabs(src):
+        return [src]
+    _, sub = SOURCES[task.action]
+    bases: List[str] = []
+    if task.role_path:
+        bases += [os.path.join(task.role_path, sub), task.role_path]
+    task_dir = os.path.dirname(task.location.path)
+    bases += [os.path.join(task_dir, sub), task_dir, os.path.join(basedir, sub), basedir]
+    seen: List[str] = []
+    for base in bases:
+        candidate = os.path.normpath(os.path.join(base, src))
+        if candidate not in seen:
+            seen.append(candidate)
+    return seen
+
+
+def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
+           blobs: Dict[str, mitogen.core.Blob], sent: Set[str]) -> Dict[str, Any]:
+    candidates = search_path(task, src, basedir)
+    path = next((c for c in candidates if os.path.exists(c)), None)
+    if path is None:
+        return {"kind": "missing",
+                "msg": "Could not find or access '%s' on the Ansible Controller.\nSearched in:\n\t%s"
+                       % (src, "\n\t".join(candidates))}
+    if os.path.isdir(path):
+        return _dir_entry(cache, path, blobs, sent)
+    return _file_entry(cache, path, blobs, sent)
+
+
+def _ship(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],
+          sent: Set[str]) -> Tuple[str, int]:
+    digest, content, mode = cache.read(path)
+    if digest not in sent:
+        blobs[digest] = mitogen.core.Blob(content)
+        sent.add(digest)
+    return digest, mode
+
+
+def _file_entry(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],
+                sent: Set[str]) -> Dict[str, Any]:
+    digest, mode = _ship(cache, path, blobs, sent)
+    return {"kind": "file", "path": path, "mode": mode, "digest": digest}
+
+
+def _dir_entry(cache: PayloadCache, root: str, blobs: Dict[str, mitogen.core.Blob],
+               sent: Set[str]) -> Dict[str, Any]:
+    entries: List[Dict[str, Any]] = []
+    for rel in _walk(root):
+        full = os.path.join(root, rel)
+        if os.path.isdir(full):
+            entries.append({"rel": rel, "mode": stat.S_IMODE(os.stat(full).st_mode), "dir": True})
+        else:
+            digest, mode = _ship(cache, full, blobs, sent)
+            entries.append({"rel": rel, "mode": mode, "digest": digest})
+    return {"kind": "dir", "path": root, "mode": stat.S_IMODE(os.stat(root).st_mode),
+            "entries": entries}
+
+
+def _walk(root: str) -> Iterable[str]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in dirnames + sorted(filenames):
+            yield os.path.relpath(os.path.join(dirpath, name), root)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
+    return bool(value)

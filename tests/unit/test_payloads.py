@@ -1,0 +1,110 @@
+"""Controller files are found on Ansible's search path and shipped once per host."""
+from __future__ import annotations
+
+from ioc import loader
+from ioc.agentless_runner.batch import HostRun
+from ioc.controller import fetched, payloads
+from ioc.controller.capabilities import runner_capabilities
+from ioc.model import WIRE_VERSION
+from ioc.planner import plan_play
+
+
+def collect_for(tmp_path, text, cache=None, host="h1", extra=None):
+    book = tmp_path / "play.yml"
+    book.write_text(text)
+    play = loader.load_playbook(str(book)).plays[0]
+    program = plan_play(play, runner_capabilities()).program
+    wire = {"v": WIRE_VERSION, "host": host, "start": 0, "end": len(program.entries),
+            "tree": [], "vars": {"inventory": {}, "play": dict(play.vars), "extra": extra or {},
+                                 "magic": {"inventory_hostname": host}}, "state": {}}
+    tasks = [(str(e.index), e.task, program.parents[e.index]) for e in program.entries
+             if payloads.wants_controller_file(e.task)]
+    cache = cache or payloads.PayloadCache()
+    files, blobs = payloads.collect(cache, host, HostRun(wire, emit=None), tasks, str(tmp_path))
+    return files, blobs, cache
+
+
+def only(files):
+    (entries,) = files.values()
+    return entries
+
+
+def test_a_loop_over_one_file_ships_it_once(tmp_path):
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "a.conf").write_text("A")
+    files, blobs, _ = collect_for(tmp_path, """
+- hosts: all
+  tasks:
+    - copy: src=a.conf dest=/tmp/x{{ item }}
+      loop: "{{ range(1000) | list }}"
+""")
+    entry = only(files)["a.conf"]
+    assert entry["kind"] == "file" and entry["path"] == str(tmp_path / "files" / "a.conf")
+    assert len(blobs) == 1 and bytes(next(iter(blobs.values()))) == b"A"
+
+
+def test_templated_src_is_resolved_per_item_and_role_first(tmp_path):
+    role = tmp_path / "roles" / "r1"
+    (role / "tasks").mkdir(parents=True)
+    (role / "files").mkdir()
+    (role / "files" / "x.conf").write_text("role")
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "x.conf").write_text("play")
+    (tmp_path / "files" / "y.conf").write_text("play-y")
+    (role / "tasks" / "main.yml").write_text(
+        "- copy: src={{ item }}.conf dest=/tmp/{{ item }}\n  loop: [x, y]\n")
+    files, blobs, _ = collect_for(tmp_path, "- hosts: all\n  roles: [r1]\n")
+    entries = only(files)
+    assert entries["x.conf"]["path"] == str(role / "files" / "x.conf")
+    assert entries["y.conf"]["path"] == str(tmp_path / "files" / "y.conf")
+    assert sorted(bytes(b) for b in blobs.values()) == [b"play-y", b"role"]
+
+
+def test_content_already_on_a_host_is_not_sent_again(tmp_path):
+    (tmp_path / "a.txt").write_text("same")
+    (tmp_path / "b.txt").write_text("same")
+    text = "- hosts: all\n  tasks:\n    - copy: src=a.txt dest=/tmp/a\n    - copy: src=b.txt dest=/tmp/b\n"
+    files, blobs, cache = collect_for(tmp_path, text)
+    assert len(blobs) == 1  # same content, one blob
+    _, again, _ = collect_for(tmp_path, text, cache=cache)
+    assert again == {}
+    _, other_host, _ = collect_for(tmp_path, text, cache=cache, host="h2")
+    assert len(other_host) == 1
+
+
+def test_a_missing_file_says_where_it_looked(tmp_path):
+    files, blobs, _ = collect_for(tmp_path, "- hosts: all\n  tasks:\n    - copy: src=nope.txt dest=/tmp/n\n")
+    entry = only(files)["nope.txt"]
+    assert entry["kind"] == "missing"
+    assert "Could not find or access 'nope.txt'" in entry["msg"]
+    assert str(tmp_path / "files" / "nope.txt") in entry["msg"]
+    assert blobs == {}
+
+
+def test_directories_ship_their_tree(tmp_path):
+    (tmp_path / "files" / "conf.d" / "sub").mkdir(parents=True)
+    (tmp_path / "files" / "conf.d" / "a").write_text("1")
+    (tmp_path / "files" / "conf.d" / "sub" / "b").write_text("2")
+    files, blobs, _ = collect_for(tmp_path, "- hosts: all\n  tasks:\n    - copy: src=conf.d/ dest=/tmp/c/\n")
+    entry = only(files)["conf.d/"]
+    assert entry["kind"] == "dir"
+    assert [e["rel"] for e in entry["entries"]] == ["sub", "a", "sub/b"]
+    assert len(blobs) == 2
+
+
+def test_remote_src_ships_nothing(tmp_path):
+    files, blobs, _ = collect_for(tmp_path, "- hosts: all\n  tasks:\n"
+                                  "    - copy: src=/etc/hostname dest=/tmp/h remote_src=true\n")
+    assert files == {} and blobs == {}
+
+
+def test_fetched_content_is_written_atomically_and_changed_reflects_the_controller(tmp_path):
+    dest = tmp_path / "out" / "h1" / "etc" / "motd"
+    event = {"e": "done", "result": {"changed": True, "_ioc_fetch": {"dest": str(dest), "content": b"hi"}}}
+    fetched.deliver(event)
+    assert dest.read_bytes() == b"hi" and event["result"]["changed"] is True
+    assert "_ioc_fetch" not in event["result"]
+    again = {"e": "done", "result": {"changed": True, "_ioc_fetch": {"dest": str(dest), "content": b"hi"}}}
+    fetched.deliver(again)
+    assert again["result"]["changed"] is False
+    assert [p.name for p in dest.parent.iterdir()] == ["motd"]
