@@ -100,9 +100,15 @@ def test_errors(name):
     assert r["failed"] and r["msg"].startswith("Unsupported parameters for (group) module: colour")
 
 
-def test_groupadd_failure_carries_stderr(name):
-    taken = grp.getgrnam("root").gr_gid
-    r = run(name=name, gid=taken)
-    assert r["failed"] is True and r["name"] == name
-    assert "GID '0' already exists" in r["msg"] or "already" in r["msg"]
-    assert run(name=name, gid=taken, non_unique=True)["changed"] is True
+def test_duplicate_gid_fails_unless_non_unique(name):
+    other = name + "x"
+    subprocess.run(["groupadd", other], check=True)
+    try:
+        taken = grp.getgrnam(other).gr_gid
+        r = run(name=name, gid=taken)
+        assert r["failed"] is True and r["name"] == name
+        assert "GID '%d' already exists" % taken in r["msg"]
+        r = run(name=name, gid=taken, non_unique=True)
+        assert r["changed"] is True and r["gid"] == taken
+    finally:
+        subprocess.run(["groupdel", other], check=False)

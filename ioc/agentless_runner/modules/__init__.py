@@ -32,6 +32,8 @@ MODULES = {
     "copy": "copy",
     "stat": "stat",
     "setup": "setup",
+    "user": "user",
+    "group": "group",
 }
 
 _cache = {}
