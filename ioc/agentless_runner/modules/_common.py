@@ -563,3 +563,26 @@ def run_text(ctx, argv, data=None, cwd=None, env=None):
     except OSError as e:
         return 127, "", str(e)
     return rc, to_text(out), to_text(err)
+
+
+def run_text_detached(ctx, argv, env=None):
+    """Like :func:`run_text` for commands that may leave a daemon behind.
+
+    Output goes to temp files rather than pipes, and the command gets its
+    own session, so a daemon an init script starts neither holds our pipes
+    open (we would wait for it forever) nor dies with the runner. This is
+    what AnsibleModule's service module gets from its double fork.
+    """
+    child = ctx.child_env()
+    if env:
+        child.update(env)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            rc = subprocess.call([str(a) for a in argv], env=child, close_fds=True,
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                 start_new_session=True)
+        except OSError as e:
+            return 127, "", str(e)
+        out.seek(0)
+        err.seek(0)
+        return rc, to_text(out.read()), to_text(err.read())
