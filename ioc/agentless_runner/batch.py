@@ -51,6 +51,13 @@ def run_batch(batch, sender):
     HostRun(batch, sender.send).run()
 
 
+def runner_info():
+    """Where this runner came from and what it runs on, for diagnostics."""
+    import sys
+    return {"python": list(sys.version_info[:3]), "executable": sys.executable,
+            "source": __file__, "calls": CALLS[0]}
+
+
 class BatchEnd(Exception):
     """The next task belongs to a later batch: unwind, recording block state."""
 

@@ -23,6 +23,7 @@ import mitogen.core
 import mitogen.master
 import mitogen.parent
 
+from ioc.controller import bootstrap
 from ioc.errors import ConnectionSetupError
 
 LOG = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class Connector:
     def __init__(self, forks: int = 5) -> None:
         self.broker = mitogen.master.Broker()
         self.router = mitogen.master.Router(self.broker)
+        bootstrap.configure(self.router)
         self.contexts: Dict[str, mitogen.core.Context] = {}
         self._lock = threading.Lock()
         self._forks = threading.BoundedSemaphore(max(1, forks))
@@ -125,6 +127,7 @@ class Connector:
             return ctx
         with self._forks:
             ctx = self._connect_with_retries(host, spec)
+        bootstrap.preload(self.router, ctx)
         with self._lock:
             self.contexts[host] = ctx
         return ctx

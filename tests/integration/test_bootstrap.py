@@ -1,0 +1,57 @@
+"""The runner's import closure reaches the target with the first message."""
+from __future__ import annotations
+
+import sys
+
+import mitogen.core
+import pytest
+
+from ioc.agentless_runner import batch as runner_batch
+from ioc.controller.connection import Connector, spec_for
+
+pytestmark = pytest.mark.integration
+
+BATCH = {"v": 1, "host": "t", "start": 0, "end": 2, "state": {}, "vars": {},
+         "tree": [{"i": 0, "t": {"action": "setup", "args": {}}},
+                  {"i": 1, "t": {"action": "debug", "args": {"msg": "{{ [1, 2] | to_nice_yaml }}"}}}]}
+
+
+def run_first_batch(hostvars):
+    connector = Connector()
+    try:
+        ctx = connector.context("t", spec_for("t", hostvars))
+        events = mitogen.core.Receiver(connector.router)
+        ctx.call(runner_batch.run_batch, BATCH, events.to_sender())
+        done = []
+        while True:
+            event = events.get().unpickle()
+            if event["e"] == "end":
+                break
+            if event["e"] == "done":
+                done.append(event)
+        info = ctx.call(runner_batch.runner_info)
+        return done, connector.router.responder.get_module_count, info
+    finally:
+        connector.shutdown()
+
+
+def test_a_bare_python39_target_asks_for_no_module(sshd, python39):
+    """No jinja2, no ioc on the target: still not one module request."""
+    hostvars = {"ansible_host": sshd.host, "ansible_port": sshd.port, "ansible_user": sshd.user,
+                "ansible_ssh_private_key_file": sshd.client_key,
+                "ansible_ssh_common_args": sshd.host_ssh_args("t"),
+                "ansible_python_interpreter": python39}
+    done, requests, info = run_first_batch(hostvars)
+    assert info["python"][:2] == [3, 9]
+    assert [d["status"] for d in done] == ["ok", "ok"]
+    assert done[1]["result"]["msg"] == "- 1\n- 2\n"  # YAML without PyYAML on the target
+    assert requests == 0
+
+
+def test_the_controllers_ioc_wins_over_one_installed_on_the_target():
+    """The local interpreter has ioc installed, yet the runner comes from us."""
+    done, requests, info = run_first_batch({"ansible_connection": "local",
+                                            "ansible_python_interpreter": sys.executable})
+    assert info["source"].startswith("master:")  # mitogen's mark for modules it shipped
+    assert requests == 0
+    assert [d["status"] for d in done] == ["ok", "ok"]
