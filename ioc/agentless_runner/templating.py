@@ -352,6 +352,19 @@ def environment():
     return env
 
 
+@functools.lru_cache(maxsize=32)
+def _text_environment(overrides):
+    """An overlay of :func:`environment` for whole-file templates (``overrides`` sorted items)."""
+    settings = {"trim_blocks": True, "keep_trailing_newline": False}
+    settings.update(overrides)
+    return environment().overlay(**settings)
+
+
+def _trailing_newlines(text):
+    """How many '\\n' end ``text``."""
+    return len(text) - len(text.rstrip("\n"))
+
+
 def known_filters():
     """Names of every filter a template may use."""
     return frozenset(environment().filters)
@@ -534,6 +547,35 @@ class Templar(object):
         """
         layer = extra if raw else Verbatim(extra)
         return Templar(collections.ChainMap(layer, self._variables))
+
+    def render_text(self, source, extra=None, overrides=None):
+        """Render a whole template file to a str, as Ansible's template module does.
+
+        ``extra`` (taken verbatim, e.g. ``ansible_managed`` and the
+        ``template_*`` variables) is layered over this Templar's variables.
+        ``overrides`` are jinja Environment settings: ``trim_blocks``
+        (default True), ``lstrip_blocks``, ``newline_sequence`` and the
+        ``*_start_string``/``*_end_string`` delimiters. The result is always
+        a str, never a native value, and keeps as many trailing newlines as
+        ``source`` has (Ansible's ``preserve_trailing_newlines``).
+        """
+        templar = self.template_with(extra) if extra else self
+        env = _text_environment(tuple(sorted((overrides or {}).items())))
+        try:
+            template = env.from_string(source)
+        except jinja2.TemplateError as exc:
+            raise _translate(exc, source) from None
+        context = template.new_context(templar._scope, shared=True)
+        try:
+            result = env.concat(template.root_render_func(context))
+        except TemplateError:
+            raise
+        except Exception as exc:  # every other failure is the template's fault
+            raise _translate(exc, source) from None
+        missing = _trailing_newlines(source) - _trailing_newlines(result)
+        if missing > 0:
+            result += env.newline_sequence * missing
+        return result
 
     # -- used by the lazy scope and containers
 
