@@ -586,3 +586,140 @@ def run_text_detached(ctx, argv, env=None):
         out.seek(0)
         err.seek(0)
         return rc, to_text(out.read()), to_text(err.read())
+
+
+# --------------------------------------------------------------------------
+# Editing files in place (copy, template, lineinfile, blockinfile, replace)
+# --------------------------------------------------------------------------
+
+def backup_local(dest):
+    """Ansible's backup_local: copy ``dest`` to ``dest.<pid>.<YYYY-MM-DD@HH:MM:SS>~``.
+
+    Attributes (mode, times, ownership) are kept; returns the backup's path.
+    """
+    import shutil
+    import time
+    backup = "%s.%s.%s" % (dest, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~"))
+    try:
+        shutil.copy2(dest, backup)
+        st = os.stat(dest)
+        _chown_quietly(backup, st.st_uid, st.st_gid)
+    except OSError as e:
+        raise ModuleError("Could not make backup of %s to %s: %s" % (dest, backup, e))
+    return backup
+
+
+def validate_command(validate, path):
+    """``validate`` with ``%s`` replaced by ``path``; ModuleError like Ansible when malformed."""
+    validate = str(validate)
+    if "%s" not in validate:
+        raise ModuleError("validate must contain %%s: %s" % validate)
+    try:
+        return validate % path
+    except (TypeError, ValueError) as e:
+        raise ModuleError("validate must contain exactly one %%s: %s (%s)" % (validate, e))
+
+
+def run_validate(validate, path, env=None):
+    """Run ``validate`` on ``path``; return ``(rc, stdout_text, stderr_text)``."""
+    command = validate_command(validate, path)
+    try:
+        rc, out, err = run_command(command, env=env)
+    except OSError as e:
+        raise ModuleError(str(e), rc=e.errno, cmd=clean_args(command))
+    return rc, to_text(out), to_text(err)
+
+
+def edit_validator(validate, env=None):
+    """A ``check(tmp)`` for :func:`atomic_write` failing like lineinfile/replace/blockinfile.
+
+    Returns None when ``validate`` is empty.
+    """
+    if not validate:
+        return None
+
+    def check(tmp):
+        rc, _out, err = run_validate(validate, tmp, env)
+        if rc != 0:
+            raise ModuleError("failed to validate: rc:%s error:%s" % (rc, err))
+    return check
+
+
+def atomic_write(dest, data, check=None, creating=None):
+    """Replace ``dest`` with ``data`` atomically; the temp file never survives a failure.
+
+    The temp file is written next to ``dest``, fsynced and given ``dest``'s
+    mode and ownership (or a new file's: 0666 & ~umask, setgid directory's
+    group); ``check(tmp)``, when given, runs before the rename and may raise
+    to abort (``validate``). ``creating`` forces new-file attributes (a
+    symlink being replaced by a file); by default it is ``not exists(dest)``.
+    """
+    tmp = write_temp_beside(dest, data)
+    try:
+        prepare_temp_attrs(tmp, dest, creating=bool(creating))
+        if check is not None:
+            check(tmp)
+        replace_file(tmp, dest)
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+def read_bytes(path):
+    """The content of ``path`` (bytes)."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def opt_list(args, name, default=None):
+    """``args[name]`` as a list of str like Ansible's ``type='list'`` (a str splits on ',')."""
+    value = args.get(name)
+    if value is None:
+        return list(default) if default is not None else None
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",")] if value else []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [str(value)]
+    raise ModuleError("argument '%s' is of type %s and we were unable to convert to list: "
+                      "%s cannot be converted to a list" % (name, type(value), type(value)))
+
+
+def opt_int(args, name, default=None):
+    """``args[name]`` as an int like Ansible's ``type='int'``."""
+    value = args.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise ModuleError("argument '%s' is of type %s and we were unable to convert to int: "
+                          "%s cannot be converted to an int" % (name, type(value), type(value)))
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ModuleError("argument '%s' is of type %s and we were unable to convert to int: "
+                          "%s cannot be converted to an int" % (name, type(value), type(value)))
+
+
+def attribute_diff(path, mode, owner, group, check_mode):
+    """Apply owner/group/mode to ``path`` as the edit modules do.
+
+    Returns ``(changed, diff)`` where ``diff`` is the file-attributes part of
+    lineinfile's/blockinfile's diff list (headers only when nothing changed).
+    """
+    diff = {}
+    changed = set_attributes(path, mode, owner, group, check_mode, diff)
+    diff["before_header"] = "%s (file attributes)" % path
+    diff["after_header"] = "%s (file attributes)" % path
+    return changed, diff
+
+
+def attrs_message(changed, msg, attrs_changed):
+    """check_file_attrs: append Ansible's attribute message to ``msg``."""
+    if not attrs_changed:
+        return msg, changed
+    if changed:
+        msg += " and "
+    return msg + "ownership, perms or SE linux context changed", True
