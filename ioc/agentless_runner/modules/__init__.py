@@ -34,6 +34,9 @@ MODULES = {
     "setup": "setup",
     "user": "user",
     "group": "group",
+    "service": "service",
+    "systemd": "systemd",
+    "systemd_service": "systemd",
 }
 
 _cache = {}
