@@ -9,8 +9,15 @@ from ioc.agentless_runner.context import ModuleContext
 copy = modules.get("copy")
 
 
-def run(check=False, diff=False, no_log=False, **args):
-    return copy.run(args, ModuleContext(check_mode=check, diff_mode=diff, no_log=no_log))
+def run(check=False, diff=False, no_log=False, files=None, **args):
+    return copy.run(args, ModuleContext(check_mode=check, diff_mode=diff, no_log=no_log,
+                                        files=files))
+
+
+def shipped(src, content, mode=0o644, path=None):
+    """ctx.files as the controller ships one controller file."""
+    return {src: {"kind": "file", "path": path or "/ctl/" + src, "mode": mode,
+                  "content": content}}
 
 
 def mode_of(path):
@@ -171,22 +178,28 @@ def test_diff_binary_and_no_log(tmp_path):
     assert "secret" not in str(r["diff"])
 
 
-def test_ioc_content_bytes_and_src_name(tmp_path):
-    r = run(_ioc_content=b"\x00bin", src="files/blob.bin", dest=str(tmp_path) + "/")
+def test_controller_file_bytes_and_src_name(tmp_path):
+    files = shipped("files/blob.bin", b"\x00bin")
+    r = run(files=files, src="files/blob.bin", dest=str(tmp_path) + "/")
     assert (tmp_path / "blob.bin").read_bytes() == b"\x00bin"
     assert r["dest"] == str(tmp_path / "blob.bin") and r["changed"] is True
-    r = run(_ioc_content=b"\x00bin", src="files/blob.bin", dest=str(tmp_path))
+    r = run(files=files, src="files/blob.bin", dest=str(tmp_path))
     assert r["changed"] is False
 
 
-def test_src_without_content_is_an_executor_bug(tmp_path):
+def test_src_not_shipped_fails_like_a_missing_controller_file(tmp_path):
     r = run(src="files/x", dest=str(tmp_path / "x"))
-    assert r["failed"] and "controller" in r["msg"]
+    assert r["failed"] and r["msg"] == \
+        "Could not find or access 'files/x' on the Ansible Controller."
+    r = run(files={"files/x": {"kind": "missing", "msg": "Could not find or access 'files/x'"}},
+            src="files/x", dest=str(tmp_path / "x"))
+    assert r["failed"] and r["msg"] == "Could not find or access 'files/x'"
+    assert not (tmp_path / "x").exists()
 
 
 def test_dest_with_trailing_slash_creates_dirs(tmp_path):
     dest = str(tmp_path / "new" / "dir") + "/"
-    r = run(_ioc_content=b"x", src="a.txt", dest=dest, directory_mode="0700")
+    r = run(files=shipped("a.txt", b"x"), src="a.txt", dest=dest, directory_mode="0700")
     assert (tmp_path / "new" / "dir" / "a.txt").read_bytes() == b"x" and r["changed"]
     assert mode_of(tmp_path / "new") == 0o700
 
@@ -240,7 +253,112 @@ def test_mode_preserve(tmp_path):
     # like Ansible, content is written from a 0600 temp file, so preserve means 0600
     run(content="x", dest=str(tmp_path / "f"), mode="preserve")
     assert mode_of(tmp_path / "f") == 0o600
-    run(_ioc_content=b"x", src="a", _ioc_src_mode="0755", dest=str(tmp_path / "g"), mode="preserve")
+    run(files=shipped("a", b"x", mode=0o755), src="a", dest=str(tmp_path / "g"), mode="preserve")
     assert mode_of(tmp_path / "g") == 0o755
-    r = run(_ioc_content=b"x", src="a", dest=str(tmp_path / "h"), mode="preserve")
+    r = run(files=shipped("a", b"x", mode=None), src="a", dest=str(tmp_path / "h"),
+            mode="preserve")
     assert r["failed"] and not (tmp_path / "h").exists()
+
+
+# -- controller src: files and directory trees ------------------------------------------
+
+
+def tree(src="files/conf", path="/ctl/files/conf"):
+    return {src: {"kind": "dir", "path": path, "mode": 0o755, "entries": [
+        {"rel": "sub", "mode": 0o755, "dir": True},
+        {"rel": "empty", "mode": 0o700, "dir": True},
+        {"rel": "a.txt", "mode": 0o644, "content": b"a\n"},
+        {"rel": "sub/b.sh", "mode": 0o755, "content": b"#!/bin/sh\n"},
+    ]}}
+
+
+def listing(root):
+    out = []
+    for base, dirs, files in os.walk(str(root)):
+        for name in dirs + files:
+            out.append(os.path.relpath(os.path.join(base, name), str(root)))
+    return sorted(out)
+
+
+def test_controller_file_diff_header_and_md5(tmp_path):
+    dest = tmp_path / "f"
+    dest.write_text("old\n")
+    r = run(diff=True, files=shipped("motd", b"new\n", path="/play/files/motd"), src="motd",
+            dest=str(dest))
+    assert r["diff"] == {"before_header": str(dest), "before": "old\n",
+                         "after_header": "/play/files/motd", "after": "new\n"}
+    assert r["md5sum"] == hashlib.md5(b"new\n").hexdigest() and r["checksum"] == sha1(b"new\n")
+
+
+def test_directory_src_without_slash_copies_the_directory(tmp_path):
+    dest = tmp_path / "dest"
+    r = run(files=tree(), src="files/conf", dest=str(dest), directory_mode="0750")
+    assert r == {"changed": True, "dest": str(dest) + "/", "src": "files/conf"}
+    assert listing(dest) == ["conf", "conf/a.txt", "conf/empty", "conf/sub", "conf/sub/b.sh"]
+    assert (dest / "conf" / "sub" / "b.sh").read_text() == "#!/bin/sh\n"
+    assert mode_of(dest) == 0o750 and mode_of(dest / "conf" / "sub") == 0o750
+    # without mode: new files get the default mode, not the source's
+    assert mode_of(dest / "conf" / "sub" / "b.sh") == 0o644
+    r = run(files=tree(), src="files/conf", dest=str(dest), directory_mode="0750")
+    assert r["changed"] is False
+
+
+def test_directory_src_with_slash_copies_the_contents(tmp_path):
+    dest = tmp_path / "dest"
+    files = tree(src="files/conf/")
+    r = run(files=files, src="files/conf/", dest=str(dest), mode="preserve")
+    assert r["changed"] is True
+    assert listing(dest) == ["a.txt", "empty", "sub", "sub/b.sh"]
+    assert mode_of(dest / "sub" / "b.sh") == 0o755
+    (dest / "a.txt").write_text("changed")
+    r = run(files=files, src="files/conf/", dest=str(dest), mode="preserve", diff=True)
+    assert r["changed"] is True and (dest / "a.txt").read_text() == "a\n"
+    assert r["diff"] == [{"before_header": str(dest / "a.txt"), "before": "changed",
+                          "after_header": "files/conf/a.txt", "after": "a\n"}]
+    assert run(files=files, src="files/conf/", dest=str(dest), mode="preserve")["changed"] is False
+
+
+def test_directory_src_check_mode_leaves_no_trace(tmp_path):
+    dest = tmp_path / "dest"
+    r = run(check=True, files=tree(), src="files/conf", dest=str(dest))
+    assert r["changed"] is True and not dest.exists()
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_directory_src_refuses_escaping_entries(tmp_path):
+    files = {"d/": {"kind": "dir", "path": "/ctl/d", "mode": 0o755,
+                    "entries": [{"rel": "ok", "mode": 0o644, "content": b"x"},
+                                {"rel": "../evil", "mode": 0o644, "content": b"x"}]}}
+    r = run(files=files, src="d/", dest=str(tmp_path / "dest"))
+    assert r["failed"] and "not a relative path inside src" in r["msg"]
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_directory_src_with_one_file_returns_the_file_result(tmp_path):
+    files = {"d/": {"kind": "dir", "path": "/ctl/d", "mode": 0o755,
+                    "entries": [{"rel": "only", "mode": 0o644, "content": b"x"}]}}
+    r = run(files=files, src="d/", dest=str(tmp_path))
+    assert r["changed"] is True and r["dest"] == str(tmp_path / "only")
+    assert r["checksum"] == sha1(b"x") and r["state"] == "file"
+
+
+def test_remote_src_directory(tmp_path):
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "x").write_text("x")
+    os.chmod(str(src / "sub" / "x"), 0o600)
+    (src / "link").symlink_to("sub/x")
+    dest = tmp_path / "dest"
+    r = run(src=str(src), remote_src=True, dest=str(dest))
+    assert r["changed"] is True
+    assert listing(dest) == ["src", "src/link", "src/sub", "src/sub/x"]
+    assert os.readlink(str(dest / "src" / "link")) == "sub/x"
+    assert mode_of(dest / "src" / "sub" / "x") == 0o600
+    assert run(src=str(src), remote_src=True, dest=str(dest))["changed"] is False
+    r = run(src=str(src) + "/", remote_src=True, dest=str(tmp_path / "flat"))
+    assert listing(tmp_path / "flat") == ["link", "sub", "sub/x"]
+
+
+def test_unsupported_option_refused(tmp_path):
+    r = run(content="x", dest=str(tmp_path / "f"), attributes="+i")
+    assert r["failed"] and r["msg"].startswith("Unsupported parameters for (copy) module: attributes.")

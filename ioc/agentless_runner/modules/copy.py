@@ -1,15 +1,22 @@
-"""``copy``: put content (or a file already on the target) at ``dest``.
+"""``copy``: put content, a controller file or directory, or a target file at ``dest``.
 
-Sources, in order: ``_ioc_content`` (bytes the controller read from a
-controller-side ``src``), ``content`` (text), or ``src`` with
-``remote_src: true`` (a file on the target). Writes are atomic: a temp file
-in ``dest``'s directory, fsynced, validated, then renamed over ``dest``.
+Sources: ``content`` (text), ``src`` on the controller (shipped with the
+batch and read through :meth:`ModuleContext.controller_file`: a file or a
+directory tree), or ``src`` with ``remote_src: true`` (a file or directory
+on the target). Writes are atomic: a temp file in ``dest``'s directory,
+fsynced, validated, then renamed over ``dest``.
+
+A directory ``src`` follows Ansible: ``src/`` (trailing slash) copies the
+directory's contents into ``dest``; ``src`` copies the directory itself, so
+its files land in ``dest/<basename of src>/``. Directories are created with
+``directory_mode`` (and ``owner``/``group``).
+
+:func:`copy_source` is the single-file write shared with ``template``.
 """
 import hashlib
 import json
 import os
-import shutil
-import time
+import stat
 
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
@@ -26,65 +33,58 @@ MAX_DIFF_SIZE = 104448
 
 
 class _Source(object):
-    """What to write: ``data`` (bytes), a ``name`` for directory dests, and its origin."""
+    """What to write: ``data`` (bytes), a ``name`` for directory dests, and its origin.
 
-    def __init__(self, data, name=None, remote_path=None, is_content=False, mode=None):
+    ``remote_path`` is set for a target-side source; ``after_header`` names
+    the source in a diff (the controller path of a shipped file).
+    """
+
+    def __init__(self, data, name=None, remote_path=None, is_content=False, mode=None,
+                 after_header=None):
         self.data = data
         self.name = name
         self.remote_path = remote_path
         self.is_content = is_content
         self.mode = mode
+        self.after_header = after_header
 
 
 def _content_source(args):
-    """A _Source from ``_ioc_content`` or ``content``, or None."""
-    if "_ioc_content" in args:
-        data = args["_ioc_content"]
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        src = args.get("src")
-        name = args.get("_original_basename") or (os.path.basename(src) if src else None)
-        return _Source(bytes(data), name=name, is_content=not src,
-                       mode=args.get("_ioc_src_mode"))
-    if args.get("content") is None:
-        return None
-    if args.get("src") is not None:
-        raise ModuleError("src and content are mutually exclusive")
+    """A _Source from ``content``."""
     content = args["content"]
     if isinstance(content, (dict, list)):
         content = json.dumps(content)
-    return _Source(str(content).encode("utf-8"), is_content=True, mode="0600")
+    if isinstance(content, bytes):
+        data = content
+    else:
+        data = str(content).encode("utf-8")
+    return _Source(data, is_content=True, mode="0600")
 
 
-def _remote_source(args):
-    """A _Source read from ``src`` on the target (``remote_src: true``)."""
-    src = _common.opt_path(args["src"])
-    if not os.path.exists(src):
-        raise ModuleError("Source %s not found" % src)
+def _remote_file_source(args, src):
+    """A _Source read from file ``src`` on the target (``remote_src: true``)."""
     if not os.access(src, os.R_OK):
         raise ModuleError("Source %s not readable" % src)
-    if os.path.isdir(src):
-        raise ModuleError("Cannot copy directory '%s': recursive copy with remote_src is "
-                          "not supported by ioc yet" % src)
     if not os.path.isfile(src):
         raise ModuleError("Cannot copy invalid source '%s': not a file" % src)
-    with open(src, "rb") as f:
-        data = f.read()
+    data = _common.read_bytes(src)
     name = args.get("_original_basename") or os.path.basename(src)
-    return _Source(data, name=name, remote_path=src, mode=_common.format_mode(os.stat(src).st_mode))
+    return _Source(data, name=name, remote_path=src,
+                   mode=_common.format_mode(os.stat(src).st_mode))
 
 
-def _source(args):
-    """Work out the _Source for these arguments (or fail like Ansible)."""
-    source = _content_source(args)
-    if source is not None:
-        return source
-    if args.get("src") is None:
-        raise ModuleError("src (or content) is required")
-    if not _common.opt_bool(args, "remote_src", False):
-        raise ModuleError("src %s is a controller path but the controller sent no content "
-                          "(ioc executor bug)" % args["src"])
-    return _remote_source(args)
+def _controller_file_source(args, entry):
+    """A _Source from a shipped controller file entry."""
+    src = str(args["src"])
+    data = entry.get("content", b"")
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    mode = entry.get("mode")
+    name = args.get("_original_basename") or os.path.basename(src.rstrip("/")) \
+        or os.path.basename(entry.get("path", ""))
+    return _Source(bytes(data), name=name,
+                   mode=None if mode is None else _common.format_mode(mode),
+                   after_header=entry.get("path") or src)
 
 
 def _mode(args, source):
@@ -97,28 +97,36 @@ def _mode(args, source):
     return source.mode
 
 
-def _make_parent_dirs(dest, args, ctx):
-    """``dest`` ends with '/': create it (mkdir -p, directory_mode); True if created."""
-    dirname = os.path.dirname(dest)
-    if os.path.exists(dirname) or ctx.check_mode:
-        return not os.path.exists(dirname)
+def _missing_dirs(dirname):
+    """The directories ``mkdir -p dirname`` would create, outermost first."""
     missing = []
     head = dirname
     while head and not os.path.exists(head):
         missing.append(head)
         head = os.path.dirname(head)
-    os.makedirs(dirname)
-    for path in reversed(missing):
-        _common.set_attributes(path, args.get("directory_mode"), args.get("owner"),
-                               args.get("group"), False)
+    return list(reversed(missing))
+
+
+def _make_dirs(dirname, args, check_mode):
+    """mkdir -p ``dirname``; new directories get directory_mode/owner/group. True if created."""
+    missing = _missing_dirs(dirname)
+    if not missing or check_mode:
+        return bool(missing)
+    try:
+        os.makedirs(dirname)
+    except OSError as e:
+        raise ModuleError("Error creating %s: %s" % (dirname, e))
+    for path in missing:
+        _common.set_attributes(path, args.get("directory_mode"), _common.opt_str(args, "owner"),
+                               _common.opt_str(args, "group"), False)
     return True
 
 
 def _resolve_dest(args, source, ctx):
-    """Final destination path, and whether directories were created for it."""
+    """Final destination path, and whether directories were (or would be) created for it."""
     dest = _common.opt_path(args.get("dest"))
     if not dest:
-        raise ModuleError("missing required arguments: dest")
+        raise ModuleError("dest is required")
     if os.sep not in dest:
         dest = "." + os.sep + dest
     created = False
@@ -126,7 +134,7 @@ def _resolve_dest(args, source, ctx):
         if source.is_content:
             raise ModuleError("can not use content with a dir as dest")
         dest = os.path.join(dest, source.name)
-        created = _make_parent_dirs(dest, args, ctx)
+        created = _make_dirs(os.path.dirname(dest), args, ctx.check_mode)
     if os.path.isdir(dest):
         if source.is_content:
             raise ModuleError("can not use content with a dir as dest")
@@ -152,29 +160,27 @@ def _text_or_none(data):
     return data.decode("utf-8", "replace")
 
 
-def _content_diff(dest, source, ctx):
-    """The copy action's diff between the current ``dest`` and the new content."""
+def content_diff(dest, data, after_header, no_log=False):
+    """The copy action's diff between the current ``dest`` and new ``data``."""
     diff = {}
     if not os.path.exists(dest):
         diff["before"] = ""
     elif os.path.getsize(dest) > MAX_DIFF_SIZE:
         diff["dst_larger"] = MAX_DIFF_SIZE
     else:
-        with open(dest, "rb") as f:
-            before = _text_or_none(f.read())
+        before = _text_or_none(_common.read_bytes(dest))
         if before is None:
             diff["dst_binary"] = 1
         else:
             diff.update(before_header=dest, before=before)
-    after = _text_or_none(source.data)
-    if len(source.data) > MAX_DIFF_SIZE:
+    after = _text_or_none(data)
+    if len(data) > MAX_DIFF_SIZE:
         diff["src_larger"] = MAX_DIFF_SIZE
     elif after is None:
         diff["src_binary"] = 1
     else:
-        diff.update(after_header=dest if source.remote_path is None else source.remote_path,
-                    after=after)
-    if ctx.no_log:
+        diff.update(after_header=after_header, after=after)
+    if no_log:
         if "before" in diff:
             diff["before"] = ""
         if "after" in diff:
@@ -182,56 +188,31 @@ def _content_diff(dest, source, ctx):
     return diff
 
 
-def _backup(dest):
-    """Ansible's backup_local: ``dest.<pid>.<YYYY-MM-DD@HH:MM:SS>~``, attributes kept."""
-    backup = "%s.%s.%s" % (dest, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~"))
-    try:
-        shutil.copy2(dest, backup)
-        st = os.stat(dest)
-        os.chown(backup, st.st_uid, st.st_gid)
-    except OSError as e:
-        raise ModuleError("Could not make backup of %s to %s: %s" % (dest, backup, e))
-    return backup
+def _validator(args, ctx, attrs):
+    """``check(tmp)`` running ``validate`` with the final attributes applied, or None."""
+    if not args.get("validate"):
+        return None
 
-
-def _validate(tmp, args, ctx, attrs):
-    """Run ``validate`` on the temp file (attributes applied first); raise on failure."""
-    validate = str(args["validate"])
-    if "%s" not in validate:
-        raise ModuleError("validate must contain %%s: %s" % validate)
-    try:
-        command = validate % tmp
-    except (TypeError, ValueError) as e:
-        raise ModuleError("validate must contain exactly one %%s: %s (%s)" % (validate, e))
-    _common.set_attributes(tmp, attrs[0], attrs[1], attrs[2], False)
-    try:
-        rc, out, err = _common.run_command(command, env=ctx.child_env())
-    except OSError as e:
-        raise ModuleError(str(e), rc=e.errno, cmd=_common.clean_args(command))
-    if rc != 0:
-        raise ModuleError("failed to validate", exit_status=rc,
-                          stdout=_common.to_text(out), stderr=_common.to_text(err))
+    def check(tmp):
+        _common.set_attributes(tmp, attrs[0], attrs[1], attrs[2], False)
+        rc, out, err = _common.run_validate(args["validate"], tmp, ctx.child_env())
+        if rc != 0:
+            raise ModuleError("failed to validate", exit_status=rc, stdout=out, stderr=err)
+    return check
 
 
 def _write(dest, source, args, ctx, attrs):
     """Write the new content atomically; return the backup file name (or None)."""
     backup = None
     if _common.opt_bool(args, "backup", False) and os.path.exists(dest):
-        backup = _backup(dest)
-    tmp = _common.write_temp_beside(dest, source.data)
+        backup = _common.backup_local(dest)
     try:
         # A symlink dest is replaced by a new file, not given the target's attributes.
-        _common.prepare_temp_attrs(tmp, dest, creating=os.path.islink(dest))
-        if args.get("validate"):
-            _validate(tmp, args, ctx, attrs)
-        _common.replace_file(tmp, dest)
+        _common.atomic_write(dest, source.data, _validator(args, ctx, attrs),
+                             creating=os.path.islink(dest))
     except OSError as e:
-        _common.remove_quietly(tmp)
         raise ModuleError("failed to copy: %s to %s: %s"
                           % (source.remote_path or "content", dest, e))
-    except BaseException:
-        _common.remove_quietly(tmp)
-        raise
     return backup
 
 
@@ -245,30 +226,35 @@ def _unchanged(dest, checksum, ctx, attrs):
     return result
 
 
-@_common.module_entry
-def run(args, ctx):
-    """Copy content or a target-side file to ``dest``."""
-    _common.check_unsupported(args, OPTIONS, "copy")
-    source = _source(args)
+def copy_source(args, ctx, source, dest, created=False):
+    """Write one _Source to the resolved path ``dest`` with copy's file options.
+
+    Honours ``mode`` (``preserve``), ``owner``, ``group``, ``force``,
+    ``backup``, ``validate`` and ``checksum``, check and diff mode; returns
+    the copy module's result.
+    """
     attrs = (_mode(args, source), _common.opt_str(args, "owner"), _common.opt_str(args, "group"))
-    dest, created = _resolve_dest(args, source, ctx)
     _check_dest_dir(dest, ctx, created)
     checksum = hashlib.sha1(source.data).hexdigest()
     expected = args.get("checksum")
     if expected and expected != checksum:
         raise ModuleError("Copied file does not match the expected checksum. Transfer failed.",
                           checksum=checksum, expected_checksum=expected)
-    exists = os.path.exists(dest)
+    exists = os.path.lexists(dest)
     if exists and not _common.opt_bool(args, "force", True):
         return _common.add_path_info(_with_src({"msg": "file already exists", "dest": dest,
                                                 "changed": False}, source))
+    if exists and os.path.isdir(dest) and not os.path.islink(dest):
+        raise ModuleError("Cannot copy to %s: it is a directory" % dest, dest=dest)
     same = exists and os.path.isfile(dest) and not os.path.islink(dest) and \
         os.access(dest, os.R_OK) and _common.sha1_file(dest) == checksum
     if same:
         return _common.add_path_info(_unchanged(dest, checksum, ctx, attrs))
-    result = _with_src({"changed": True, "dest": dest, "checksum": checksum}, source)
+    result = _with_src({"changed": True, "dest": dest, "checksum": checksum,
+                        "md5sum": hashlib.md5(source.data).hexdigest()}, source)
     if ctx.diff_mode:
-        result["diff"] = _content_diff(dest, source, ctx)
+        header = source.remote_path or (dest if source.is_content else source.after_header) or dest
+        result["diff"] = content_diff(dest, source.data, header, ctx.no_log)
     if not ctx.check_mode:
         backup = _write(dest, source, args, ctx, attrs)
         if backup:
@@ -282,3 +268,160 @@ def _with_src(result, source):
     if source.remote_path is not None:
         result["src"] = source.remote_path
     return result
+
+
+# -- directory trees ---------------------------------------------------------------
+
+
+def _safe_rel(rel):
+    """A relative path inside the tree, or ModuleError."""
+    rel = str(rel).strip("/")
+    parts = rel.split("/")
+    if not rel or os.path.isabs(rel) or ".." in parts:
+        raise ModuleError("refusing to copy tree entry '%s': not a relative path inside src" % rel)
+    return rel
+
+
+def _remote_tree_entries(src):
+    """The shipped-entry shape for a directory ``src`` on the target."""
+    entries = []
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        for name in dirs:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, src)
+            if os.path.islink(path):
+                entries.append({"rel": rel, "link": os.readlink(path)})
+            else:
+                entries.append({"rel": rel, "dir": True, "mode": stat.S_IMODE(os.stat(path).st_mode)})
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, src)
+            if os.path.islink(path):
+                entries.append({"rel": rel, "link": os.readlink(path)})
+            else:
+                entries.append({"rel": rel, "path": path,
+                                "mode": stat.S_IMODE(os.stat(path).st_mode)})
+    return entries
+
+
+def _ensure_tree_dir(path, args, ctx):
+    """One directory of a tree copy: create it if missing, then directory_mode/owner/group."""
+    state = _common.get_state(path)
+    if state not in ("absent", "directory"):
+        raise ModuleError("%s already exists as a %s" % (path, state), path=path)
+    changed = state == "absent"
+    if changed and not ctx.check_mode:
+        _make_dirs(path, args, False)
+    changed |= _common.set_attributes(path, args.get("directory_mode"),
+                                      _common.opt_str(args, "owner"),
+                                      _common.opt_str(args, "group"), ctx.check_mode)
+    return changed
+
+
+def _ensure_tree_link(path, target, ctx):
+    """A symlink of a tree copy (the file module's state=link with force)."""
+    if os.path.islink(path) and os.readlink(path) == target:
+        return False
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise ModuleError("refusing to convert from directory to symlink for %s" % path, path=path)
+    if not ctx.check_mode:
+        tmp = os.path.join(os.path.dirname(path), ".%s.%s.tmp" % (os.getpid(), os.path.basename(path)))
+        _common.remove_quietly(tmp)
+        os.symlink(target, tmp)
+        os.replace(tmp, path)
+    return True
+
+
+def _copy_tree(args, ctx, src, entries, remote):
+    """Copy a directory tree (shipped entries or a target directory) under ``dest``."""
+    dest = _common.opt_path(args.get("dest"))
+    if not dest:
+        raise ModuleError("dest is required")
+    root = dest
+    if not src.endswith("/"):
+        root = os.path.join(dest, os.path.basename(src.rstrip("/")))
+    if not dest.endswith("/"):
+        dest += "/"
+    changed = False
+    diffs = []
+    file_results = []
+    ordered = sorted(entries, key=lambda e: (not e.get("dir"), str(e.get("rel"))))
+    rels = [_safe_rel(entry.get("rel")) for entry in ordered]  # all checked before any write
+    changed |= _ensure_tree_dir(root, args, ctx)
+    for entry, rel in zip(ordered, rels):
+        path = os.path.join(root, rel)
+        if entry.get("dir"):
+            changed |= _ensure_tree_dir(path, args, ctx)
+        elif "link" in entry:
+            changed |= _ensure_tree_link(path, str(entry["link"]), ctx)
+        else:
+            data = entry.get("content")
+            if data is None and remote:
+                data = _common.read_bytes(entry["path"])
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            mode = entry.get("mode")
+            source = _Source(bytes(data or b""), name=os.path.basename(rel),
+                             remote_path=entry.get("path") if remote else None,
+                             mode=None if mode is None else _common.format_mode(mode),
+                             after_header=os.path.join(src.rstrip("/"), rel))
+            sub_args = dict(args)
+            if remote and args.get("mode") is None:
+                sub_args["mode"] = source.mode  # like shutil.copytree, keep the file's mode
+            parent_will_exist = ctx.check_mode and not os.path.isdir(os.path.dirname(path))
+            result = copy_source(sub_args, ctx, source, path, created=parent_will_exist)
+            file_results.append(result)
+            changed |= bool(result.get("changed"))
+            if "md5sum" in result and result.get("diff"):
+                diffs.append(result["diff"])
+    if len(file_results) == 1 and len(ordered) == 1:
+        result = dict(file_results[0])
+        result["changed"] = changed
+        return result
+    result = {"changed": changed, "dest": dest, "src": src}
+    if ctx.diff_mode and diffs:
+        result["diff"] = diffs
+    return result
+
+
+# -- entry point -------------------------------------------------------------------
+
+
+def _check_args(args):
+    """The copy action's own argument checks, with its messages."""
+    src, content, dest = args.get("src"), args.get("content"), args.get("dest")
+    if not src and content is None:
+        raise ModuleError("src (or content) is required")
+    if not dest:
+        raise ModuleError("dest is required")
+    if src and content is not None:
+        raise ModuleError("src and content are mutually exclusive")
+    if content is not None and str(dest).endswith("/"):
+        raise ModuleError("can not use content with a dir as dest")
+
+
+@_common.module_entry
+def run(args, ctx):
+    """Copy content, a controller file or tree, or a target-side file to ``dest``."""
+    _common.check_unsupported(args, OPTIONS, "copy")
+    _check_args(args)
+    for name in ("local_follow", "decrypt", "unsafe_writes"):
+        _common.opt_bool(args, name, True)
+    if args.get("content") is not None:
+        source = _content_source(args)
+    elif _common.opt_bool(args, "remote_src", False):
+        src = _common.opt_path(str(args["src"]))
+        if not os.path.exists(src):
+            raise ModuleError("Source %s not found" % src)
+        if os.path.isdir(src):
+            return _copy_tree(args, ctx, src, _remote_tree_entries(src), remote=True)
+        source = _remote_file_source(args, src)
+    else:
+        src = str(args["src"])
+        entry = ctx.controller_file(src)
+        if entry.get("kind") == "dir":
+            return _copy_tree(args, ctx, src, entry.get("entries") or [], remote=False)
+        source = _controller_file_source(args, entry)
+    dest, created = _resolve_dest(args, source, ctx)
+    return copy_source(args, ctx, source, dest, created)
