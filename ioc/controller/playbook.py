@@ -49,6 +49,9 @@ class PlaybookRun:
         self.payload_cache = PayloadCache()
         #: Hosts that failed or became unreachable leave every later play (L1.5).
         self.lost: Dict[str, HostStatus] = {}
+        #: Facts and set_fact/register values outlive a play (Ansible keeps them
+        #: in its variable manager for the whole run).
+        self.memory: Dict[str, Dict[str, Dict[str, Any]]] = {}
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -88,6 +91,7 @@ class PlaybookRun:
             for b in planned.plan.steps
         ) * len(hosts)
         for host, state in states.items():
+            self.memory[host] = {"facts": state.facts, "runtime": state.runtime}
             if state.status in (HostStatus.FAILED, HostStatus.UNREACHABLE):
                 self.lost[host] = state.status
         # L1.9: when every host of the play failed or became unreachable, later
@@ -99,7 +103,10 @@ class PlaybookRun:
         inventory_vars.update(inv.host_vars(self.inventory, host))
         merged = {**inventory_vars, **play.vars, **play.vars_files, **self.extra_vars}
         inventory_vars["group_names"] = inv.group_names(self.inventory, host)
-        return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars)
+        memory = self.memory.get(host, {})
+        return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars,
+                         facts=dict(memory.get("facts", {})),
+                         runtime=dict(memory.get("runtime", {})))
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {

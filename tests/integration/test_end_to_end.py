@@ -258,3 +258,20 @@ def test_bad_playbooks_fail_before_running_with_file_and_line(tmp_path, content,
     assert proc.returncode == 4
     assert message in proc.stderr
     assert "PLAY [" not in proc.stdout
+
+
+def test_facts_and_registered_values_outlive_their_play(tmp_path):
+    r = ioc_run(tmp_path, """
+        - hosts: localhost
+          tasks:
+            - command: echo first
+              register: out
+            - set_fact: remembered=yes
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: later play
+              debug: msg="{{ out.stdout }} {{ remembered }} {{ ansible_facts.python_version is defined }}"
+        """)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["result"]["msg"] for e in r.of("runner_ok") if e["task"] == "later play"] == ["first yes True"]
