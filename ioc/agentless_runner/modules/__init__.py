@@ -37,6 +37,7 @@ MODULES = {
     "service": "service",
     "systemd": "systemd",
     "systemd_service": "systemd",
+    "cron": "cron",
 }
 
 _cache = {}
