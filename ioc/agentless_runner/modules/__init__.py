@@ -30,6 +30,7 @@ MODULES = {
     "ping": "ping",
     "file": "file",
     "copy": "copy",
+    "template": "template",
     "stat": "stat",
     "setup": "setup",
     "user": "user",

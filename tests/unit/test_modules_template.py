@@ -1,0 +1,114 @@
+"""template module: rendering with the task's Templar, written like copy."""
+import os
+import stat
+
+from ioc.agentless_runner import modules
+from ioc.agentless_runner.context import ModuleContext
+from ioc.agentless_runner.templating import Templar
+
+template = modules.get("template")
+
+
+def ctx(files, check=False, diff=False, **variables):
+    return ModuleContext(check_mode=check, diff_mode=diff, templar=Templar(variables),
+                         files=files)
+
+
+def shipped(content, src="motd.j2", mode=0o644, **extra):
+    entry = {"kind": "file", "path": "/play/templates/" + src, "mode": mode,
+             "content": content.encode("utf-8") if isinstance(content, str) else content}
+    entry.update(extra)
+    return {src: entry}
+
+
+def run(files, check=False, diff=False, variables=None, **args):
+    args.setdefault("src", "motd.j2")
+    return template.run(args, ctx(files, check, diff, **(variables or {})))
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(str(path)).st_mode)
+
+
+def test_render_write_idempotent(tmp_path):
+    dest = tmp_path / "motd"
+    files = shipped("Hello {{ name }}\n{% for i in items %}\n- {{ i }}\n{% endfor %}\n")
+    variables = {"name": "{{ first }} x", "first": "ioc", "items": [1, 2]}
+    r = run(files, variables=variables, dest=str(dest))
+    assert dest.read_text() == "Hello ioc x\n- 1\n- 2\n"
+    assert r["changed"] is True and r["dest"] == str(dest) and r["state"] == "file"
+    assert r["checksum"] and r["md5sum"] and r["mode"] == "0644"
+    r = run(files, variables=variables, dest=str(dest))
+    assert r["changed"] is False
+    assert sorted(os.listdir(str(tmp_path))) == ["motd"]
+
+
+def test_template_vars_and_ansible_managed(tmp_path):
+    dest = tmp_path / "out"
+    files = shipped("{{ ansible_managed }}|{{ template_path }}|{{ template_fullpath }}|"
+                    "{{ template_host }}|{{ template_uid }}|{{ template_destpath }}|"
+                    "{{ template_run_date.year > 2000 }}",
+                    host="ctl", owner="alice", mtime=0)
+    run(files, dest=str(dest))
+    assert dest.read_text() == "Ansible managed|motd.j2|/play/templates/motd.j2|ctl|alice|%s|True" \
+        % dest
+
+
+def test_options_trim_lstrip_newline_delimiters_encoding(tmp_path):
+    dest = tmp_path / "out"
+    files = shipped("a\n  [% if x %]\n<<x>>\n  [% endif %]\n")
+    run(files, variables={"x": "é"}, dest=str(dest), lstrip_blocks=True,
+        newline_sequence="\\r\\n", block_start_string="[%", block_end_string="%]",
+        variable_start_string="<<", variable_end_string=">>", output_encoding="latin-1")
+    assert dest.read_bytes() == "a\r\né\r\n".encode("latin-1")
+    run(shipped("{% if true %}\nx\n{% endif %}\n"), dest=str(dest), trim_blocks=False)
+    assert dest.read_text() == "\nx\n"
+
+
+def test_mode_owner_backup_validate_force(tmp_path):
+    dest = tmp_path / "conf"
+    dest.write_text("old\n")
+    r = run(shipped("new\n", mode=0o755), dest=str(dest), mode="preserve", backup=True)
+    assert mode_of(dest) == 0o755 and r["backup_file"].startswith(str(dest) + ".")
+    assert open(r["backup_file"]).read() == "old\n"
+    r = run(shipped("bad\n"), dest=str(dest), validate="grep -q good %s")
+    assert r["failed"] and r["msg"] == "failed to validate" and dest.read_text() == "new\n"
+    r = run(shipped("other\n"), dest=str(dest), force=False)
+    assert r["changed"] is False and dest.read_text() == "new\n"
+    assert len(os.listdir(str(tmp_path))) == 2  # conf and its backup, no temp file
+
+
+def test_check_and_diff_mode(tmp_path):
+    dest = tmp_path / "out"
+    dest.write_text("v=1\n")
+    r = run(shipped("v={{ v }}\n"), check=True, diff=True, variables={"v": 2}, dest=str(dest))
+    assert r["changed"] is True and dest.read_text() == "v=1\n"
+    assert r["diff"] == {"before_header": str(dest), "before": "v=1\n",
+                         "after_header": "/play/templates/motd.j2", "after": "v=2\n"}
+    r = run(shipped("x"), check=True, dest=str(tmp_path / "new"))
+    assert r["changed"] is True and not (tmp_path / "new").exists()
+
+
+def test_dest_directory_uses_template_basename(tmp_path):
+    r = run(shipped("x", src="templates/app.conf.j2"), src="templates/app.conf.j2",
+            dest=str(tmp_path))
+    assert (tmp_path / "app.conf.j2").read_text() == "x" and r["changed"]
+
+
+def test_failures(tmp_path):
+    dest = tmp_path / "out"
+    r = run(shipped("{{ nope }}"), dest=str(dest))
+    assert r["failed"] and r["msg"] == "AnsibleUndefinedVariable: 'nope' is undefined"
+    r = run(shipped("{% if %}"), dest=str(dest))
+    assert r["failed"] and r["msg"].startswith("AnsibleError: template error while templating")
+    r = run({}, dest=str(dest))
+    assert r["failed"] and r["msg"] == "Could not find or access 'motd.j2' on the Ansible Controller."
+    r = run(shipped(b"\xff\xfe"), dest=str(dest))
+    assert r["failed"] and r["msg"] == "Template source files must be utf-8 encoded"
+    r = run(shipped("x"), dest=str(dest), newline_sequence="x")
+    assert r["failed"] and r["msg"].startswith("newline_sequence needs to be one of")
+    r = run(shipped("x"), dest=str(dest), state="file")
+    assert r["failed"] and "Unsupported parameters for (template) module: state" in r["msg"]
+    r = template.run({"src": "motd.j2"}, ctx(shipped("x")))
+    assert r["failed"] and r["msg"] == "src and dest are required"
+    assert os.listdir(str(tmp_path)) == []
