@@ -39,6 +39,7 @@ MODULES = {
     "systemd": "systemd",
     "systemd_service": "systemd",
     "cron": "cron",
+    "wait_for": "wait_for",
 }
 
 _cache = {}
