@@ -1,9 +1,10 @@
 """``file``: manage files and directories and their attributes.
 
-States ``file``, ``directory``, ``touch`` and ``absent`` follow
-``ansible.builtin.file`` (changed flags, messages, diff, check mode,
-returned path info). ``link`` and ``hard`` are not implemented and are
-rejected like any other invalid choice.
+States ``file``, ``directory``, ``touch``, ``absent``, ``link`` and
+``hard`` follow ``ansible.builtin.file`` (changed flags, messages, diff,
+check mode, returned path info). A relative symlink ``src`` is stored as
+given and resolved against the link's directory, as Ansible does; a
+relative hard-link ``src`` is relative to the working directory.
 """
 import os
 import shutil
@@ -20,7 +21,7 @@ OPTIONS = frozenset({
 })
 SUPPORTS_CHECK_MODE = True
 
-STATES = ("absent", "directory", "file", "touch")
+STATES = ("absent", "directory", "file", "hard", "link", "touch")
 _NOW = object()  # timestamp sentinel: "now"
 
 
@@ -39,8 +40,8 @@ class _Params(object):
         self.group = _common.opt_str(args, "group")
         self.recurse = _common.opt_bool(args, "recurse", False)
         self.follow = _common.opt_bool(args, "follow", True)
-        _common.opt_bool(args, "force", False)
-        self.src = args.get("src")
+        self.force = _common.opt_bool(args, "force", False)
+        self.src = _common.opt_path(args.get("src"))
         self.original_basename = args.get("_original_basename")
         self.args = args
         self.check_mode = ctx.check_mode
@@ -71,6 +72,9 @@ def _finish(result, diff_mode):
     """Drop the diff unless asked for, then add path info like exit_json."""
     if not diff_mode:
         result.pop("diff", None)
+    path = result.get("path", result.get("dest"))
+    if path is not None and not os.path.exists(path) and "state" not in result:
+        result["state"] = "absent"  # exit_json's add_path_info (also for a dangling link)
     return _common.add_path_info(result)
 
 
@@ -259,20 +263,16 @@ def _touch(p):
 
 def _default_state(p):
     """Apply Ansible's additional_parameter_handling to ``p``."""
-    if p.state not in ("absent", None) and os.path.isdir(p.path):
+    if p.state not in ("absent", "link", None) and os.path.isdir(p.path):
         base = p.original_basename or (os.path.basename(p.src) if p.src else None)
         if base:
             p.path = os.path.join(p.path, base)
     if p.state is None:
         prev = _common.get_state(p.path)
-        if prev in ("link", "hard"):
-            raise ModuleError("value of state must be one of: %s, got: %s (the current state of %s; "
-                              "give state explicitly)" % (", ".join(STATES), prev, p.path),
-                              path=p.path)
         p.state = prev if prev != "absent" else ("directory" if p.recurse else "file")
     if p.recurse and p.state != "directory":
         raise ModuleError("recurse option requires state to be 'directory'", path=p.path)
-    if p.src:
+    if p.src and p.state not in ("link", "hard"):
         raise ModuleError("src option requires state to be 'link' or 'hard'", path=p.path)
 
 
@@ -285,8 +285,141 @@ def _diff_peek(path):
         return False
 
 
+def _link_attrs(path, p, changed, diff):
+    """Attributes and times after a link exists: on its target when following."""
+    target = os.path.realpath(path) if p.follow and os.path.islink(path) else path
+    if p.follow and os.path.islink(path) and not os.path.exists(target):
+        return changed, ["Cannot set fs attributes on a non-existent symlink target. follow "
+                         "should be set to False to avoid this."]
+    changed |= p.attrs(target, diff)
+    changed |= _update_timestamps(target, p, diff)
+    return changed, []
+
+
+def _replace_atomically(path, make):
+    """Create the new link at a temp name with ``make(tmp)`` then rename it over ``path``."""
+    tmp = os.path.join(os.path.dirname(path), ".%s.%s.tmp" % (os.getpid(), time.time()))
+    try:
+        make(tmp)
+        os.rename(tmp, path)
+    except OSError as e:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise ModuleError("Error while replacing: %s" % e, path=path)
+
+
+def _ensure_symlink(p):
+    """state=link: Ansible's ensure_symlink."""
+    path, src = p.path, p.src
+    prev = _common.get_state(path)
+    if src is None and p.follow and os.path.exists(path) and prev == "link":
+        src = os.readlink(path)
+    relpath = path if (not os.path.islink(path) and os.path.isdir(path)) else os.path.dirname(path)
+    absrc = None if src is None else os.path.join(relpath, src)
+    if not p.force and src is not None and not os.path.exists(absrc):
+        raise ModuleError('src file does not exist, use "force=yes" if you really want to '
+                          'create the link: %s' % absrc, path=path, src=src)
+    if prev == "directory":
+        if not p.force:
+            raise ModuleError("refusing to convert from %s to symlink for %s" % (prev, path),
+                              path=path)
+        if os.listdir(path):
+            raise ModuleError("the directory %s is not empty, refusing to convert it" % path,
+                              path=path)
+    elif prev in ("file", "hard") and not p.force:
+        raise ModuleError("refusing to convert from %s to symlink for %s" % (prev, path), path=path)
+    diff = _initial_diff(path, "link", prev)
+    changed = False
+    if prev in ("hard", "file", "directory", "absent"):
+        if src is None:
+            raise ModuleError("src is required for creating new symlinks")
+        changed = True
+    elif src is not None:
+        old = os.readlink(path)
+        if old != src:
+            diff["before"]["src"] = old
+            diff["after"]["src"] = src
+            changed = True
+    if changed and not p.check_mode:
+        if prev == "absent":
+            try:
+                os.symlink(src, path)
+            except OSError as e:
+                raise ModuleError("Error while linking: %s" % e, path=path)
+        else:
+            def make(tmp):
+                if prev == "directory":
+                    os.rmdir(path)
+                os.symlink(src, tmp)
+            _replace_atomically(path, make)
+    result = {"dest": path, "src": src, "changed": changed, "diff": diff}
+    if p.check_mode and not os.path.exists(path):
+        return result
+    result["changed"], warnings = _link_attrs(path, p, changed, diff)
+    if warnings:
+        result["warnings"] = warnings
+    return result
+
+
+def _ensure_hardlink(p):
+    """state=hard: Ansible's ensure_hardlink."""
+    path, src = p.path, p.src
+    prev = _common.get_state(path)
+    if prev != "hard" and src is None:
+        raise ModuleError("src is required for creating new hardlinks")
+    if src is not None and not os.path.exists(src):
+        raise ModuleError("src does not exist", dest=path, src=src)
+    diff = _initial_diff(path, "hard", prev)
+    changed = False
+    if prev == "absent":
+        changed = True
+    elif prev == "link":
+        old = os.readlink(path)
+        if old != src:
+            diff["before"]["src"] = old
+            diff["after"]["src"] = src
+            changed = True
+    elif prev == "hard":
+        if src is not None and os.stat(path).st_ino != os.stat(src).st_ino:
+            changed = True
+            if not p.force:
+                raise ModuleError("Cannot link, different hard link exists at destination",
+                                  dest=path, src=src)
+    elif prev == "file":
+        changed = True
+        if not p.force:
+            raise ModuleError("Cannot link, %s exists at destination" % prev, dest=path, src=src)
+    elif prev == "directory":
+        changed = True
+        if os.stat(path).st_ino == os.stat(src).st_ino:
+            return {"path": path, "changed": False}
+        if not p.force:
+            raise ModuleError("Cannot link: different hard link exists at destination",
+                              dest=path, src=src)
+    if changed and not p.check_mode:
+        if prev == "absent":
+            link_src = os.readlink(src) if p.follow and os.path.islink(src) else src
+            try:
+                os.link(link_src, path)
+            except OSError as e:
+                raise ModuleError("Error while linking: %s" % e, path=path)
+        else:
+            def make(tmp):
+                if prev == "directory":
+                    os.rmdir(path)
+                os.link(src, tmp)
+            _replace_atomically(path, make)
+    result = {"dest": path, "src": src, "changed": changed, "diff": diff}
+    if p.check_mode and not os.path.exists(path):
+        return result
+    result["changed"] |= p.attrs(path, diff)
+    result["changed"] |= _update_timestamps(path, p, diff)
+    return result
+
+
 _HANDLERS = {"absent": _ensure_absent, "file": _ensure_file,
-             "directory": _ensure_directory, "touch": _touch}
+             "directory": _ensure_directory, "touch": _touch,
+             "link": _ensure_symlink, "hard": _ensure_hardlink}
 
 
 @_common.module_entry
