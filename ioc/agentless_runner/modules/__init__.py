@@ -30,6 +30,7 @@ MODULES = {
     "ping": "ping",
     "file": "file",
     "copy": "copy",
+    "lineinfile": "lineinfile",
     "template": "template",
     "stat": "stat",
     "setup": "setup",
@@ -40,6 +41,7 @@ MODULES = {
     "systemd_service": "systemd",
     "cron": "cron",
     "wait_for": "wait_for",
+    "pip": "pip",
 }
 
 _cache = {}
