@@ -723,3 +723,21 @@ def attrs_message(changed, msg, attrs_changed):
     if changed:
         msg += " and "
     return msg + "ownership, perms or SE linux context changed", True
+
+
+def check_mutually_exclusive(args, *groups):
+    """Fail like AnsibleModule when two arguments of one group are both given."""
+    for group in groups:
+        present = [name for name in group if args.get(name) is not None]
+        if len(present) > 1:
+            raise ModuleError("parameters are mutually exclusive: %s" % "|".join(group))
+
+
+def edited_file_path(args):
+    """``path`` (aliases dest, destfile, name) of the line/block/replace modules, checked."""
+    path = opt_path(resolve_aliases(args, "path", ("dest", "destfile", "name")))
+    if not path:
+        raise ModuleError("missing required arguments: path")
+    if os.path.isdir(path):
+        raise ModuleError("Path %s is a directory !" % path, rc=256)
+    return path
