@@ -36,7 +36,7 @@ satisfies reads of ``ansible_*``/``ansible_facts``), :data:`INVENTORY`
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import (AbstractSet, Any, Dict, FrozenSet, Iterable, Iterator, List, Mapping,
                     Optional, Sequence, Set, Tuple)
 
@@ -44,7 +44,7 @@ import jinja2
 from jinja2 import nodes
 
 from ioc.errors import PlanError
-from ioc.model import Block, Task
+from ioc.model import Task
 from ioc.planner.program import Program
 
 FACTS = "<facts>"
@@ -506,6 +506,8 @@ def analyze_task(task: Task) -> Effects:
             continue
         for text in template_strings(value):
             scan(refs, text, name, excluded, where)
+    for text in expression_args(task):
+        scan(refs, text, "args", loop_bound, where)
     for name in _CONDITIONS:
         excluded = set(loop_bound)
         if name in _REGISTER_BOUND and task.register:
@@ -525,6 +527,24 @@ def analyze_task(task: Task) -> Effects:
         tests=frozenset(refs.tests),
         local=frozenset(str(k) for k in (task.vars or {})),
     )
+
+
+def expression_args(task: Task) -> Iterator[str]:
+    """Module arguments that are bare expressions, as template source.
+
+    ``assert``'s ``that`` items are conditionals and ``debug``'s ``var`` is
+    evaluated as an expression: ``that: x == 1`` reads ``x`` though it has
+    no ``{{``. (Their templated forms are already seen as ``args``.)
+    """
+    if task.action == "assert":
+        that = task.args.get("that")
+        for cond in that if isinstance(that, (list, tuple)) else [that]:
+            if isinstance(cond, str) and not is_template(cond):
+                yield "{{ %s }}" % cond
+    elif task.action == "debug":
+        var = task.args.get("var")
+        if isinstance(var, str) and not is_template(var):
+            yield "{{ %s }}" % var
 
 
 def _lookup_loop(refs: TemplateRefs, task: Task, where: Any) -> None:
@@ -583,22 +603,59 @@ def analyze_program(program: Program) -> Tuple[Effects, ...]:
                  for entry in program.entries)
 
 
-def handler_writes(program: Program) -> FrozenSet[str]:
+def handler_writes(program: Program, topics: Optional[Iterable[str]] = None) -> FrozenSet[str]:
+    """What the handlers notified by ``topics`` (all handlers if None) may write.
+
+    A templated topic may name any handler; handlers notified by the handlers
+    that run are followed too (they run in the same flush or a later one).
+    """
+    handlers = program.handlers
+    chosen: Set[int] = set()
+    todo = list(topics) if topics is not None else None
+    if todo is None:
+        chosen = set(range(len(handlers)))
+    while todo:
+        topic = todo.pop()
+        for number, handler in enumerate(handlers):
+            if number in chosen:
+                continue
+            if is_template(topic) or topic in _handler_topics(handler):
+                chosen.add(number)
+                todo.extend(handler.notify)
     out: Set[str] = set()
-    for handler in program.handlers:
-        out |= writes_of(handler)
+    for number in sorted(chosen):
+        out |= writes_of(handlers[number])
     return frozenset(out)
 
 
-def effective_writes(program: Program, effects: Sequence[Effects]) -> Tuple[FrozenSet[str], ...]:
-    """Per entry, what it writes, a flush counting every handler's writes.
+def _handler_topics(handler: Task) -> Set[str]:
+    topics = set(handler.listen)
+    if handler.name:
+        topics.add(handler.name)
+        if handler.role:
+            topics.add("%s : %s" % (handler.role, handler.name))
+    return topics
 
-    Handlers run at flushes; which ones is known only at run time, so every
-    flush is taken to run every handler.
+
+def effective_writes(program: Program, effects: Sequence[Effects]) -> Tuple[FrozenSet[str], ...]:
+    """Per entry, what it writes; a flush writes what its handlers may write.
+
+    Which handlers a flush runs is known only at run time, so a flush counts
+    every handler that any entry since the previous flush notifies (whether
+    or not that entry changes anything), with handler chains followed.
     """
-    by_handlers = handler_writes(program)
-    return tuple(effects[e.index].writes | (by_handlers if e.is_flush else frozenset())
-                 for e in program.entries)
+    out = []
+    pending: List[str] = []
+    for entry in program.entries:
+        writes = effects[entry.index].writes
+        if entry.is_flush:
+            if pending:
+                writes = writes | handler_writes(program, pending)
+            pending = []
+        else:
+            pending.extend(entry.task.notify)
+        out.append(writes)
+    return tuple(out)
 
 
 def is_fact_name(name: str) -> bool:
@@ -629,8 +686,8 @@ def classify(program: Program, effects: Sequence[Effects]) -> Tuple[Dict[str, Or
     * CROSS_HOST: ``hostvars`` of another (or a computed) host unless every
       attribute read is provably static; ``ansible_play_hosts``-like magic;
       ``groups``/``group_names`` once an add_host/group_by entry precedes.
-    * HOST_RUNTIME: written by an earlier entry (a flush counts every handler's
-      writes; a DYNAMIC/include_vars writer counts for every name; fact
+    * HOST_RUNTIME: written by an earlier entry (a flush counts the writes of
+      the handlers notified since the previous flush; a DYNAMIC/include_vars writer counts for every name; fact
       gathering for ``ansible_*``), or ``ansible_failed_*``. A task reading its
       own register (``when`` in a loop, L2.7) is HOST_RUNTIME only if an
       *earlier* entry writes that name.
@@ -652,6 +709,64 @@ def classify(program: Program, effects: Sequence[Effects]) -> Tuple[Dict[str, Or
     return tuple(out)
 
 
+_UNDEFINED = object()
+
+
+def definition(program: Program, index: int, name: str, play_only: bool = False) -> Any:
+    """The lazily templated value that defines ``name`` for entry ``index``.
+
+    Looks in the layers the runner stacks below set_fact/register, highest
+    precedence first (L6.3): enclosing blocks' role params, the task's vars,
+    enclosing blocks' vars (inner first), then the play's vars_files, vars
+    and role defaults (only those with ``play_only``, e.g. for another host's
+    ``hostvars``). Returns ``_UNDEFINED`` when none defines it (inventory,
+    extra vars and magic are not known here).
+    """
+    play = program.play
+    layers: List[Mapping[str, Any]] = []
+    if not play_only:
+        task = program.entries[index].task
+        blocks = program.parents[index] if program.parents else ()
+        layers += [b.params for b in reversed(blocks)]
+        layers.append(task.vars or {})
+        layers += [b.vars for b in reversed(blocks)]
+    layers += [play.vars_files, play.vars, play.role_defaults]
+    for layer in layers:
+        if name in layer:
+            return layer[name]
+    return _UNDEFINED
+
+
+def lazy_reads(program: Program, index: int, names: Iterable[str]) -> FrozenSet[str]:
+    """Names read *through* the definitions of ``names`` at entry ``index``, transitively.
+
+    ``vars: {d: "{{ r.stdout }}"}`` makes a read of ``d`` a read of ``r``.
+    The result excludes ``names`` themselves unless reached again.
+    """
+    out: Set[str] = set()
+    todo = list(names)
+    seen: Set[str] = set()
+    task = program.entries[index].task
+    where = task.location
+    per_item = loop_names(task)     # vars are templated per item, item in scope
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        value = definition(program, index, name)
+        if value is _UNDEFINED:
+            continue
+        refs = value_refs(value, where=where)
+        for ref in refs.names:
+            if ref not in per_item:
+                out.add(ref)
+                todo.append(ref)
+        for access in refs.hostvars:
+            out.update(access.attrs)
+    return frozenset(out)
+
+
 class _Resolver:
     """Origins of names read at entry ``index``, given what ran before it."""
 
@@ -659,15 +774,6 @@ class _Resolver:
         self.program = program
         self.index = index
         self.written = written
-        task = program.entries[index].task
-        blocks = program.parents[index] if program.parents else ()
-        play = program.play
-        #: Definitions in precedence order (L6.3), highest first.
-        self.task_layers: List[Mapping[str, Any]] = [b.params for b in reversed(blocks)]
-        self.task_layers.append(task.vars or {})
-        self.task_layers += [b.vars for b in reversed(blocks)]
-        self.play_layers: List[Mapping[str, Any]] = [play.vars_files, play.vars,
-                                                    play.role_defaults]
         self._cache: Dict[Tuple[str, bool], Origin] = {}
 
     def origin(self, name: str, hostvars: Sequence[HostvarsAccess] = (),
@@ -689,15 +795,12 @@ class _Resolver:
             return self._cache[key]
         if name in stack:
             return Origin.STATIC
-        layers = self.play_layers if play_only else self.task_layers + self.play_layers
         result = Origin.STATIC
-        for layer in layers:
-            if name in layer:
-                refs = value_refs(layer[name], where=self.program.entries[self.index].task.location)
-                inner = stack | {name}
-                result = worst(self.origin(n, refs.hostvars, play_only, inner)
-                               for n in refs.names)
-                break
+        value = definition(self.program, self.index, name, play_only)
+        if value is not _UNDEFINED:
+            refs = value_refs(value, where=self.program.entries[self.index].task.location)
+            inner = stack | {name}
+            result = worst(self.origin(n, refs.hostvars, play_only, inner) for n in refs.names)
         if not stack:
             self._cache[key] = result
         return result
