@@ -30,6 +30,8 @@ MODULES = {
     "ping": "ping",
     "file": "file",
     "copy": "copy",
+    "replace": "replace",
+    "blockinfile": "blockinfile",
     "lineinfile": "lineinfile",
     "template": "template",
     "stat": "stat",
