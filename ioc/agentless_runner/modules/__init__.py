@@ -30,6 +30,7 @@ MODULES = {
     "ping": "ping",
     "file": "file",
     "copy": "copy",
+    "find": "find",
     "script": "script",
     "raw": "raw",
     "tempfile": "tempfile",
