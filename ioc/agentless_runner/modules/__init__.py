@@ -30,6 +30,7 @@ MODULES = {
     "ping": "ping",
     "file": "file",
     "copy": "copy",
+    "unarchive": "unarchive",
     "find": "find",
     "script": "script",
     "raw": "raw",
@@ -50,6 +51,8 @@ MODULES = {
     "cron": "cron",
     "wait_for": "wait_for",
     "pip": "pip",
+    "apt": "apt",
+    "package": "package",
 }
 
 _cache = {}
