@@ -17,6 +17,15 @@ Events dropped
 Fields dropped from events
   * ``playbook_start.path``: the command-line argument, not a property of the
     run.
+  * ``play_start.hosts``: Ansible's ``v2_playbook_on_play_start`` receives
+    only the play (its host *pattern*); the callback cannot know which hosts
+    the play will run on. Which hosts run shows in the per-host events.
+
+Action names
+  * ``task_start.action``: ``ansible.builtin.X`` and ``ansible.legacy.X``
+    become ``X``. Ansible reports the action as written, ioc its resolved
+    name; both spellings name the same module (the task *name* shown for an
+    unnamed task is not touched).
 
 Placeholders
   * The run's working directory and its ``out_dir`` are replaced by
@@ -75,6 +84,7 @@ VOLATILE_KEYS = frozenset({
     "atime", "mtime", "ctime", "inode", "dev",
 })
 CALLBACK_ONLY_DROPPED = ("failed", "skipped")
+BUILTIN_PREFIX = re.compile(r"^ansible\.(builtin|legacy)\.")
 ANSIBLE_TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^/\s'\"]+")
 
 
@@ -130,6 +140,10 @@ def _event(raw: Dict[str, Any], paths: _Paths) -> Dict[str, Any]:
     event = dict(raw)
     if event["event"] == "playbook_start":
         event.pop("path", None)
+    if event["event"] == "play_start":
+        event.pop("hosts", None)
+    if isinstance(event.get("action"), str):
+        event["action"] = BUILTIN_PREFIX.sub("", event["action"])
     if event["event"].startswith("runner_item_") or event["event"] == "runner_retry":
         if isinstance(event.get("result"), dict) and (
                 "ansible_loop_var" in event["result"] or "_ansible_item_label" in event["result"]):

@@ -1,0 +1,248 @@
+"""Conformance: the same playbook under ansible-playbook (linear) and ioc-run.
+
+Each ``playbooks/*.yml`` starts with a comment header::
+
+    # covers: L2.4 L2.6        rules of shared/reference/linear-semantics.md
+    # hosts: local2            local2 = h1, h2 with ansible_connection=local
+                               ssh3   = h1..h3 on the real sshd fixture
+    # args: --check            optional: extra command-line arguments (both engines)
+
+Both engines run at once, each in a fresh copy of ``playbooks/`` with the same
+inventory, ``-e out_dir=<its own tmp dir>`` and forks 5. The normalised event
+sequences (``normalize.py``), the recap, the exit codes and the file trees
+under ``out_dir`` must be equal. Known differences of ioc are strict xfails
+listed in ``known_differences.py``.
+"""
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from tests.conformance import normalize as norm
+from tests.conformance.known_differences import KNOWN_DIFFERENCES
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PLAYBOOKS = HERE / "playbooks"
+CALLBACKS = HERE / "ansible_plugins" / "callback"
+ANSIBLE_PYTHON_VERSION = "3.13"
+ANSIBLE_CORE = "2.21"
+TIMEOUT = 180
+
+pytestmark = pytest.mark.conformance
+
+
+# -- the reference engine --------------------------------------------------------
+
+
+def _pyenv_root() -> str:
+    return os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+
+
+def _find_python313() -> Optional[str]:
+    candidates = []
+    pyenv = shutil.which("pyenv") or os.path.join(_pyenv_root(), "bin", "pyenv")
+    if os.access(pyenv, os.X_OK):
+        try:
+            r = subprocess.run([pyenv, "prefix", ANSIBLE_PYTHON_VERSION], capture_output=True,
+                               text=True, timeout=30, stdin=subprocess.DEVNULL)
+            if r.returncode == 0 and r.stdout.strip():
+                candidates.append(os.path.join(r.stdout.strip().splitlines()[0], "bin",
+                                               "python3.13"))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    candidates += sorted(glob.glob(os.path.join(_pyenv_root(), "versions", "3.13*", "bin",
+                                                "python3.13")), reverse=True)
+    return next((c for c in candidates if os.access(c, os.X_OK)), None)
+
+
+@pytest.fixture(scope="session")
+def ansible_playbook() -> List[str]:
+    python = _find_python313()
+    if python is None:
+        pytest.fail("no Python 3.13 interpreter found (tried `pyenv prefix 3.13` and "
+                    "%s/versions/3.13*/bin/python3.13): the conformance suite runs the real "
+                    "ansible-playbook %s on it; `pyenv install 3.13` then scripts/test "
+                    "installs ansible-core" % (_pyenv_root(), ANSIBLE_CORE), pytrace=False)
+    script = os.path.join(os.path.dirname(python), "ansible-playbook")
+    argv = [python, script]
+    try:
+        r = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+        version = r.stdout
+    except OSError as exc:
+        version = str(exc)
+    if not re.search(r"\[core %s\.\d+\]" % re.escape(ANSIBLE_CORE), version):
+        pytest.fail("ansible-core %s.x is not installed for %s (`%s -m pip install "
+                    "'ansible-core>=%s,<2.22'`; scripts/test does it): %s"
+                    % (ANSIBLE_CORE, python, python, ANSIBLE_CORE, version.strip()[:300]),
+                    pytrace=False)
+    return argv
+
+
+# -- playbooks -----------------------------------------------------------------------
+
+
+def read_header(path: Path) -> Dict[str, str]:
+    header: Dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#\s*(\w+):\s*(.*)$", line)
+        if not m:
+            break
+        header[m.group(1)] = m.group(2).strip()
+    return header
+
+
+def _params():
+    names = sorted(p.stem for p in PLAYBOOKS.glob("*.yml"))
+    for name in set(KNOWN_DIFFERENCES) - set(names):
+        raise AssertionError("known_differences.py names a playbook that does not exist: %s"
+                             % name)
+    for name in names:
+        reason = KNOWN_DIFFERENCES.get(name)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
+def inventory(kind: str, request) -> Tuple[str, List[str]]:
+    if kind == "local2":
+        hosts = ["h1", "h2"]
+        lines = ["[web]"] + ["%s ansible_connection=local ansible_python_interpreter=%s"
+                             % (h, sys.executable) for h in hosts]
+        return "\n".join(lines) + "\n", hosts
+    if kind == "ssh3":
+        sshd = request.getfixturevalue("sshd")
+        hosts = ["h1", "h2", "h3"]
+        return sshd.inventory_ini(hosts, group="web"), hosts
+    if kind == "ssh2u":
+        # h1, h2 on the sshd fixture and u1 on a closed port (always unreachable).
+        sshd = request.getfixturevalue("sshd")
+        dead = sshd.inventory_ini(["u1"]).replace("ansible_port=%d" % sshd.port, "ansible_port=1")
+        return "[web]\n" + sshd.inventory_ini(["h1", "h2"]) + dead, ["h1", "h2", "u1"]
+    raise AssertionError("unknown '# hosts:' %r (local2, ssh3 or ssh2u)" % kind)
+
+
+# -- running -------------------------------------------------------------------------
+
+
+class EngineRun:
+    def __init__(self, name: str, base: Path, playbook: str, inventory_text: str) -> None:
+        self.name = name
+        self.base = base
+        self.work = base / "work"
+        self.out = base / "out"
+        self.events_path = base / "events.jsonl"
+        shutil.copytree(PLAYBOOKS, self.work)
+        self.out.mkdir()
+        (self.work / "hosts.ini").write_text(inventory_text)
+        self.playbook = playbook
+        self.proc: Optional[subprocess.Popen] = None
+        self.rc: Optional[int] = None
+        self.output = ""
+
+    def common_args(self, extra: List[str]) -> List[str]:
+        return [self.playbook, "-i", "hosts.ini", "-f", "5", "-e", "out_dir=%s" % self.out,
+                *extra]
+
+    def start(self, argv: List[str], env: Dict[str, str]) -> None:
+        self.log = open(self.base / "output.txt", "w+")
+        self.proc = subprocess.Popen(argv, cwd=str(self.work), env=env, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait(self) -> None:
+        assert self.proc is not None
+        try:
+            self.rc = self.proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("%s timed out after %ss" % (self.name, TIMEOUT))
+        finally:
+            self.log.seek(0)
+            self.output = self.log.read()
+            self.log.close()
+
+
+def ansible_env(events: Path, config: Path) -> Dict[str, str]:
+    env = dict(os.environ)
+    for key in list(env):
+        if key.startswith("ANSIBLE_"):
+            del env[key]
+    env.update({
+        "ANSIBLE_STRATEGY": "linear",
+        "ANSIBLE_HOST_KEY_CHECKING": "False",
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_STDOUT_CALLBACK": "default",
+        "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
+        "ANSIBLE_CALLBACKS_ENABLED": "ioc_jsonl",
+        "ANSIBLE_FORKS": "5",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_CONFIG": str(config),  # an empty one: no ansible.cfg from anywhere else
+        "IOC_JSONL": str(events),
+    })
+    return env
+
+
+def ioc_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def _diff(a: List[str], b: List[str]) -> str:
+    return "\n".join(difflib.unified_diff(a, b, "ansible-playbook", "ioc-run", lineterm="", n=2))
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_playbook_conforms(name, tmp_path, request, ansible_playbook):
+    path = PLAYBOOKS / (name + ".yml")
+    header = read_header(path)
+    assert "covers" in header and "hosts" in header, \
+        "%s needs '# covers:' and '# hosts:' header lines" % path.name
+    inventory_text, hosts = inventory(header["hosts"], request)
+    extra = header.get("args", "").split()
+
+    ans = EngineRun("ansible-playbook", tmp_path / "ansible", path.name, inventory_text)
+    ioc = EngineRun("ioc-run", tmp_path / "ioc", path.name, inventory_text)
+    config = ans.base / "ansible.cfg"
+    config.write_text("[defaults]\n")
+    ans.start(ansible_playbook + ans.common_args(extra), ansible_env(ans.events_path, config))
+    ioc.start([sys.executable, "-m", "ioc", *ioc.common_args(extra),
+               "--events", str(ioc.events_path)], ioc_env())
+    ans.wait()
+    ioc.wait()
+
+    a_events, a_recap = norm.normalize(norm.load(ans.events_path), workdir=ans.work,
+                                       out_dir=ans.out, host_order=hosts)
+    i_events, i_recap = norm.normalize(norm.load(ioc.events_path), workdir=ioc.work,
+                                       out_dir=ioc.out, host_order=hosts)
+    assert a_events, "ansible-playbook wrote no events (rc=%s):\n%s" % (ans.rc, ans.output[-3000:])
+    context = "\n--- ansible-playbook output (tail):\n%s\n--- ioc-run output (tail):\n%s" % (
+        ans.output[-1500:], ioc.output[-1500:])
+    if a_events != i_events:
+        pytest.fail("event sequences differ:\n%s%s" % (_diff(a_events, i_events), context),
+                    pytrace=False)
+    assert a_recap == i_recap, "recaps differ: %s != %s" % (a_recap, i_recap)
+    assert ans.rc == ioc.rc, "exit codes differ: ansible-playbook %s, ioc-run %s%s" % (
+        ans.rc, ioc.rc, context)
+
+    a_tree = {k: _relocate(v, ans.out) for k, v in norm.file_tree(ans.out).items()}
+    i_tree = {k: _relocate(v, ioc.out) for k, v in norm.file_tree(ioc.out).items()}
+    assert a_tree == i_tree, "files under out_dir differ"
+
+
+def _relocate(entry, out: Path):
+    kind, mode, content = entry
+    if isinstance(content, str):
+        content = content.replace(str(out), "<out>")
+    return kind, mode, content
