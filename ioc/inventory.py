@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ioc.errors import InventoryError
-from ioc.model import Host, Inventory
+from ioc.model import Group, Host, Inventory
 
 __all__ = ["match_hosts", "ensure_localhost", "group_members", "split_pattern", "LOCALHOST_NAMES",
            "host_vars", "groups_dict", "group_names"]
@@ -221,3 +221,54 @@ def _depths(inventory: Inventory) -> dict[str, int]:
             break
         frontier = following
     return depths
+
+
+# ---------------------------------------------------------------- changes at run time
+
+
+def with_host(inventory: Inventory, name: str, groups: Sequence[str],
+              host_vars: Mapping[str, Any]) -> "tuple[Inventory, bool]":
+    """``inventory`` after ``add_host``; the flag says whether anything changed."""
+    hosts = dict(inventory.hosts)
+    changed = name not in hosts
+    old = hosts.get(name, Host(name=name))
+    merged_vars = {**old.vars, **host_vars}
+    changed = changed or merged_vars != dict(old.vars)
+    hosts[name] = Host(name=name, vars=merged_vars)
+    groups_map = dict(inventory.groups)
+    for group in groups:
+        before = groups_map.get(group)
+        groups_map = _add_member(groups_map, group, name, ("all",))
+        changed = changed or before is None or name not in before.hosts
+    if not groups and name not in _all_members(groups_map):
+        groups_map = _add_member(groups_map, "ungrouped", name, ("all",))
+    return Inventory(hosts=hosts, groups=groups_map,
+                     implicit_localhost=inventory.implicit_localhost), changed
+
+
+def with_group_member(inventory: Inventory, host: str, group: str,
+                      parents: Sequence[str] = ("all",)) -> "tuple[Inventory, bool]":
+    """``inventory`` after ``group_by``: ``host`` is in ``group`` (created under ``parents``)."""
+    before = inventory.groups.get(group)
+    groups_map = _add_member(dict(inventory.groups), group, host, tuple(parents) or ("all",))
+    changed = before is None or host not in before.hosts
+    return Inventory(hosts=inventory.hosts, groups=groups_map,
+                     implicit_localhost=inventory.implicit_localhost), changed
+
+
+def _add_member(groups_map: dict, group: str, host: str, parents: Sequence[str]) -> dict:
+    current = groups_map.get(group) or Group(name=group)
+    if host not in current.hosts:
+        current = Group(name=group, hosts=tuple(current.hosts) + (host,),
+                        children=current.children, vars=current.vars)
+    groups_map[group] = current
+    for parent in parents:
+        owner = groups_map.get(parent) or Group(name=parent)
+        if group != parent and group not in owner.children:
+            groups_map[parent] = Group(name=parent, hosts=owner.hosts,
+                                       children=tuple(owner.children) + (group,), vars=owner.vars)
+    return groups_map
+
+
+def _all_members(groups_map: dict) -> set:
+    return {h for name, g in groups_map.items() if name not in ("all", "ungrouped") for h in g.hosts}

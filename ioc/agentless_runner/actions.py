@@ -1,4 +1,5 @@
 """Dispatch an action to the executor's own implementation or to a module."""
+import time
 import traceback
 
 from ioc.agentless_runner import modules
@@ -8,7 +9,7 @@ from ioc.agentless_runner.context import ModuleError
 __all__ = ["Context", "run", "NATIVE"]
 
 #: Actions the executor implements itself, beside the modules package.
-NATIVE = frozenset({"set_fact", "gather_facts"})
+NATIVE = frozenset({"set_fact", "gather_facts", "add_host", "group_by", "pause"})
 
 _CHECK_MODE_SKIP = {
     "command": "Command would have run if not in check mode",
@@ -20,6 +21,8 @@ def run(action, args, ctx):
     """Run ``action`` with templated ``args``; always returns a result dict."""
     if action == "set_fact":
         return _set_fact(args)
+    if action in _INVENTORY_ACTIONS:
+        return _INVENTORY_ACTIONS[action](args)
     if action == "gather_facts":
         action = "setup"
     try:
@@ -44,6 +47,63 @@ def run(action, args, ctx):
     if action == "debug":
         result["_ansible_verbose_always"] = True
     return result
+
+
+def _add_host(args):
+    """``add_host``: what to add; the controller applies it and decides ``changed``."""
+    name = args.get("name", args.get("hostname", args.get("host")))
+    if not name:
+        return {"failed": True, "changed": False, "msg": "name, host or hostname needs to be provided"}
+    name, port = _split_port(str(name))
+    groups = args.get("groups", args.get("group", args.get("groupname", [])))
+    if isinstance(groups, str):
+        groups = [g.strip() for g in groups.split(",") if g.strip()]
+    host_vars = {k: v for k, v in args.items()
+                 if k not in ("name", "hostname", "host", "groups", "group", "groupname")}
+    if port:
+        host_vars["ansible_ssh_port"] = port
+    return {"changed": False,
+            "add_host": {"host_name": name, "groups": list(groups), "host_vars": host_vars}}
+
+
+def _split_port(name):
+    host, sep, port = name.rpartition(":")
+    if sep and port.isdigit() and host and not host.endswith(":"):
+        return host, int(port)
+    return name, None
+
+
+def _group_by(args):
+    """``group_by``: the group to put the host in; the controller applies it."""
+    key = args.get("key")
+    if key is None or str(key) == "":
+        return {"failed": True, "changed": False, "msg": "the 'key' param is required when using group_by"}
+    parents = args.get("parents", ["all"])
+    if isinstance(parents, str):
+        parents = [parents]
+    return {"changed": False, "add_group": str(key).replace(" ", "-"), "parent_groups": list(parents)}
+
+
+def _pause(args):
+    """``pause`` with seconds or minutes; it runs in the controller (a controller step)."""
+    if args.get("prompt") is not None or (args.get("seconds") is None and args.get("minutes") is None):
+        return {"failed": True, "changed": False,
+                "msg": "pause with a prompt is interactive: ioc-run does not read prompts"}
+    seconds = float(args.get("seconds") or 0) + 60 * float(args.get("minutes") or 0)
+    start = time.time()
+    time.sleep(seconds)
+    stop = time.time()
+    return {"changed": False, "rc": 0, "stderr": "", "stdout": "Paused for %s seconds" % _num(seconds),
+            "start": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)),
+            "stop": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stop)),
+            "delta": int(stop - start), "echo": True, "user_input": ""}
+
+
+def _num(value):
+    return int(value) if float(value).is_integer() else value
+
+
+_INVENTORY_ACTIONS = {"add_host": _add_host, "group_by": _group_by, "pause": _pause}
 
 
 def _set_fact(args):

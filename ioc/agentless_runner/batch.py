@@ -118,6 +118,8 @@ class HostRun(object):
         #: Controller files per task ("<index>" or "h<handler>"): src -> entry.
         self.files = batch.get("files") or {}
         self.file_key = None
+        #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3).
+        self.delegated_facts = {}
 
     # -- the walk ------------------------------------------------------------
 
@@ -133,12 +135,15 @@ class HostRun(object):
         self.emit({"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]})
 
     def state(self):
-        return {
+        state = {
             "facts": self.facts,
             "runtime": self.runtime,
             "notified": self.notified,
             "blocks": self.blocks_out,
         }
+        if self.delegated_facts:
+            state["delegated_facts"] = self.delegated_facts
+        return state
 
     def run_nodes(self, nodes, scope):
         """Run nodes in order; return the first unrescued Failure, or None."""
@@ -166,23 +171,28 @@ class HostRun(object):
         return self.run_task([index, 0], task, scope)
 
     def run_block(self, block, scope):
-        """block → rescue → always, resumable across batch boundaries."""
+        """block → rescue → always, resumable across batch boundaries.
+
+        A saved phase of ``block`` with a failure means the controller
+        stopped this host while it was inside the block (``any_errors_fatal``,
+        ``max_fail_percentage``): it goes straight to the rescue (L4.5).
+        """
         bid = str(block["b"])
         phase, failure = self._resume(bid)
         has_rescue = bool(block.get("rescuable"))
-        inner = scope.enter(block, has_rescue)
+        plain = scope.enter(block, False)
         try:
-            if phase == "block":
-                failure = self.run_nodes(block["block"], inner)
+            if phase == "block" and failure is None:
+                failure = self.run_nodes(block["block"], scope.enter(block, has_rescue))
                 if failure is not None and has_rescue:
                     self._enter_rescue(failure)
-                    phase = "rescue"
-                    failure = None
-                    failure = self.run_nodes(block["rescue"], scope.enter(block, False))
+            if phase == "block" and failure is not None and has_rescue:
+                phase, failure = "rescue", None
+                failure = self.run_nodes(block["rescue"], plain)
             elif phase == "rescue":
-                failure = self.run_nodes(block["rescue"], scope.enter(block, False))
+                failure = self.run_nodes(block["rescue"], plain)
             phase = "always"
-            always_failure = self.run_nodes(block.get("always", ()), scope.enter(block, False))
+            always_failure = self.run_nodes(block.get("always", ()), plain)
         except BatchEnd:
             self.blocks_out[bid] = {"phase": phase, "failure": _failure_wire(failure)}
             raise
@@ -435,6 +445,8 @@ class HostRun(object):
             return
         if task["action"] == "set_fact":
             self.runtime.update(facts)
+        elif self.options.get("delegate_facts"):
+            self.delegated_facts.update(facts)
         else:
             self.add_facts(facts)
 
@@ -461,7 +473,9 @@ class HostRun(object):
                 return None
         if action == "flush_handlers":
             return self.flush_handlers(node, scope)
-        self.emit({"e": "done", "k": key, "status": "ok", "result": {},
+        # noop and end_host act here; play-wide metas and reset_connection are
+        # acted on by the controller when it sees this result.
+        self.emit({"e": "done", "k": key, "status": "ok", "result": {"meta": action},
                    "ignored": False, "rescued": False})
         if action == "end_host":
             raise EndHost()

@@ -136,6 +136,16 @@ class Connector:
         with self._lock:
             self.contexts.pop(host, None)
 
+    def reset(self, host: str) -> None:
+        """End ``host``'s runner; the next call connects afresh (reset_connection)."""
+        with self._lock:
+            ctx = self.contexts.pop(host, None)
+        if ctx is not None:
+            try:
+                ctx.shutdown(wait=True)
+            except mitogen.core.Error:
+                pass
+
     def _connect_with_retries(self, host: str, spec: ConnectionSpec) -> mitogen.core.Context:
         delay = 0.5
         for attempt in range(spec.retries + 1):

@@ -24,23 +24,35 @@ LOG = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class HostCall:
-    """What one host receives for one batch."""
+    """One host's share of a step: what runs, and on which connection."""
 
     host: str
     spec: ConnectionSpec
     wire: Dict[str, Any]
     #: Step key to report an unreachable host at if it never starts a task.
     first_key: Tuple[int, int]
+    #: Inventory name of the connection to use: the host itself, or its delegate.
+    via: str = ""
+    #: Run inside the controller process (controller steps) instead of a target.
+    in_process: bool = False
+
+    @property
+    def connection(self) -> str:
+        return self.via or self.host
 
 
 #: (host, event) pairs; event None means the host's worker is finished.
 Delivery = Tuple[str, Optional[Dict[str, Any]]]
 
 
-def dispatch(connector: Connector, calls: List[HostCall]) -> Iterator[Delivery]:
-    """Run every call concurrently; yield events as they arrive, then ``(host, None)``."""
+def dispatch(connector: Connector, calls: List[HostCall], limit: int = 0) -> Iterator[Delivery]:
+    """Run every call concurrently; yield events as they arrive, then ``(host, None)``.
+
+    ``limit`` bounds how many calls run at once (``throttle``); 0 is no bound.
+    """
     inbox: "queue.Queue[Delivery]" = queue.Queue()
-    threads = [threading.Thread(target=_host_worker, args=(connector, call, inbox.put),
+    gate = threading.BoundedSemaphore(limit) if limit else None
+    threads = [threading.Thread(target=_host_worker, args=(connector, call, inbox.put, gate),
                                 name="ioc-%s" % call.host, daemon=True) for call in calls]
     for thread in threads:
         thread.start()
@@ -54,20 +66,27 @@ def dispatch(connector: Connector, calls: List[HostCall]) -> Iterator[Delivery]:
         thread.join()
 
 
-def _host_worker(connector: Connector, call: HostCall,
-                 put: Callable[[Delivery], None]) -> None:
+def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery], None],
+                 gate: Optional[threading.BoundedSemaphore]) -> None:
     tracker = _Position(call.first_key)
+    if gate is not None:
+        gate.acquire()
     try:
+        if call.in_process:
+            runner_batch.HostRun(call.wire, lambda event: put((call.host, event))).run()
+            return
         try:
-            ctx = connector.context(call.host, call.spec)
+            ctx = connector.context(call.connection, call.spec)
         except Unreachable as exc:
             put((call.host, tracker.unreachable(str(exc))))
             return
         _run_call(connector, ctx, call, tracker, put)
     except Exception as exc:  # never leave the main thread waiting on this host
         LOG.exception("worker for %s failed", call.host)
-        put((call.host, tracker.unreachable("ioc controller error: %s" % exc)))
+        put((call.host, tracker.crashed("ioc controller error: %s" % exc)))
     finally:
+        if gate is not None:
+            gate.release()
         put((call.host, None))
 
 
@@ -82,7 +101,7 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             try:
                 value = msg.unpickle()
             except mitogen.core.ChannelError as exc:
-                connector.forget(call.host)
+                connector.forget(call.connection)
                 put((call.host, tracker.unreachable("connection lost: %s" % exc)))
                 return
             except mitogen.core.CallError as exc:

@@ -1,20 +1,22 @@
-"""Running a planned play: batches out to hosts, events back through the replay."""
+"""Running a planned play: steps out to hosts, events back through the replay."""
 from __future__ import annotations
 
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from ioc.agentless_runner.batch import HostRun, Scope
+from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller.connection import ConnectionSpec, Connector
-from ioc.agentless_runner.batch import HostRun
 from ioc.controller import fetched, payloads
+from ioc.controller.connection import ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, dispatch
 from ioc.controller.transport import TransportReport
 from ioc.model import WIRE_VERSION, to_wire
-from ioc.planner import Batch, Plan, wire_tree
-from ioc.planner.program import Entry
+from ioc.planner import ControllerStep, Plan, Where, wire_tree
+from ioc.planner.program import Entry, NumberedBlock
+from ioc.planner.schedule import Step
 from ioc.replay import Event, Key, Replay, StepSink
 
 LOG = logging.getLogger(__name__)
@@ -27,11 +29,14 @@ class HostStatus(enum.Enum):
     FAILED = "failed"
     UNREACHABLE = "unreachable"
     ENDED = "ended"
+    #: Stopped by another host's failure (any_errors_fatal, run_once,
+    #: max_fail_percentage): out of the play, but not counted as failed (L4.5).
+    STOPPED = "stopped"
 
 
 @dataclass
 class HostState:
-    """What the controller carries for one host from one batch to the next."""
+    """What the controller carries for one host from one step to the next."""
 
     name: str
     spec: ConnectionSpec
@@ -52,7 +57,7 @@ class HostState:
                 "notified": self.notified, "blocks": self.blocks}
 
     def absorb(self, end: Event) -> None:
-        """Take the state a runner reported at the end of its batch."""
+        """Take the state a runner reported at the end of its step."""
         state = end.get("state") or {}
         self.facts = state.get("facts", self.facts)
         self.runtime = state.get("runtime", self.runtime)
@@ -71,6 +76,18 @@ class RunOptions:
     forks: int = 5
 
 
+@dataclass
+class StepOutcome:
+    """What happened in one step, as the controller needs it afterwards."""
+
+    ends: Dict[str, Event] = field(default_factory=dict)
+    trouble: Dict[str, str] = field(default_factory=dict)
+    #: Hosts with a non-ignored failure (rescued or not), and unreachable ones.
+    failed: List[str] = field(default_factory=list)
+    #: meta actions reported as run (not skipped), per host.
+    metas: Dict[str, List[str]] = field(default_factory=dict)
+
+
 class PlaySink(StepSink):
     """Turns replayed runner events into callbacks and recap counts."""
 
@@ -79,16 +96,15 @@ class PlaySink(StepSink):
         self.callbacks = callbacks
         self.stats = stats
         self.view: Optional[TaskView] = None
-        self.entry: Optional[Entry] = None
         self.ends: Dict[str, Event] = {}
 
     def step_start(self, key: Key, hosts: Sequence[str], first: Event) -> None:
-        self.entry = self.plan.program.entry(key[0])
+        entry = self.plan.program.entry(key[0])
         if key[1] == 0:
-            task = self.entry.task
+            task = entry.task
             name = first.get("name") or task.display_name
             self.view = TaskView(name=name, action=task.action, location=str(task.location),
-                                 args=task.args, implicit=self.entry.implicit)
+                                 args=task.args, implicit=entry.implicit)
             if task.action != "meta":
                 self.callbacks.task_start(self.view)
         else:
@@ -135,103 +151,296 @@ class PlaySink(StepSink):
         self.ends[host] = event
 
 
-class PlayExecutor:
-    """Runs the steps of one play's plan across its hosts."""
+@dataclass
+class PlayContext:
+    """What a play's executor needs from the playbook run around it."""
 
-    def __init__(self, plan: Plan, hosts: Dict[str, HostState], connector: Connector,
-                 callbacks: Callback, stats: Stats, options: RunOptions,
-                 static_layers: Mapping[str, Any], magic: Mapping[str, Any],
-                 transport: TransportReport, payload_cache: payloads.PayloadCache) -> None:
+    connector: Connector
+    callbacks: Callback
+    stats: Stats
+    options: RunOptions
+    transport: TransportReport
+    payloads: payloads.PayloadCache
+    #: The connection of any inventory name (delegates need not be in the play).
+    connection_of: Callable[[str], ConnectionSpec]
+    #: Applies a result that changes the inventory (add_host, group_by); returns changed.
+    change_inventory: Callable[[str, Dict[str, Any]], bool]
+    #: Current ``groups`` (they change with add_host/group_by).
+    groups: Callable[[], Dict[str, List[str]]]
+    #: Facts ``delegate_facts`` gathered for a host, kept for the whole run.
+    store_facts: Callable[[str, Dict[str, Any]], None]
+    #: A play-wide meta action the run must act on (clear_host_errors...).
+    play_meta: Callable[[str, List[str]], None]
+
+
+class PlayExecutor:
+    """Runs the steps of one play's plan across its hosts (one serial batch)."""
+
+    def __init__(self, plan: Plan, hosts: Dict[str, HostState], ctx: PlayContext,
+                 static_layers: Mapping[str, Any], magic: Mapping[str, Any]) -> None:
         self.plan = plan
         self.hosts = hosts
         self.order = list(hosts)
-        self.connector = connector
-        self.callbacks = callbacks
-        self.stats = stats
-        self.options = options
+        self.ctx = ctx
         self.static_layers = static_layers
         self.magic = magic
-        self.transport = transport
-        self.payloads = payload_cache
+        self.ended = False
+        self.max_fail_hit = False
+        self._rescuable = _rescuable_blocks(plan.program.tree)
+
+    # -- the loop ----------------------------------------------------------------
 
     def run(self) -> None:
-        for batch in self.plan.steps:
+        for step in self.plan.steps:
             active = [h for h in self.order if self.hosts[h].active]
-            if not active:
+            if not active or self.ended:
                 break
-            self.run_batch(batch, active)
-        if not any(self.hosts[h].active for h in self.order):
-            LOG.info("play %s: no hosts remaining", self.plan.program.play.name)
+            outcome = self.run_step(step, active)
+            self.after_step(step, active, outcome)
 
-    def run_batch(self, batch: Batch, active: List[str]) -> None:
-        LOG.info("batch %d-%d on %d host(s)", batch.start, batch.end - 1, len(active))
-        tree = wire_tree(self.plan.program.tree, batch.start, batch.end)
-        handlers = [to_wire(h) for h in self.plan.program.handlers]
-        first_key = (self._first_reportable(batch), 0)
-        calls = [HostCall(host=h, spec=self.hosts[h].spec, first_key=first_key,
-                          wire=self._wire(h, batch, tree, handlers, active)) for h in active]
-        sink = PlaySink(self.plan, self.callbacks, self.stats)
-        replay = Replay(active, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
-        failed_at: Dict[str, str] = {}
-        for host, event in dispatch(self.connector, calls):
+    def active(self) -> List[str]:
+        return [h for h in self.order if self.hosts[h].active]
+
+    def run_step(self, step: Step, active: List[str]) -> StepOutcome:
+        LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
+        controller_step = step if isinstance(step, ControllerStep) else None
+        hosts = active[:1] if controller_step and controller_step.once else active
+        calls = [self._call(h, step, active) for h in hosts]
+        sink = PlaySink(self.plan, self.ctx.callbacks, self.ctx.stats)
+        replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
+        outcome = StepOutcome()
+        limit = controller_step.throttle if controller_step else 0
+        for host, event in dispatch(self.ctx.connector, calls, limit=limit):
             if event is None:
                 replay.finish_host(host)
                 continue
-            if event.get("e") in ("unreachable", "crash"):
-                failed_at[host] = event["e"]
-            if event.get("e") == "end":
-                self.transport.count_call(host, event.get("calls", 0))
-            fetched.deliver(event)
+            self._observe(host, event, outcome, calls)
             replay.feed(host, event)
-        for host in active:
-            self._settle(host, sink.ends.get(host), failed_at.get(host))
+        outcome.ends = sink.ends
+        for call in calls:
+            self._settle(call, outcome)
+        return outcome
 
-    def _settle(self, host: str, end: Optional[Event], trouble: Optional[str]) -> None:
+    def _observe(self, host: str, event: Event, outcome: StepOutcome,
+                 calls: List[HostCall]) -> None:
+        """Act on a result before callbacks see it, in the order it arrives per host."""
+        kind = event.get("e")
+        if kind in ("unreachable", "crash"):
+            outcome.trouble[host] = kind
+            outcome.failed.append(host)
+        elif kind == "end":
+            call = next(c for c in calls if c.host == host)
+            if not call.in_process:
+                self.ctx.transport.count_call(call.connection, event.get("calls", 0))
+        if kind in ("done", "item"):
+            fetched.deliver(event)
+            self._inventory_effects(host, event)
+            self._mark_delegated(host, event, calls)
+        if kind == "done":
+            result = event.get("result") or {}
+            if event.get("status") == "failed" and not event.get("ignored"):
+                outcome.failed.append(host)
+            if event.get("status") == "ok" and "meta" in result:
+                outcome.metas.setdefault(host, []).append(result["meta"])
+
+    def _inventory_effects(self, host: str, event: Event) -> None:
+        result = event.get("result") or {}
+        if event.get("status") != "ok":
+            return
+        if "add_host" in result or "add_group" in result:
+            result["changed"] = self.ctx.change_inventory(host, result)
+
+    def _mark_delegated(self, host: str, event: Event, calls: List[HostCall]) -> None:
+        call = next(c for c in calls if c.host == host)
+        if call.via and call.via != host:
+            spec = self.ctx.connection_of(call.via)
+            event["result"]["_ansible_delegated_vars"] = {
+                "ansible_delegated_host": call.via,
+                "ansible_host": spec.hostname if spec.transport == "ssh" else call.via}
+
+    def _settle(self, call: HostCall, outcome: StepOutcome) -> None:
+        host = call.host
         state = self.hosts[host]
+        trouble = outcome.trouble.get(host)
+        end = outcome.ends.get(host)
         if trouble == "unreachable":
             state.status = HostStatus.UNREACHABLE
         elif trouble == "crash":
             state.status = HostStatus.FAILED
         elif end is not None:
             state.absorb(end)
+            delegated = (end.get("state") or {}).get("delegated_facts")
+            if delegated and call.connection in self.hosts:
+                target = self.hosts[call.connection]
+                target.facts = {**target.facts, **delegated}
+            elif delegated:
+                self.ctx.store_facts(call.connection, delegated)
 
-    def _first_reportable(self, batch: Batch) -> int:
-        for entry in self.plan.entries_of(batch):
+    # -- after a step: the decisions only the controller can make ----------------
+
+    def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
+        if isinstance(step, ControllerStep) and step.once:
+            self._copy_once(active, outcome)
+        self._play_metas(active, outcome)
+        for host, metas in outcome.metas.items():
+            if "reset_connection" in metas:
+                self.ctx.connector.reset(host)
+        if outcome.failed and self._any_errors_fatal(step):
+            self.stop_others(active, outcome.failed)
+        self._max_fail_percentage()
+
+    def _copy_once(self, active: List[str], outcome: StepOutcome) -> None:
+        """run_once: the first host's results are every host's (L7.1)."""
+        first, others = active[0], active[1:]
+        source = self.hosts[first]
+        if source.status is HostStatus.FAILED and first in outcome.failed:
+            for host in others:
+                self.hosts[host].status = HostStatus.STOPPED
+            return
+        for host in others:
+            state = self.hosts[host]
+            if state.active:
+                state.runtime = {**state.runtime, **source.runtime}
+                state.facts = {**state.facts, **source.facts}
+
+    def _play_metas(self, active: List[str], outcome: StepOutcome) -> None:
+        metas = [m for ms in outcome.metas.values() for m in ms]
+        for meta in ("end_play", "end_batch"):
+            if meta in metas:
+                for host in self.active():
+                    self.hosts[host].status = HostStatus.ENDED
+                self.ended = True
+        if "clear_facts" in metas:
+            for host in self.active():
+                self.hosts[host].facts = {}
+        for meta in ("clear_host_errors", "refresh_inventory"):
+            if meta in metas:
+                self.ctx.play_meta(meta, active)
+
+    def _any_errors_fatal(self, step: Step) -> bool:
+        return any(_set(e.task.any_errors_fatal) and not _set(e.task.ignore_errors)
+                   for e in self.plan.entries_of(step))
+
+    def stop_others(self, active: List[str], failed: List[str]) -> None:
+        """any_errors_fatal (L4.5): hosts in a block with a rescue go there; the rest stop."""
+        for host in self.active():
+            if host in failed:
+                continue
+            state = self.hosts[host]
+            block = self._rescue_for(state)
+            if block is not None:
+                state.blocks[block] = {"phase": "block",
+                                       "failure": {"task": {}, "result": {}}}
+            else:
+                state.status = HostStatus.STOPPED
+
+    def _rescue_for(self, state: HostState) -> Optional[str]:
+        """The innermost rescuable block ``state`` stands in (in its block part)."""
+        candidates = [bid for bid, saved in state.blocks.items()
+                      if saved.get("phase") == "block" and int(bid) in self._rescuable]
+        return max(candidates, key=lambda b: self._rescuable[int(b)]) if candidates else None
+
+    def _max_fail_percentage(self) -> None:
+        limit = self.plan.program.play.max_fail_percentage
+        if limit in (None, "") or self.max_fail_hit:
+            return
+        failed = sum(1 for h in self.order if self.hosts[h].status is HostStatus.FAILED)
+        if failed * 100.0 / len(self.order) > float(limit):
+            self.max_fail_hit = True
+            for host in self.active():
+                self.hosts[host].status = HostStatus.STOPPED
+            self.ctx.callbacks.no_hosts_remaining()
+            self.ctx.callbacks.no_hosts_remaining()
+
+    # -- building calls ------------------------------------------------------------
+
+    def _call(self, host: str, step: Step, active: List[str]) -> HostCall:
+        wire = self._wire(host, step, active)
+        first_key = (self._first_reportable(step), 0)
+        where = step.where if isinstance(step, ControllerStep) else Where.TARGET
+        if where == Where.CONTROLLER:
+            return HostCall(host=host, spec=self.hosts[host].spec, wire=wire,
+                            first_key=first_key, in_process=True)
+        via = self._delegate(host, step, wire) if where == Where.DELEGATE else host
+        if via != host:
+            wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
+        spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
+        self._attach_payloads(wire, step, via)
+        return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via)
+
+    def _delegate(self, host: str, step: Step, wire: Dict[str, Any]) -> str:
+        """The inventory name ``delegate_to`` names for ``host``."""
+        entry = self.plan.entries_of(step)[0]
+        templar = self._templar(host, entry, wire)
+        try:
+            return str(templar.template(entry.task.delegate_to))
+        except TemplateError as exc:
+            LOG.warning("delegate_to of %s for %s: %s", entry.task.location, host, exc)
+            return host
+
+    def _templar(self, host: str, entry: Entry, wire: Dict[str, Any]) -> Templar:
+        blocks = tuple(to_wire(b) for b in self.plan.program.parents[entry.index])
+        return Templar(HostRun(wire, emit=None).variables(to_wire(entry.task), Scope(blocks)))
+
+    def _first_reportable(self, step: Step) -> int:
+        for entry in self.plan.entries_of(step):
             if not (entry.implicit and entry.is_flush):
                 return entry.index
-        return batch.start
+        return step.start
 
-    def _wire(self, host: str, batch: Batch, tree: list, handlers: list,
-              active: List[str]) -> Dict[str, Any]:
+    def _wire(self, host: str, step: Step, active: List[str]) -> Dict[str, Any]:
         state = self.hosts[host]
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=state.inventory_vars.get("group_names", []),
+                     groups=self.ctx.groups(),
                      ansible_play_batch=active, ansible_play_hosts=active, play_hosts=active)
-        wire = {
+        return {
             "v": WIRE_VERSION,
             "host": host,
-            "start": batch.start,
-            "end": batch.end,
-            "tree": tree,
-            "handlers": handlers,
+            "start": step.start,
+            "end": step.end,
+            "tree": wire_tree(self.plan.program.tree, step.start, step.end),
+            "handlers": [to_wire(h) for h in self.plan.program.handlers],
             "vars": {"inventory": state.inventory_vars, "play": self.static_layers["play"],
                      "extra": self.static_layers["extra"], "magic": magic},
             "state": state.wire_state(),
-            "options": {"check": self.options.check, "diff": self.options.diff},
+            "options": {"check": self.ctx.options.check, "diff": self.ctx.options.diff},
         }
-        wire["files"], wire["blobs"] = payloads.collect(
-            self.payloads, host, HostRun(wire, emit=None), self._payload_tasks(batch),
-            self.plan.program.play.basedir)
-        return wire
 
-    def _payload_tasks(self, batch: Batch) -> List[Any]:
+    def _attach_payloads(self, wire: Dict[str, Any], step: Step, connection: str) -> None:
+        tasks = self._payload_tasks(step)
+        if not tasks:
+            return
+        wire["files"], wire["blobs"] = payloads.collect(
+            self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
+            self.plan.program.play.basedir)
+
+    def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""
         program = self.plan.program
+        entries = self.plan.entries_of(step)
         tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
-                            for e in self.plan.entries_of(batch)
-                            if payloads.wants_controller_file(e.task)]
-        if any(e.is_flush for e in self.plan.entries_of(batch)):
+                            for e in entries if payloads.wants_controller_file(e.task)]
+        if any(e.is_flush for e in entries):
             tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
                       if payloads.wants_controller_file(h)]
         return tasks
+
+
+def _rescuable_blocks(tree: Sequence[Any], depth: int = 0) -> Dict[int, int]:
+    """Block id -> nesting depth, for every block that has a rescue section."""
+    found: Dict[int, int] = {}
+    for node in tree:
+        if isinstance(node, NumberedBlock):
+            if node.rescue:
+                found[node.id] = depth
+            for part in (node.body, node.rescue, node.always):
+                found.update(_rescuable_blocks(part, depth + 1))
+    return found
+
+
+def _set(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "no", "0", "off", "n")
+    return bool(value)

@@ -4,17 +4,17 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 from ioc import inventory as inv
 from ioc.callbacks import Callback, Stats
 from ioc.controller.capabilities import runner_capabilities
-from ioc.controller.connection import Connector, spec_for
+from ioc.controller.connection import ConnectionSpec, Connector, spec_for
 from ioc.controller.payloads import PayloadCache
-from ioc.controller.play import HostState, HostStatus, PlayExecutor, RunOptions
+from ioc.controller.play import HostState, HostStatus, PlayContext, PlayExecutor, RunOptions
 from ioc.controller.transport import TransportReport
 from ioc.model import Inventory, Play, Playbook
-from ioc.planner import Plan, plan_play
+from ioc.planner import ControllerStep, Plan, plan_play
 
 LOG = logging.getLogger(__name__)
 
@@ -36,22 +36,29 @@ class PlaybookRun:
 
     def __init__(self, playbook: Playbook, inventory: Inventory, extra_vars: Mapping[str, Any],
                  callbacks: Callback, options: RunOptions, limit: Optional[str] = None,
-                 per_task: bool = False) -> None:
+                 per_task: bool = False,
+                 reload_inventory: Optional[Callable[[], Inventory]] = None) -> None:
         self.playbook = playbook
         self.inventory = inventory
         self.extra_vars = dict(extra_vars)
         self.callbacks = callbacks
         self.options = options
         self.limit = limit
+        self.reload_inventory = reload_inventory
         self.plans = plan_playbook(playbook, per_task=per_task)
         self.stats = Stats()
         self.transport = TransportReport()
         self.payload_cache = PayloadCache()
         #: Hosts that failed or became unreachable leave every later play (L1.5).
         self.lost: Dict[str, HostStatus] = {}
+        #: ansible-playbook's exit code comes from these, not from the recap
+        #: (``meta: clear_host_errors`` empties the first, L7.10).
+        self.failed_hosts: Set[str] = set()
+        self.unreachable_hosts: Set[str] = set()
         #: Facts and set_fact/register values outlive a play (Ansible keeps them
         #: in its variable manager for the whole run).
         self.memory: Dict[str, Dict[str, Dict[str, Any]]] = {}
+        self._live: Dict[str, HostState] = {}
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -65,38 +72,96 @@ class PlaybookRun:
             connector.shutdown()
         self.callbacks.stats(self.stats)
         self.callbacks.transport_report(self.transport)
-        return self.stats.exit_code()
+        return self.exit_code()
+
+    def exit_code(self) -> int:
+        if self.unreachable_hosts:
+            return 4
+        return 2 if self.failed_hosts else 0
 
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
-        """Run one play; False when no host is left for later plays (L1.9)."""
+        """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
         play = planned.play
         matched = inv.match_hosts(self.inventory, play.hosts, self.limit)
         hosts = [h for h in matched if h not in self.lost]
-        self.callbacks.play_start(play.name, hosts)
         if not hosts:
+            self.callbacks.play_start(play.name, hosts)
             self.callbacks.warning("Could not match supplied host pattern, ignoring: %s" % play.hosts
                                    if not matched else "no hosts left to run on")
             return True
+        for batch_hosts in serial_batches(hosts, play.serial):
+            self.callbacks.play_start(play.name, batch_hosts)
+            executor = self._executor(planned, batch_hosts, connector)
+            executor.run()
+            self._account(planned, executor)
+            if executor.max_fail_hit or not any(
+                    s.status in (HostStatus.ACTIVE, HostStatus.ENDED)
+                    for s in executor.hosts.values()):
+                return False  # L1.9, L4.6, L4.7: later batches and plays do not run
+            if executor.ended and play.serial in (None, "", 0):
+                break
+        return True
+
+    def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector) -> PlayExecutor:
+        play = planned.play
         states = {h: self._host_state(play, h) for h in hosts}
-        executor = PlayExecutor(
-            plan=planned.plan, hosts=states, connector=connector, callbacks=self.callbacks,
-            stats=self.stats, options=self.options,
-            static_layers={"play": {**play.vars, **play.vars_files}, "extra": self.extra_vars},
-            magic=self._magic(play, hosts), transport=self.transport,
-            payload_cache=self.payload_cache)
-        executor.run()
-        self.transport.batches += len(planned.plan.steps)
+        self._live = states
+        ctx = PlayContext(
+            connector=connector, callbacks=self.callbacks, stats=self.stats, options=self.options,
+            transport=self.transport, payloads=self.payload_cache,
+            connection_of=lambda name: self._connection_of(play, name),
+            change_inventory=self._change_inventory,
+            groups=lambda: inv.groups_dict(self.inventory),
+            store_facts=self._store_facts, play_meta=self._play_meta)
+        return PlayExecutor(planned.plan, states, ctx,
+                            static_layers={"play": {**play.vars, **play.vars_files},
+                                           "extra": self.extra_vars},
+                            magic=self._magic(play, hosts))
+
+    def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
+        steps = planned.plan.steps
+        self.transport.batches += sum(1 for s in steps if not isinstance(s, ControllerStep))
         self.transport.per_task_calls += sum(
-            len([e for e in planned.plan.entries_of(b) if not (e.implicit and e.is_flush)])
-            for b in planned.plan.steps
-        ) * len(hosts)
-        for host, state in states.items():
+            len([e for e in planned.plan.entries_of(s) if not (e.implicit and e.is_flush)])
+            for s in steps) * len(executor.hosts)
+        for host, state in executor.hosts.items():
             self.memory[host] = {"facts": state.facts, "runtime": state.runtime}
-            if state.status in (HostStatus.FAILED, HostStatus.UNREACHABLE):
+            if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
                 self.lost[host] = state.status
-        # L1.9: when every host of the play failed or became unreachable, later
-        # plays do not run (and 2.19 prints no NO MORE HOSTS LEFT for it).
-        return any(s.status in (HostStatus.ACTIVE, HostStatus.ENDED) for s in states.values())
+                self.failed_hosts.add(host)
+            elif state.status is HostStatus.UNREACHABLE:
+                self.lost[host] = state.status
+                self.unreachable_hosts.add(host)
+
+    # -- what a play asks of the run --------------------------------------------
+
+    def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
+        if name not in self.inventory.hosts:
+            self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
+                else self.inventory
+        hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
+        return spec_for(name, {**play.role_defaults, **hostvars, **play.vars, **play.vars_files,
+                               **self.extra_vars})
+
+    def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
+        if "add_host" in result:
+            spec = result["add_host"]
+            self.inventory, changed = inv.with_host(self.inventory, spec["host_name"],
+                                                    spec.get("groups", []), spec.get("host_vars", {}))
+            return changed
+        self.inventory, changed = inv.with_group_member(
+            self.inventory, host, result["add_group"], result.get("parent_groups") or ["all"])
+        return changed
+
+    def _store_facts(self, host: str, facts: Dict[str, Any]) -> None:
+        memory = self.memory.setdefault(host, {"facts": {}, "runtime": {}})
+        memory["facts"] = {**memory.get("facts", {}), **facts}
+
+    def _play_meta(self, meta: str, hosts: List[str]) -> None:
+        if meta == "clear_host_errors":
+            self.failed_hosts.clear()
+        elif meta == "refresh_inventory" and self.reload_inventory is not None:
+            self.inventory = self.reload_inventory()
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = dict(play.role_defaults)
@@ -110,7 +175,6 @@ class PlaybookRun:
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {
-            "groups": inv.groups_dict(self.inventory),
             "ansible_play_hosts_all": list(hosts),
             "ansible_play_name": play.name,
             "ansible_check_mode": self.options.check,
@@ -119,3 +183,26 @@ class PlaybookRun:
             "ansible_run_tags": ["all"],
             "ansible_skip_tags": [],
         }
+
+
+def serial_batches(hosts: List[str], serial: Any) -> List[List[str]]:
+    """Hosts cut into ``serial`` batches: numbers, percentages, or a list of them (L4.7)."""
+    if serial in (None, "", 0, "0"):
+        return [hosts]
+    sizes = serial if isinstance(serial, list) else [serial]
+    out: List[List[str]] = []
+    rest = list(hosts)
+    position = 0
+    while rest:
+        size = _batch_size(sizes[min(position, len(sizes) - 1)], len(hosts))
+        out.append(rest[:size])
+        rest = rest[size:]
+        position += 1
+    return out
+
+
+def _batch_size(value: Any, total: int) -> int:
+    text = str(value).strip()
+    if text.endswith("%"):
+        return max(1, int(total * float(text[:-1]) / 100))
+    return max(1, int(text))

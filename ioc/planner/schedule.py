@@ -1,16 +1,31 @@
-"""Cutting a compiled play into steps.
+"""Cutting a compiled play into steps: runner batches and controller steps.
 
-First cut: one batch per play section (``pre_tasks`` with fact gathering,
-``tasks``, ``post_tasks``), each ending with its handler flush. ``per_task``
-gives every task a batch of its own, for comparisons: the runner is the same,
-only the number of calls changes.
+The linear strategy only *synchronises* hosts; on one host it runs tasks
+strictly in order. So consecutive tasks stay in one batch unless something
+makes one host's behaviour depend on other hosts or on the controller
+(linear-semantics §9). Each such construct is a *barrier*:
+
+* a **controller step** (``ControllerStep``) runs one task under the
+  controller's direction: on the first host only (``run_once``, bypass-host
+  actions), on another host's connection (``delegate_to``), in the
+  controller itself (``add_host``, ``group_by`` when groups are read later,
+  play-wide ``meta``), or with bounded concurrency (``throttle``);
+* a **cut after** ends the batch after a task whose outcome the controller
+  must see before anyone goes on (``any_errors_fatal``, ``max_fail_percentage``,
+  ``ignore_unreachable``, ``reset_connection``, ``group_by`` read later);
+* a **cut before** starts a new batch at a task that needs values the
+  controller only has at a step boundary (lookups and controller files whose
+  arguments are written inside the batch, reads of other hosts' runtime data).
+
+Every cut records its reason; ``explain()`` prints them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Callable, List, Optional, Tuple, Union
 
-from ioc.planner.program import SECTIONS, Entry, Program
+from ioc.model import Play, Task
+from ioc.planner.program import Entry, Program
 
 
 @dataclass(frozen=True)
@@ -23,25 +38,169 @@ class Batch:
     reason: str
 
 
+class Where:
+    """Where a controller step runs the task."""
+
+    TARGET = "target"        #: on the host's own connection
+    DELEGATE = "delegate"    #: on the connection of the host named by delegate_to
+    CONTROLLER = "controller"  #: inside the controller process
+
+
+@dataclass(frozen=True)
+class ControllerStep:
+    """One task run under the controller's direction, between batches."""
+
+    index: int
+    where: str
+    #: Only the first active host runs it; results are copied to all (L7.1–L7.2).
+    once: bool
+    reason: str
+    #: Hosts at most in flight at once (``throttle``); 0 means no limit.
+    throttle: int = 0
+
+    @property
+    def start(self) -> int:
+        return self.index
+
+    @property
+    def end(self) -> int:
+        return self.index + 1
+
+
+Step = Union[Batch, ControllerStep]
+
+#: Actions that never touch a target: the linear strategy runs them itself.
+CONTROLLER_ACTIONS = frozenset({"add_host", "group_by", "pause"})
+#: "Bypass host loop" actions: run once, on the first host, like run_once (L7.2).
+BYPASS_ACTIONS = frozenset({"add_host", "pause"})
+#: meta actions run once for the play, with the first host's `when` (L7.10).
+PLAY_META = frozenset({"end_play", "end_batch", "clear_host_errors", "clear_facts",
+                       "refresh_inventory"})
+
+
 @dataclass(frozen=True)
 class Plan:
     program: Program
-    steps: Tuple[Batch, ...]
+    steps: Tuple[Step, ...]
 
-    def entries_of(self, batch: Batch) -> Tuple[Entry, ...]:
-        return self.program.entries[batch.start:batch.end]
+    def entries_of(self, step: Step) -> Tuple[Entry, ...]:
+        return self.program.entries[step.start:step.end]
 
 
-def schedule(program: Program, per_task: bool = False) -> Plan:
+@dataclass(frozen=True)
+class Cut:
+    """What one entry forces: a controller step, or a cut before/after it."""
+
+    step: Optional[ControllerStep] = None
+    before: Optional[str] = None
+    after: Optional[str] = None
+
+
+#: Extra cut rules from data-flow analysis: (entry, batch start) -> reason or None.
+DataRule = Callable[[Entry, int], Optional[str]]
+
+
+def schedule(program: Program, per_task: bool = False,
+             data_rule: Optional[DataRule] = None) -> Plan:
     """The ordered steps of ``program``; pure and deterministic."""
-    steps: list[Batch] = []
-    for section in SECTIONS:
-        entries = [e for e in program.entries if e.section == section]
-        if all(e.implicit and e.is_flush for e in entries):
-            continue  # nothing to run and nothing to flush
+    steps: List[Step] = []
+    start: Optional[int] = None
+    last = -1
+
+    def close(end: int, reason: str) -> None:
+        nonlocal start
+        if start is not None and end > start:
+            steps.append(Batch(start, end, reason))
+        start = None
+
+    for entry in program.entries:
+        if _skippable_flush(program, entry):
+            continue
+        last = entry.index
+        cut = classify(entry, program.play)
+        if cut.step is not None:
+            close(entry.index, "before %s" % cut.step.reason)
+            steps.append(cut.step)
+            continue
+        reason = cut.before or (data_rule(entry, start) if data_rule and start is not None else None)
+        if reason:
+            close(entry.index, reason)
+        if start is None:
+            start = entry.index
         if per_task:
-            steps.extend(Batch(e.index, e.index + 1, "--per-task") for e in entries)
-        else:
-            reason = "end of %s (handler flush)" % section
-            steps.append(Batch(entries[0].index, entries[-1].index + 1, reason))
+            close(entry.index + 1, "--per-task")
+        elif cut.after:
+            close(entry.index + 1, cut.after)
+    close(last + 1, "end of play")
     return Plan(program=program, steps=tuple(steps))
+
+
+def _skippable_flush(program: Program, entry: Entry) -> bool:
+    """An implicit flush with no handler in the play can do nothing."""
+    return entry.implicit and entry.is_flush and not program.handlers
+
+
+def classify(entry: Entry, play: Play) -> Cut:
+    """The barrier rules of linear-semantics §9 that follow from one task."""
+    task = entry.task
+    if entry.implicit:
+        return Cut()
+    where = "task %s (%s)" % (task.display_name, task.location)
+    if task.action == "meta":
+        what = task.args.get("_raw_params")
+        if what in PLAY_META:
+            return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, True,
+                                           "meta: %s acts on the whole play: %s" % (what, where)))
+        if what == "reset_connection":
+            return Cut(after="meta: reset_connection ends the connection: %s" % where)
+        return Cut()
+    if task.action in CONTROLLER_ACTIONS:
+        once = task.action in BYPASS_ACTIONS or _set(task.run_once)
+        if task.action == "group_by" and not once:
+            return Cut(after="group_by changes groups read later: %s" % where)
+        return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, once,
+                                       "%s runs on the controller: %s" % (task.action, where)))
+    delegated = _delegates(task)
+    if _set(task.run_once):
+        return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
+                                       True, "run_once: %s" % where))
+    if delegated:
+        return Cut(step=ControllerStep(entry.index, Where.DELEGATE, False,
+                                       "delegate_to %s: %s" % (task.delegate_to, where)))
+    if task.throttle not in (None, 0, "0"):
+        return Cut(step=ControllerStep(entry.index, Where.TARGET, False,
+                                       "throttle %s: %s" % (task.throttle, where),
+                                       throttle=int(task.throttle)))
+    if _set(task.any_errors_fatal) and not _set(task.ignore_errors):
+        return Cut(after="any_errors_fatal: every host's next task depends on this one: %s" % where)
+    if _percentage(play.max_fail_percentage) and not _set(task.ignore_errors):
+        return Cut(after="max_fail_percentage: failures are counted after each task: %s" % where)
+    if _set(task.ignore_unreachable):
+        return Cut(after="ignore_unreachable: the next task needs a new connection: %s" % where)
+    if _set(task.delegate_facts):
+        return Cut(after="delegate_facts writes another host's facts: %s" % where)
+    return Cut()
+
+
+def _delegates(task: Task) -> bool:
+    target = task.delegate_to
+    if target is None:
+        return False
+    return target.replace(" ", "") not in ("{{inventory_hostname}}",)
+
+
+def _set(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "no", "0", "off", "n")
+    return bool(value)
+
+
+def _percentage(value: object) -> bool:
+    if value in (None, ""):
+        return False
+    try:
+        return float(value) < 100  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True
+
+

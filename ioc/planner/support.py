@@ -15,7 +15,9 @@ from ioc.errors import PlanError
 from ioc.model import Play, Task
 from ioc.planner.program import Program
 
-RUNNER_META = frozenset({"flush_handlers", "noop", "end_host"})
+SUPPORTED_META = frozenset({"flush_handlers", "noop", "end_host", "end_play", "end_batch",
+                            "clear_host_errors", "clear_facts", "refresh_inventory",
+                            "reset_connection"})
 SUPPORTED_LOOPS = frozenset({"items", "list"})
 
 
@@ -39,10 +41,6 @@ def check_program(program: Program, caps: Capabilities) -> None:
 
 
 def _check_play(play: Play) -> None:
-    for keyword in ("serial", "any_errors_fatal", "max_fail_percentage"):
-        value = getattr(play, keyword)
-        if value not in (None, False, 0) and not (keyword == "max_fail_percentage" and value == 100):
-            raise PlanError("play keyword %r is not supported yet" % keyword, play.location)
     if play.force_handlers:
         raise PlanError("play keyword 'force_handlers' is not supported yet", play.location)
     if play.order not in (None, "inventory"):
@@ -55,20 +53,25 @@ def check_task(task: Task, caps: Capabilities) -> None:
     action = task.action
     if action == "meta":
         what = task.args.get("_raw_params")
-        if what not in RUNNER_META:
+        if what not in SUPPORTED_META:
             raise PlanError("meta: %s is not supported yet" % what, where)
     elif action not in caps.actions:
         raise PlanError("couldn't resolve module/action '%s'" % action, where)
-    for keyword in ("run_once", "any_errors_fatal", "throttle", "become",
-                    "delegate_facts", "ignore_unreachable"):
-        if getattr(task, keyword) not in (None, False):
-            raise PlanError("task keyword %r is not supported yet" % keyword, where)
-    if task.delegate_to is not None and task.delegate_to.replace(" ", "") != "{{inventory_hostname}}":
-        raise PlanError("delegate_to is not supported yet", where)
+    if task.become not in (None, False):
+        raise PlanError("task keyword 'become' is not supported yet", where)
+    if isinstance(task.run_once, str) and "{{" in task.run_once:
+        raise PlanError("a templated run_once is not supported", where)
+    if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
+        raise PlanError("delegate_to that depends on the loop item is not supported yet", where)
     if task.loop_with is not None and task.loop_with not in SUPPORTED_LOOPS:
         raise PlanError("with_%s is not supported yet" % task.loop_with, where)
     for text in templates_of(task):
         check_template(text, caps, where)
+
+
+def _mentions_loop_var(task: Task) -> bool:
+    loop_var = (task.loop_control or {}).get("loop_var", "item")
+    return loop_var in str(task.delegate_to)
 
 
 def templates_of(task: Task) -> Iterator[str]:
