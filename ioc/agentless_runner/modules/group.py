@@ -24,18 +24,6 @@ def _group_info(name):
         return None
 
 
-def _opt_int(args, key):
-    """``args[key]`` as an int (None when absent), failing like ``type='int'``."""
-    value = args.get(key)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ModuleError("argument '%s' is of type %s and we were unable to convert to int: "
-                          "%r cannot be converted to an int" % (key, type(value), value))
-
-
 def _execute(ctx, argv, name):
     """Run a group command; fail like the module does on a non-zero rc."""
     rc, out, err = _common.run_text(ctx, argv)
@@ -75,7 +63,7 @@ def run(args, ctx):
         raise ModuleError("missing required arguments: name")
     state = _common.check_choice(_common.opt_str(args, "state", "present"), "state",
                                  ("absent", "present"))
-    gid = _opt_int(args, "gid")
+    gid = _common.opt_int(args, "gid")
     system = _common.opt_bool(args, "system", False)
     if _common.opt_bool(args, "non_unique", False) and gid is None:
         raise ModuleError("non_unique is True but all of the following are missing: gid")

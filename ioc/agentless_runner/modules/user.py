@@ -49,10 +49,10 @@ class _Spec(object):
         self.name = str(self.name)
         self.state = _common.check_choice(_common.opt_str(args, "state", "present"), "state",
                                           ("absent", "present"))
-        self.uid = _opt_int(args, "uid")
+        self.uid = _common.opt_int(args, "uid")
         self.non_unique = _common.opt_bool(args, "non_unique", False)
         self.group = _common.opt_str(args, "group")
-        self.groups = _opt_list(args.get("groups"))
+        self.groups = _common.opt_list(args, "groups")
         self.append = _common.opt_bool(args, "append", False)
         self.comment = _common.opt_str(args, "comment")
         self.home = _common.opt_path(args.get("home"))
@@ -75,26 +75,6 @@ class _Spec(object):
                 self.expires = time.gmtime(float(args["expires"]))
             except (TypeError, ValueError, OverflowError, OSError) as e:
                 raise ModuleError("Invalid value for 'expires' %s: %s" % (args["expires"], e))
-
-
-def _opt_int(args, key):
-    value = args.get(key)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ModuleError("argument '%s' is of type %s and we were unable to convert to int: "
-                          "%r cannot be converted to an int" % (key, type(value), value))
-
-
-def _opt_list(value):
-    """Ansible's ``type='list', elements='str'``: a comma-separated string splits."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [v for v in str(value).split(",")]
 
 
 def _user_info(name):
