@@ -48,24 +48,29 @@ back) does not count as a turn even when the chunks interleave.
 * **Bursts.** A side rarely sends a message in one chunk: sshd sends a
   command's exit status, EOF and close as three writes over a few
   milliseconds, and a client may answer the first before the rest arrives.
-  Without a gap that is two turns or one depending on scheduling (``ssh host
-  true`` measured 10 or 11 at 150 ms with a 1 ms gap, a steady 10 with the
-  default). Likewise a client that keeps sending (an upload, a big batch,
-  mitogen's module source) while the server sends small control messages
-  (SSH window adjusts) is one turn, not one per interleaving: it was never
-  quiet for ``quiet_gap`` before the server data reached it. A server that
-  streams many results (the runner's per-task events) to a silent client
-  is one turn, however many chunks it takes: only the client's next send
-  counts.
+  With a 1 ms gap that is two turns or one depending on scheduling (``ssh
+  host true`` measured 10 or 11 at 150 ms; a steady 10 with the default).
+* **Pauses in a stream.** A client that keeps sending (an upload, a big
+  batch, mitogen's module source) while the server sends small control
+  messages (SSH window adjusts) is one turn, not one per interleaving: it
+  was never quiet for ``quiet_gap`` before the server data reached it. A
+  client that *pauses* mid-upload (its CPU is busy: ioc's controller
+  preparing 200 KB of modules on a loaded 2-CPU machine paused ~100 ms)
+  and resumes just after a window adjust arrived looks exactly like a
+  client answering; only a gap longer than the pause hides it. With a
+  ``delay / 2`` default ioc's 100-task play measured 13 or 14 turns at
+  150 ms; with the default below, a steady 13.
+* **A server streaming** many results (the runner's per-task events) to a
+  silent client is one turn, however many chunks it takes: only the
+  client's next send counts.
 * **Real turns always qualify** when ``quiet_gap < 2 * delay``: a client that
   waits for an answer has been quiet for at least ``2 * delay`` (plus the
-  server's time) when the answer reaches it. The default, ``delay / 2``,
-  leaves a 4x margin, absorbs bursts spread over up to 12 ms at 25 ms and
-  75 ms at 150 ms (a loaded 2-CPU machine with ten hosts spreads bursts
-  over tens of milliseconds), and is 0 for an undelayed proxy: the count is
-  then strictly causal, since a loopback answer can come back in 50 us, and
-  bursts may add a turn here and there (measure at a real delay for exact
-  counts).
+  server's time) when the answer reaches it. The default, ``1.5 * delay``,
+  is as long as that allows with a margin of ``delay / 2`` for timer and
+  scheduling jitter (12 ms at 25 ms, 75 ms at 150 ms). An undelayed proxy
+  gets 0: the count is then strictly causal (a loopback answer can come
+  back in 50 us), and bursts and pauses may add a turn here and there;
+  measure at a real delay for exact counts.
 * **SSH keepalives** (``ServerAliveInterval``: 15 s in mitogen, off in
   Ansible's default ssh arguments) are real round trips that nobody waits
   for; they are counted, one per interval of server silence. The plays the
@@ -94,7 +99,7 @@ from typing import Dict, List, Optional
 __all__ = ["ConnectionStats", "DelayProxy", "main"]
 
 #: Default ``quiet_gap`` as a fraction of the one-way delay (see the module docstring).
-DEFAULT_QUIET_GAP_FRACTION = 0.5
+DEFAULT_QUIET_GAP_FRACTION = 1.5
 #: Bytes read from a socket at once.
 CHUNK = 256 * 1024
 
@@ -146,7 +151,7 @@ class DelayProxy:
     """Relay ``127.0.0.1:<port>`` to ``target_host:target_port`` with a one-way delay.
 
     ``delay_s`` is added in each direction (RTT grows by ``2 * delay_s``).
-    ``quiet_gap`` (seconds; default ``delay_s / 2``) tunes the round
+    ``quiet_gap`` (seconds; default ``1.5 * delay_s``) tunes the round
     trip count. ``listen_port=0`` picks a free port; read it from :attr:`port`.
     Use as a context manager or call :meth:`start` / :meth:`stop`.
     """
@@ -435,7 +440,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--delay-ms", type=float, default=0.0,
                         help="one-way delay added in each direction (RTT grows by twice this)")
     parser.add_argument("--quiet-gap-ms", type=float, default=None,
-                        help="round trip quiet gap (default: half the delay)")
+                        help="round trip quiet gap (default: 1.5 times the delay)")
     args = parser.parse_args(argv)
 
     def report(c: ConnectionStats) -> None:
