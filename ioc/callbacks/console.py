@@ -82,6 +82,7 @@ class Console(Callback):
 
     def runner_result(self, host: str, task: TaskView, status: Status, result: Dict[str, Any],
                       ignored: bool = False) -> None:
+        host = host_label(host, result)
         result = self.clean(result, task)
         looped = "results" in result and isinstance(result.get("results"), list)
         self._warnings(result)
@@ -111,6 +112,7 @@ class Console(Callback):
                 self._print("...ignoring", "skip")
 
     def runner_item(self, host: str, task: TaskView, status: Status, result: Dict[str, Any]) -> None:
+        host = host_label(host, result)
         result = self.clean(result, task)
         label = item_label(result)
         if status is Status.OK:
@@ -172,6 +174,17 @@ class Console(Callback):
         kind = "Action" if task.action in _ACTIONS else "Module"
         self._print("[ERROR]: Task failed: %s failed: %s\nOrigin: %s"
                     % (kind, result.get("msg", ""), task.location), "error", stderr=True)
+
+
+def host_label(host: str, result: Dict[str, Any]) -> str:
+    """``h1``, or ``h1 -> h3`` / ``h1 -> h3(10.0.0.3)`` for a delegated result."""
+    delegated = result.get("_ansible_delegated_vars")
+    if not delegated:
+        return host
+    target = delegated.get("ansible_delegated_host", host)
+    label = "%s -> %s" % (host, target)
+    address = delegated.get("ansible_host", target)
+    return label if address == target else "%s(%s)" % (label, address)
 
 
 def item_label(result: Dict[str, Any]) -> Any:

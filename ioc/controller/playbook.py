@@ -59,6 +59,8 @@ class PlaybookRun:
         #: in its variable manager for the whole run).
         self.memory: Dict[str, Dict[str, Dict[str, Any]]] = {}
         self._live: Dict[str, HostState] = {}
+        #: Hosts whose failure ``meta: clear_host_errors`` forgave.
+        self.cleared: Set[str] = set()
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -128,7 +130,8 @@ class PlaybookRun:
             self.memory[host] = {"facts": state.facts, "runtime": state.runtime}
             if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
                 self.lost[host] = state.status
-                self.failed_hosts.add(host)
+                if host not in self.cleared:
+                    self.failed_hosts.add(host)
             elif state.status is HostStatus.UNREACHABLE:
                 self.lost[host] = state.status
                 self.unreachable_hosts.add(host)
@@ -160,6 +163,8 @@ class PlaybookRun:
     def _play_meta(self, meta: str, hosts: List[str]) -> None:
         if meta == "clear_host_errors":
             self.failed_hosts.clear()
+            self.cleared.update(h for h, state in self._live.items()
+                                if state.status in (HostStatus.FAILED, HostStatus.STOPPED))
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
 

@@ -1,0 +1,347 @@
+"""Every barrier, run for real over SSH with several hosts, behaves like linear."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.integration.test_end_to_end import ioc_run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def web(sshd) -> str:
+    return sshd.inventory_ini(["h1", "h2", "h3"], group="web")
+
+
+def oks(run, task):
+    return [(e["host"], e["result"].get("msg")) for e in run.of("runner_ok") if e["task"] == task]
+
+
+def test_run_once_runs_on_the_first_host_and_every_host_sees_its_result(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once
+              command: echo ran on {{ inventory_hostname }}
+              register: once
+              run_once: true
+            - name: all see it
+              debug: msg="{{ once.stdout }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["host"] for e in r.events if e.get("task") == "once" and e["event"] == "runner_ok"] == ["h1"]
+    assert oks(r, "all see it") == [("h1", "ran on h1"), ("h2", "ran on h1"), ("h3", "ran on h1")]
+    assert r.recap["h2"]["ok"] == 1  # stats only for the host that ran it (L7.1)
+
+
+def test_run_once_when_is_evaluated_on_the_first_host_only(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once
+              debug: msg=x
+              run_once: true
+              when: inventory_hostname == 'h2'
+        """, inventory=web)
+    assert [(e["event"], e["host"]) for e in r.events if e.get("task") == "once"
+            and e["event"].startswith("runner_") and e["event"] != "runner_start"] == [("runner_skipped", "h1")]
+
+
+def test_a_failed_run_once_fails_every_host(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once
+              fail: msg=nope
+              run_once: true
+            - name: after
+              debug: msg=x
+        """, inventory=web)
+    assert r.rc == 2
+    assert oks(r, "after") == []
+    assert set(r.recap) == {"h1"}  # the others have no stats at all (e7b)
+
+
+def test_delegate_to_localhost_runs_between_batches_in_order(tmp_path, web):
+    marker = tmp_path / "order.log"
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: before
+              shell: echo "before {{{{ inventory_hostname }}}}" >> {marker}
+            - name: on the controller
+              shell: echo "delegated {{{{ inventory_hostname }}}}" >> {marker}
+              delegate_to: localhost
+            - name: after
+              shell: echo "after {{{{ inventory_hostname }}}}" >> {marker}
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    lines = marker.read_text().split("\n")[:-1]
+    phases = [line.split()[0] for line in lines]
+    assert phases == ["before"] * 3 + ["delegated"] * 3 + ["after"] * 3
+    assert "changed: [h1 -> localhost]" in r.stdout
+
+
+def test_delegated_results_belong_to_the_inventory_host(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: on h3
+              command: echo "{{ inventory_hostname }}"
+              delegate_to: h3
+              register: d
+            - name: show
+              debug: msg="{{ d.stdout }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert oks(r, "show") == [("h1", "h1"), ("h2", "h2"), ("h3", "h3")]
+    assert "changed: [h1 -> h3(127.0.0.1)]" in r.stdout
+
+
+def test_delegate_facts_go_to_the_delegate(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: facts for h3
+              set_fact: ignored=1
+            - setup:
+                filter: ansible_hostname
+              delegate_to: h3
+              delegate_facts: true
+              run_once: true
+        - hosts: h3
+          gather_facts: false
+          tasks:
+            - name: h3 has facts
+              debug: msg="{{ ansible_hostname is defined }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert oks(r, "h3 has facts") == [("h3", True)]
+
+
+def test_any_errors_fatal_stops_every_host_after_the_failing_task(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          any_errors_fatal: true
+          tasks:
+            - name: fails on h2
+              fail: msg=down
+              when: inventory_hostname == 'h2'
+            - name: never
+              debug: msg=x
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: next play
+              debug: msg=y
+        """, inventory=web)
+    assert r.rc == 2
+    assert oks(r, "never") == [] and oks(r, "next play") == []
+    assert r.recap["h1"]["failures"] == 0 and r.recap["h1"]["skipped"] == 1  # stopped, not failed
+    assert r.recap["h2"]["failures"] == 1
+
+
+def test_any_errors_fatal_sends_hosts_in_a_rescued_block_to_the_rescue(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - block:
+                - name: first
+                  fail: msg=x
+                  when: inventory_hostname == 'h1'
+                - name: second
+                  debug: msg=never
+              rescue:
+                - name: rescue
+                  debug: msg=rescued
+              always:
+                - name: always
+                  debug: msg=always
+              any_errors_fatal: true
+            - name: after
+              debug: msg=on
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert oks(r, "second") == []
+    assert [h for h, _ in oks(r, "rescue")] == ["h1", "h2", "h3"]
+    assert [h for h, _ in oks(r, "after")] == ["h1", "h2", "h3"]
+    assert r.recap["h1"]["rescued"] == 1 and r.recap["h2"]["rescued"] == 0
+
+
+def test_max_fail_percentage_aborts_when_exceeded(tmp_path, sshd):
+    inventory = sshd.inventory_ini(["h1", "h2", "h3", "h4"], group="web")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          max_fail_percentage: 25
+          tasks:
+            - name: one fails
+              fail: msg=x
+              when: inventory_hostname == 'h1'
+            - name: second fails
+              fail: msg=y
+              when: inventory_hostname == 'h2'
+            - name: never
+              debug: msg=z
+        """, inventory=inventory)
+    assert r.rc == 2
+    assert [h for h, _ in oks(r, "second fails")] == []  # 1/4 is not > 25%: the play went on
+    assert [e["host"] for e in r.events if e.get("task") == "second fails" and e["event"] == "runner_skipped"] == ["h3", "h4"]
+    assert oks(r, "never") == []
+    assert r.stdout.count("NO MORE HOSTS LEFT") == 2
+    assert r.recap["h3"]["failures"] == 0
+
+
+def test_serial_runs_the_play_per_batch_of_hosts(tmp_path, sshd):
+    inventory = sshd.inventory_ini(["h1", "h2", "h3", "h4"], group="web")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          serial: [1, 2]
+          tasks:
+            - name: t
+              debug: msg="{{ ansible_play_batch }}"
+        """, inventory=inventory)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert len(r.of("play_start")) == 3
+    assert [m for _, m in oks(r, "t")] == [["h1"], ["h2", "h3"], ["h2", "h3"], ["h4"]]
+
+
+def test_add_host_makes_a_new_host_for_later_plays(tmp_path, sshd, web):
+    new = sshd.inventory_ini(["newhost"]).split(None, 1)[1].strip()
+    args = " ".join(new.split(" ansible_ssh_common_args=")[0].split())
+    common = new.split(" ansible_ssh_common_args=")[1].split(" ansible_python_interpreter=")[0]
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: add it
+              add_host: name=newhost groups=added {args} ansible_ssh_common_args={common}
+            - name: groups now
+              debug: msg="{{{{ groups['added'] }}}}"
+        - hosts: added
+          gather_facts: false
+          tasks:
+            - name: on the new host
+              command: echo {{{{ inventory_hostname }}}}
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["host"] for e in r.of("runner_ok") if e["task"] == "add it"] == ["h1"]
+    assert oks(r, "groups now") == [("h1", ["newhost"]), ("h2", ["newhost"]), ("h3", ["newhost"])]
+    assert [e["host"] for e in r.of("runner_ok") if e["task"] == "on the new host"] == ["newhost"]
+
+
+def test_group_by_groups_are_visible_to_later_tasks(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - group_by: key="kind_{{ 'odd' if inventory_hostname in ['h1', 'h3'] else 'even' }}"
+            - name: show
+              debug: msg="{{ groups['kind_odd'] }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert oks(r, "show")[0] == ("h1", ["h1", "h3"])
+
+
+def test_pause_blocks_every_host_once(tmp_path, web):
+    started = time.monotonic()
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - pause: seconds=1
+            - name: after
+              debug: msg=x
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert time.monotonic() - started >= 1
+    assert [e["host"] for e in r.of("runner_ok") if e["task"] == "pause"] == ["h1"]
+
+
+def test_end_play_ends_the_play_for_every_host(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - meta: end_play
+            - name: never
+              debug: msg=x
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: next play
+              debug: msg=y
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert oks(r, "never") == []
+    assert [h for h, _ in oks(r, "next play")] == ["h1", "h2", "h3"]
+
+
+def test_end_play_when_is_evaluated_on_the_first_host_only(tmp_path, web):
+    """L7.10 (e7e): the condition is false for h1, so the play goes on."""
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - meta: end_play
+              when: inventory_hostname == 'h2'
+            - name: continues
+              debug: msg=x
+        """, inventory=web)
+    assert [h for h, _ in oks(r, "continues")] == ["h1", "h2", "h3"]
+
+
+def test_clear_host_errors_makes_the_exit_code_zero(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fail: msg=x
+              when: inventory_hostname == 'h1'
+            - meta: clear_host_errors
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert r.recap["h1"]["failures"] == 1
+
+
+def test_reset_connection_gives_the_next_task_a_new_runner(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - shell: echo $PPID
+              register: before
+            - meta: reset_connection
+            - shell: echo $PPID
+              register: after
+            - name: compare
+              debug: msg="{{ before.stdout != after.stdout }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [m for _, m in oks(r, "compare")] == [True, True, True]
+
+
+def test_throttle_limits_hosts_in_flight(tmp_path, web):
+    log = tmp_path / "overlap.log"
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: one at a time
+              shell: echo start >> {log}; sleep 0.3; echo stop >> {log}
+              throttle: 1
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert log.read_text().split() == ["start", "stop"] * 3
