@@ -1,8 +1,119 @@
-"""Playbooks on which ioc-run is known to differ from ansible-playbook.
+"""Playbooks on which ioc-run is known to differ from ansible-playbook 2.21.
 
-name (playbook file stem) → the exact difference. Each becomes a strict xfail
-in test_conformance.py: once the engine is fixed the test XPASSes and fails,
-and the entry must go.
+playbook name (file stem) → the exact difference, as the normalised event
+diff shows it ("ansible" = ansible-playbook 2.21 linear, "ioc" = ioc-run).
+Each entry becomes a strict xfail in test_conformance.py: once the engine is
+fixed, the test XPASSes, fails, and the entry must go.
+
+Differences shared by several playbooks are named once below.
 """
+
+COMMAND_MSG = (
+    "command/shell failure msg: ansible 'The command exited with a non-zero return code.', "
+    "ioc 'non-zero return code'")
+CHANGED_WHEN_RESULT = (
+    "results lack changed_when_result: ansible-core 2.21 adds changed_when_result: <bool> "
+    "to every result (and every item) of a task with changed_when")
+REGISTERED_FAILED_FALSE = (
+    "registered values lack failed: false: ansible-core 2.21 registers failed: false on a "
+    "skipped task, on a loop's result and on each of its items (skipped items included); "
+    "ioc also registers skipped: false on a loop result where ansible has no skipped key")
+COPY_RESULT = (
+    "copy/template results lack diff: [] and src (ansible: the uploaded temporary source, "
+    "'<ansible-tmp>/.source.<ext>')")
+TASK_FAILED_PREFIX = (
+    "error msg wording: ansible-core 2.21 says \"Task failed: Finalization of task args for "
+    "'ansible.builtin.X' failed: Error while resolving value for 'msg': 'v' is undefined\" / "
+    "\"Task failed: A 'when' expression failed: Error while evaluating conditional: 'v' is "
+    "undefined\" / \"Task failed: 'v' is undefined\" (loop), ioc only \"'v' is undefined\" / "
+    "\"Error while evaluating conditional: 'v' is undefined\"")
+NAMED_META = "a named meta task is reported as 'meta' (task_start name) instead of its name"
+RETRY_ATTEMPTS = (
+    "runner_retry attempts: ansible numbers the retry events 2..retries+1 (the first failed "
+    "run reports attempts=2), ioc 1..retries; the final result's attempts agree")
+
 KNOWN_DIFFERENCES = {
+    "changed_failed_when": "; ".join([
+        COMMAND_MSG, CHANGED_WHEN_RESULT,
+        "a failure suppressed by failed_when lacks failed_when_suppressed_exception"]),
+    "changed_when_loop": "; ".join([
+        CHANGED_WHEN_RESULT,
+        "an item failed by failed_when: ansible msg \"Task failed: Action failed: A "
+        "'failed_when' expression evaluated to 'True'.\", ioc msg ''"]),
+    "check_mode": (
+        "--check: command's skipped result is only {changed, msg} in ioc, ansible also has "
+        "cmd, rc: 0, stdout/stderr '' and their _lines; copy in check mode: ansible "
+        "{changed: true, diff: []}, ioc {changed: true, checksum, dest}"),
+    "check_mode_task": "; ".join([
+        "copy with check_mode: true: ansible {changed: true, diff: []}, ioc {changed: true, "
+        "checksum, dest}", COPY_RESULT]),
+    "failure_later_plays": (
+        "after every host failed in play 'two', ansible-core 2.21 still emits play_start for "
+        "play 'three' (then stats); ioc emits nothing for it"),
+    "handlers_chain": (
+        "handler notifying handlers (L5.6): ioc emits handler_task_start HMID twice (again "
+        "after its results); ansible emits each host's notify events inside the HMID step "
+        "before that host's runner_ok, ioc after all results; ioc emits notify HEARLY again "
+        "for h1 and h2 at the flush after tasks, ansible does not"),
+    "handlers_flush": NAMED_META + " ('flush again with nothing pending')",
+    "handlers_loop_notify": (
+        "an item-templated notify ('H {{ item }}') notifies nothing in ioc: no notify events "
+        "for 'H a'/'H b', those handlers never run (recap ok h1 3 vs 4, h2 3 vs 5)"),
+    "ignore_errors_changed": COMMAND_MSG,
+    "ignore_errors_templating": TASK_FAILED_PREFIX,
+    "loop_control": (
+        "loop_control.extended: item results lack ansible_loop {allitems, index, index0, "
+        "first, last, length, revindex, revindex0, previtem, nextitem}"),
+    "loop_dict2items": (
+        "a loop over a play-vars dict through a filter fails on the target: \"ioc runner "
+        "error: mitogen.core.StreamError: cannot unpickle 'ioc.loader.yamlsrc'/'LocatedDict'\""),
+    "loop_undefined": TASK_FAILED_PREFIX,
+    "loop_with_dict": "refused at plan time: 'with_dict is not supported yet'",
+    "meta_tasks": "; ".join([
+        NAMED_META,
+        "meta noop with a false when: ansible emits no runner_skipped, ioc one per host",
+        "end_host with a false when: ansible result {msg: 'end_host conditional evaluated to "
+        "false, continuing execution for h2', skip_reason: 'end_host conditional evaluated to "
+        "False, continuing execution for h2'}, ioc {false_condition: \"inventory_hostname == "
+        "'h1'\", skip_reason: 'end_host conditional evaluated to False'}"]),
+    "modules_command_shell": COMMAND_MSG,
+    "modules_files": "; ".join([
+        COPY_RESULT,
+        "stat result lacks attr_flags, attributes, charset, disk_usage_bytes, mimetype"]),
+    "modules_files_ssh": "; ".join([
+        COPY_RESULT,
+        "stat result lacks attr_flags, attributes, charset, disk_usage_bytes, mimetype"]),
+    "modules_template_lineinfile": COPY_RESULT,
+    "reference_p8": CHANGED_WHEN_RESULT,
+    "registered_shapes": "; ".join([
+        REGISTERED_FAILED_FALSE,
+        "empty loop: ansible's result (and register) has skip_reason 'No items in the list', "
+        "ioc's none"]),
+    "roles_files_templates": COPY_RESULT,
+    "skipped_register": REGISTERED_FAILED_FALSE,
+    "tags": "ioc-run has no --tags option (argument error, exit 2)",
+    "task_names": (
+        "an unnamed task written 'ansible.builtin.debug' is named 'ansible.builtin.debug' by "
+        "ansible (the action as written), 'debug' by ioc"),
+    "undefined_variables": "; ".join([
+        TASK_FAILED_PREFIX,
+        "missing attribute: ansible \"object of type 'dict' has no attribute 'b'\", ioc "
+        "\"'dict object' has no attribute 'b'\""]),
+    "unreachable": (
+        "unreachable msg: ansible 'Task failed: Data could not be sent to remote host "
+        "\"127.0.0.1\". Make sure this host can be reached over ssh: ssh: connect to host "
+        "127.0.0.1 port 1: Connection refused', ioc 'Failed to connect to the host via ssh: "
+        "EOF on stream; last 100 lines received:\\nssh: connect to host 127.0.0.1 port 1: "
+        "Connection refused\\r (127.0.0.1 port 1)'"),
+    "until_exhausted": "; ".join([
+        RETRY_ATTEMPTS,
+        "in a loop, ioc's runner_retry results lack item and ansible_loop_var (no (item=y) "
+        "label)"]),
+    "until_retries": RETRY_ATTEMPTS,
+    "when_errors": "; ".join([
+        TASK_FAILED_PREFIX,
+        "non-boolean when: ansible \"... value of type 'str' at '<work>/when_errors.yml:13:13'"
+        ". Conditionals must have a boolean result.\", ioc \"Error while evaluating "
+        "conditional: ... value of type 'str' at \\\"'abc'\\\". ...\""]),
+    "when_per_item": REGISTERED_FAILED_FALSE,
 }

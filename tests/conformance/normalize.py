@@ -52,8 +52,11 @@ included)
   * ``exception``: a Python traceback (or "(traceback unavailable)"),
     engine-internal text.
   * ``warnings``, ``deprecations``: engine/version-specific advice, not results.
-  * ``atime``, ``mtime``, ``ctime``, ``inode``, ``dev``: ``stat`` timestamps
-    and inode numbers differ between two runs by construction.
+
+Keys dropped from a ``stat`` dictionary (the ``stat`` module's result)
+  * ``atime``, ``mtime``, ``ctime``, ``inode``, ``dev``, ``version``:
+    timestamps, inode numbers and the inode generation differ between two
+    runs by construction.
 
 Keys dropped from the callback result of ``runner_*`` events only
   * top-level ``failed`` and ``skipped``, and the same keys in each entry of
@@ -81,8 +84,8 @@ from typing import Any, Dict, Iterable, List, Sequence, Tuple
 DROPPED_EVENTS = frozenset({"transport", "warning"})
 VOLATILE_KEYS = frozenset({
     "start", "end", "delta", "invocation", "exception", "warnings", "deprecations",
-    "atime", "mtime", "ctime", "inode", "dev",
 })
+STAT_VOLATILE_KEYS = frozenset({"atime", "mtime", "ctime", "inode", "dev", "version"})
 CALLBACK_ONLY_DROPPED = ("failed", "skipped")
 BUILTIN_PREFIX = re.compile(r"^ansible\.(builtin|legacy)\.")
 ANSIBLE_TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^/\s'\"]+")
@@ -108,9 +111,14 @@ class _Paths:
 
 def _clean(value: Any, paths: _Paths) -> Any:
     if isinstance(value, dict):
-        return {paths.text(k) if isinstance(k, str) else k: _clean(v, paths)
-                for k, v in value.items()
-                if not (isinstance(k, str) and (k.startswith("_ansible_") or k in VOLATILE_KEYS))}
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str) and (k.startswith("_ansible_") or k in VOLATILE_KEYS):
+                continue
+            if k == "stat" and isinstance(v, dict):
+                v = {sk: sv for sk, sv in v.items() if sk not in STAT_VOLATILE_KEYS}
+            out[paths.text(k) if isinstance(k, str) else k] = _clean(v, paths)
+        return out
     if isinstance(value, list):
         return [_clean(v, paths) for v in value]
     if isinstance(value, str):
