@@ -81,6 +81,9 @@ class CallbackModule(CallbackBase):
         self._write("playbook_start", path=playbook._file_name)
 
     def v2_playbook_on_play_start(self, play):
+        # The callback only gets the play: ``hosts`` is the inventory's match
+        # for its pattern (failed hosts of earlier plays included), not the
+        # hosts the play will run on. normalize.py drops it.
         hosts = []
         manager = play.get_variable_manager()
         inventory = getattr(manager, "_inventory", None)
