@@ -9,7 +9,8 @@ from ioc.agentless_runner.context import ModuleError
 __all__ = ["Context", "run", "NATIVE"]
 
 #: Actions the executor implements itself, beside the modules package.
-NATIVE = frozenset({"set_fact", "gather_facts", "add_host", "group_by", "pause"})
+NATIVE = frozenset({"set_fact", "gather_facts", "add_host", "group_by", "pause",
+                    "include_vars"})
 
 _CHECK_MODE_SKIP = {
     "command": "Command would have run if not in check mode",
@@ -23,6 +24,8 @@ def run(action, args, ctx):
         return _set_fact(args)
     if action in _INVENTORY_ACTIONS:
         return _INVENTORY_ACTIONS[action](args)
+    if action == "include_vars":
+        return _include_vars(args, ctx)
     if action == "gather_facts":
         action = "setup"
     try:
@@ -104,6 +107,30 @@ def _num(value):
 
 
 _INVENTORY_ACTIONS = {"add_host": _add_host, "group_by": _group_by, "pause": _pause}
+
+
+def _include_vars(args, ctx):
+    """``include_vars`` of a controller file, shipped with the batch (L6.5)."""
+    from ioc.agentless_runner.filters import FILTERS  # the YAML reader, PyYAML or not
+    source = args.get("file", args.get("_raw_params"))
+    try:
+        entry = ctx.controller_file(str(source))
+    except ModuleError as exc:
+        return {"failed": True, "changed": False, "msg": exc.msg}
+    try:
+        data = FILTERS["from_yaml"](entry["content"].decode("utf-8"))
+    except Exception as exc:  # malformed YAML: the task fails, naming the file
+        return {"failed": True, "changed": False,
+                "msg": "%s: %s" % (entry.get("path", source), exc)}
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return {"failed": True, "changed": False,
+                "msg": "%s must be stored as a dictionary/hash" % entry.get("path", source)}
+    if args.get("name"):
+        data = {str(args["name"]): data}
+    return {"ansible_facts": data, "ansible_included_var_files": [entry.get("path", source)],
+            "changed": False, "_ioc_include_vars": True}
 
 
 def _set_fact(args):

@@ -27,7 +27,8 @@ import traceback
 from collections import ChainMap
 
 from ioc.agentless_runner import actions, results
-from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
+from ioc.agentless_runner.lookups import Lookups, listify
+from ioc.agentless_runner.templating import Templar, TemplateError, UndefinedVariableError, Verbatim
 
 WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
@@ -110,6 +111,8 @@ class HostRun(object):
         state = batch.get("state", {})
         self.facts = dict(state.get("facts", {}))
         self.runtime = dict(state.get("runtime", {}))
+        #: ``include_vars`` values: above task vars, below set_fact (L6.3).
+        self.included = dict(state.get("include_vars", {}))
         self.notified = list(state.get("notified", []))
         self.blocks_in = dict(state.get("blocks", {}))
         self.blocks_out = {}
@@ -118,6 +121,8 @@ class HostRun(object):
         #: Controller files per task ("<index>" or "h<handler>"): src -> entry.
         self.files = batch.get("files") or {}
         self.file_key = None
+        #: Answers of controller-side lookups for this host (see lookups.py).
+        self.lookup_table = batch.get("lookups") or {}
         #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3).
         self.delegated_facts = {}
 
@@ -138,6 +143,7 @@ class HostRun(object):
         state = {
             "facts": self.facts,
             "runtime": self.runtime,
+            "include_vars": self.included,
             "notified": self.notified,
             "blocks": self.blocks_out,
         }
@@ -230,6 +236,8 @@ class HostRun(object):
         maps.append(self.extra)
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
         maps.append(Verbatim(self.runtime))
+        if self.included:
+            maps.append(self.included)
         if task.get("vars"):
             maps.append(task["vars"])
         maps.extend(b["vars"] for b in reversed(scope.blocks) if b.get("vars"))
@@ -239,6 +247,7 @@ class HostRun(object):
         view = ChainMap(*maps)
         magic["hostvars"] = {self.host: view}
         magic["vars"] = view
+        magic.update(Lookups(self.lookup_table, _evaluator(view)).functions())
         return view
 
     def facts_layer(self):
@@ -292,8 +301,10 @@ class HostRun(object):
     def loop_items(self, task, templar):
         items = templar.template(task["loop"])
         kind = task.get("loop_with")
-        if kind == "items":
-            items = _flatten_once(items if isinstance(items, list) else [items])
+        if kind is not None:
+            # with_<lookup>: the loop terms go to the lookup, which returns the items.
+            query = templar.variables["query"]
+            items = query(kind, *listify(items))
         if not isinstance(items, list):
             raise TemplateError("Invalid data passed to 'loop', it requires a list, "
                                 "got this instead: %r." % (items,))
@@ -445,6 +456,8 @@ class HostRun(object):
             return
         if task["action"] == "set_fact":
             self.runtime.update(facts)
+        elif task["action"] == "include_vars":
+            self.included.update(facts)
         elif self.options.get("delegate_facts"):
             self.delegated_facts.update(facts)
         else:
@@ -610,14 +623,14 @@ def _strip_prefix(name):
     return name[8:] if name.startswith("ansible_") else name
 
 
-def _flatten_once(items):
-    out = []
-    for item in items:
-        if isinstance(item, list):
-            out.extend(item)
-        else:
-            out.append(item)
-    return out
+def _evaluator(view):
+    """Templated value of one variable of ``view`` (for the ``vars`` lookup)."""
+    def value(name):
+        try:
+            return Templar(view).evaluate(name)
+        except UndefinedVariableError:
+            raise KeyError(name)
+    return value
 
 
 def _loop_info(items, index):

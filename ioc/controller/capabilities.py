@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ioc.agentless_runner import actions, modules, templating
+from ioc.controller import lookups
 from ioc.planner import Capabilities
 
 
@@ -11,4 +12,5 @@ def runner_capabilities() -> Capabilities:
         actions=frozenset(modules.MODULES) | actions.NATIVE | {"meta"},
         filters=frozenset(templating.known_filters()),
         tests=frozenset(templating.known_tests()),
+        lookups=lookups.KNOWN,
     )

@@ -37,6 +37,7 @@ SOURCES = {
     "template": ("src", "templates"),
     "unarchive": ("src", "files"),
     "script": (None, "files"),
+    "include_vars": ("file", "vars"),
 }
 
 
@@ -46,7 +47,7 @@ def wants_controller_file(task: Task) -> bool:
     if task.action in ("copy", "unarchive") and _truthy(task.args.get("remote_src")):
         return False
     arg, _ = SOURCES[task.action]
-    return arg is None or task.args.get(arg) is not None
+    return arg is None or task.args.get(arg) is not None or "_raw_params" in task.args
 
 
 @dataclass
@@ -121,7 +122,7 @@ def source_arg(task: Task, args: Dict[str, Any]) -> Optional[str]:
     """The controller path an action names, from its templated arguments."""
     arg, _ = SOURCES[task.action]
     if arg is not None:
-        value = args.get(arg)
+        value = args.get(arg, args.get("_raw_params"))
         return None if value is None else str(value)
     command = args.get("cmd") or args.get("_raw_params") or ""
     words = shlex.split(str(command))

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller import fetched, payloads
+from ioc.controller import fetched, lookups, payloads
 from ioc.controller.connection import ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, dispatch
 from ioc.controller.transport import TransportReport
@@ -45,6 +45,7 @@ class HostState:
     status: HostStatus = HostStatus.ACTIVE
     facts: Dict[str, Any] = field(default_factory=dict)
     runtime: Dict[str, Any] = field(default_factory=dict)
+    included: Dict[str, Any] = field(default_factory=dict)
     notified: List[str] = field(default_factory=list)
     blocks: Dict[str, Any] = field(default_factory=dict)
 
@@ -53,7 +54,7 @@ class HostState:
         return self.status is HostStatus.ACTIVE
 
     def wire_state(self) -> Dict[str, Any]:
-        return {"facts": self.facts, "runtime": self.runtime,
+        return {"facts": self.facts, "runtime": self.runtime, "include_vars": self.included,
                 "notified": self.notified, "blocks": self.blocks}
 
     def absorb(self, end: Event) -> None:
@@ -61,6 +62,7 @@ class HostState:
         state = end.get("state") or {}
         self.facts = state.get("facts", self.facts)
         self.runtime = state.get("runtime", self.runtime)
+        self.included = state.get("include_vars", self.included)
         self.notified = state.get("notified", self.notified)
         self.blocks = state.get("blocks", {})
         if end.get("status") == "failed":
@@ -366,6 +368,7 @@ class PlayExecutor:
             wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
         self._attach_payloads(wire, step, via)
+        self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via)
 
     def _delegate(self, host: str, step: Step, wire: Dict[str, Any]) -> str:
@@ -415,6 +418,16 @@ class PlayExecutor:
         wire["files"], wire["blobs"] = payloads.collect(
             self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
             self.plan.program.play.basedir)
+
+    def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
+        program = self.plan.program
+        tasks = [(e.task, program.parents[e.index]) for e in self.plan.entries_of(step)
+                 if lookups.needs_controller(e.task)]
+        tasks += [(h, ()) for h in program.handlers if lookups.needs_controller(h)] \
+            if any(e.is_flush for e in self.plan.entries_of(step)) else []
+        if tasks:
+            wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
+                                              program.play.basedir)
 
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""

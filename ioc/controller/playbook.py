@@ -127,7 +127,8 @@ class PlaybookRun:
             len([e for e in planned.plan.entries_of(s) if not (e.implicit and e.is_flush)])
             for s in steps) * len(executor.hosts)
         for host, state in executor.hosts.items():
-            self.memory[host] = {"facts": state.facts, "runtime": state.runtime}
+            self.memory[host] = {"facts": state.facts, "runtime": state.runtime,
+                                 "include_vars": state.included}
             if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
                 self.lost[host] = state.status
                 if host not in self.cleared:
@@ -176,7 +177,8 @@ class PlaybookRun:
         memory = self.memory.get(host, {})
         return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars,
                          facts=dict(memory.get("facts", {})),
-                         runtime=dict(memory.get("runtime", {})))
+                         runtime=dict(memory.get("runtime", {})),
+                         included=dict(memory.get("include_vars", {})))
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {

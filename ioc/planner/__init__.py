@@ -1,4 +1,5 @@
 """The planner: a play in, an ordered list of steps out (pure, deterministic)."""
+from ioc.planner.dataflow import data_rule
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
 from ioc.planner.support import Capabilities, check_program
@@ -11,26 +12,66 @@ def plan_play(play, caps, per_task=False):
     """Compile, check and schedule ``play``; raises PlanError before any host is touched."""
     program = compile_play(play)
     check_program(program, caps)
-    return schedule(program, per_task=per_task)
+    return schedule(program, per_task=per_task, data_rule=data_rule(program))
 
 
 def explain(plan):
-    """The plan as text: each step with its tasks and why it ends there."""
-    lines = ["PLAY [%s] (%s)" % (plan.program.play.name, plan.program.play.location)]
+    """The plan as text: each step with its tasks and why it ends there.
+
+    Every cut names its construct and the task (``file:line``, relative to the
+    play's directory) as the planner recorded it, and the rule of
+    linear-semantics §9 behind it on a ``rule:`` line.
+    """
+    from ioc.planner.render import relative, task_label
+    play = plan.program.play
+    base = play.basedir
+    lines = ["PLAY [%s] (%s)" % (play.name, relative(str(play.location), base))]
+    if play.serial not in (None, "", 0, [], ()):
+        lines.append("  serial: %s: every serial batch of hosts runs these same steps "
+                     "(no step spans two serial batches)" % (play.serial,))
     for number, step in enumerate(plan.steps, 1):
         entries = plan.entries_of(step)
+        reason = relative(step.reason, base)
         if isinstance(step, ControllerStep):
-            lines.append("  step %d: controller step (%s%s): %s"
-                         % (number, step.where, ", once" if step.once else "", step.reason))
+            lines.append("  step %d: controller step (%s%s%s): %s"
+                         % (number, step.where, ", once" if step.once else "",
+                            ", throttle %d" % step.throttle if step.throttle else "", reason))
         else:
             lines.append("  step %d: batch of %d task(s), %d-%d; ends: %s"
-                         % (number, len(entries), step.start, step.end - 1, step.reason))
+                         % (number, len(entries), step.start, step.end - 1, reason))
+        rule = _rule(step.reason) if isinstance(step, ControllerStep) or not \
+            step.reason.startswith("before ") else None
+        if rule:
+            lines.append("          rule: %s" % rule)
         for entry in entries:
-            lines.append("    %3d  %-50s %s" % (entry.index, _label(entry), entry.task.location))
+            lines.append("    %3d  %-50s %s" % (entry.index, task_label(entry),
+                                                 relative(str(entry.task.location), base)))
     return "\n".join(lines)
 
 
-def _label(entry):
-    if entry.implicit and entry.is_flush:
-        return "(flush handlers)"
-    return entry.task.display_name
+#: Cut reasons (by their leading construct) → the rule of linear-semantics §9.
+_RULES = (
+    ("run_once", "only the first active host runs it and its result is copied to every "
+                 "host; which host is first depends on the others (L7.1)"),
+    ("delegate_to", "it runs on another host's connection: side effects across hosts "
+                    "must keep Ansible's order"),
+    ("add_host", "it changes the inventory for every host; runs once, bypassing the host "
+                 "loop (L7.2)"),
+    ("pause", "it bypasses the host loop: runs once for all hosts (L7.5)"),
+    ("group_by runs", "it changes the groups in the controller"),
+    ("group_by", "later tasks see groups as of the step start (L6.6)"),
+    ("meta: reset_connection", "the connection is closed; the next task needs a new one"),
+    ("meta:", "it runs once, with the first host's when, and acts on all hosts (L7.10)"),
+    ("throttle", "at most that many hosts run it at once: mutual exclusion across hosts"),
+    ("any_errors_fatal", "if any host fails, every host stops (L4.5)"),
+    ("max_fail_percentage", "the play stops once too many hosts have failed (L4.6)"),
+    ("ignore_unreachable", "an unreachable host goes on; its next task reconnects (L1.8)"),
+    ("delegate_facts", "it writes another host's variables (L7.3)"),
+)
+
+
+def _rule(reason):
+    for prefix, rule in _RULES:
+        if reason.startswith(prefix):
+            return rule
+    return None

@@ -18,7 +18,6 @@ from ioc.planner.program import Program
 SUPPORTED_META = frozenset({"flush_handlers", "noop", "end_host", "end_play", "end_batch",
                             "clear_host_errors", "clear_facts", "refresh_inventory",
                             "reset_connection"})
-SUPPORTED_LOOPS = frozenset({"items", "list"})
 
 
 @dataclass(frozen=True)
@@ -28,6 +27,7 @@ class Capabilities:
     actions: AbstractSet[str]
     filters: AbstractSet[str]
     tests: AbstractSet[str]
+    lookups: AbstractSet[str] = frozenset()
 
 
 def check_program(program: Program, caps: Capabilities) -> None:
@@ -63,8 +63,8 @@ def check_task(task: Task, caps: Capabilities) -> None:
         raise PlanError("a templated run_once is not supported", where)
     if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
         raise PlanError("delegate_to that depends on the loop item is not supported yet", where)
-    if task.loop_with is not None and task.loop_with not in SUPPORTED_LOOPS:
-        raise PlanError("with_%s is not supported yet" % task.loop_with, where)
+    if task.loop_with is not None and task.loop_with not in caps.lookups:
+        raise PlanError("lookup plugin (%s) not found" % task.loop_with, where)
     for text in templates_of(task):
         check_template(text, caps, where)
 
@@ -115,9 +115,9 @@ def check_template(text: str, caps: Capabilities, where: Any) -> None:
             raise PlanError("template error while templating string: No %s named '%s'. "
                             "String: %s" % (kind, node.name, text), where)
     for call in tree.find_all(nodes.Call):
-        name = _called_name(call)
-        if name in ("lookup", "query", "q"):
-            raise PlanError("lookup()/query() are not supported yet", where)
+        if _called_name(call) in ("lookup", "query", "q") and call.args \
+                and isinstance(call.args[0], nodes.Const) and call.args[0].value not in caps.lookups:
+            raise PlanError("lookup plugin (%s) not found" % call.args[0].value, where)
 
 
 def _called_name(call: nodes.Call) -> Optional[str]:

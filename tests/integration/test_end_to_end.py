@@ -39,7 +39,7 @@ class Run:
 
 
 def ioc_run(tmp_path: Path, playbook: str, *args: str, inventory: str = None,
-            timeout: float = 300) -> Run:
+            timeout: float = 300, env: Dict[str, str] = None) -> Run:
     book = tmp_path / "play.yml"
     book.write_text(textwrap.dedent(playbook))
     argv = [sys.executable, "-m", "ioc", str(book), "--events", str(tmp_path / "events.jsonl")]
@@ -48,7 +48,8 @@ def ioc_run(tmp_path: Path, playbook: str, *args: str, inventory: str = None,
         inv.write_text(inventory)
         argv += ["-i", str(inv)]
     proc = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=timeout,
-                          cwd=str(tmp_path), stdin=subprocess.DEVNULL)
+                          cwd=str(tmp_path), stdin=subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})})
     return Run(proc, tmp_path / "events.jsonl")
 
 

@@ -1,0 +1,327 @@
+"""Lookups that read the controller, evaluated before a batch for each host.
+
+The linear strategy templates on the controller, so ``lookup('file')``,
+``lookup('env')``, ``lookup('pipe')``, ``with_fileglob`` and friends read the
+controller's files, environment and commands, per host and per item (L7.6).
+Before a step, for each host, the controller renders every field of every
+task in the step that calls such a lookup — with the host's own variables and
+each loop item, as the runner will — and records each answer under the key
+the runner computes for the same call (``agentless_runner.lookups.key``).
+The runner then answers ``lookup()`` from that table.
+
+A task whose lookup arguments depend on values produced inside the same
+batch is cut off by the planner first, so its arguments are known here.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import secrets
+import string
+import subprocess
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ioc.agentless_runner.batch import HostRun, Scope
+from ioc.agentless_runner.lookups import PURE, key, listify
+from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
+from ioc.model import Block, Task, to_wire
+
+LOG = logging.getLogger(__name__)
+
+Plugin = Callable[[List[Any], Dict[str, Any], "LookupContext"], List[Any]]
+
+
+class LookupError_(Exception):
+    """A controller lookup failed; the runner reports it as the task's failure."""
+
+
+class LookupContext:
+    """Where a lookup runs: search paths and the host's variables."""
+
+    def __init__(self, task: Task, basedir: str, templar: Templar) -> None:
+        self.task = task
+        self.basedir = basedir
+        self.templar = templar
+
+    def find(self, name: str, subdir: str) -> Optional[str]:
+        for candidate in self.search(name, subdir):
+            if os.path.exists(candidate):
+                return candidate
+        return None
+
+    def search(self, name: str, subdir: str) -> List[str]:
+        if os.path.isabs(name):
+            return [name]
+        bases: List[str] = []
+        if self.task.role_path:
+            bases += [os.path.join(self.task.role_path, subdir), self.task.role_path]
+        task_dir = os.path.dirname(self.task.location.path)
+        bases += [os.path.join(task_dir, subdir), task_dir,
+                  os.path.join(self.basedir, subdir), self.basedir]
+        out: List[str] = []
+        for base in bases:
+            path = os.path.normpath(os.path.join(base, name))
+            if path not in out:
+                out.append(path)
+        return out
+
+
+def _file(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    out = []
+    for term in terms:
+        path = ctx.find(str(term), "files")
+        if path is None:
+            raise LookupError_("The 'file' lookup had an issue accessing the file '%s'. "
+                               "file not found" % term)
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            text = handle.read()
+        if kwargs.get("rstrip", True):
+            text = text.rstrip()
+        if kwargs.get("lstrip", False):
+            text = text.lstrip()
+        out.append(text)
+    return out
+
+
+def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    out = []
+    for term in terms:
+        path = ctx.find(str(term), "templates")
+        if path is None:
+            raise LookupError_("the template file %s could not be found for the lookup" % term)
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        extra = kwargs.get("template_vars") or {}
+        templar = ctx.templar.template_with(extra) if extra else ctx.templar
+        out.append(str(templar.template(source)))
+    return out
+
+
+def _env(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    default = kwargs.get("default", "")
+    return [os.environ.get(str(term), default) for term in terms]
+
+
+def _run(command: str, ctx: LookupContext) -> str:
+    proc = subprocess.run(command, shell=True, cwd=ctx.basedir, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise LookupError_("lookup_plugin.pipe(%s) returned %d" % (command, proc.returncode))
+    return proc.stdout
+
+
+def _pipe(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    return [_run(str(term), ctx).rstrip() for term in terms]
+
+
+def _lines(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    out: List[Any] = []
+    for term in terms:
+        out.extend(_run(str(term), ctx).splitlines())
+    return out
+
+
+def _fileglob(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    out: List[Any] = []
+    for term in terms:
+        directory, pattern = os.path.split(str(term))
+        for base in ctx.search(directory or ".", "files"):
+            found = [p for p in glob.glob(os.path.join(base, pattern)) if os.path.isfile(p)]
+            if found:
+                out.extend(found)  # unsorted, like Ansible (L2.4)
+                break
+    return out
+
+
+def _first_found(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    files: List[str] = []
+    paths: List[str] = list(listify(kwargs.get("paths") or []))
+    skip = bool(kwargs.get("skip", False))
+    for term in terms:
+        if isinstance(term, dict):
+            files += [str(f) for f in listify(term.get("files", []))]
+            paths += [str(p) for p in listify(term.get("paths", []))]
+            skip = skip or bool(term.get("skip", False))
+        else:
+            files += [str(f) for f in listify(term)]
+    files += [str(f) for f in listify(kwargs.get("files") or [])]
+    candidates = [os.path.join(p, f) for p in paths for f in files] if paths else files
+    for candidate in candidates:
+        found = ctx.find(candidate, "files")
+        if found is not None:
+            return [found]
+    if skip:
+        return []
+    raise LookupError_("No file was found when using first_found.")
+
+
+_PASSWORD_CHARS = {"ascii_letters": string.ascii_letters, "digits": string.digits,
+                   "punctuation": ".,:-_", "ascii_lowercase": string.ascii_lowercase,
+                   "ascii_uppercase": string.ascii_uppercase, "hexdigits": string.hexdigits}
+
+
+def _password(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    out = []
+    for term in terms:
+        words = str(term).split()
+        path, params = words[0], dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        params.update({k: str(v) for k, v in kwargs.items()})
+        if "encrypt" in params:
+            raise LookupError_("password lookup with encrypt= is not supported by ioc")
+        length = int(params.get("length", 20))
+        chars = "".join(_PASSWORD_CHARS.get(c, c) for c in
+                        params.get("chars", "ascii_letters,digits,punctuation").split(","))
+        if path != "/dev/null" and os.path.exists(path):
+            with open(path) as handle:
+                out.append(handle.read().split(" salt=")[0].rstrip("\n"))
+            continue
+        value = "".join(secrets.choice(chars) for _ in range(length))
+        if path != "/dev/null":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            with open(path, "w") as handle:
+                handle.write(value + "\n")
+            os.chmod(path, 0o600)
+        out.append(value)
+    return out
+
+
+#: Lookups that read the controller.
+PLUGINS: Dict[str, Plugin] = {
+    "file": _file, "template": _template, "env": _env, "pipe": _pipe, "lines": _lines,
+    "fileglob": _fileglob, "first_found": _first_found, "password": _password,
+}
+
+#: Every lookup ioc knows, for the planner's up-front check.
+KNOWN = frozenset(PLUGINS) | frozenset(PURE) | {"vars"}
+
+
+class _Recorder:
+    """``lookup``/``query`` that really run on the controller and remember the answers."""
+
+    def __init__(self, ctx_for: Callable[[], LookupContext]) -> None:
+        self.table: Dict[str, Any] = {}
+        self.ctx_for = ctx_for
+
+    def results(self, plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
+        terms = listify(list(terms))
+        if plugin in PURE:
+            return PURE[plugin](terms, None)
+        table_key = key(plugin, terms, kwargs)
+        if table_key not in self.table:
+            try:
+                value = PLUGINS[plugin](terms, dict(kwargs), self.ctx_for())
+                self.table[table_key] = {"value": value}
+            except KeyError:
+                self.table[table_key] = {"error": "lookup plugin (%s) not found" % plugin}
+            except (LookupError_, OSError, UnicodeError) as exc:
+                self.table[table_key] = {"error": str(exc)}
+        answer = self.table[table_key]
+        if "error" in answer:
+            raise TemplateError(answer["error"])
+        return answer["value"]
+
+    def lookup(self, plugin: str, *terms: Any, **kwargs: Any) -> Any:
+        values = self.results(plugin, terms, kwargs)
+        if kwargs.get("wantlist"):
+            return values
+        return values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+
+    def query(self, plugin: str, *terms: Any, **kwargs: Any) -> List[Any]:
+        return self.results(plugin, terms, kwargs)
+
+
+def needs_controller(task: Task) -> bool:
+    """Whether ``task`` calls a lookup that reads the controller."""
+    if task.loop_with is not None and task.loop_with not in PURE:
+        return True
+    return any(call in text for text in _strings(to_wire(task)) for call in ("lookup(", "query(", "q("))
+
+
+def collect(hostrun: HostRun, tasks: Sequence[Tuple[Task, Tuple[Block, ...]]],
+            basedir: str) -> Dict[str, Any]:
+    """The lookup table for one host and the given tasks."""
+    table: Dict[str, Any] = {}
+    for task, blocks in tasks:
+        wire = to_wire(task)
+        scope = Scope(tuple(to_wire(b) for b in blocks))
+        current: List[Templar] = []
+        recorder = _Recorder(lambda: LookupContext(task, basedir, current[-1]))
+        recorder.table = table
+        overlay = Verbatim({"lookup": recorder.lookup, "query": recorder.query, "q": recorder.query})
+
+        def templar_for(extra: Optional[Dict[str, Any]] = None) -> Templar:
+            layers = dict(extra or {})
+            view = hostrun.variables(wire, scope, layers)
+            templar = Templar(_Over(overlay, view))
+            current.append(templar)
+            return templar
+
+        _render_task(task, wire, hostrun, templar_for)
+    return table
+
+
+class _Over:
+    """A read-only mapping: ``top`` first, then ``rest`` (keeps ChainMap's laziness)."""
+
+    def __init__(self, top: Any, rest: Any) -> None:
+        self.top, self.rest = top, rest
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self.top:
+            return self.top[name]
+        return self.rest[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.top or name in self.rest
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def __iter__(self) -> Any:
+        return iter(set(self.top) | set(self.rest))
+
+    def __len__(self) -> int:
+        return len(set(self.top) | set(self.rest))
+
+
+def _render_task(task: Task, wire: Dict[str, Any], hostrun: HostRun,
+                 templar_for: Callable[..., Templar]) -> None:
+    """Template every field the runner will, per loop item, to trigger the lookups."""
+    templar = templar_for()
+    overlays: List[Optional[Dict[str, Any]]] = [None]
+    if task.loop is not None:
+        try:
+            terms = templar.template(task.loop)
+            items = templar.variables["query"](task.loop_with, *listify(terms)) \
+                if task.loop_with is not None else terms
+        except TemplateError as exc:
+            LOG.debug("loop of %s for lookups: %s", task.location, exc)
+            return
+        loop_var = (task.loop_control or {}).get("loop_var", "item")
+        overlays = [{loop_var: item} for item in listify(items)]
+    for overlay in overlays:
+        scoped = templar_for(overlay) if overlay else templar
+        for value in (task.args, task.name, task.environment, list(task.when or ()),
+                      list(task.changed_when or ()), list(task.failed_when or ())):
+            try:
+                scoped.template(_as_templates(value))
+            except TemplateError as exc:
+                LOG.debug("field of %s for lookups: %s", task.location, exc)
+
+
+def _as_templates(value: Any) -> Any:
+    """Bare conditionals become templates so their lookups run too."""
+    if isinstance(value, list):
+        return [v if not isinstance(v, str) or "{{" in v else "{{ %s }}" % v for v in value]
+    return value
+
+
+def _strings(value: Any) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

@@ -1,0 +1,89 @@
+"""Cuts that follow from data flow (DESIGN §3, linear-semantics §9).
+
+Inside a batch a host's own values flow freely: the runner has them. Two
+kinds of reads cannot wait for the runner:
+
+* reads of **other hosts' runtime data** (``hostvars`` of another host's
+  facts or registered values, ``ansible_play_hosts``, ``groups`` after
+  ``add_host``/``group_by``): they show the other hosts' state at the start of
+  the step, which exists only at a step boundary — cut before the reader;
+* what the **controller** evaluates before a batch for each host: arguments
+  of lookups that read the controller, and the ``src`` of ``copy``,
+  ``template``, ``script`` and ``unarchive`` (with the loop that feeds it).
+  If such an argument reads a variable written earlier *in the same batch*,
+  the controller cannot know it yet — cut before the task, so the value is
+  carried state when the next batch starts.
+"""
+from __future__ import annotations
+
+from typing import AbstractSet, FrozenSet, List, Optional, Sequence
+
+from ioc.model import Task
+from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
+                                 effective_writes, loop_names, satisfies, value_refs)
+from ioc.planner.program import Entry, Program
+from ioc.planner.schedule import DataRule
+
+#: Actions whose controller file the controller resolves per host (see
+#: ``controller/payloads.py``), with the argument that names it.
+CONTROLLER_FILE_ARGS = {"copy": "src", "template": "src", "unarchive": "src",
+                        "script": "_raw_params", "include_vars": "_raw_params"}
+#: Lookups that run on the target (pure): they never need a cut.
+PURE_LOOKUPS = frozenset({"items", "list", "dict", "indexed_items", "flattened", "nested",
+                          "together", "subelements", "sequence", "vars"})
+
+
+def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> DataRule:
+    """The scheduler's data-flow cut rule for ``program``."""
+    effects = effects if effects is not None else analyze_program(program)
+    writes = effective_writes(program, effects)
+    origins = classify(program, effects)
+
+    def rule(entry: Entry, start: int) -> Optional[str]:
+        index = entry.index
+        where = "%s (%s)" % (entry.task.display_name, entry.task.location)
+        cross = sorted(n for n, o in origins[index].items() if o is Origin.CROSS_HOST)
+        if cross:
+            return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
+        needed = controller_reads(entry.task, effects[index])
+        if not needed:
+            return None
+        written = _writers(writes, start, index, needed)
+        if written:
+            return "%s: the controller evaluates %s before a batch, and %s" % (
+                where, _what(entry.task, effects[index]), "; ".join(
+                    "'%s' is written by task %d" % (name, at) for name, at in written))
+        return None
+
+    return rule
+
+
+def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
+    """Variables the controller must know to prepare ``task`` for a host."""
+    names = set()
+    for call in effects.lookups:
+        if call.plugin not in PURE_LOOKUPS:
+            names |= set(call.reads)
+    arg = CONTROLLER_FILE_ARGS.get(task.action)
+    remote = str(task.args.get("remote_src", "")).lower() in ("yes", "true", "1")
+    if arg is not None and task.args.get(arg) is not None and not remote:
+        names |= set(value_refs(task.args.get(arg), "args").names)
+        names |= {r.name for r in effects.reads if r.field == "loop"}
+    return frozenset(names - loop_names(task))
+
+
+def _writers(writes: Sequence[AbstractSet[str]], start: int, stop: int,
+             names: AbstractSet[str]) -> List[tuple]:
+    found = {}
+    for index in range(start, stop):
+        for name in names:
+            if satisfies(writes[index], name):
+                found[name] = index
+    return sorted(found.items())
+
+
+def _what(task: Task, effects: Effects) -> str:
+    plugins = sorted({c.plugin or "?" for c in effects.lookups if c.plugin not in PURE_LOOKUPS})
+    if plugins:
+        return "lookup(%s)" % ", ".join(plugins)
+    return "the controller file of %s" % task.action

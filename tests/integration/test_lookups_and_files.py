@@ -1,0 +1,121 @@
+"""Controller-side inputs: lookups, include_vars and controller files, per host."""
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.test_end_to_end import ioc_run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def two(sshd) -> str:
+    return sshd.inventory_ini(["h1", "h2"], group="web")
+
+
+def msgs(run, task):
+    return [(e["host"], e["result"].get("msg")) for e in run.of("runner_ok") if e["task"] == task]
+
+
+def test_lookups_read_the_controller_per_host(tmp_path, two, monkeypatch):
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "h1.txt").write_text("one\n")
+    (tmp_path / "files" / "h2.txt").write_text("two\n")
+    (tmp_path / "files" / "b.conf").write_text("")
+    (tmp_path / "files" / "a.conf").write_text("")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: file
+              debug: msg="{{ lookup('file', inventory_hostname ~ '.txt') }}"
+            - name: env and pipe
+              debug: msg="{{ lookup('env', 'IOC_MARK') }} {{ lookup('pipe', 'echo piped') }}"
+            - name: fileglob
+              debug: msg="{{ item | basename }}"
+              with_fileglob: "*.conf"
+            - name: pure loops run on the target
+              debug: msg="{{ item.key }}={{ item.value }}"
+              with_dict: {a: 1}
+        """, inventory=two, env={"IOC_MARK": "marked"})
+    assert r.rc == 0, r.stdout + r.stderr
+    assert msgs(r, "file") == [("h1", "one"), ("h2", "two")]
+    assert msgs(r, "env and pipe") == [("h1", "marked piped"), ("h2", "marked piped")]
+    globbed = [e["result"]["msg"] for e in r.of("runner_item_ok") if e["task"] == "fileglob"]
+    assert sorted(globbed) == ["a.conf", "a.conf", "b.conf", "b.conf"]
+    assert [e["result"]["msg"] for e in r.of("runner_item_ok") if e["task"].startswith("pure")] == ["a=1"] * 2
+
+
+def test_a_lookup_reading_a_value_made_in_the_batch_gets_a_cut(tmp_path, two):
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "chosen.txt").write_text("chosen content")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact: name=chosen
+            - name: reads it
+              debug: msg="{{ lookup('file', name ~ '.txt') }}"
+        """, "--plan", inventory=two)
+    assert r.rc == 0
+    assert "the controller evaluates lookup(file) before a batch, and 'name' is written by task" in r.stdout
+    run = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact: name=chosen
+            - name: reads it
+              debug: msg="{{ lookup('file', name ~ '.txt') }}"
+        """, inventory=two)
+    assert run.rc == 0, run.stdout + run.stderr
+    assert msgs(run, "reads it") == [("h1", "chosen content"), ("h2", "chosen content")]
+
+
+def test_password_lookup_creates_the_file_once_and_reuses_it(tmp_path, two):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: pw
+              debug: msg="{{ lookup('password', playbook_dir ~ '/secret length=12') }}"
+        """, inventory=two)
+    assert r.rc == 0, r.stdout + r.stderr
+    stored = (tmp_path / "secret").read_text().strip()
+    assert len(stored) == 12
+    assert msgs(r, "pw") == [("h1", stored), ("h2", stored)]
+
+
+def test_include_vars_reads_a_controller_file(tmp_path, two):
+    (tmp_path / "vars").mkdir()
+    (tmp_path / "vars" / "common.yml").write_text("color: blue\nsize: '{{ base }}-x'\n")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          vars:
+            base: small
+            color: red
+          tasks:
+            - include_vars: common.yml
+            - name: show
+              debug: msg="{{ color }} {{ size }}"
+        """, inventory=two)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert msgs(r, "show") == [("h1", "blue small-x"), ("h2", "blue small-x")]
+
+
+def test_copy_of_a_controller_file_lands_on_every_host(tmp_path, sshd):
+    inventory = sshd.inventory_ini(["h1", "h2"], group="web")
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "motd").write_text("hello from the controller\n")
+    out = tmp_path / "out"
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - file: path={out}/{{{{ inventory_hostname }}}} state=directory
+            - copy: src=motd dest={out}/{{{{ inventory_hostname }}}}/motd
+              loop: [1, 2, 3]
+        """, inventory=inventory)
+    assert r.rc == 0, r.stdout + r.stderr
+    for host in ("h1", "h2"):
+        assert (out / host / "motd").read_text() == "hello from the controller\n"
