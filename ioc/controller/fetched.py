@@ -1,9 +1,12 @@
 """Files that ``fetch`` brings back, written on the controller.
 
-The runner's ``fetch`` module returns the content under ``_ioc_fetch``
-(``{"dest": path, "content": bytes}``). The controller writes it atomically,
-sets ``changed`` from whether the file on the controller really changed (the
-target cannot know), and removes the content so callbacks never see it.
+The runner's ``fetch`` module returns the content under ``_ioc_fetch`` (its
+docstring has the contract). Here the controller finishes what Ansible's
+fetch action does on its side: resolves a relative ``dest`` against the
+playbook directory, refuses directories where a file is meant, writes the
+file atomically only when its content differs, verifies the written
+checksum, and decides ``changed`` — the target cannot know the controller's
+copy. The content never reaches callbacks.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import tempfile
 from typing import Any, Dict
 
 
-def deliver(event: Dict[str, Any]) -> None:
+def deliver(event: Dict[str, Any], basedir: str = ".") -> None:
     """Write any fetched file carried by ``event`` (an item or final result)."""
     result = event.get("result")
     if not isinstance(result, dict) or "_ioc_fetch" not in result:
@@ -21,15 +24,51 @@ def deliver(event: Dict[str, Any]) -> None:
     payload = result.pop("_ioc_fetch")
     if result.get("failed") or result.get("skipped"):
         return
-    result["changed"] = write(payload["dest"], bytes(payload["content"]))
+    dest = os.path.normpath(os.path.join(basedir, payload["dest"]))
+    problem = _directory_problem(payload, dest)
+    if problem:
+        _fail(event, result, problem)
+        return
+    content = bytes(payload["content"])
+    checksum = hashlib.sha1(content).hexdigest()
+    result["dest"] = dest
+    if _sha1(dest) == checksum:
+        event["result"] = {"changed": False, "md5sum": hashlib.md5(content).hexdigest(),
+                           "file": result.get("file", result.get("src")), "dest": dest,
+                           "checksum": checksum}
+        return
+    write(dest, content)
+    if payload.get("validate_checksum", True) and _sha1(dest) != payload.get("checksum", checksum):
+        _fail(event, result, "checksum mismatch")
+        return
+    result["changed"] = True
 
 
-def write(dest: str, content: bytes) -> bool:
-    """Atomically write ``content`` to ``dest``; True when it changed."""
-    if os.path.isfile(dest):
-        with open(dest, "rb") as handle:
-            if hashlib.sha1(handle.read()).digest() == hashlib.sha1(content).digest():
-                return False
+def _directory_problem(payload: Dict[str, Any], dest: str) -> str:
+    if payload.get("flat") and not payload.get("dest_is_dir") and os.path.isdir(dest) \
+            and not str(payload["dest"]).endswith("/"):
+        return ("dest is an existing directory, use a trailing slash if you want to fetch "
+                "src into that directory")
+    if os.path.isdir(dest):
+        return ("calculated dest '%s' is an existing directory, use another path that does "
+                "not point to an existing directory" % dest)
+    return ""
+
+
+def _fail(event: Dict[str, Any], result: Dict[str, Any], msg: str) -> None:
+    result.update(failed=True, changed=False, msg=msg)
+    event["status"] = "failed"
+
+
+def _sha1(path: str) -> str:
+    if not os.path.isfile(path):
+        return ""
+    with open(path, "rb") as handle:
+        return hashlib.sha1(handle.read()).hexdigest()
+
+
+def write(dest: str, content: bytes) -> None:
+    """Atomically write ``content`` to ``dest`` (temp file, fsync, rename)."""
     directory = os.path.dirname(os.path.abspath(dest))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ioc-fetch-")
@@ -43,4 +82,3 @@ def write(dest: str, content: bytes) -> bool:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return True

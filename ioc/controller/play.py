@@ -235,7 +235,7 @@ class PlayExecutor:
             if not call.in_process:
                 self.ctx.transport.count_call(call.connection, event.get("calls", 0))
         if kind in ("done", "item"):
-            fetched.deliver(event)
+            fetched.deliver(event, self.plan.program.play.basedir)
             self._inventory_effects(host, event)
             self._mark_delegated(host, event, calls)
         if kind == "done":

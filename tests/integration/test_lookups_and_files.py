@@ -119,3 +119,31 @@ def test_copy_of_a_controller_file_lands_on_every_host(tmp_path, sshd):
     assert r.rc == 0, r.stdout + r.stderr
     for host in ("h1", "h2"):
         assert (out / host / "motd").read_text() == "hello from the controller\n"
+
+
+def test_template_and_fetch_round_trip(tmp_path, sshd):
+    inventory = sshd.inventory_ini(["h1", "h2"], group="web")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "app.conf.j2").write_text("name={{ inventory_hostname }}\nport={{ port }}\n")
+    work = tmp_path / "target"
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          vars:
+            port: 8080
+          tasks:
+            - file: path={work}/{{{{ inventory_hostname }}}} state=directory
+            - template: src=app.conf.j2 dest={work}/{{{{ inventory_hostname }}}}/app.conf
+            - fetch: src={work}/{{{{ inventory_hostname }}}}/app.conf dest=fetched
+        """, inventory=inventory)
+    assert r.rc == 0, r.stdout + r.stderr
+    for host in ("h1", "h2"):
+        fetched = tmp_path / "fetched" / host / str(work).lstrip("/") / host / "app.conf"
+        assert fetched.read_text() == "name=%s\nport=8080\n" % host
+    again = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fetch: src={work}/{{{{ inventory_hostname }}}}/app.conf dest=fetched
+        """, inventory=inventory)
+    assert again.recap["h1"]["changed"] == 0 and again.rc == 0

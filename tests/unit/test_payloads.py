@@ -1,6 +1,8 @@
 """Controller files are found on Ansible's search path and shipped once per host."""
 from __future__ import annotations
 
+import hashlib
+
 from ioc import loader
 from ioc.agentless_runner.batch import HostRun
 from ioc.controller import fetched, payloads
@@ -99,12 +101,29 @@ def test_remote_src_ships_nothing(tmp_path):
 
 
 def test_fetched_content_is_written_atomically_and_changed_reflects_the_controller(tmp_path):
+    def event():
+        return {"e": "done", "status": "ok",
+                "result": {"changed": True, "dest": "out/h1/etc/motd", "file": "/etc/motd",
+                           "_ioc_fetch": {"dest": "out/h1/etc/motd", "content": b"hi",
+                                          "checksum": hashlib.sha1(b"hi").hexdigest()}}}
+    first = event()
+    fetched.deliver(first, str(tmp_path))
     dest = tmp_path / "out" / "h1" / "etc" / "motd"
-    event = {"e": "done", "result": {"changed": True, "_ioc_fetch": {"dest": str(dest), "content": b"hi"}}}
-    fetched.deliver(event)
-    assert dest.read_bytes() == b"hi" and event["result"]["changed"] is True
-    assert "_ioc_fetch" not in event["result"]
-    again = {"e": "done", "result": {"changed": True, "_ioc_fetch": {"dest": str(dest), "content": b"hi"}}}
-    fetched.deliver(again)
-    assert again["result"]["changed"] is False
+    assert dest.read_bytes() == b"hi" and first["result"]["changed"] is True
+    assert first["result"]["dest"] == str(dest)  # relative to the playbook directory
+    assert "_ioc_fetch" not in first["result"]
+    again = event()
+    fetched.deliver(again, str(tmp_path))
+    assert again["result"] == {"changed": False, "md5sum": hashlib.md5(b"hi").hexdigest(),
+                               "file": "/etc/motd", "dest": str(dest),
+                               "checksum": hashlib.sha1(b"hi").hexdigest()}
     assert [p.name for p in dest.parent.iterdir()] == ["motd"]
+
+
+def test_fetch_into_an_existing_directory_fails(tmp_path):
+    (tmp_path / "out" / "h1" / "etc" / "motd").mkdir(parents=True)
+    ev = {"e": "done", "status": "ok",
+          "result": {"changed": True, "_ioc_fetch": {"dest": "out/h1/etc/motd", "content": b"x",
+                                                     "checksum": hashlib.sha1(b"x").hexdigest()}}}
+    fetched.deliver(ev, str(tmp_path))
+    assert ev["status"] == "failed" and "is an existing directory" in ev["result"]["msg"]
