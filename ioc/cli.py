@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from ioc import __version__, loader
 from ioc.callbacks import Callback, CallbackSet
@@ -17,6 +18,7 @@ from ioc.controller.playbook import PlaybookRun, plan_playbook
 from ioc.errors import IocError, LoadError, PlanError
 from ioc.model import Inventory
 from ioc.planner import explain
+from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json
 
 LOG = logging.getLogger("ioc")
 
@@ -43,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-D", "--diff", action="store_true", help="show file differences")
     parser.add_argument("--plan", action="store_true",
                         help="print the batches and why each ends; connect to nothing")
+    parser.add_argument("--plan-format", choices=("text", "json", "dot"), default="text",
+                        help="with --plan: text (default), json (a list, one entry per play) "
+                             "or dot (one digraph per play)")
     parser.add_argument("--per-task", action="store_true",
                         help="one runner call per task (no batching), for comparison")
     parser.add_argument("--events", metavar="FILE",
@@ -67,6 +72,20 @@ def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:
     return loader.ensure_localhost(inventory)
 
 
+def print_plans(planned_plays: Sequence[Any], form: str) -> None:
+    """``--plan``: every play's plan as text, JSON or DOT, on stdout."""
+    if form == "text":
+        for planned in planned_plays:
+            print(explain(planned.plan))
+        return
+    graphs = [(p.plan, plan_graph(p.plan)) for p in planned_plays]
+    if form == "json":
+        print(json.dumps([plan_to_json(plan, graph) for plan, graph in graphs],
+                         indent=2, sort_keys=True))
+    else:
+        sys.stdout.write("".join(plan_to_dot(plan, graph) for plan, graph in graphs))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
@@ -75,8 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         extra = loader.parse_extra_vars(args.extra_vars)
         playbook = loader.load_playbook(args.playbook, extra_vars=extra)
         if args.plan:
-            for planned in plan_playbook(playbook, per_task=args.per_task):
-                print(explain(planned.plan))
+            print_plans(plan_playbook(playbook, per_task=args.per_task), args.plan_format)
             return 0
         inventory = load_inventory(args.inventory, os.path.dirname(os.path.abspath(args.playbook)))
         sinks: List[Callback] = [Console(verbosity=args.verbose)]
