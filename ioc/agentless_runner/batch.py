@@ -123,6 +123,9 @@ class HostRun(object):
         self.file_key = None
         #: Answers of controller-side lookups for this host (see lookups.py).
         self.lookup_table = batch.get("lookups") or {}
+        #: What this batch wrote: the end event reports only that (the
+        #: controller merges it into what it keeps for the host).
+        self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
         #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3).
         self.delegated_facts = {}
 
@@ -141,9 +144,9 @@ class HostRun(object):
 
     def state(self):
         state = {
-            "facts": self.facts,
-            "runtime": self.runtime,
-            "include_vars": self.included,
+            "facts": self.written["facts"],
+            "runtime": self.written["runtime"],
+            "include_vars": self.written["include_vars"],
             "notified": self.notified,
             "blocks": self.blocks_out,
         }
@@ -214,8 +217,8 @@ class HostRun(object):
 
     def _enter_rescue(self, failure):
         """Expose the failure to the rescue section (L4.1); the values persist."""
-        self.runtime["ansible_failed_task"] = failure.task
-        self.runtime["ansible_failed_result"] = failure.result
+        self.set_runtime({"ansible_failed_task": failure.task,
+                          "ansible_failed_result": failure.result})
 
     # -- variables -------------------------------------------------------------
 
@@ -257,8 +260,14 @@ class HostRun(object):
             self._facts_layer = layer
         return self._facts_layer
 
+    def set_runtime(self, values):
+        """set_fact/register values: visible at once, and reported to the controller."""
+        self.runtime.update(values)
+        self.written["runtime"].update(values)
+
     def add_facts(self, facts):
         self.facts.update(facts)
+        self.written["facts"].update(facts)
         self._facts_layer = None
 
     # -- one task --------------------------------------------------------------
@@ -271,7 +280,7 @@ class HostRun(object):
         status = results.status_of(result)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
-            self.runtime[task["register"]] = results.public(result)
+            self.set_runtime({task["register"]: results.public(result)})
         if status == "ok":
             self.apply_effects(task, result)
             if result.get("changed"):
@@ -455,9 +464,10 @@ class HostRun(object):
         if not facts:
             return
         if task["action"] == "set_fact":
-            self.runtime.update(facts)
+            self.set_runtime(facts)
         elif task["action"] == "include_vars":
             self.included.update(facts)
+            self.written["include_vars"].update(facts)
         elif self.options.get("delegate_facts"):
             self.delegated_facts.update(facts)
         else:

@@ -60,4 +60,5 @@ class JsonEvents(Callback):
 
     def transport_report(self, report: Any) -> None:
         self._write("transport", batches=report.batches, calls=report.calls,
-                    per_task_calls=report.per_task_calls)
+                    per_task_calls=report.per_task_calls, sent=dict(report.sent),
+                    received=dict(report.received))

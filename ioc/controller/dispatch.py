@@ -92,6 +92,7 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
 
 def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
               tracker: "_Position", put: Callable[[Delivery], None]) -> None:
+    tracker.sent = len(mitogen.core.Message.pickled(call.wire).data)
     events = mitogen.core.Receiver(connector.router, respondent=ctx)
     reply = ctx.call_async(runner_batch.run_batch, call.wire, events.to_sender())
     select = mitogen.select.Select([events, reply], oneshot=False)
@@ -109,7 +110,10 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 return
             if msg.receiver is reply:
                 return  # run_batch returned: every event has been delivered
+            tracker.received += len(msg.data)
             tracker.see(value)
+            if value.get("e") == "end":
+                value["bytes"] = [tracker.sent, tracker.received]
             put((call.host, value))
     finally:
         select.close()
@@ -120,6 +124,8 @@ class _Position:
     """Where a host stands, so a lost connection is reported at the right step."""
 
     def __init__(self, first_key: Tuple[int, int]) -> None:
+        self.sent = 0
+        self.received = 0
         self.open_key: Optional[List[int]] = None
         self.first_key = list(first_key)
         self.ended = False

@@ -4,12 +4,12 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller import fetched, lookups, payloads
+from ioc.controller import closure, fetched, lookups, payloads
 from ioc.controller.connection import ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, dispatch
 from ioc.controller.transport import TransportReport
@@ -60,9 +60,12 @@ class HostState:
     def absorb(self, end: Event) -> None:
         """Take the state a runner reported at the end of its step."""
         state = end.get("state") or {}
-        self.facts = state.get("facts", self.facts)
-        self.runtime = state.get("runtime", self.runtime)
-        self.included = state.get("include_vars", self.included)
+        # The runner saw only the variables its step reads (the closure), so
+        # what it returns is merged in, never substituted: nothing is deleted
+        # on a target except by the controller (clear_facts).
+        self.facts = {**self.facts, **state.get("facts", {})}
+        self.runtime = {**self.runtime, **state.get("runtime", {})}
+        self.included = {**self.included, **state.get("include_vars", {})}
         self.notified = state.get("notified", self.notified)
         self.blocks = state.get("blocks", {})
         if end.get("status") == "failed":
@@ -188,15 +191,18 @@ class PlayExecutor:
         self.magic = magic
         self.ended = False
         self.max_fail_hit = False
+        #: Names the current step reads (None: all), see ``planner/closure.py``.
+        self.reads: Optional[FrozenSet[str]] = None
         self._rescuable = _rescuable_blocks(plan.program.tree)
 
     # -- the loop ----------------------------------------------------------------
 
     def run(self) -> None:
-        for step in self.plan.steps:
+        for number, step in enumerate(self.plan.steps):
             active = [h for h in self.order if self.hosts[h].active]
             if not active or self.ended:
                 break
+            self.reads = self.plan.reads[number] if self.plan.reads else None
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
 
@@ -234,6 +240,8 @@ class PlayExecutor:
             call = next(c for c in calls if c.host == host)
             if not call.in_process:
                 self.ctx.transport.count_call(call.connection, event.get("calls", 0))
+                sent, received = event.get("bytes", (0, 0))
+                self.ctx.transport.count_bytes(call.connection, sent, received)
         if kind in ("done", "item"):
             fetched.deliver(event, self.plan.program.play.basedir)
             self._inventory_effects(host, event)
@@ -398,6 +406,16 @@ class PlayExecutor:
                      group_names=state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
                      ansible_play_batch=active, ansible_play_hosts=active, play_hosts=active)
+        static = {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+                  "extra": self.static_layers["extra"]}
+        names = None if self.reads is None else closure.close_over(
+            self.reads, [static["extra"], state.included, static["play"], static["inventory"]])
+        shipped = {layer: closure.restrict(values, names) for layer, values in static.items()}
+        shipped["magic"] = magic
+        wire_state = state.wire_state()
+        for layer in ("runtime", "include_vars"):
+            wire_state[layer] = closure.restrict(wire_state[layer], names)
+        wire_state["facts"] = closure.restrict_facts(wire_state["facts"], names)
         return {
             "v": WIRE_VERSION,
             "host": host,
@@ -405,9 +423,8 @@ class PlayExecutor:
             "end": step.end,
             "tree": wire_tree(self.plan.program.tree, step.start, step.end),
             "handlers": [to_wire(h) for h in self.plan.program.handlers],
-            "vars": {"inventory": state.inventory_vars, "play": self.static_layers["play"],
-                     "extra": self.static_layers["extra"], "magic": magic},
-            "state": state.wire_state(),
+            "vars": shipped,
+            "state": wire_state,
             "options": {"check": self.ctx.options.check, "diff": self.ctx.options.diff},
         }
 

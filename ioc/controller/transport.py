@@ -15,6 +15,10 @@ class TransportReport:
     #: Calls a ``--per-task`` run would have made: one per task per host.
     per_task_calls: int = 0
     calls: Dict[str, int] = field(default_factory=dict)
+    #: Serialized bytes of batches sent and events received, per connection
+    #: (before the SSH stream's compression).
+    sent: Counter = field(default_factory=Counter)
+    received: Counter = field(default_factory=Counter)
     _seen: Counter = field(default_factory=Counter)
 
     def count_call(self, host: str, runner_total: int) -> None:
@@ -22,12 +26,27 @@ class TransportReport:
         self._seen[host] += 1
         self.calls[host] = max(runner_total, self.calls.get(host, 0))
 
+    def count_bytes(self, host: str, sent: int = 0, received: int = 0) -> None:
+        self.sent[host] += sent
+        self.received[host] += received
+
     def lines(self, verbose: bool = False) -> List[str]:
         total = sum(self.calls.values())
         out = ["ioc: %d batch(es), %d runner call(s) for %d host(s) "
-               "(a per-task run would make %d)"
-               % (self.batches, total, len(self.calls), self.per_task_calls)]
+               "(a per-task run would make %d); %s sent, %s received"
+               % (self.batches, total, len(self.calls), self.per_task_calls,
+                  _size(sum(self.sent.values())), _size(sum(self.received.values())))]
         if verbose:
             for host in sorted(self.calls):
-                out.append("ioc:   %-26s runner calls=%d" % (host, self.calls[host]))
+                out.append("ioc:   %-26s runner calls=%d sent=%s received=%s"
+                           % (host, self.calls[host], _size(self.sent[host]),
+                              _size(self.received[host])))
         return out
+
+
+def _size(count: int) -> str:
+    if count >= 10 * 1024 * 1024:
+        return "%d MiB" % (count // (1024 * 1024))
+    if count >= 10 * 1024:
+        return "%d KiB" % (count // 1024)
+    return "%d B" % count

@@ -1,5 +1,9 @@
 """The planner: a play in, an ordered list of steps out (pure, deterministic)."""
+import dataclasses
+
+from ioc.planner.closure import step_reads
 from ioc.planner.dataflow import data_rule
+from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
 from ioc.planner.support import Capabilities, check_program
@@ -12,7 +16,10 @@ def plan_play(play, caps, per_task=False):
     """Compile, check and schedule ``play``; raises PlanError before any host is touched."""
     program = compile_play(play)
     check_program(program, caps)
-    return schedule(program, per_task=per_task, data_rule=data_rule(program))
+    effects = analyze_program(program)
+    plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects))
+    reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
+    return dataclasses.replace(plan, reads=reads)
 
 
 def explain(plan):

@@ -22,7 +22,7 @@ Every cut records its reason; ``explain()`` prints them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Callable, FrozenSet, List, Optional, Tuple, Union
 
 from ioc.model import Play, Task
 from ioc.planner.program import Entry, Program
@@ -82,6 +82,11 @@ PLAY_META = frozenset({"end_play", "end_batch", "clear_host_errors", "clear_fact
 class Plan:
     program: Program
     steps: Tuple[Step, ...]
+    #: Per step, the variable names its tasks can read (None: all of them).
+    reads: Tuple[Optional[FrozenSet[str]], ...] = ()
+
+    def reads_of(self, step: Step) -> Optional[FrozenSet[str]]:
+        return self.reads[self.steps.index(step)] if self.reads else None
 
     def entries_of(self, step: Step) -> Tuple[Entry, ...]:
         return self.program.entries[step.start:step.end]

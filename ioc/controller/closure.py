@@ -1,0 +1,64 @@
+"""Shipping a host only the variables a step can read.
+
+The planner gives the names a step reads (``Plan.reads``). A value may be a
+template reading other names (``url: "https://{{ host }}:{{ port }}"``), so
+the set is closed over the host's own raw values before filtering. Values
+that came out of modules and templating (facts, registered results) are
+never templates and need no closing.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set
+
+from ioc.errors import PlanError
+from ioc.planner.effects import is_template, value_refs
+
+
+def close_over(names: FrozenSet[str], layers: Iterable[Mapping[str, Any]]) -> Set[str]:
+    """``names`` plus every name their (templated) values read, transitively."""
+    layers = list(layers)
+    needed = set(names)
+    queue: List[str] = list(names)
+    while queue:
+        name = queue.pop()
+        for layer in layers:
+            if name in layer:
+                for ref in _refs(layer[name]):
+                    if ref not in needed:
+                        needed.add(ref)
+                        queue.append(ref)
+    return needed
+
+
+def _refs(value: Any) -> FrozenSet[str]:
+    if isinstance(value, str):
+        return _string_refs(value) if is_template(value) else frozenset()
+    if isinstance(value, dict):
+        return frozenset().union(*(_refs(k) | _refs(v) for k, v in value.items())) \
+            if value else frozenset()
+    if isinstance(value, (list, tuple)):
+        return frozenset().union(*(_refs(v) for v in value)) if value else frozenset()
+    return frozenset()
+
+
+@lru_cache(maxsize=4096)
+def _string_refs(text: str) -> FrozenSet[str]:
+    try:
+        return frozenset(value_refs(text).names)
+    except PlanError:
+        return frozenset()  # the runner reports the broken template when it is read
+
+
+def restrict(layer: Mapping[str, Any], names: Optional[Set[str]]) -> Dict[str, Any]:
+    """``layer`` without the names nobody reads (all of it when ``names`` is None)."""
+    if names is None:
+        return dict(layer)
+    return {k: v for k, v in layer.items() if k in names}
+
+
+def restrict_facts(facts: Mapping[str, Any], names: Optional[Set[str]]) -> Dict[str, Any]:
+    """Facts a step reads: all of them when it reads ``ansible_facts``."""
+    if names is None or "ansible_facts" in names:
+        return dict(facts)
+    return {k: v for k, v in facts.items() if k in names or "ansible_" + k in names}

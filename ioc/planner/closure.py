@@ -1,0 +1,50 @@
+"""Which variables a step can read: the closure a batch ships (DESIGN §3).
+
+A batch carries, per host, only the variables its tasks can read — not every
+host variable, fact and registered result the host has accumulated. The
+planner computes the names each step reads directly (every templated field
+of its tasks, and of the handlers a flush in the step may run); the
+controller closes that set over the host's actual values, since a variable's
+value may itself be a template that reads others.
+
+Some tasks can read anything: ``template`` renders a file the planner never
+sees, ``vars[...]`` with a computed key, ``lookup('vars', <computed>)`` and
+``hostvars[inventory_hostname]`` without a known attribute. A step holding
+one ships everything (``None``).
+"""
+from __future__ import annotations
+
+from typing import FrozenSet, Optional, Sequence, Set
+
+from ioc.planner.effects import SELF, Effects
+from ioc.planner.program import Program
+
+#: Actions whose module reads variables the planner cannot see.
+READS_EVERYTHING = frozenset({"template"})
+
+
+def step_reads(program: Program, effects: Sequence[Effects], start: int,
+               end: int) -> Optional[FrozenSet[str]]:
+    """Names the tasks ``[start, end)`` (and handlers of a flush there) read; None = all."""
+    names: Set[str] = set()
+    entries = program.entries[start:end]
+    tasks = [(e.task, effects[e.index]) for e in entries]
+    if any(e.is_flush for e in entries):
+        from ioc.planner.effects import analyze_task
+        tasks += [(h, analyze_task(h)) for h in program.handlers]
+    for task, eff in tasks:
+        if task.action in READS_EVERYTHING or _open_ended(eff):
+            return None
+        names |= eff.read_names
+        for access in eff.hostvars:
+            if access.host == SELF:
+                names |= set(access.attrs)
+    return frozenset(names)
+
+
+def _open_ended(eff: Effects) -> bool:
+    if "vars" in eff.read_names:
+        return True
+    if any(a.host == SELF and not a.attrs for a in eff.hostvars):
+        return True
+    return any(c.plugin in (None, "vars") and not c.static_args for c in eff.lookups)
