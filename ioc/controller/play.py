@@ -328,8 +328,9 @@ class PlayExecutor:
                 self.ctx.play_meta(meta, active)
 
     def _any_errors_fatal(self, step: Step) -> bool:
-        return any(_set(e.task.any_errors_fatal) and not _set(e.task.ignore_errors)
-                   for e in self.plan.entries_of(step))
+        play_wide = _set(self.plan.program.play.any_errors_fatal)
+        return any((_set(e.task.any_errors_fatal) or (e.implicit and play_wide))
+                   and not _set(e.task.ignore_errors) for e in self.plan.entries_of(step))
 
     def stop_others(self, active: List[str], failed: List[str]) -> None:
         """any_errors_fatal (L4.5): hosts in a block with a rescue go there; the rest stop."""

@@ -74,6 +74,9 @@ CONTROLLER_ACTIONS = frozenset({"add_host", "group_by", "pause"})
 #: "Bypass host loop" actions: run once, on the first host, like run_once (L7.2).
 BYPASS_ACTIONS = frozenset({"add_host", "pause"})
 #: meta actions run once for the play, with the first host's `when` (L7.10).
+#: Actions the linear strategy runs on the controller: they cannot be unreachable,
+#: so with ``ignore_errors`` they cannot trigger any_errors_fatal.
+NEVER_UNREACHABLE = frozenset({"debug", "set_fact", "assert", "fail", "meta"})
 PLAY_META = frozenset({"end_play", "end_batch", "clear_host_errors", "clear_facts",
                        "refresh_inventory"})
 
@@ -148,9 +151,9 @@ def _skippable_flush(program: Program, entry: Entry) -> bool:
 def classify(entry: Entry, play: Play) -> Cut:
     """The barrier rules of linear-semantics §9 that follow from one task."""
     task = entry.task
-    if entry.implicit:
-        return Cut()
     where = "task %s (%s)" % (task.display_name, task.location)
+    if entry.implicit:
+        return _implicit_cut(entry, play, where)
     if task.action == "meta":
         what = task.args.get("_raw_params")
         if what in PLAY_META:
@@ -176,7 +179,7 @@ def classify(entry: Entry, play: Play) -> Cut:
         return Cut(step=ControllerStep(entry.index, Where.TARGET, False,
                                        "throttle %s: %s" % (task.throttle, where),
                                        throttle=int(task.throttle)))
-    if _set(task.any_errors_fatal) and not _set(task.ignore_errors):
+    if _set(task.any_errors_fatal) and not (_set(task.ignore_errors) and task.action in NEVER_UNREACHABLE):
         return Cut(after="any_errors_fatal: every host's next task depends on this one: %s" % where)
     if _percentage(play.max_fail_percentage) and not _set(task.ignore_errors):
         return Cut(after="max_fail_percentage: failures are counted after each task: %s" % where)
@@ -184,6 +187,17 @@ def classify(entry: Entry, play: Play) -> Cut:
         return Cut(after="ignore_unreachable: the next task needs a new connection: %s" % where)
     if _set(task.delegate_facts):
         return Cut(after="delegate_facts writes another host's facts: %s" % where)
+    return Cut()
+
+
+def _implicit_cut(entry: Entry, play: Play, where: str) -> Cut:
+    """Fact gathering and handler flushes can fail too (handlers inherit the play's keywords)."""
+    if entry.is_flush and not play.handlers:
+        return Cut()
+    if _set(play.any_errors_fatal):
+        return Cut(after="any_errors_fatal: every host's next task depends on this one: %s" % where)
+    if _percentage(play.max_fail_percentage):
+        return Cut(after="max_fail_percentage: failures are counted after each task: %s" % where)
     return Cut()
 
 

@@ -38,6 +38,8 @@ def check_program(program: Program, caps: Capabilities) -> None:
             check_task(entry.task, caps)
     for handler in program.handlers:
         check_task(handler, caps)
+        if handler.run_once not in (None, False):
+            raise PlanError("run_once on a handler is not supported yet", handler.location)
 
 
 def _check_play(play: Play) -> None:
