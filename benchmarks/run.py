@@ -274,6 +274,9 @@ class Bench:
         extra = json.dumps({"base_dir": str(rundir / "files" / "{{ inventory_hostname }}")})
         book = str(self.books[play])
         env = dict(os.environ)
+        # Users' machines keep .pyc caches; a sandbox's PYTHONDONTWRITEBYTECODE
+        # would make every run recompile ansible, mitogen and ioc from source.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         if tool.startswith("ioc"):
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
             argv = [sys.executable, "-m", "ioc", book, "-i", str(inv), "-f", str(FORKS),
@@ -336,6 +339,17 @@ class Bench:
                 "rt_max": max((c["round_trips"] for c in conns), default=0),
                 "bytes": totals["bytes"], "connections": totals["connections"],
                 "left_open": 0 if idle else totals["open"]}
+
+    def warm_up(self, tool: str) -> str:
+        """One untimed 1-task run at 0 ms: .pyc caches written, files in the page cache."""
+        path = Path(self.tmp) / "plays" / "warmup.yml"
+        path.write_text(tasks_play(1))
+        self.books["warmup"] = path
+        try:
+            self.run_once(tool, "warmup", 0, 1)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            return str(exc)
+        return ""
 
     def cell(self, tool: str, play: str, delay_ms: int, hosts: int, runs: int,
              budget: float, skip: str = "") -> Cell:
@@ -630,6 +644,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             b = bench.ssh_true(delay)
             print("ssh true at %d ms: %.2fs, %d round trips" % (delay, b["wall"],
                                                                 b["round_trips"]),
+                  file=sys.stderr, flush=True)
+        for tool in dict.fromkeys(t for t, _, _, _, skip in todo if not skip):
+            error = bench.warm_up(tool)
+            print("warm-up %s: %s" % (tool, error.splitlines()[0] if error else "ok"),
                   file=sys.stderr, flush=True)
         for tool, play, delay, hosts, skip in todo:
             t0 = time.monotonic()
