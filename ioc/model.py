@@ -117,6 +117,11 @@ class Block:
     implicit: bool = False
     role: Optional[str] = None
     role_path: Optional[str] = None
+    #: For an ``include_tasks``/``include_role`` whose file is known at load
+    #: time: the include task itself. It runs first, per host; a host whose
+    #: include is skipped never reaches the block (L7.8). Its ``when`` is not
+    #: inherited by the included tasks (includes are dynamic).
+    include: Optional[Task] = None
 
 
 Node = Union[Task, Block]

@@ -43,6 +43,9 @@ class StepSink:
     def host_left(self, host: str, event: Event) -> None:
         """``host`` finished its batch (its ``end`` event)."""
 
+    def step_end(self, key: Key) -> None:
+        """Every host in the step has sent its final event."""
+
 
 class Replay:
     """Orders the events of one batch across ``hosts`` (given in play order)."""
@@ -106,6 +109,8 @@ class Replay:
             if not self._drain_host(self.pending[0]):
                 return False
             self.pending.pop(0)
+        assert self.step is not None
+        self.sink.step_end(self.step)
         self.step = None
         return True
 

@@ -10,12 +10,7 @@ __all__ = ["Context", "run", "NATIVE"]
 
 #: Actions the executor implements itself, beside the modules package.
 NATIVE = frozenset({"set_fact", "gather_facts", "add_host", "group_by", "pause",
-                    "include_vars"})
-
-_CHECK_MODE_SKIP = {
-    "command": "Command would have run if not in check mode",
-    "shell": "Command would have run if not in check mode",
-}
+                    "include_vars", "include_tasks", "include_role"})
 
 
 def run(action, args, ctx):
@@ -26,6 +21,8 @@ def run(action, args, ctx):
         return _INVENTORY_ACTIONS[action](args)
     if action == "include_vars":
         return _include_vars(args, ctx)
+    if action in ("include_tasks", "include_role"):
+        return _include(action, args)
     if action == "gather_facts":
         action = "setup"
     try:
@@ -34,9 +31,8 @@ def run(action, args, ctx):
         return {"failed": True, "changed": False,
                 "msg": "The module %s was not found on the target." % action}
     if ctx.check_mode and not getattr(module, "SUPPORTS_CHECK_MODE", False):
-        msg = _CHECK_MODE_SKIP.get(action, "remote module (%s) does not support "
-                                           "check mode" % action)
-        return {"changed": False, "skipped": True, "msg": msg}
+        return {"changed": False, "skipped": True,
+                "msg": "remote module (%s) does not support check mode" % action}
     if action in ("command", "shell"):
         args = dict(args, _ioc_module=action)
     try:
@@ -131,6 +127,16 @@ def _include_vars(args, ctx):
         data = {str(args["name"]): data}
     return {"ansible_facts": data, "ansible_included_var_files": [entry.get("path", source)],
             "changed": False, "_ioc_include_vars": True}
+
+
+def _include(action, args):
+    """The include step itself; the included tasks follow it in the same tree (L7.8)."""
+    shown = {k: v for k, v in args.items() if not k.startswith("_")}
+    if action == "include_role":
+        return {"changed": False, "include_role": shown, "_ioc_included": args["_ioc_included"]}
+    name = args.get("file", args.get("_raw_params"))
+    return {"changed": False, "include": name, "include_args": {},
+            "_ioc_included": args["_ioc_included"]}
 
 
 def _set_fact(args):

@@ -188,6 +188,18 @@ class HostRun(object):
         """
         bid = str(block["b"])
         phase, failure = self._resume(bid)
+        if phase == "skipped":
+            # Its include was skipped: the host never reaches it. Keep saying so
+            # for as long as later batches still cover part of the block.
+            self.blocks_out[bid] = {"phase": "skipped", "failure": None}
+            return None
+        if phase == "block" and failure is None and block.get("include"):
+            outcome = self.run_include(block["include"], scope)
+            if outcome == "skipped":
+                self.blocks_out[bid] = {"phase": "skipped", "failure": None}
+                return None
+            if isinstance(outcome, Failure):
+                return outcome
         has_rescue = bool(block.get("rescuable"))
         plain = scope.enter(block, False)
         try:
@@ -206,6 +218,20 @@ class HostRun(object):
             self.blocks_out[bid] = {"phase": phase, "failure": _failure_wire(failure)}
             raise
         return always_failure or failure
+
+    def run_include(self, node, scope):
+        """The include task heading an inlined include: "ran", "skipped" or a Failure."""
+        index = node["i"]
+        if index < self.start:
+            return "ran"  # an earlier batch ran it (a skip would have been recorded)
+        if index >= self.end:
+            raise BatchEnd()
+        self.file_key = str(index)
+        status = []
+        failure = self.run_task([index, 0], node["t"], scope, report=status.append)
+        if failure is not None:
+            return failure
+        return "skipped" if status == ["skipped"] else "ran"
 
     def _resume(self, bid):
         saved = self.blocks_in.pop(bid, None)
@@ -272,8 +298,11 @@ class HostRun(object):
 
     # -- one task --------------------------------------------------------------
 
-    def run_task(self, key, task, scope, is_handler=False):
-        """Run a task (or handler) at step ``key``; return Failure or None."""
+    def run_task(self, key, task, scope, is_handler=False, report=None):
+        """Run a task (or handler) at step ``key``; return Failure or None.
+
+        ``report``, if given, receives the final status (ok/failed/skipped).
+        """
         templar = Templar(self.variables(task, scope))
         self.emit({"e": "start", "k": key, "name": template_name(task, templar)})
         result = self.execute(key, task, scope, templar)
@@ -285,6 +314,8 @@ class HostRun(object):
             self.apply_effects(task, result)
             if result.get("changed"):
                 self.add_notifications(task, templar)
+        if report is not None:
+            report(status)
         rescued = status == "failed" and not ignored and scope.rescuable
         self.emit({"e": "done", "k": key, "status": status,
                    "result": self._visible(task, result, templar),

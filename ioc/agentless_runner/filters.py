@@ -13,7 +13,6 @@ at the end of this module (see :func:`yaml_load_all` for the subset).
 Imports only the stdlib and jinja2; runs on Python 3.9+.
 """
 import base64
-import codecs
 import datetime
 import hashlib
 import itertools

@@ -87,7 +87,7 @@ class Console(Callback):
         looped = "results" in result and isinstance(result.get("results"), list)
         self._warnings(result)
         if status is Status.OK:
-            if looped:
+            if looped or task.action in ("include_tasks", "include_role"):
                 return
             changed = bool(result.get("changed"))
             line = "%s: [%s]" % ("changed" if changed else "ok", host)
@@ -140,6 +140,9 @@ class Console(Callback):
     def on_notify(self, host: str, handler: TaskView) -> None:
         if self.verbosity > 1:
             self._print("NOTIFIED HANDLER %s for %s" % (handler.name, host))
+
+    def playbook_on_include(self, included: str, hosts: Sequence[str]) -> None:
+        self._print("included: %s for %s" % (included, ", ".join(hosts)), "skip")
 
     def no_hosts_remaining(self) -> None:
         self.banner("NO MORE HOSTS LEFT")

@@ -48,6 +48,9 @@ class JsonEvents(Callback):
     def on_notify(self, host: str, handler: TaskView) -> None:
         self._write("notify", host=host, handler=handler.name)
 
+    def playbook_on_include(self, included: str, hosts: Sequence[str]) -> None:
+        self._write("include", included=included, hosts=list(hosts))
+
     def no_hosts_remaining(self) -> None:
         self._write("no_hosts_remaining")
 

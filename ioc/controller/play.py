@@ -102,6 +102,8 @@ class PlaySink(StepSink):
         self.stats = stats
         self.view: Optional[TaskView] = None
         self.ends: Dict[str, Event] = {}
+        #: Hosts whose include ran in the current step, by included file (L7.8).
+        self.included: Dict[str, List[str]] = {}
 
     def step_start(self, key: Key, hosts: Sequence[str], first: Event) -> None:
         entry = self.plan.program.entry(key[0])
@@ -149,11 +151,19 @@ class PlaySink(StepSink):
         if not is_meta:
             self.stats.record(host, status.value, bool(event["result"].get("changed")),
                               ignored=bool(event.get("ignored")), rescued=bool(event.get("rescued")))
+        if status is Status.OK and "_ioc_included" in event["result"]:
+            self.included.setdefault(event["result"]["_ioc_included"], []).append(host)
         self.callbacks.runner_result(host, self.view, status, event["result"],
                                      ignored=bool(event.get("ignored")))
 
     def host_left(self, host: str, event: Event) -> None:
         self.ends[host] = event
+
+    def step_end(self, key: Key) -> None:
+        """``included: file for h1, h2`` comes after every result of the step."""
+        for included, hosts in self.included.items():
+            self.callbacks.playbook_on_include(included, hosts)
+        self.included = {}
 
 
 @dataclass

@@ -160,7 +160,44 @@ def _parse_entry(ds: Mapping[str, Any], scope: Scope) -> tuple[Node, ...]:
         return (_import_tasks(ds, args, scope, where),)
     if action == "import_role":
         return _import_role(ds, args, scope, where)
+    if action in ("include_tasks", "include_role") and _static_include(ds, args):
+        return (_include(ds, action, args, scope, where),)
     return (_task(ds, action, args, scope, where),)
+
+
+def _static_include(ds: Mapping[str, Any], args: Mapping[str, Any]) -> bool:
+    """An include whose file (or role) is known now: no loop, no templated name."""
+    name = args.get("file") or args.get("_raw_params") or args.get("name")
+    looped = "loop" in ds or any(str(k).startswith("with_") for k in ds)
+    return isinstance(name, str) and "{{" not in name and "{%" not in name and not looped
+
+
+def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope: Scope,
+             where: Location) -> Block:
+    """A static ``include_tasks``/``include_role`` as a block headed by the include task.
+
+    Unlike an import, the include's ``when`` and tags stay on the include task
+    (L7.8, L7.9); ``apply:`` is what reaches the included tasks, and ``vars:``
+    are include parameters (above set_fact, L6.3).
+    """
+    apply = args.get("apply") or {}
+    if not isinstance(apply, Mapping):
+        raise LoadError("'apply' must be a mapping", where)
+    inner = scope.nested(apply)
+    task_args = {k: v for k, v in args.items() if k != "apply"}
+    if action == "include_tasks":
+        name = str(task_args.get("file") or task_args.get("_raw_params"))
+        path = _resolve_import(render_static(name, scope.play.static_vars, where), scope, where)
+        body = parse_tasks(load_yaml_file(path), inner.entering(path, where), Location(path, 1))
+        task_args["_ioc_included"] = path
+    else:
+        froms = {k: str(task_args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
+                                                 "handlers_from") if task_args.get(k)}
+        body = _expand_role(str(task_args["name"]), {}, {}, inner, where, froms, dedup=False)
+        task_args["_ioc_included"] = str(task_args["name"])
+    include = _task({k: v for k, v in ds.items() if k != "vars"}, action, task_args, scope, where)
+    return Block(block=body, location=where, params=vars_of(ds, where), implicit=True,
+                 include=include)
 
 
 def _parse_block(ds: Mapping[str, Any], scope: Scope) -> Block:

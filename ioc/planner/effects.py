@@ -35,6 +35,8 @@ satisfies reads of ``ansible_*``/``ansible_facts``), :data:`INVENTORY`
 """
 from __future__ import annotations
 
+import dataclasses
+
 import enum
 from dataclasses import dataclass
 from typing import (AbstractSet, Any, Dict, FrozenSet, Iterable, Iterator, List, Mapping,
@@ -598,9 +600,24 @@ def writes_of(task: Task) -> FrozenSet[str]:
 
 
 def analyze_program(program: Program) -> Tuple[Effects, ...]:
-    """Effects of every entry, by entry index (implicit flushes write nothing)."""
-    return tuple(NO_EFFECTS if entry.implicit and entry.is_flush else analyze_task(entry.task)
-                 for entry in program.entries)
+    """Effects of every entry, by entry index (implicit flushes write nothing).
+
+    The include task heading a statically inlined include writes nothing
+    itself: its included tasks are entries of the program with effects of
+    their own.
+    """
+    heads = {e.index for e in program.entries if e.task.action in INCLUDE_ACTIONS}
+    heads &= set(program.include_heads)
+    out = []
+    for entry in program.entries:
+        if entry.implicit and entry.is_flush:
+            out.append(NO_EFFECTS)
+            continue
+        effects = analyze_task(entry.task)
+        if entry.index in heads:
+            effects = dataclasses.replace(effects, writes=frozenset())
+        out.append(effects)
+    return tuple(out)
 
 
 def handler_writes(program: Program, topics: Optional[Iterable[str]] = None) -> FrozenSet[str]:

@@ -9,7 +9,7 @@ runner reports and the replay orders by, so it must be identical on every host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Tuple, Union
+from typing import Iterator, Optional, Tuple, Union
 
 from ioc.model import Block, Location, Node, Play, Task, to_wire
 
@@ -38,6 +38,8 @@ class NumberedBlock:
     body: Tuple["Numbered", ...]
     rescue: Tuple["Numbered", ...]
     always: Tuple["Numbered", ...]
+    #: The include task heading a statically known include (see Block.include).
+    include: Optional[Entry] = None
 
 
 Numbered = Union[Entry, NumberedBlock]
@@ -50,6 +52,8 @@ class Program:
     entries: Tuple[Entry, ...]
     #: For each entry index, its enclosing blocks, outermost first.
     parents: Tuple[Tuple[Block, ...], ...] = ()
+    #: Indices of include tasks heading a statically inlined include.
+    include_heads: Tuple[int, ...] = ()
 
     @property
     def handlers(self) -> Tuple[Task, ...]:
@@ -70,7 +74,7 @@ def compile_play(play: Play) -> Program:
         tree.extend(numberer.node(node, section) for node in nodes)
         tree.append(numberer.entry(flush_task(play.location), section, implicit=True))
     return Program(play=play, tree=tuple(tree), entries=tuple(numberer.entries),
-                   parents=tuple(numberer.parents))
+                   parents=tuple(numberer.parents), include_heads=tuple(numberer.include_heads))
 
 
 def gather_task(location: Location) -> Task:
@@ -87,6 +91,7 @@ class _Numberer:
         self.parents: list[Tuple[Block, ...]] = []
         self.blocks = 0
         self.stack: Tuple[Block, ...] = ()
+        self.include_heads: list[int] = []
 
     def entry(self, task: Task, section: str, implicit: bool = False) -> Entry:
         entry = Entry(len(self.entries), task, section, implicit)
@@ -99,11 +104,15 @@ class _Numberer:
             return self.entry(node, section)
         block_id = self.blocks
         self.blocks += 1
+        include = self.entry(node.include, section) if node.include is not None else None
+        if include is not None:
+            self.include_heads.append(include.index)
         outer, self.stack = self.stack, self.stack + (node,)
         try:
             return NumberedBlock(
                 id=block_id,
                 block=node,
+                include=include,
                 body=tuple(self.node(n, section) for n in node.block),
                 rescue=tuple(self.node(n, section) for n in node.rescue),
                 always=tuple(self.node(n, section) for n in node.always),
@@ -118,6 +127,8 @@ def walk(tree: Tuple[Numbered, ...]) -> Iterator[Entry]:
         if isinstance(node, Entry):
             yield node
         else:
+            if node.include is not None:
+                yield node.include
             for part in (node.body, node.rescue, node.always):
                 yield from walk(part)
 
@@ -156,6 +167,8 @@ def _wire_node(node: Numbered, start: int, end: int) -> dict:
         return wire
     block = node.block
     wire = {"b": node.id, "block": wire_tree(node.body, start, end)}
+    if node.include is not None:
+        wire["include"] = {"i": node.include.index, "t": to_wire(node.include.task)}
     wire["rescue"] = wire_tree(node.rescue, start, end)
     wire["always"] = wire_tree(node.always, start, end)
     if node.rescue:

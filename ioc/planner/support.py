@@ -33,7 +33,11 @@ class Capabilities:
 def check_program(program: Program, caps: Capabilities) -> None:
     """Raise PlanError for the first construct ``program`` cannot run correctly."""
     _check_play(program.play)
+    headed = set(program.include_heads)
     for entry in program.entries:
+        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed:
+            raise PlanError("%s with a templated name or a loop is not supported yet (a static "
+                            "file or role name is)" % entry.task.action, entry.task.location)
         if not entry.implicit:
             check_task(entry.task, caps)
     for handler in program.handlers:

@@ -345,3 +345,20 @@ def test_throttle_limits_hosts_in_flight(tmp_path, web):
         """, inventory=web)
     assert r.rc == 0, r.stdout + r.stderr
     assert log.read_text().split() == ["start", "stop"] * 3
+
+
+def test_include_tasks_runs_for_the_hosts_whose_include_ran(tmp_path, web):
+    (tmp_path / "inc.yml").write_text("- name: inside\n  debug: msg=in\n")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_tasks: inc.yml
+              when: inventory_hostname != 'h2'
+            - name: after
+              debug: msg=x
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "included: %s for h1, h3" % (tmp_path / "inc.yml") in r.stdout
+    assert [h for h, _ in oks(r, "inside")] == ["h1", "h3"]  # h2 never reaches it (L7.8)
+    assert r.recap["h1"]["ok"] == 3 and r.recap["h2"]["skipped"] == 1

@@ -417,17 +417,33 @@ def test_task_with_two_actions_names_both(tmp_path: Path) -> None:
     assert message.startswith("%s:" % path) and "'command'" in message and "'shell'" in message
 
 
-def test_include_tasks_and_include_role_stay_dynamic(tmp_path: Path) -> None:
+def test_templated_or_looped_includes_stay_dynamic(tmp_path: Path) -> None:
     tasks = tasks_of(tmp_path, """
         - include_tasks: "{{ os }}.yml"
         - include_tasks: {file: x.yml}
-        - include_role: {name: web, tasks_from: setup}
+          loop: [1, 2]
     """)
     assert [(t.action, dict(t.args)) for t in tasks] == [
         ("include_tasks", {"_raw_params": "{{ os }}.yml"}),
         ("include_tasks", {"file": "x.yml"}),
-        ("include_role", {"name": "web", "tasks_from": "setup"}),
     ]
+
+
+def test_a_static_include_becomes_a_block_headed_by_the_include_task(tmp_path: Path) -> None:
+    write(tmp_path / "x.yml", "- name: inner\n  debug: msg=in\n")
+    path = write(tmp_path / "site.yml", """
+        - hosts: all
+          tasks:
+            - include_tasks: x.yml
+              when: flag
+              vars: {p: 1}
+    """)
+    (block,) = load_playbook(str(path)).plays[0].tasks
+    assert isinstance(block, Block) and block.include is not None
+    assert block.include.action == "include_tasks" and block.include.when == ("flag",)
+    assert block.params == {"p": 1}
+    (inner,) = block.block
+    assert inner.name == "inner" and inner.when == ()  # the include's when is not inherited
 
 
 def test_meta_flush_handlers_is_a_raw_param(tmp_path: Path) -> None:

@@ -349,7 +349,7 @@ def test_writes(tmp_path):
         - group_by: key=os
         - set_stats:
             data: {k: 1}
-        - include_tasks: other.yml
+        - include_tasks: "{{ other }}.yml"
     """)
     assert [set(e.writes) for e in effs] == [
         {"a", "b"}, {"x", "y"}, {"who"}, {FACTS}, {INCLUDE_VARS}, {INCLUDE_VARS, "more"},

@@ -118,7 +118,7 @@ def test_every_cut_says_why_in_the_explanation(tmp_path):
 
 
 @pytest.mark.parametrize("task, message", [
-    ("- include_tasks: other.yml", "include_tasks"),
+    ("- include_tasks: \"{{ name }}.yml\"", "include_tasks with a templated name or a loop"),
     ("- no_such_module: a=b", "couldn't resolve module/action 'no_such_module'"),
     ("- debug: msg=\"{{ x | no_such_filter }}\"", "No filter named 'no_such_filter'"),
     ("- debug: msg=x\n      when: x is no_such_test", "No test named 'no_such_test'"),

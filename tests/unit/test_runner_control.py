@@ -404,3 +404,29 @@ def test_registered_output_is_never_templated_again(tmp_path):
     - debug: msg="{{ out.stdout }}"
 """))
     assert r.done()[1]["result"]["msg"] == "{{ secret_var }}"
+
+
+@pytest.mark.parametrize("per_task", [False, True])
+def test_a_skipped_include_is_never_reached_even_across_batches(tmp_path, per_task):
+    (tmp_path / "inc.yml").write_text("- name: inside\n  debug: msg=in\n- name: inside two\n  debug: msg=in2\n")
+    r = run_text(tmp_path, play("""
+    - include_tasks: inc.yml
+      when: inventory_hostname == 'other'
+    - name: after
+      debug: msg=after
+"""), per_task=per_task)
+    assert r.names() == ["include_tasks", "after"]
+    assert r.done()[0]["status"] == "skipped"
+
+
+def test_include_parameters_beat_set_fact_inside_the_include(tmp_path):
+    (tmp_path / "inc.yml").write_text("- set_fact: p=fact\n- name: inside\n  debug: msg={{ p }}\n")
+    r = run_text(tmp_path, play("""
+    - include_tasks: inc.yml
+      vars:
+        p: param
+    - name: outside
+      debug: msg={{ p }}
+"""))
+    assert r.result_of("inside")["result"]["msg"] == "param"   # L6.3
+    assert r.result_of("outside")["result"]["msg"] == "fact"
