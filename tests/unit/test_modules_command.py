@@ -15,7 +15,7 @@ def run(module, ctx=None, **args):
 
 def test_registry_and_flags():
     assert modules.get("shell") is command
-    assert command.SUPPORTS_CHECK_MODE is False
+    assert command.SUPPORTS_CHECK_MODE is True
     assert "_raw_params" in command.OPTIONS and "chdir" in command.OPTIONS
 
 
@@ -50,7 +50,7 @@ def test_shell_string_and_nonzero_rc():
     r = run("shell", _raw_params="echo out; echo err >&2; exit 3")
     assert r["cmd"] == "echo out; echo err >&2; exit 3"
     assert r["rc"] == 3 and r["failed"] is True
-    assert r["msg"] == "non-zero return code"
+    assert r["msg"] == "The command exited with a non-zero return code."
     assert r["stdout"] == "out" and r["stderr"] == "err"
     assert r["changed"] is True
 

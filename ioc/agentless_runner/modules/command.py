@@ -19,9 +19,9 @@ OPTIONS = frozenset({
     "stdin", "stdin_add_newline", "strip_empty_ends", "expand_argument_vars",
 })
 
-#: The executor reports "Command would have run if not in check mode" itself;
-#: ``run`` still implements Ansible's partial check mode should it be called.
-SUPPORTS_CHECK_MODE = False
+#: ansible-core's command module declares check-mode support: it skips itself
+#: ("Command would have run if not in check mode") with its full result shape.
+SUPPORTS_CHECK_MODE = True
 
 
 def _base_result():
@@ -128,7 +128,7 @@ def _execute(args, ctx, r, cmd, shell, cwd):
         r["stdout"] = r["stdout"].rstrip("\r\n")
         r["stderr"] = r["stderr"].rstrip("\r\n")
     if rc != 0:
-        return _fail(r, "non-zero return code")
+        return _fail(r, "The command exited with a non-zero return code.")
     return _add_lines(r)
 
 
