@@ -1,8 +1,9 @@
 """``stat``: facts about a path on the target, shaped like ``ansible.builtin.stat``.
 
-``get_mime`` and ``get_attributes`` are accepted but gather nothing (they
-need the ``file`` and ``lsattr`` commands); ``mimetype``/``charset`` and
-``attributes``/``attr_flags``/``version`` are therefore not returned.
+As Ansible's module does, ``get_mime`` (default true) runs ``file
+--mime-type --mime-encoding`` for ``mimetype``/``charset`` ("unknown" without
+``file``) and ``get_attributes`` (default true) runs ``lsattr -vd`` for
+``version``/``attr_flags``/``attributes`` (None, "" and [] without it).
 """
 import errno
 import os
@@ -29,6 +30,15 @@ _PERM_FLAGS = (
 _PLATFORM_FIELDS = (("st_blocks", "blocks"), ("st_blksize", "block_size"),
                     ("st_rdev", "device_type"))
 
+#: ansible.module_utils.common.file.FILE_ATTRIBUTES: lsattr flag -> name.
+FILE_ATTRIBUTES = {
+    "A": "noatime", "a": "append", "c": "compressed", "C": "nocow", "d": "nodump",
+    "D": "dirsync", "e": "extents", "E": "encrypted", "h": "blocksize", "i": "immutable",
+    "I": "indexed", "j": "journalled", "N": "inline", "s": "zero", "S": "synchronous",
+    "t": "notail", "T": "blockroot", "u": "undelete", "X": "compressedraw",
+    "Z": "compresseddirty",
+}
+
 
 def format_output(path, st):
     """The stat dict Ansible builds from an ``os.stat_result``."""
@@ -47,7 +57,45 @@ def format_output(path, st):
     for attr, key in _PLATFORM_FIELDS:
         if hasattr(st, attr):
             out[key] = getattr(st, attr)
+            if attr == "st_blocks":
+                out["disk_usage_bytes"] = st.st_blocks * 512
     return out
+
+
+def _run_quietly(argv, ctx):
+    """``(rc, stdout)`` of ``argv``, or None when it cannot run."""
+    try:
+        rc, out, _err = _common.run_command(argv, env=ctx.child_env())
+    except OSError:
+        return None
+    return rc, _common.to_text(out)
+
+
+def _add_mime(out, path, ctx):
+    """``mimetype``/``charset`` from ``file``, as AnsibleModule-based stat does."""
+    out["mimetype"] = out["charset"] = "unknown"
+    cmd = _common.get_bin_path("file", ctx.child_env())
+    ran = cmd and _run_quietly([cmd, "--mime-type", "--mime-encoding", path], ctx)
+    if ran and ran[0] == 0:
+        try:
+            mimetype, charset = ran[1].rsplit(":", 1)[1].split(";")
+            out["mimetype"] = mimetype.strip()
+            out["charset"] = charset.split("=")[1].strip()
+        except (IndexError, ValueError):
+            pass
+
+
+def _add_attributes(out, path, ctx):
+    """``version``/``attr_flags``/``attributes`` from ``lsattr -vd``."""
+    out.update(version=None, attributes=[], attr_flags="")
+    cmd = _common.get_bin_path("lsattr", ctx.child_env())
+    ran = cmd and _run_quietly([cmd, "-vd", path], ctx)
+    if ran and ran[0] == 0:
+        fields = ran[1].split()
+        if len(fields) >= 2:
+            flags = fields[1].replace("-", "").strip()
+            out.update(version=fields[0].strip(), attr_flags=flags,
+                       attributes=[FILE_ATTRIBUTES[f] for f in flags if f in FILE_ATTRIBUTES])
 
 
 def _add_names_and_access(out, path, st):
@@ -75,9 +123,11 @@ def run(args, ctx):
         raise ModuleError("missing required arguments: path")
     algorithm = _common.resolve_aliases(args, "checksum_algorithm", ("checksum", "checksum_algo"))
     algorithm = _common.check_choice(algorithm or "sha1", "checksum_algorithm", ALGORITHMS)
-    for name in ("get_mime", "mime", "mime_type", "mime-type", "get_attributes", "attr",
-                 "attributes", "get_selinux_context"):
-        _common.opt_bool(args, name, False)
+    get_mime = _common.opt_bool(args, _alias_given(args, "get_mime", ("mime", "mime_type",
+                                                                     "mime-type")), True)
+    get_attributes = _common.opt_bool(args, _alias_given(args, "get_attributes",
+                                                         ("attr", "attributes")), True)
+    _common.opt_bool(args, "get_selinux_context", False)
     follow = _common.opt_bool(args, "follow", False)
     try:
         st = os.stat(path) if follow else os.lstat(path)
@@ -89,4 +139,13 @@ def run(args, ctx):
     _add_names_and_access(out, path, st)
     if out["isreg"] and out["readable"] and _common.opt_bool(args, "get_checksum", True):
         out["checksum"] = _common.digest_file(path, algorithm)
+    if get_mime:
+        _add_mime(out, path, ctx)
+    if get_attributes:
+        _add_attributes(out, path, ctx)
     return {"changed": False, "stat": out}
+
+
+def _alias_given(args, canonical, aliases):
+    """The name under which ``canonical`` (or an alias) was passed."""
+    return next((a for a in (canonical,) + aliases if a in args), canonical)
