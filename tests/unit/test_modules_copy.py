@@ -161,19 +161,19 @@ def test_check_mode_writes_nothing(tmp_path):
 def test_diff_text(tmp_path):
     dest = tmp_path / "f"
     r = run(diff=True, content="a\n", dest=str(dest))
-    assert r["diff"] == {"before": "", "after_header": str(dest), "after": "a\n"}
+    assert r["diff"] == [{"before": "", "after_header": str(dest), "after": "a\n"}]
     r = run(diff=True, content="b\n", dest=str(dest))
-    assert r["diff"] == {"before_header": str(dest), "before": "a\n",
-                         "after_header": str(dest), "after": "b\n"}
+    assert r["diff"] == [{"before_header": str(dest), "before": "a\n",
+                         "after_header": str(dest), "after": "b\n"}]
     r = run(content="c\n", dest=str(dest))
-    assert "diff" not in r
+    assert r["diff"] == []  # the copy action's empty list outside diff mode
 
 
 def test_diff_binary_and_no_log(tmp_path):
     dest = tmp_path / "f"
     dest.write_bytes(b"\x00\x01")
     r = run(diff=True, content="text", dest=str(dest))
-    assert r["diff"]["dst_binary"] == 1 and r["diff"]["after"] == "text"
+    assert r["diff"][0]["dst_binary"] == 1 and r["diff"][0]["after"] == "text"
     r = run(diff=True, no_log=True, content="secret", dest=str(dest))
     assert "secret" not in str(r["diff"])
 
@@ -285,8 +285,8 @@ def test_controller_file_diff_header_and_md5(tmp_path):
     dest.write_text("old\n")
     r = run(diff=True, files=shipped("motd", b"new\n", path="/play/files/motd"), src="motd",
             dest=str(dest))
-    assert r["diff"] == {"before_header": str(dest), "before": "old\n",
-                         "after_header": "/play/files/motd", "after": "new\n"}
+    assert r["diff"] == [{"before_header": str(dest), "before": "old\n",
+                         "after_header": "/play/files/motd", "after": "new\n"}]
     assert r["md5sum"] == hashlib.md5(b"new\n").hexdigest() and r["checksum"] == sha1(b"new\n")
 
 

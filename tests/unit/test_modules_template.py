@@ -83,8 +83,8 @@ def test_check_and_diff_mode(tmp_path):
     dest.write_text("v=1\n")
     r = run(shipped("v={{ v }}\n"), check=True, diff=True, variables={"v": 2}, dest=str(dest))
     assert r["changed"] is True and dest.read_text() == "v=1\n"
-    assert r["diff"] == {"before_header": str(dest), "before": "v=1\n",
-                         "after_header": "/play/templates/motd.j2", "after": "v=2\n"}
+    assert r["diff"] == [{"before_header": str(dest), "before": "v=1\n",
+                         "after_header": "/play/templates/motd.j2", "after": "v=2\n"}]
     r = run(shipped("x"), check=True, dest=str(tmp_path / "new"))
     assert r["changed"] is True and not (tmp_path / "new").exists()
 

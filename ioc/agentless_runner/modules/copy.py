@@ -424,4 +424,25 @@ def run(args, ctx):
             return _copy_tree(args, ctx, src, entry.get("entries") or [], remote=False)
         source = _controller_file_source(args, entry)
     dest, created = _resolve_dest(args, source, ctx)
-    return copy_source(args, ctx, source, dest, created)
+    result = copy_source(args, ctx, source, dest, created)
+    if source.remote_path is None:
+        result = action_shape(result, ctx)
+    return result
+
+
+def action_shape(result, ctx):
+    """The copy action plugin's result around one controller-side file.
+
+    The action starts from ``{"diff": []}`` and merges the module's result
+    in; in check mode a content change returns before any module runs, so
+    the result is only ``{changed, diff}``. The content diff is the one entry
+    of that list. (Its ``src``, the uploaded
+    temporary file, has no counterpart here.)
+    """
+    content_diff = [result["diff"]] if "md5sum" in result and result.get("diff") else []
+    if ctx.check_mode and result.get("changed") and "md5sum" in result:
+        return {"changed": True, "diff": content_diff}
+    if not ctx.diff_mode or "md5sum" in result:
+        # a content change: the action's list; same content: the file module's dict
+        result["diff"] = content_diff
+    return result
