@@ -8,9 +8,6 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-COMMAND_MSG = (
-    "command/shell failure msg: ansible 'The command exited with a non-zero return code.', "
-    "ioc 'non-zero return code'")
 CHANGED_WHEN_RESULT = (
     "results lack changed_when_result: ansible-core 2.21 adds changed_when_result: <bool> "
     "to every result (and every item) of a task with changed_when")
@@ -18,9 +15,6 @@ REGISTERED_FAILED_FALSE = (
     "registered values lack failed: false: ansible-core 2.21 registers failed: false on a "
     "skipped task, on a loop's result and on each of its items (skipped items included); "
     "ioc also registers skipped: false on a loop result where ansible has no skipped key")
-COPY_RESULT = (
-    "copy/template results lack diff: [] and src (ansible: the uploaded temporary source, "
-    "'<ansible-tmp>/.source.<ext>')")
 TASK_FAILED_PREFIX = (
     "error msg wording: ansible-core 2.21 says \"Task failed: Finalization of task args for "
     "'ansible.builtin.X' failed: Error while resolving value for 'msg': 'v' is undefined\" / "
@@ -34,19 +28,12 @@ RETRY_ATTEMPTS = (
 
 KNOWN_DIFFERENCES = {
     "changed_failed_when": "; ".join([
-        COMMAND_MSG, CHANGED_WHEN_RESULT,
+        CHANGED_WHEN_RESULT,
         "a failure suppressed by failed_when lacks failed_when_suppressed_exception"]),
     "changed_when_loop": "; ".join([
         CHANGED_WHEN_RESULT,
         "an item failed by failed_when: ansible msg \"Task failed: Action failed: A "
         "'failed_when' expression evaluated to 'True'.\", ioc msg ''"]),
-    "check_mode": (
-        "--check: command's skipped result is only {changed, msg} in ioc, ansible also has "
-        "cmd, rc: 0, stdout/stderr '' and their _lines; copy in check mode: ansible "
-        "{changed: true, diff: []}, ioc {changed: true, checksum, dest}"),
-    "check_mode_task": "; ".join([
-        "copy with check_mode: true: ansible {changed: true, diff: []}, ioc {changed: true, "
-        "checksum, dest}", COPY_RESULT]),
     "failure_later_plays": (
         "after every host failed in play 'two', ansible-core 2.21 still emits play_start for "
         "play 'three' (then stats); ioc emits nothing for it"),
@@ -59,7 +46,6 @@ KNOWN_DIFFERENCES = {
     "handlers_loop_notify": (
         "an item-templated notify ('H {{ item }}') notifies nothing in ioc: no notify events "
         "for 'H a'/'H b', those handlers never run (recap ok h1 3 vs 4, h2 3 vs 5)"),
-    "ignore_errors_changed": COMMAND_MSG,
     "ignore_errors_templating": TASK_FAILED_PREFIX,
     "loop_control": (
         "loop_control.extended: item results lack ansible_loop {allitems, index, index0, "
@@ -76,20 +62,11 @@ KNOWN_DIFFERENCES = {
         "false, continuing execution for h2', skip_reason: 'end_host conditional evaluated to "
         "False, continuing execution for h2'}, ioc {false_condition: \"inventory_hostname == "
         "'h1'\", skip_reason: 'end_host conditional evaluated to False'}"]),
-    "modules_command_shell": COMMAND_MSG,
-    "modules_files": "; ".join([
-        COPY_RESULT,
-        "stat result lacks attr_flags, attributes, charset, disk_usage_bytes, mimetype"]),
-    "modules_files_ssh": "; ".join([
-        COPY_RESULT,
-        "stat result lacks attr_flags, attributes, charset, disk_usage_bytes, mimetype"]),
-    "modules_template_lineinfile": COPY_RESULT,
     "reference_p8": CHANGED_WHEN_RESULT,
     "registered_shapes": "; ".join([
         REGISTERED_FAILED_FALSE,
         "empty loop: ansible's result (and register) has skip_reason 'No items in the list', "
         "ioc's none"]),
-    "roles_files_templates": COPY_RESULT,
     "skipped_register": REGISTERED_FAILED_FALSE,
     "tags": "ioc-run has no --tags option (argument error, exit 2)",
     "task_names": (

@@ -52,6 +52,11 @@ included)
   * ``exception``: a Python traceback (or "(traceback unavailable)"),
     engine-internal text.
   * ``warnings``, ``deprecations``: engine/version-specific advice, not results.
+  * ``src`` when its value lies in Ansible's per-task temporary directory
+    (``<ansible-tmp>/.source.txt``): the copy/template action plugins upload
+    the content to a random temporary file and the copy module reports that
+    upload as ``src``. ioc writes from the shipped content and has no such
+    file; a ``src`` naming a real path is kept and compared.
 
 Keys dropped from a ``stat`` dictionary (the ``stat`` module's result)
   * ``atime``, ``mtime``, ``ctime``, ``inode``, ``dev``, ``version``:
@@ -114,6 +119,8 @@ def _clean(value: Any, paths: _Paths) -> Any:
         out = {}
         for k, v in value.items():
             if isinstance(k, str) and (k.startswith("_ansible_") or k in VOLATILE_KEYS):
+                continue
+            if k == "src" and isinstance(v, str) and ANSIBLE_TMP.search(v):
                 continue
             if k == "stat" and isinstance(v, dict):
                 v = {sk: sv for sk, sv in v.items() if sk not in STAT_VOLATILE_KEYS}
