@@ -274,7 +274,11 @@ class HostRun(object):
         maps.append(Verbatim(self.facts_layer()))
         maps.append(self.inventory)
         view = ChainMap(*maps)
-        magic["hostvars"] = {self.host: view}
+        # hostvars[this host] is every variable but the magic ones that hold
+        # views themselves (hostvars, vars): no cycle for templates to walk.
+        own = ChainMap(*[m for m in maps if m is not magic],
+                       {k: v for k, v in magic.items() if k not in ("hostvars", "vars")})
+        magic["hostvars"] = dict(self.magic.get("hostvars") or {}, **{self.host: own})
         magic["vars"] = view
         magic.update(Lookups(self.lookup_table, _evaluator(view)).functions())
         return view

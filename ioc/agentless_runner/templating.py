@@ -53,6 +53,8 @@ _UNKNOWN_PLUGIN = re.compile(r"^No (filter|test) named '([^']+)'\.?$")
 _KEEP_LAZY = frozenset((
     "default", "d", "mandatory", "length", "count", "first", "last",
     "map", "select", "reject", "selectattr", "rejectattr",
+    # extract(container) reads one key of a possibly huge mapping (hostvars).
+    "extract",
 ))
 
 

@@ -203,6 +203,8 @@ class PlayExecutor:
         self.max_fail_hit = False
         #: Names the current step reads (None: all), see ``planner/closure.py``.
         self.reads: Optional[FrozenSet[str]] = None
+        #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
+        self.others: Optional[FrozenSet[str]] = None
         self._rescuable = _rescuable_blocks(plan.program.tree)
 
     # -- the loop ----------------------------------------------------------------
@@ -213,6 +215,7 @@ class PlayExecutor:
             if not active or self.ended:
                 break
             self.reads = self.plan.reads[number] if self.plan.reads else None
+            self.others = self.plan.hostvars[number] if self.plan.hostvars else None
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
 
@@ -422,6 +425,8 @@ class PlayExecutor:
         names = None if self.reads is None else closure.close_over(
             self.reads, [static["extra"], state.included, static["play"], static["inventory"]])
         shipped = {layer: closure.restrict(values, names) for layer, values in static.items()}
+        if self.others is None or self.others:
+            magic["hostvars"] = self._other_hostvars(host, self.others)
         shipped["magic"] = magic
         wire_state = state.wire_state()
         for layer in ("runtime", "include_vars"):
@@ -438,6 +443,21 @@ class PlayExecutor:
             "state": wire_state,
             "options": {"check": self.ctx.options.check, "diff": self.ctx.options.diff},
         }
+
+    def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
+        """Other hosts' variables as of this step's start (L6.6), as far as read."""
+        out: Dict[str, Any] = {}
+        for name, other in self.hosts.items():
+            if name == host:
+                continue
+            facts_layer = {**other.facts, "ansible_facts": {
+                (k[8:] if k.startswith("ansible_") else k): v for k, v in other.facts.items()}}
+            merged = {**other.inventory_vars, **facts_layer, **self.static_layers["play"],
+                      **other.included, **other.runtime, **self.static_layers["extra"],
+                      "inventory_hostname": name}
+            out[name] = merged if attrs is None else {
+                k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
+        return out
 
     def _attach_payloads(self, wire: Dict[str, Any], step: Step, connection: str) -> None:
         tasks = self._payload_tasks(step)

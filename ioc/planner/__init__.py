@@ -1,7 +1,7 @@
 """The planner: a play in, an ordered list of steps out (pure, deterministic)."""
 import dataclasses
 
-from ioc.planner.closure import step_reads
+from ioc.planner.closure import other_hostvars, step_reads
 from ioc.planner.dataflow import data_rule
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
@@ -19,7 +19,8 @@ def plan_play(play, caps, per_task=False):
     effects = analyze_program(program)
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects))
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
-    return dataclasses.replace(plan, reads=reads)
+    others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
+    return dataclasses.replace(plan, reads=reads, hostvars=others)
 
 
 def explain(plan):

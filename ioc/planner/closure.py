@@ -37,9 +37,27 @@ def step_reads(program: Program, effects: Sequence[Effects], start: int,
             return None
         names |= eff.read_names
         for access in eff.hostvars:
-            if access.host == SELF:
-                names |= set(access.attrs)
+            # hostvars['h1'].x is this host's own x when this host is h1.
+            names |= set(access.attrs)
     return frozenset(names)
+
+
+def other_hostvars(program: Program, effects: Sequence[Effects], start: int,
+                   end: int) -> Optional[FrozenSet[str]]:
+    """Attributes read on *other* hosts' ``hostvars`` in ``[start, end)``.
+
+    ``frozenset()`` when no other host is read; ``None`` when some access
+    reads a whole host (``hostvars[h]`` passed on, iterated, or dumped).
+    """
+    attrs: Set[str] = set()
+    for entry in program.entries[start:end]:
+        for access in effects[entry.index].hostvars:
+            if access.host == SELF:
+                continue
+            if not access.attrs:
+                return None
+            attrs |= set(access.attrs)
+    return frozenset(attrs)
 
 
 def _open_ended(eff: Effects) -> bool:

@@ -87,6 +87,8 @@ class Plan:
     steps: Tuple[Step, ...]
     #: Per step, the variable names its tasks can read (None: all of them).
     reads: Tuple[Optional[FrozenSet[str]], ...] = ()
+    #: Per step, the attributes read on other hosts' hostvars (None: all).
+    hostvars: Tuple[Optional[FrozenSet[str]], ...] = ()
 
     def reads_of(self, step: Step) -> Optional[FrozenSet[str]]:
         return self.reads[self.steps.index(step)] if self.reads else None

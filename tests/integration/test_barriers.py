@@ -362,3 +362,17 @@ def test_include_tasks_runs_for_the_hosts_whose_include_ran(tmp_path, web):
     assert "included: %s for h1, h3" % (tmp_path / "inc.yml") in r.stdout
     assert [h for h, _ in oks(r, "inside")] == ["h1", "h3"]  # h2 never reaches it (L7.8)
     assert r.recap["h1"]["ok"] == 3 and r.recap["h2"]["skipped"] == 1
+
+
+def test_reading_another_hosts_registered_value_sees_it_as_of_the_step(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo "from {{ inventory_hostname }}"
+              register: out
+            - name: read h1's
+              debug: msg="{{ hostvars['h1'].out.stdout }} / {{ groups['web'] | map('extract', hostvars, 'inventory_hostname') | list }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [m for _, m in oks(r, "read h1's")] == ["from h1 / ['h1', 'h2', 'h3']"] * 3
