@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "or dot (one digraph per play)")
     parser.add_argument("--per-task", action="store_true",
                         help="one runner call per task (no batching), for comparison")
+    parser.add_argument("--no-var-closure", action="store_true",
+                        help="ship every host variable with every batch instead of only those "
+                             "its tasks read (to measure what the closure saves)")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -102,7 +105,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             if args.events:
                 sinks.append(JsonEvents(stack.enter_context(open(args.events, "w"))))
             run = PlaybookRun(playbook, inventory, extra, CallbackSet(sinks),
-                              RunOptions(check=args.check, diff=args.diff, forks=args.forks),
+                              RunOptions(check=args.check, diff=args.diff, forks=args.forks,
+                                         closure=not args.no_var_closure),
                               limit=args.limit, per_task=args.per_task)
             return run.run()
     except (LoadError, PlanError) as exc:

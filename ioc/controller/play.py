@@ -79,6 +79,8 @@ class RunOptions:
     check: bool = False
     diff: bool = False
     forks: int = 5
+    #: Ship only the variables a step reads (off only to measure what it saves).
+    closure: bool = True
 
 
 @dataclass
@@ -214,7 +216,8 @@ class PlayExecutor:
             active = [h for h in self.order if self.hosts[h].active]
             if not active or self.ended:
                 break
-            self.reads = self.plan.reads[number] if self.plan.reads else None
+            self.reads = self.plan.reads[number] \
+                if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
