@@ -17,7 +17,7 @@ from ioc.controller.play import RunOptions
 from ioc.controller.playbook import PlaybookRun, plan_playbook
 from ioc.errors import IocError, LoadError, PlanError
 from ioc.model import Inventory
-from ioc.planner import explain
+from ioc.planner import TagFilter, explain
 from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json
 
 LOG = logging.getLogger("ioc")
@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hosts to connect to at once (default 5)")
     parser.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
     parser.add_argument("-D", "--diff", action="store_true", help="show file differences")
+    parser.add_argument("-t", "--tags", action="append", default=[],
+                        help="only run tasks tagged with these values (comma-separated, repeatable)")
+    parser.add_argument("--skip-tags", action="append", default=[],
+                        help="skip tasks tagged with these values (comma-separated, repeatable)")
     parser.add_argument("--plan", action="store_true",
                         help="print the batches and why each ends; connect to nothing")
     parser.add_argument("--plan-format", choices=("text", "json", "dot"), default="text",
@@ -96,10 +100,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         extra = loader.parse_extra_vars(args.extra_vars)
         playbook = loader.load_playbook(args.playbook, extra_vars=extra)
+        tags = TagFilter.parse(args.tags, args.skip_tags)
         if args.plan:
-            print_plans(plan_playbook(playbook, per_task=args.per_task), args.plan_format)
+            print_plans(plan_playbook(playbook, per_task=args.per_task, tags=tags), args.plan_format)
             return 0
-        inventory = load_inventory(args.inventory, os.path.dirname(os.path.abspath(args.playbook)))
+        playbook_dir = os.path.dirname(os.path.abspath(args.playbook))
+        inventory = load_inventory(args.inventory, playbook_dir)
         sinks: List[Callback] = [Console(verbosity=args.verbose)]
         with contextlib.ExitStack() as stack:
             if args.events:
@@ -107,7 +113,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             run = PlaybookRun(playbook, inventory, extra, CallbackSet(sinks),
                               RunOptions(check=args.check, diff=args.diff, forks=args.forks,
                                          closure=not args.no_var_closure),
-                              limit=args.limit, per_task=args.per_task)
+                              limit=args.limit, per_task=args.per_task, tags=tags,
+                              reload_inventory=lambda: load_inventory(args.inventory, playbook_dir))
             return run.run()
     except (LoadError, PlanError) as exc:
         print("ERROR! %s" % exc, file=sys.stderr)

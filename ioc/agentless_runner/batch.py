@@ -320,6 +320,8 @@ class HostRun(object):
                 self.add_notifications(task, templar)
         if report is not None:
             report(status)
+        if "results" not in result:
+            self._emit_diff(key, task, result, templar)
         rescued = status == "failed" and not ignored and scope.rescuable
         self.emit({"e": "done", "k": key, "status": status,
                    "result": self._visible(task, result, templar),
@@ -370,18 +372,25 @@ class HostRun(object):
             overlay["ansible_loop_var"] = loop_var
             if index_var:
                 overlay[index_var] = index
+                overlay["ansible_index_var"] = index_var
             if control.get("extended"):
-                overlay["ansible_loop"] = _loop_info(items, index)
+                overlay["ansible_loop"] = _loop_info(
+                    items, index, allitems=_as_bool(control.get("extended_allitems", True)))
             item_templar = Templar(self.variables(task, scope, overlay))
-            result = self.run_single(key, task, scope, item_templar, overlay)
-            result[loop_var] = item
-            result["ansible_loop_var"] = loop_var
+            # What ansible-core records on every result of this item, its
+            # retries included: the loop variables and the label.
+            item_keys = {loop_var: item, "ansible_loop_var": loop_var}
             if index_var:
-                result[index_var] = index
-                result["ansible_index_var"] = index_var
+                item_keys[index_var] = index
+                item_keys["ansible_index_var"] = index_var
+            if "ansible_loop" in overlay:
+                item_keys["ansible_loop"] = overlay["ansible_loop"]
             label = control.get("label")
             if label is not None:
-                result["_ansible_item_label"] = _safe_template(item_templar, label)
+                item_keys["_ansible_item_label"] = _safe_template(item_templar, label)
+            result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            result.update(item_keys)
+            self._emit_diff(key, task, result, item_templar)
             self.emit({"e": "item", "k": key, "status": results.status_of(result),
                        "result": self._visible(task, result, item_templar)})
             if results.status_of(result) == "ok":
@@ -402,7 +411,7 @@ class HostRun(object):
                     "Error while evaluating conditional: %s" % (exc,))
         return None
 
-    def run_single(self, key, task, scope, templar, overlay=None):
+    def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
         """One execution: `when`, then the action with until/retries."""
         skipped = self.check_when(task, templar)
         if skipped is not None:
@@ -415,6 +424,9 @@ class HostRun(object):
         while True:
             attempt += 1
             result = self.run_action(task, templar)
+            if result.pop("_ioc_task_error", False):
+                # ansible-core raises these: no changed/failed_when, no retry
+                return result
             bound = dict(overlay or {})
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
@@ -429,8 +441,11 @@ class HostRun(object):
                 result["attempts"] = retries - 1
                 result["failed"] = True
                 return result
+            # ansible-core reports the attempt about to run (2..retries+1)
+            result["attempts"] = attempt + 1
             result["retries"] = retries
-            self.emit({"e": "retry", "k": key, "result": self._visible(task, result, templar)})
+            shown = dict(result, **item_keys) if item_keys else result
+            self.emit({"e": "retry", "k": key, "result": self._visible(task, shown, templar)})
             time.sleep(delay)
 
     def _retry_settings(self, task, templar):
@@ -453,22 +468,41 @@ class HostRun(object):
             return False
 
     def apply_result_conditions(self, task, result, templar):
-        """changed_when, then failed_when, with the register bound (L3.2)."""
+        """changed_when, then failed_when, with the register bound (L3.2).
+
+        As ansible-core 2.21's task result: ``<name>_when_result`` records the
+        outcome (or the error text); an error in changed_when fails the task
+        and failed_when is not evaluated; an existing exception (every failed
+        result has one) moves to ``<name>_when_suppressed_exception`` when the
+        expression errs or, for failed_when, whenever it is evaluated.
+        """
         if result.get("skipped"):
             return
         for field, key in (("changed_when", "changed"), ("failed_when", "failed")):
             conds = task.get(field)
-            if conds is None:
+            if not conds:
                 continue
+            if field == "failed_when":
+                self._suppress_exception(result, field)
             try:
                 value = all(templar.conditional(c) for c in conds)
             except TemplateError as exc:
+                if field == "changed_when":
+                    self._suppress_exception(result, field)
                 result["failed"] = True
                 result[field + "_result"] = str(exc)
-                continue
+                return
             result[key] = value
-            if field == "failed_when":
-                result["failed_when_result"] = value
+            result[field + "_result"] = value
+            if field == "failed_when" and value and not result.get("msg"):
+                result["msg"] = ("Task failed: Action failed: A 'failed_when' expression "
+                                 "evaluated to 'True'.")
+
+    @staticmethod
+    def _suppress_exception(result, field):
+        if result.get("failed") or "exception" in result:
+            result[field + "_suppressed_exception"] = result.pop("exception", None) or \
+                results.TRACEBACK_UNAVAILABLE
 
     def run_action(self, task, templar):
         """Template the arguments and run the action; failures become results."""
@@ -479,12 +513,24 @@ class HostRun(object):
                                     self.options.get("check", False))
             diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
         except TemplateError as exc:
-            return results.failed_result(str(exc), exception=traceback.format_exc())
+            return results.failed_result(str(exc), exception=traceback.format_exc(),
+                                         _ioc_task_error=True)
         ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
                               files=self.controller_files())
         return results.normalize(actions.run(task["action"], args, ctx))
+
+    def _emit_diff(self, key, task, result, templar):
+        """``on_file_diff`` comes before the result it belongs to (L3.5)."""
+        if "diff" not in result or not result.get("diff"):
+            return
+        try:
+            diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
+        except TemplateError:
+            return
+        if diff_mode and not self._truthy(task.get("no_log"), templar):
+            self.emit({"e": "diff", "k": key, "result": dict(result)})
 
     def controller_files(self):
         """The current task's shipped controller files, with their content."""
@@ -678,14 +724,15 @@ def _evaluator(view):
     return value
 
 
-def _loop_info(items, index):
+def _loop_info(items, index, allitems=True):
     length = len(items)
     info = {
         "index": index + 1, "index0": index, "first": index == 0,
         "last": index == length - 1, "length": length,
         "revindex": length - index, "revindex0": length - index - 1,
-        "allitems": items,
     }
+    if allitems:
+        info["allitems"] = items
     if index:
         info["previtem"] = items[index - 1]
     if index < length - 1:

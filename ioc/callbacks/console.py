@@ -1,6 +1,7 @@
 """Console output that reads like ansible-core's ``default`` stdout callback."""
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from typing import Any, Dict, Optional, Sequence, TextIO
@@ -137,6 +138,12 @@ class Console(Callback):
             line += " Result was: %s" % self.dump(result)
         self._print(line, "warn")
 
+    def on_file_diff(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        if result.get("changed") and result.get("diff"):
+            text = format_diff(result["diff"])
+            if text:
+                self._print(text.rstrip("\n"))
+
     def on_notify(self, host: str, handler: TaskView) -> None:
         if self.verbosity > 1:
             self._print("NOTIFIED HANDLER %s for %s" % (handler.name, host))
@@ -177,6 +184,40 @@ class Console(Callback):
         kind = "Action" if task.action in _ACTIONS else "Module"
         self._print("[ERROR]: Task failed: %s failed: %s\nOrigin: %s"
                     % (kind, result.get("msg", ""), task.location), "error", stderr=True)
+
+
+def format_diff(diff: Any) -> str:
+    """A module's ``diff`` as the default callback prints it (``_get_diff``)."""
+    parts = []
+    for one in diff if isinstance(diff, list) else [diff]:
+        if not isinstance(one, dict):
+            continue
+        for key, message in (("dst_binary", "diff skipped: destination file appears to be binary"),
+                             ("src_binary", "diff skipped: source file appears to be binary"),
+                             ("dst_larger", "diff skipped: destination file size is greater than %d"),
+                             ("src_larger", "diff skipped: source file size is greater than %d")):
+            if one.get(key):
+                parts.append((message % one[key] if "%d" in message else message) + "\n")
+        if "before" in one and "after" in one:
+            before, after = _diff_text(one["before"]), _diff_text(one["after"])
+            lines = difflib.unified_diff(
+                before.splitlines(True), after.splitlines(True),
+                fromfile="before: %s" % one["before_header"] if "before_header" in one else "before",
+                tofile="after: %s" % one["after_header"] if "after_header" in one else "after",
+                fromfiledate="", tofiledate="", n=3)
+            text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                           for line in lines)
+            if text:
+                parts.append(text)
+        if one.get("prepared"):
+            parts.append(str(one["prepared"]))
+    return "".join(parts)
+
+
+def _diff_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, indent=4) + "\n"
 
 
 def host_label(host: str, result: Dict[str, Any]) -> str:

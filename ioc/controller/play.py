@@ -135,6 +135,8 @@ class PlaySink(StepSink):
             self.callbacks.runner_item(host, self.view, Status(event["status"]), event["result"])
         elif kind == "retry":
             self.callbacks.runner_retry(host, self.view, event["result"])
+        elif kind == "diff":
+            self.callbacks.on_file_diff(host, self.view, event["result"])
         elif kind == "notify":
             handler = self.plan.program.handlers[event["handler"]]
             self.callbacks.on_notify(host, TaskView(name=handler.display_name, action=handler.action,

@@ -14,7 +14,7 @@ from ioc.controller.payloads import PayloadCache
 from ioc.controller.play import HostState, HostStatus, PlayContext, PlayExecutor, RunOptions
 from ioc.controller.transport import TransportReport
 from ioc.model import Inventory, Play, Playbook
-from ioc.planner import ControllerStep, Plan, plan_play
+from ioc.planner import ControllerStep, Plan, TagFilter, plan_play
 
 LOG = logging.getLogger(__name__)
 
@@ -25,10 +25,12 @@ class PlannedPlay:
     plan: Plan
 
 
-def plan_playbook(playbook: Playbook, per_task: bool = False) -> List[PlannedPlay]:
+def plan_playbook(playbook: Playbook, per_task: bool = False,
+                  tags: Optional[TagFilter] = None) -> List[PlannedPlay]:
     """Plan every play; any PlanError surfaces before a host is contacted."""
     caps = runner_capabilities()
-    return [PlannedPlay(play, plan_play(play, caps, per_task=per_task)) for play in playbook.plays]
+    return [PlannedPlay(play, plan_play(play, caps, per_task=per_task, tags=tags))
+            for play in playbook.plays]
 
 
 class PlaybookRun:
@@ -37,7 +39,8 @@ class PlaybookRun:
     def __init__(self, playbook: Playbook, inventory: Inventory, extra_vars: Mapping[str, Any],
                  callbacks: Callback, options: RunOptions, limit: Optional[str] = None,
                  per_task: bool = False,
-                 reload_inventory: Optional[Callable[[], Inventory]] = None) -> None:
+                 reload_inventory: Optional[Callable[[], Inventory]] = None,
+                 tags: Optional[TagFilter] = None) -> None:
         self.playbook = playbook
         self.inventory = inventory
         self.extra_vars = dict(extra_vars)
@@ -45,7 +48,8 @@ class PlaybookRun:
         self.options = options
         self.limit = limit
         self.reload_inventory = reload_inventory
-        self.plans = plan_playbook(playbook, per_task=per_task)
+        self.tags = tags or TagFilter()
+        self.plans = plan_playbook(playbook, per_task=per_task, tags=self.tags)
         self.stats = Stats()
         self.transport = TransportReport()
         self.payload_cache = PayloadCache()
@@ -187,8 +191,8 @@ class PlaybookRun:
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
             "playbook_dir": os.path.abspath(play.basedir),
-            "ansible_run_tags": ["all"],
-            "ansible_skip_tags": [],
+            "ansible_run_tags": sorted(self.tags.only),
+            "ansible_skip_tags": sorted(self.tags.skip),
         }
 
 

@@ -7,14 +7,18 @@ from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
 from ioc.planner.support import Capabilities, check_program
+from ioc.planner.tags import TagFilter
 
-__all__ = ["Batch", "Capabilities", "ControllerStep", "Where", "Entry", "Plan", "Program", "compile_play",
+__all__ = ["TagFilter", "Batch", "Capabilities", "ControllerStep", "Where", "Entry", "Plan", "Program", "compile_play",
            "plan_play", "schedule", "wire_tree", "explain"]
 
 
-def plan_play(play, caps, per_task=False):
-    """Compile, check and schedule ``play``; raises PlanError before any host is touched."""
-    program = compile_play(play)
+def plan_play(play, caps, per_task=False, tags=None):
+    """Compile, check and schedule ``play``; raises PlanError before any host is touched.
+
+    ``tags`` (a :class:`TagFilter`) leaves out the tasks ``--tags``/``--skip-tags`` filter.
+    """
+    program = compile_play(play, tags)
     check_program(program, caps)
     effects = analyze_program(program)
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects))

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional, Tuple, Union
 
+import dataclasses
+
 from ioc.model import Block, Location, Node, Play, Task, to_wire
+from ioc.planner.tags import TagFilter
 
 SECTIONS = ("pre_tasks", "tasks", "post_tasks")
 
@@ -63,18 +66,78 @@ class Program:
         return self.entries[index]
 
 
-def compile_play(play: Play) -> Program:
-    """Number ``play``'s tasks in linear order (pure; same play, same numbers)."""
+def compile_play(play: Play, tags: Optional[TagFilter] = None) -> Program:
+    """Number ``play``'s tasks in linear order (pure; same play, same numbers).
+
+    Tasks ``tags`` filters out are left out altogether: they are not reached.
+    """
+    tags = tags or TagFilter()
     numberer = _Numberer()
     tree: list[Numbered] = []
     for section in SECTIONS:
-        nodes: Tuple[Node, ...] = getattr(play, section)
-        if section == "pre_tasks" and play.gather_facts:
+        nodes: Tuple[Node, ...] = tuple(_select(getattr(play, section), tags))
+        if section == "pre_tasks" and play.gather_facts and tags.selects(_gather_tags(play)):
             tree.append(numberer.entry(gather_task(play.location), section, implicit=True))
+        if play.force_handlers and nodes:
+            # L5.7: force_handlers wraps the section in a block whose always
+            # holds the flush, so a host that failed still runs its handlers.
+            tree.append(numberer.node(_forced_flush(play, nodes), section))
+            continue
         tree.extend(numberer.node(node, section) for node in nodes)
         tree.append(numberer.entry(flush_task(play.location), section, implicit=True))
     return Program(play=play, tree=tuple(tree), entries=tuple(numberer.entries),
                    parents=tuple(numberer.parents), include_heads=tuple(numberer.include_heads))
+
+
+def _gather_tags(play: Play) -> frozenset:
+    """Fact gathering carries the play's tags, or ``always`` when it has none (L7.9)."""
+    return frozenset(play.tags) if play.tags else frozenset({"always"})
+
+
+def _select(nodes: Tuple[Node, ...], tags: TagFilter) -> list:
+    """``nodes`` without the tasks ``tags`` filters out (blocks left empty go too)."""
+    if tags.everything and not _has_never(nodes):
+        return list(nodes)  # the common case: nothing to filter, keep the IR as it is
+    out: list = []
+    for node in nodes:
+        if isinstance(node, Task):
+            if tags.selects(frozenset(node.tags)):
+                out.append(node)
+            continue
+        pruned = dataclasses.replace(
+            node, block=tuple(_select(node.block, tags)), rescue=tuple(_select(node.rescue, tags)),
+            always=tuple(_select(node.always, tags)),
+            include=node.include if node.include is None or tags.selects(frozenset(node.include.tags))
+            else None)
+        if node.include is not None and pruned.include is None:
+            continue  # a filtered include: its tasks are never included
+        if pruned.block or pruned.rescue or pruned.always or pruned.include is not None:
+            out.append(pruned)
+    return out
+
+
+def _has_never(nodes: Tuple[Node, ...]) -> bool:
+    for node in nodes:
+        if isinstance(node, Task):
+            if "never" in node.tags:
+                return True
+        elif _has_never(node.block + node.rescue + node.always) or (
+                node.include is not None and "never" in node.include.tags):
+            return True
+    return False
+
+
+class _ImplicitFlush(Task):
+    """Marker type: the flush of a force_handlers section (numbered as implicit)."""
+
+
+def _forced_flush(play: Play, nodes: Tuple[Node, ...]) -> Block:
+    return Block(block=nodes, always=(_ImplicitFlush(**_fields(flush_task(play.location))),),
+                 location=play.location, implicit=True)
+
+
+def _fields(task: Task) -> dict:
+    return {f.name: getattr(task, f.name) for f in dataclasses.fields(task)}
 
 
 def gather_task(location: Location) -> Task:
@@ -101,7 +164,7 @@ class _Numberer:
 
     def node(self, node: Node, section: str) -> Numbered:
         if isinstance(node, Task):
-            return self.entry(node, section)
+            return self.entry(node, section, implicit=isinstance(node, _ImplicitFlush))
         block_id = self.blocks
         self.blocks += 1
         include = self.entry(node.include, section) if node.include is not None else None

@@ -47,8 +47,6 @@ def check_program(program: Program, caps: Capabilities) -> None:
 
 
 def _check_play(play: Play) -> None:
-    if play.force_handlers:
-        raise PlanError("play keyword 'force_handlers' is not supported yet", play.location)
     if play.order not in (None, "inventory"):
         raise PlanError("play keyword 'order: %s' is not supported yet" % play.order,
                         play.location)

@@ -34,7 +34,9 @@ def test_registered_loop_has_ansible_results_shape(tmp_path):
 """))
     out = r.runtime["out"]
     assert out["msg"] == "All items completed"
-    assert out["changed"] is True and out["skipped"] is False and "failed" not in out
+    # ansible-core 2.21: failed: false is registered, skipped only when every item skipped
+    assert out["changed"] is True and out["failed"] is False and "skipped" not in out
+    assert [x["changed_when_result"] for x in out["results"]] == [True, False]
     assert [x["item"] for x in out["results"]] == ["a", "b"]
     assert [x["changed"] for x in out["results"]] == [True, False]
     assert out["results"][0]["ansible_loop_var"] == "item"
@@ -60,7 +62,8 @@ def test_empty_loop_is_skipped_with_ansibles_spelling(tmp_path):
       loop: []
       register: empty
 """))
-    assert r.runtime["empty"] == {"changed": False, "skipped": True,
+    assert r.runtime["empty"] == {"changed": False, "failed": False, "skipped": True,
+                                  "skip_reason": "No items in the list",
                                   "skipped_reason": "No items in the list", "results": []}
     assert r.done()[0]["status"] == "skipped"
 
@@ -85,7 +88,8 @@ def test_skipped_task_overwrites_register(tmp_path):
       register: shared
       when: false
 """))
-    assert r.runtime["shared"] == {"changed": False, "skipped": True, "false_condition": False,
+    assert r.runtime["shared"] == {"changed": False, "failed": False, "skipped": True,
+                                   "false_condition": False,
                                    "skip_reason": "Conditional result was False"}
 
 
@@ -430,3 +434,37 @@ def test_include_parameters_beat_set_fact_inside_the_include(tmp_path):
 """))
     assert r.result_of("inside")["result"]["msg"] == "param"   # L6.3
     assert r.result_of("outside")["result"]["msg"] == "fact"
+
+
+def test_force_handlers_runs_handlers_of_a_host_that_failed(tmp_path):
+    r = run_text(tmp_path, """
+- hosts: all
+  gather_facts: false
+  force_handlers: true
+  tasks:
+    - command: "true"
+      notify: H
+    - fail: msg=down
+    - name: never
+      debug: msg=x
+  handlers:
+    - name: H
+      debug: msg=handled
+""")
+    assert r.names() == ["command", "fail", "H"]
+    assert r.status == "failed"
+
+
+def test_without_force_handlers_a_failed_host_loses_its_handlers(tmp_path):
+    r = run_text(tmp_path, """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - command: "true"
+      notify: H
+    - fail: msg=down
+  handlers:
+    - name: H
+      debug: msg=handled
+""")
+    assert r.names() == ["command", "fail"]
