@@ -1,5 +1,8 @@
 """Shaping task results the way Ansible's task executor does."""
 
+#: The ``exception`` text of a failure when no traceback is shown (the default).
+TRACEBACK_UNAVAILABLE = "(traceback unavailable)"
+
 CENSORED = ("the output has been hidden due to the fact that 'no_log: true' "
             "was specified for this result")
 
@@ -26,6 +29,7 @@ def skipped_result(false_condition):
     """What a task (or item) whose ``when`` was false registers (L2.6, L3.3)."""
     return {
         "changed": False,
+        "failed": False,
         "skipped": True,
         "skip_reason": "Conditional result was False",
         "false_condition": false_condition,
@@ -33,27 +37,30 @@ def skipped_result(false_condition):
 
 
 def normalize(result):
-    """Fill in the keys every result has: ``changed``, and ``failed`` for ok ones."""
+    """Fill in the keys every result has: ``changed`` and ``failed`` (ansible-core 2.21
+    registers ``failed: false`` on skipped results too)."""
     result.setdefault("changed", False)
-    if not result.get("skipped"):
-        result["failed"] = bool(result.get("failed", False))
+    result["failed"] = bool(result.get("failed", False))
     return result
 
 
 def aggregate_loop(results):
     """The registered shape of a looped task from its per-item results (L2.6)."""
     if not results:
-        return {"changed": False, "skipped": True,
+        return {"changed": False, "failed": False, "skipped": True,
+                "skip_reason": "No items in the list",
                 "skipped_reason": "No items in the list", "results": []}
     failed = any(r.get("failed") for r in results)
     skipped = all(r.get("skipped") for r in results)
     out = {
         "changed": any(r.get("changed") for r in results),
+        "failed": failed,
         "results": results,
-        "skipped": skipped,
     }
+    if skipped:
+        out["skipped"] = True
+        out["changed"] = False
     if failed:
-        out["failed"] = True
         out["msg"] = "One or more items failed"
     elif skipped:
         out["msg"] = "All items skipped"

@@ -8,13 +8,6 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-CHANGED_WHEN_RESULT = (
-    "results lack changed_when_result: ansible-core 2.21 adds changed_when_result: <bool> "
-    "to every result (and every item) of a task with changed_when")
-REGISTERED_FAILED_FALSE = (
-    "registered values lack failed: false: ansible-core 2.21 registers failed: false on a "
-    "skipped task, on a loop's result and on each of its items (skipped items included); "
-    "ioc also registers skipped: false on a loop result where ansible has no skipped key")
 TASK_FAILED_PREFIX = (
     "error msg wording: ansible-core 2.21 says \"Task failed: Finalization of task args for "
     "'ansible.builtin.X' failed: Error while resolving value for 'msg': 'v' is undefined\" / "
@@ -22,18 +15,8 @@ TASK_FAILED_PREFIX = (
     "undefined\" / \"Task failed: 'v' is undefined\" (loop), ioc only \"'v' is undefined\" / "
     "\"Error while evaluating conditional: 'v' is undefined\"")
 NAMED_META = "a named meta task is reported as 'meta' (task_start name) instead of its name"
-RETRY_ATTEMPTS = (
-    "runner_retry attempts: ansible numbers the retry events 2..retries+1 (the first failed "
-    "run reports attempts=2), ioc 1..retries; the final result's attempts agree")
 
 KNOWN_DIFFERENCES = {
-    "changed_failed_when": "; ".join([
-        CHANGED_WHEN_RESULT,
-        "a failure suppressed by failed_when lacks failed_when_suppressed_exception"]),
-    "changed_when_loop": "; ".join([
-        CHANGED_WHEN_RESULT,
-        "an item failed by failed_when: ansible msg \"Task failed: Action failed: A "
-        "'failed_when' expression evaluated to 'True'.\", ioc msg ''"]),
     "failure_later_plays": (
         "after every host failed in play 'two', ansible-core 2.21 still emits play_start for "
         "play 'three' (then stats); ioc emits nothing for it"),
@@ -47,9 +30,6 @@ KNOWN_DIFFERENCES = {
         "an item-templated notify ('H {{ item }}') notifies nothing in ioc: no notify events "
         "for 'H a'/'H b', those handlers never run (recap ok h1 3 vs 4, h2 3 vs 5)"),
     "ignore_errors_templating": TASK_FAILED_PREFIX,
-    "loop_control": (
-        "loop_control.extended: item results lack ansible_loop {allitems, index, index0, "
-        "first, last, length, revindex, revindex0, previtem, nextitem}"),
     "loop_dict2items": (
         "a loop over a play-vars dict through a filter fails on the target: \"ioc runner "
         "error: mitogen.core.StreamError: cannot unpickle 'ioc.loader.yamlsrc'/'LocatedDict'\""),
@@ -62,12 +42,6 @@ KNOWN_DIFFERENCES = {
         "false, continuing execution for h2', skip_reason: 'end_host conditional evaluated to "
         "False, continuing execution for h2'}, ioc {false_condition: \"inventory_hostname == "
         "'h1'\", skip_reason: 'end_host conditional evaluated to False'}"]),
-    "reference_p8": CHANGED_WHEN_RESULT,
-    "registered_shapes": "; ".join([
-        REGISTERED_FAILED_FALSE,
-        "empty loop: ansible's result (and register) has skip_reason 'No items in the list', "
-        "ioc's none"]),
-    "skipped_register": REGISTERED_FAILED_FALSE,
     "tags": "ioc-run has no --tags option (argument error, exit 2)",
     "task_names": (
         "an unnamed task written 'ansible.builtin.debug' is named 'ansible.builtin.debug' by "
@@ -82,15 +56,9 @@ KNOWN_DIFFERENCES = {
         "127.0.0.1 port 1: Connection refused', ioc 'Failed to connect to the host via ssh: "
         "EOF on stream; last 100 lines received:\\nssh: connect to host 127.0.0.1 port 1: "
         "Connection refused\\r (127.0.0.1 port 1)'"),
-    "until_exhausted": "; ".join([
-        RETRY_ATTEMPTS,
-        "in a loop, ioc's runner_retry results lack item and ansible_loop_var (no (item=y) "
-        "label)"]),
-    "until_retries": RETRY_ATTEMPTS,
     "when_errors": "; ".join([
         TASK_FAILED_PREFIX,
         "non-boolean when: ansible \"... value of type 'str' at '<work>/when_errors.yml:13:13'"
         ". Conditionals must have a boolean result.\", ioc \"Error while evaluating "
         "conditional: ... value of type 'str' at \\\"'abc'\\\". ...\""]),
-    "when_per_item": REGISTERED_FAILED_FALSE,
 }
