@@ -374,6 +374,20 @@ class Bench:
 # -----------------------------------------------------------------------------
 # the report
 
+READING = """## Reading the numbers
+
+* Round trips are the robust columns; wall and CPU time carry the noise of a
+  shared 2-CPU machine (see the load average above). With one run per cell
+  (`--quick`), differences under ~20% in seconds mean little.
+* ioc's extra round trips over `ssh true` are its bootstrap (mitogen's
+  first stage, the module upload, the call); they are paid once per host,
+  whatever the play's size: compare `tasks100` with `realistic`.
+* With 10 hosts on 2 CPUs a controller busy for longer than the proxy's
+  quiet gap (1.5 x delay: 37 ms at 25 ms) while the server's answer arrives
+  can be counted as an extra turn; the 10-host counts at 25 ms are upper
+  bounds by a turn or two per connection.
+"""
+
 
 def fmt_s(v: Optional[float]) -> str:
     if v is None:
@@ -477,6 +491,9 @@ def render(cells: List[Cell], bench: Bench, meta: Dict[str, object]) -> str:
             fmt_frac(ratio(c.med("cpu"), mc)), fmt_x(ratio(c.med("wall"), fl)),
             "%+d" % (c.med("rt_max") - b["round_trips"] - 1) if b else "-"))
 
+    w("")
+    for line in READING.rstrip("\n").splitlines():
+        w(line)
     w("")
     w("## The issue's targets")
     w("")
