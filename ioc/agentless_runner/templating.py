@@ -31,7 +31,6 @@ import jinja2.ext
 from jinja2 import nodes
 from jinja2.parser import Parser
 from jinja2.runtime import Undefined
-from jinja2.utils import object_type_repr
 
 from ioc.agentless_runner.filters import FILTERS
 from ioc.agentless_runner.tests_jinja import TESTS
@@ -112,13 +111,16 @@ class Verbatim(collections.abc.Mapping):
 # -- undefined values ------------------------------------------------------------
 
 
-def _type_repr(obj):
-    """Jinja's ``'dict object'`` naming, with lazy containers named as builtins."""
-    if isinstance(obj, _LazyDict):
-        return "dict object"
+def _native_type_name(obj):
+    """The builtin type name ansible-core names a value by ('dict', 'list', 'str'...)."""
+    if isinstance(obj, (_LazyDict, collections.abc.Mapping)) and not isinstance(obj, dict):
+        return "dict"
     if isinstance(obj, _LazyList):
-        return "list object"
-    return object_type_repr(obj)
+        return "list"
+    for base in (dict, list, str, bool, int, float, tuple):
+        if isinstance(obj, base):
+            return base.__name__
+    return type(obj).__name__
 
 
 class _StrictUndefined(jinja2.StrictUndefined):
@@ -137,11 +139,9 @@ class _StrictUndefined(jinja2.StrictUndefined):
             return self._undefined_hint
         if self._undefined_obj is jinja2.utils.missing:
             return "%r is undefined" % (self._undefined_name,)
-        if not isinstance(self._undefined_name, str):
-            return "%s has no element %r" % (
-                _type_repr(self._undefined_obj), self._undefined_name)
-        return "%r has no attribute %r" % (
-            _type_repr(self._undefined_obj), self._undefined_name)
+        # ansible-core 2.21's Marker hint, for attributes and items alike
+        return "object of type %r has no attribute %r" % (
+            _native_type_name(self._undefined_obj), self._undefined_name)
 
     def __getattr__(self, name):
         if name[:2] == "__":

@@ -254,11 +254,11 @@ def test_undefined_is_a_template_error():
 def test_missing_attribute_message():
     with pytest.raises(UndefinedVariableError) as info:
         render("{{ d.foo }}", d={"a": 1})
-    assert str(info.value) == "'dict object' has no attribute 'foo'"
+    assert str(info.value) == "object of type 'dict' has no attribute 'foo'"  # ansible-core 2.21
 
 
 def test_missing_key_message():
-    with pytest.raises(UndefinedVariableError, match="'dict object' has no attribute 'foo'"):
+    with pytest.raises(UndefinedVariableError, match="object of type 'dict' has no attribute 'foo'"):
         render("{{ d['foo'] }}", d={})
 
 
