@@ -4,12 +4,12 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller import closure, fetched, lookups, payloads
+from ioc.controller import bootstrap, closure, fetched, lookups, payloads
 from ioc.controller.connection import ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, dispatch
 from ioc.controller.transport import TransportReport
@@ -232,7 +232,7 @@ class PlayExecutor:
         controller_step = step if isinstance(step, ControllerStep) else None
         hosts = active[:1] if controller_step and controller_step.once else active
         calls = [self._call(h, step, active) for h in hosts]
-        sink = PlaySink(self.plan, self.ctx.callbacks, self.ctx.stats)
+        sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
         outcome = StepOutcome()
         limit = controller_step.throttle if controller_step else 0
@@ -246,6 +246,10 @@ class PlayExecutor:
         for call in calls:
             self._settle(call, outcome)
         return outcome
+
+    def make_sink(self) -> PlaySink:
+        """The sink a step's replay feeds (the Ansible bridge forwards from here)."""
+        return PlaySink(self.plan, self.ctx.callbacks, self.ctx.stats)
 
     def _observe(self, host: str, event: Event, outcome: StepOutcome,
                  calls: List[HostCall]) -> None:
@@ -396,7 +400,15 @@ class PlayExecutor:
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
         self._attach_payloads(wire, step, via)
         self._attach_lookups(wire, step)
-        return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via)
+        return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
+                        modules=self._modules_of(step))
+
+    def _modules_of(self, step: Step) -> Tuple[str, ...]:
+        entries = self.plan.entries_of(step)
+        actions = {e.task.action for e in entries}
+        if any(e.is_flush for e in entries):
+            actions |= {h.action for h in self.plan.program.handlers}
+        return bootstrap.action_modules(actions)
 
     def _delegate(self, host: str, step: Step, wire: Dict[str, Any]) -> str:
         """The inventory name ``delegate_to`` names for ``host``."""

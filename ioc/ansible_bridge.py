@@ -1,0 +1,952 @@
+"""The bridge between Ansible and ioc: the logic of the ``mitogen_batch`` strategy.
+
+``strategy_plugin/mitogen_batch.py`` is a shim that Ansible loads; everything
+it does lives here, and this is the only module of ioc that imports
+``ansible`` (DESIGN §1). Three parts:
+
+* **IR from Ansible's parsed play** (:func:`play_to_ir`): the blocks the
+  linear ``PlayIterator`` would walk (tags already applied), the roles'
+  defaults, variables and parameters, and the handlers become an
+  :class:`ioc.model.Play`; each IR task remembers the Ansible ``Task`` it came
+  from. Whatever ioc cannot run natively is a :class:`Fallback` with the
+  reason.
+* **Execution**: a native play is planned here, then run by ioc's controller
+  in a *dispatcher subprocess* (``python -m ioc.ansible_bridge --serve``) that
+  owns mitogen's broker, so no broker thread ever lives in a process Ansible
+  forks. It streams the replayed (linear-ordered) runner events back.
+* **Events → Ansible**: each event becomes the callback the linear strategy
+  would send, with Ansible's real ``Host`` and ``Task`` objects and a real
+  task result; recap counters go to ``tqm._stats``; registered values, facts
+  and ``set_fact`` values go to Ansible's variable manager.
+
+A play that needs anything ioc cannot run natively runs, whole, through the
+inherited ``linear`` strategy (see docs/mitogen_batch.md for what remains).
+
+Ansible is imported lazily: ``StrategyModule`` is built on first access, so
+the dispatcher (``--serve``) and ``--strategy-dir`` never import it.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import dataclasses
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ioc.model import Block, Group, Host, Inventory, Location, Play, Task
+
+LOG = logging.getLogger(__name__)
+
+#: ansible-core releases the strategy supports, inclusive (major, minor).
+SUPPORTED_ANSIBLE = ((2, 19), (2, 21))
+STRATEGY_NAME = "mitogen_batch"
+_BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
+#: Results of these are "Action failed", not "Module failed" (as ioc's console says).
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
+                      "add_host", "group_by", "pause", "gather_facts"})
+#: Actions ioc runs natively but whose effects live in Ansible's controller
+#: state (inventory, dynamic task lists): the bridge does not translate
+#: those back yet, so a play with them falls back to linear.
+_BRIDGE_UNSUPPORTED = frozenset({"add_host", "group_by", "include_tasks", "include_role",
+                                 "import_playbook", "include_vars", "pause", "async_status"})
+_BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory", "clear_host_errors", "end_batch",
+                                      "reset_connection"})
+
+
+# -- version gate -------------------------------------------------------------------
+
+
+def version_problem(version: str) -> Optional[str]:
+    """Why ``version`` of ansible-core is unsupported, or None when it is supported."""
+    try:
+        major, minor = (int(p) for p in version.split(".")[:2])
+    except ValueError:
+        major, minor = (0, 0)
+    low, high = SUPPORTED_ANSIBLE
+    if low <= (major, minor) <= high:
+        return None
+    return ("the %s strategy supports ansible-core %d.%d to %d.%d; this is ansible-core %s"
+            % (STRATEGY_NAME, low[0], low[1], high[0], high[1], version))
+
+
+def check_ansible_version() -> None:
+    """Raise one AnsibleError naming the supported range on another ansible-core."""
+    from ansible.errors import AnsibleError
+    from ansible.release import __version__
+
+    problem = version_problem(__version__)
+    if problem:
+        raise AnsibleError(problem)
+
+
+def strategy_dir() -> str:
+    """The directory to name in ``strategy_plugins =`` (holds mitogen_batch.py)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "strategy_plugin")
+
+
+# -- plain values ------------------------------------------------------------------
+
+
+def plain(value: Any) -> Any:
+    """``value`` as builtins only: Ansible's tagged/lazy containers and strings unwrapped."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    return str(value)
+
+
+# -- Ansible's play -> ioc IR -------------------------------------------------------
+
+
+class Fallback(Exception):
+    """The play needs something ioc cannot run natively; the reason says what."""
+
+
+@dataclasses.dataclass
+class Converted:
+    """A play in IR and, for every IR task, the Ansible task it came from."""
+
+    play: Play
+    origin: Dict[int, Any]
+    #: Ansible's implicit fact-gathering task (the first iterator block's).
+    gather: Any = None
+    handlers: Tuple[Any, ...] = ()
+
+
+def short_action(task: Any) -> str:
+    name = str(getattr(task, "resolved_action", None) or task.action)
+    for prefix in _BUILTIN_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def _location(task: Any) -> Location:
+    path = task.get_path() if hasattr(task, "get_path") else ""
+    if path and ":" in path:
+        head, _, tail = path.rpartition(":")
+        if tail.isdigit():
+            return Location(head, int(tail))
+    return Location(path or "<unknown>")
+
+
+def _conditions(value: Any) -> Tuple[Any, ...]:
+    out = []
+    for cond in value or ():
+        out.append(bool(cond) if isinstance(cond, bool) else str.__str__(str(cond))
+                   if not isinstance(cond, str) else plain(cond))
+    return tuple(out)
+
+
+def _opt_conditions(value: Any) -> Optional[Tuple[Any, ...]]:
+    return _conditions(value) if value else None
+
+
+class _Converter:
+    def __init__(self, play: Any, caps_actions: frozenset) -> None:
+        self.play = play
+        self.caps_actions = caps_actions
+        self.origin: Dict[int, Any] = {}
+
+    def fail(self, task: Any, why: str) -> None:
+        raise Fallback("%s (%s)" % (why, _location(task)))
+
+    def task(self, task: Any, handler: bool = False) -> Task:
+        action = short_action(task)
+        if "." in action:
+            self.fail(task, "module %s has no native ioc implementation" % action)
+        if action in _BRIDGE_UNSUPPORTED:
+            self.fail(task, "%s runs through Ansible's linear strategy" % action)
+        raw = plain(task.args or {})
+        if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_UNSUPPORTED:
+            self.fail(task, "meta: %s runs through Ansible's linear strategy" % raw["_raw_params"])
+        if action not in self.caps_actions and action != "meta":
+            self.fail(task, "module %s has no native ioc implementation" % action)
+        if task.become:
+            self.fail(task, "become runs through Ansible's linear strategy")
+        for keyword in ("async_val", "timeout"):
+            if getattr(task, keyword, None):
+                self.fail(task, "%s runs through Ansible's linear strategy" % keyword)
+        if getattr(task, "module_defaults", None):
+            self.fail(task, "module_defaults runs through Ansible's linear strategy")
+        environment = {}
+        for env in task.environment or ():
+            if not isinstance(env, Mapping):
+                self.fail(task, "a templated environment runs through Ansible's linear strategy")
+            environment.update(plain(env))
+        variables = {}
+        role = getattr(task, "_role", None)
+        if role is not None:
+            variables.update(plain(role.get_vars(include_params=False)))
+        variables.update(plain(task.get_vars()))
+        loop_control = getattr(task, "loop_control", None)
+        control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
+        ir = Task(
+            action=action,
+            args=raw,
+            location=_location(task),
+            name=plain(task.name) or None,
+            when=_conditions(task.when),
+            loop=plain(task.loop),
+            loop_with=plain(task.loop_with) or None,
+            loop_control=control if isinstance(control, dict) else {},
+            register=self.register(task),
+            changed_when=_opt_conditions(task.changed_when),
+            failed_when=_opt_conditions(task.failed_when),
+            until=_opt_conditions(task.until),
+            retries=plain(task.retries),
+            delay=plain(task.delay) if task.until else None,
+            ignore_errors=plain(task.ignore_errors) or None,
+            ignore_unreachable=plain(task.ignore_unreachable) or None,
+            notify=tuple(plain(task.notify or ())) if not handler else
+            tuple(plain(task.notify or ())),
+            listen=tuple(plain(getattr(task, "listen", None) or ())) if handler else (),
+            vars=variables,
+            no_log=plain(task.no_log) or None,
+            environment=environment or None,
+            check_mode=plain(task.check_mode) if task.check_mode not in (None, False) else None,
+            diff=plain(task.diff) if task.diff not in (None, False) else None,
+            delegate_to=plain(task.delegate_to) or None,
+            delegate_facts=plain(task.delegate_facts) or None,
+            run_once=plain(task.run_once) or None,
+            any_errors_fatal=plain(task.any_errors_fatal) or None,
+            throttle=plain(task.throttle) or None,
+            role=role.get_name() if role is not None else None,
+            role_path=getattr(role, "_role_path", None) if role is not None else None,
+        )
+        self.origin[id(ir)] = task
+        return ir
+
+    def register(self, task: Any) -> Optional[str]:
+        """``register: name``; 2.21 keeps it as ``{name: <the task's result>}``."""
+        value = task.register
+        if not value:
+            return None
+        if isinstance(value, str):
+            return plain(value)
+        if len(value) == 1:
+            (name, expression), = value.items()
+            if plain(expression) == "_task.polymorphic_result":
+                return plain(name)
+        self.fail(task, "register projections run through Ansible's linear strategy")
+        return None
+
+    def nodes(self, items: Sequence[Any]) -> List[Any]:
+        """Ansible blocks/tasks → IR nodes; blocks without rescue/always are inlined."""
+        from ansible.playbook.block import Block as AnsibleBlock
+
+        out: List[Any] = []
+        for item in items:
+            if isinstance(item, AnsibleBlock):
+                out.extend(self.block(item))
+            elif self._implicit_meta(item):
+                continue
+            else:
+                out.append(self.task(item))
+        return out
+
+    @staticmethod
+    def _implicit_meta(task: Any) -> bool:
+        return bool(getattr(task, "implicit", False)) and short_action(task) == "meta" and \
+            (task.args or {}).get("_raw_params") in ("role_complete", "end_role", "noop")
+
+    def block(self, block: Any) -> List[Any]:
+        body = self.nodes(block.block)
+        if not block.rescue and not block.always:
+            return body
+        return [Block(block=tuple(body), rescue=tuple(self.nodes(block.rescue)),
+                      always=tuple(self.nodes(block.always)), location=_location(block),
+                      name=plain(block.name) or None)]
+
+    def section(self, blocks: Sequence[Any]) -> Tuple[Any, ...]:
+        """A section's top-level blocks; each role's tasks in one block with its params."""
+        out: List[Any] = []
+        for block in blocks:
+            role = getattr(block, "_role", None)
+            nodes = self.block(block)
+            if role is not None:
+                params = plain(role.get_role_params()) if hasattr(role, "get_role_params") else {}
+                out.append(Block(block=tuple(nodes), location=_location(block), params=params,
+                                 implicit=True, role=role.get_name(),
+                                 role_path=getattr(role, "_role_path", None)))
+            else:
+                out.extend(nodes)
+        return tuple(out)
+
+
+def _is_flush(block: Any) -> bool:
+    tasks = list(block.block or ())
+    return (len(tasks) == 1 and bool(getattr(tasks[0], "implicit", False))
+            and short_action(tasks[0]) == "meta"
+            and (tasks[0].args or {}).get("_raw_params") == "flush_handlers"
+            and not block.rescue and not block.always)
+
+
+def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted:
+    """Ansible's play, as its linear iterator would walk it, in ioc's IR."""
+    from ansible import constants as C
+
+    play = iterator._play
+    if play.force_handlers:
+        raise Fallback("force_handlers runs through Ansible's linear strategy")
+    if play.vars_files:
+        raise Fallback("vars_files runs through Ansible's linear strategy")
+    if C.DEFAULT_GATHERING not in ("implicit", "explicit"):
+        raise Fallback("gathering = %s runs through Ansible's linear strategy"
+                       % C.DEFAULT_GATHERING)
+    blocks = list(iterator._blocks)
+    converter = _Converter(play, caps_actions)
+    setup = blocks.pop(0)
+    gather_task = setup.block[0] if setup.block else None
+    if gather_task is not None and (gather_task.args or gather_task.when):
+        raise Fallback("fact gathering options run through Ansible's linear strategy")
+    implied = play.gather_facts is None or bool(play.gather_facts)
+    gather = gather_task is not None and (
+        (C.DEFAULT_GATHERING == "implicit" and implied)
+        or (C.DEFAULT_GATHERING == "explicit" and bool(play.gather_facts)))
+    sections: List[List[Any]] = [[]]
+    for block in blocks:
+        if _is_flush(block):
+            sections.append([])
+        else:
+            sections[-1].append(block)
+    if len(sections) != 4 or sections[-1]:
+        raise Fallback("an unexpected play layout (%d sections)" % len(sections))
+    pre, main, post = (converter.section(s) for s in sections[:3])
+    handler_tasks = [h for b in play.handlers for h in b.block]
+    handlers = tuple(converter.task(h, handler=True) for h in handler_tasks)
+    defaults: Dict[str, Any] = {}
+    for role in play.get_roles():
+        defaults.update(plain(role.get_default_vars()))
+    path, line = _play_location(play)
+    ir = Play(
+        name=plain(play.get_name()),
+        hosts=",".join(plain(play.hosts)) if isinstance(play.hosts, list) else plain(play.hosts),
+        location=Location(path, line),
+        vars=plain(play.vars or {}),
+        role_defaults=defaults,
+        gather_facts=gather,
+        pre_tasks=pre, tasks=main, post_tasks=post,
+        handlers=handlers,
+        any_errors_fatal=plain(play.any_errors_fatal) or None,
+        max_fail_percentage=plain(play.max_fail_percentage),
+        basedir=loader.get_basedir(),
+    )
+    return Converted(play=ir, origin=converter.origin, gather=gather_task,
+                     handlers=tuple(handler_tasks))
+
+
+def _play_location(play: Any) -> Tuple[str, int]:
+    origin = getattr(play, "_origin", None)
+    path = str(getattr(origin, "path", "") or "")
+    line = int(getattr(origin, "line_num", 0) or 0)
+    return path or "<playbook>", line
+
+
+# -- the dispatcher: ioc's controller in its own process ----------------------------
+
+
+def _write(stream: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack(">I", len(data)) + data)
+    stream.flush()
+
+
+def _read(stream: BinaryIO) -> Any:
+    head = stream.read(4)
+    if len(head) < 4:
+        raise EOFError
+    (size,) = struct.unpack(">I", head)
+    data = b""
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return pickle.loads(data)
+
+
+def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    """``--serve``: run each play request with ioc's controller, stream events back.
+
+    Requests: ``{"op": "play", "planned": PlannedPlay, "inventory": Inventory,
+    "extra_vars", "hosts", "memory", "options"}``. Replies: ``("step_start",
+    key, hosts, first)``, ``("event", host, event)``, ``("left", host, end)``,
+    ``("step_end", key)``, ``("callback", name, args)``, then ``("done",
+    summary)`` or ``("error", text)``. Mitogen's broker lives here only.
+    """
+    from ioc.controller.connection import Connector
+
+    connector: Optional[Connector] = None
+    try:
+        while True:
+            try:
+                request = _read(inp)
+            except EOFError:
+                return
+            if request.get("op") != "play":
+                continue
+            if connector is None:
+                connector = Connector(forks=request["options"].forks)
+            try:
+                summary = _serve_play(request, connector, lambda msg: _write(out, msg))
+            except Exception as exc:  # the parent reports it as Ansible would
+                LOG.exception("dispatcher failed")
+                _write(out, ("error", "%s: %s" % (type(exc).__name__, exc)))
+            else:
+                _write(out, ("done", summary))
+    finally:
+        if connector is not None:
+            connector.shutdown()
+
+
+def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], None]) -> Dict[str, Any]:
+    from ioc.callbacks import Callback
+    from ioc.controller.play import PlayExecutor, PlaySink
+    from ioc.controller.playbook import PlaybookRun
+    from ioc.model import Playbook
+
+    class Forwarding(PlaySink):
+        def step_start(self, key, hosts, first):
+            send(("step_start", tuple(key), list(hosts), first))
+            super().step_start(key, hosts, first)
+
+        def host_event(self, host, event):
+            send(("event", host, event))
+            super().host_event(host, event)
+
+        def host_left(self, host, event):
+            send(("left", host, event))
+            super().host_left(host, event)
+
+        def step_end(self, key):
+            send(("step_end", tuple(key)))
+            super().step_end(key)
+
+    class PlayLevel(Callback):
+        def no_hosts_remaining(self):
+            send(("callback", "no_hosts_remaining", ()))
+
+        def warning(self, message):
+            send(("callback", "warning", (message,)))
+
+    class Executor(PlayExecutor):
+        def make_sink(self):
+            return Forwarding(self.plan, Callback(), self.ctx.stats)
+
+    planned = request["planned"]
+    run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
+                      PlayLevel(), request["options"])
+    run.memory = request["memory"]
+    base = run._executor(planned, list(request["hosts"]), connector)
+    executor = Executor(base.plan, base.hosts, base.ctx, base.static_layers, base.magic)
+    executor.run()
+    return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
+                          "included": s.included} for h, s in executor.hosts.items()},
+            "ended": executor.ended, "max_fail_hit": executor.max_fail_hit}
+
+
+class Dispatcher:
+    """The parent's handle on the ``--serve`` subprocess (one per ansible-playbook run)."""
+
+    _instance: Optional["Dispatcher"] = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        debug = env.get("IOC_BRIDGE_LOG")
+        self._log = open(debug, "ab") if debug else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ioc.ansible_bridge", "--serve"] +
+            (["--log", debug] if debug else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
+            close_fds=True)
+
+    @classmethod
+    def get(cls) -> "Dispatcher":
+        with cls._lock:
+            if cls._instance is None or cls._instance.proc.poll() is not None:
+                cls._instance = Dispatcher()
+                atexit.register(cls._instance.close)
+            return cls._instance
+
+    def request(self, message: Dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        _write(self.proc.stdin, message)
+
+    def replies(self):
+        assert self.proc.stdout is not None
+        while True:
+            try:
+                reply = _read(self.proc.stdout)
+            except EOFError:
+                yield ("error", "the ioc dispatcher exited (status %s)" % self.proc.poll())
+                return
+            yield reply
+            if reply[0] in ("done", "error"):
+                return
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        if Dispatcher._instance is self:
+            Dispatcher._instance = None
+
+
+# -- the strategy --------------------------------------------------------------------
+
+
+def _build_strategy_class() -> type:
+    check_ansible_version()
+    from ansible.plugins.strategy import StrategyBase
+    from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
+    from ansible.utils.display import Display
+
+    display = Display()
+
+    class StrategyModule(LinearStrategy):
+        """``strategy = mitogen_batch``: linear results, one round trip per batch."""
+
+        def run(self, iterator, play_context):  # type: ignore[override]
+            self._set_hosts_cache(iterator._play)
+            try:
+                native = self._prepare(iterator, play_context)
+            except Fallback as why:
+                display.vv("mitogen_batch: play %r runs with the linear strategy: %s"
+                           % (iterator._play.get_name(), why))
+                return super().run(iterator, play_context)
+            result = _PlayRun(self, iterator, play_context, native).run()
+            return StrategyBase.run(self, iterator, play_context, result)
+
+        def _prepare(self, iterator, play_context):
+            from ioc.controller.capabilities import runner_capabilities
+            from ioc.controller.playbook import PlannedPlay
+            from ioc.errors import IocError
+            from ioc.planner import plan_play
+
+            if self._step or getattr(self, "debugger_active", False):
+                raise Fallback("--step and the task debugger need the linear strategy")
+            caps = runner_capabilities()
+            converted = play_to_ir(iterator, self._loader, frozenset(caps.actions))
+            try:
+                plan = plan_play(converted.play, caps)
+            except IocError as exc:
+                raise Fallback(str(exc)) from None
+            display.vvv("mitogen_batch: play %r runs natively in %d step(s)"
+                        % (converted.play.name, len(plan.steps)))
+            return converted, PlannedPlay(converted.play, plan)
+
+    StrategyModule.__module__ = __name__
+    return StrategyModule
+
+
+class _PlayRun:
+    """One native play: request the dispatcher, turn its replies into Ansible's state."""
+
+    def __init__(self, strategy: Any, iterator: Any, play_context: Any, native: Any) -> None:
+        self.s = strategy
+        self.tqm = strategy._tqm
+        self.vm = strategy._variable_manager
+        self.iterator = iterator
+        self.play = iterator._play
+        self.play_context = play_context
+        self.converted, self.planned = native
+        self.program = self.planned.plan.program
+        self.hosts = {h.name: h for h in strategy.get_hosts_left(iterator)}
+        self.task = None
+        self.is_handler = False
+        self.handler_objects = list(self.converted.handlers)
+        self.ended = False
+
+    # -- building the request ------------------------------------------------------
+
+    def request(self) -> Dict[str, Any]:
+        from ansible import context
+        from ioc.controller.play import RunOptions
+
+        names = list(self.hosts)
+        inventory = self._inventory()
+        memory = {}
+        for name in names:
+            memory[name] = {
+                "facts": plain(_facts_of(self.vm, name)),
+                "runtime": plain(self.vm._nonpersistent_fact_cache.get(name, {})),
+                "include_vars": plain(self.vm._vars_cache.get(name, {})),
+            }
+        cli = context.CLIARGS
+        options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
+                             forks=int(cli.get("forks") or 5))
+        return {"op": "play", "planned": self.planned, "inventory": inventory,
+                "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
+                "options": options}
+
+    def _inventory(self) -> Inventory:
+        from ansible import constants as C
+
+        inventory = self.s._inventory
+        hosts: Dict[str, Host] = {}
+        for host in inventory.get_hosts(self.play.hosts, ignore_restrictions=True) + \
+                [h for h in self.hosts.values()]:
+            if host.name in hosts:
+                continue
+            hosts[host.name] = Host(host.name, self._host_vars(host, C))
+        groups = {}
+        for name, group in inventory.groups.items():
+            groups[name] = Group(name, hosts=tuple(h.name for h in group.hosts if h.name in hosts),
+                                 children=tuple(c.name for c in group.child_groups))
+        return Inventory(hosts=hosts, groups=groups)
+
+    def _host_vars(self, host: Any, C: Any) -> Dict[str, Any]:
+        """The inventory layer of ``host``'s variables (group/host vars, vars plugins)."""
+        vm = self.vm
+        full = vm.get_vars(host=host, include_hostvars=False)
+        drop = set(vm.extra_vars) | set(vm._nonpersistent_fact_cache.get(host.name, {})) \
+            | set(vm._vars_cache.get(host.name, {}))
+        facts = _facts_of(vm, host.name)
+        drop |= set(facts) | {"ansible_facts"}
+        drop |= {k for k in facts if not k.startswith("ansible_")}
+        drop |= {"ansible_" + k for k in facts if not k.startswith("ansible_")}
+        drop |= set(vm._get_magic_variables(play=None, host=host, task=None,
+                                            include_hostvars=False, _hosts=None,
+                                            _hosts_all=None))
+        out = {k: plain(v) for k, v in full.items() if k not in drop}
+        python = out.get("ansible_python_interpreter")
+        if python is None or str(python).startswith("auto"):
+            out.pop("ansible_python_interpreter", None)
+            if host.name in ("localhost", "127.0.0.1") and \
+                    out.get("ansible_connection") == "local":
+                out["ansible_python_interpreter"] = sys.executable
+        pc = self.play_context
+        if "ansible_user" not in out and "ansible_ssh_user" not in out and pc.remote_user:
+            out["ansible_user"] = pc.remote_user
+        if "ansible_ssh_private_key_file" not in out and pc.private_key_file:
+            out["ansible_ssh_private_key_file"] = pc.private_key_file
+        if "ansible_host_key_checking" not in out and not C.HOST_KEY_CHECKING:
+            out["ansible_host_key_checking"] = False
+        return out
+
+    # -- running ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        dispatcher = Dispatcher.get()
+        dispatcher.request(self.request())
+        summary = None
+        for reply in dispatcher.replies():
+            kind = reply[0]
+            if kind == "step_start":
+                self.step_start(*reply[1:])
+            elif kind == "event":
+                self.host_event(*reply[1:])
+            elif kind == "left":
+                self.host_left(*reply[1:])
+            elif kind == "callback":
+                self.play_level(reply[1], reply[2])
+            elif kind == "done":
+                summary = reply[1]
+            elif kind == "error":
+                from ansible.errors import AnsibleError
+                raise AnsibleError("mitogen_batch: %s" % reply[1])
+        return self.finish(summary or {})
+
+    def play_level(self, name: str, args: Sequence[Any]) -> None:
+        from ansible.utils.display import Display
+
+        if name == "no_hosts_remaining":
+            self.tqm.send_callback("v2_playbook_on_no_hosts_remaining")
+        elif name == "warning":
+            Display().warning(args[0])
+
+    def step_start(self, key: Tuple[int, int], hosts: List[str], first: Dict[str, Any]) -> None:
+        from ansible.playbook.handler import Handler
+
+        if key[1] == 0:
+            entry = self.program.entry(key[0])
+            self.ir_task = entry.task
+            self.is_handler = False
+            if entry.implicit:
+                self.task = self.converted.gather if entry.task.action == "gather_facts" else None
+            else:
+                self.task = self.converted.origin[id(entry.task)]
+        else:
+            self.ir_task = self.program.handlers[key[1] - 1]
+            self.task = self.handler_objects[key[1] - 1]
+            self.is_handler = True
+        if self.task is None or self.ir_task.action == "meta":
+            return
+        self._template_name(hosts[0] if hosts else None)
+        if isinstance(self.task, Handler):
+            self.tqm.send_callback("v2_playbook_on_handler_task_start", self.task)
+        else:
+            self.tqm.send_callback("v2_playbook_on_task_start", self.task, is_conditional=False)
+
+    def _template_name(self, host_name: Optional[str]) -> None:
+        task = self.task
+        if not task.name or ("{{" not in str(task.name) and "{%" not in str(task.name)):
+            return
+        try:
+            from ansible._internal._templating._engine import TemplateEngine as Templar
+        except ImportError:
+            from ansible.template import Templar  # type: ignore[no-redef]
+
+        host = self.hosts.get(host_name) if host_name else None
+        task_vars = self.vm.get_vars(play=self.play, host=host, task=task,
+                                     _hosts=self.s._hosts_cache, _hosts_all=self.s._hosts_cache_all)
+        self.s.add_tqm_variables(task_vars, play=self.play)
+        templar = Templar(loader=self.s._loader, variables=task_vars)
+        if hasattr(task, "post_validate_attribute"):
+            task.post_validate_attribute("name", templar=templar)
+        else:  # ansible-core < 2.21
+            task.name = templar.template(task.name)
+
+    def host_event(self, name: str, event: Dict[str, Any]) -> None:
+        if self.task is None:
+            return
+        host = self.hosts[name]
+        kind = event["e"]
+        if kind == "start":
+            if event.get("meta"):
+                self.tqm.send_callback("v2_playbook_on_task_start", self.task, is_conditional=False)
+            else:
+                self.tqm.send_callback("v2_runner_on_start", host, self.task)
+        elif kind == "item":
+            status = event["status"]
+            self.tqm.send_callback("v2_runner_item_on_%s" % status,
+                                   _result(host, self.task, event["result"], self.ir_task.action,
+                                           status))
+        elif kind == "retry":
+            self.tqm.send_callback("v2_runner_retry",
+                                   _result(host, self.task, event["result"], self.ir_task.action,
+                                           "ok"))
+        elif kind == "notify":
+            handler = self.handler_objects[event["handler"]]
+            self.tqm.send_callback("v2_playbook_on_notify", handler, host)
+        elif kind in ("done", "unreachable", "crash"):
+            self.final(host, event)
+
+    def final(self, host: Any, event: Dict[str, Any]) -> None:
+        if event["e"] != "done" and not event.get("started"):
+            self.tqm.send_callback("v2_runner_on_start", host, self.task)
+        status = event["status"]
+        result = event.get("result") or {}
+        ignored = bool(event.get("ignored"))
+        if self.ir_task.action == "meta":
+            if status == "ok":
+                if result.get("meta") == "end_play":
+                    self.ended = True
+                return
+        else:
+            self._count(host.name, status, bool(result.get("changed")), ignored,
+                        bool(event.get("rescued")))
+        if status == "ok":
+            self._remember(host.name, result)
+        self._apply_register(host.name, result)
+        method = {"ok": "v2_runner_on_ok", "skipped": "v2_runner_on_skipped",
+                  "failed": "v2_runner_on_failed",
+                  "unreachable": "v2_runner_on_unreachable"}[status]
+        task_result = _result(host, self.task, result, self.ir_task.action, status,
+                              ignored=ignored)
+        if status == "failed":
+            self.tqm.send_callback(method, task_result, ignore_errors=ignored)
+        else:
+            if status == "ok" and result.get("diff") and (self.s._diff or self.task.diff) \
+                    and not isinstance(result.get("results"), list):
+                self.tqm.send_callback("v2_on_file_diff", task_result)
+            self.tqm.send_callback(method, task_result)
+
+    def _count(self, host: str, status: str, changed: bool, ignored: bool, rescued: bool) -> None:
+        stats = self.tqm._stats
+        if status == "failed":
+            if ignored:
+                stats.increment("ok", host)
+                stats.increment("ignored", host)
+                if changed:
+                    stats.increment("changed", host)
+            else:
+                stats.increment("rescued" if rescued else "failures", host)
+        elif status == "unreachable":
+            if ignored:
+                stats.increment("ok", host)
+                stats.increment("ignored", host)
+            else:
+                stats.increment("dark", host)
+        elif status == "skipped":
+            stats.increment("skipped", host)
+        else:
+            stats.increment("ok", host)
+            if changed:
+                stats.increment("changed", host)
+
+    def _remember(self, host: str, result: Dict[str, Any]) -> None:
+        """Facts and set_fact values reach Ansible as soon as the result is replayed."""
+        facts = result.get("ansible_facts")
+        if not isinstance(facts, dict):
+            return
+        action = self.ir_task.action
+        if action in ("setup", "gather_facts"):
+            self.vm.set_host_facts(host, plain(facts))
+        elif action == "set_fact":
+            self.vm.set_nonpersistent_facts(host, plain(facts))
+            if result.get("ansible_facts_cacheable") or self.ir_task.args.get("cacheable"):
+                self.vm.set_host_facts(host, plain(facts))
+
+    def _apply_register(self, host: str, result: Dict[str, Any]) -> None:
+        name = self.ir_task.register
+        if name:
+            value = {k: v for k, v in plain(result).items() if not k.startswith("_ioc_")}
+            self.vm.set_nonpersistent_facts(host, {name: value})
+
+    def host_left(self, name: str, end: Dict[str, Any]) -> None:
+        """The authoritative state a host's runner reported at the end of its step."""
+        state = end.get("state") or {}
+        if state.get("facts"):
+            self.vm.set_host_facts(name, plain(state["facts"]))
+        if state.get("runtime"):
+            self.vm.set_nonpersistent_facts(name, plain(state["runtime"]))
+        for key, value in (state.get("include_vars") or {}).items():
+            self.vm.set_host_variable(name, key, plain(value))
+
+    def finish(self, summary: Dict[str, Any]) -> int:
+        result = int(self.tqm.RUN_OK)
+        for name, host_summary in (summary.get("hosts") or {}).items():
+            host = self.hosts[name]
+            status = host_summary["status"]
+            if status in ("failed", "stopped"):
+                self.tqm._failed_hosts[name] = True
+                self.iterator.mark_host_failed(host)
+            elif status == "unreachable":
+                self.tqm._unreachable_hosts[name] = True
+                self.play._removed_hosts.append(name)
+            else:
+                # The linear iterator never walked this host: it is done.
+                from ansible.executor.play_iterator import IteratingStates
+
+                self.iterator.set_run_state_for_host(name, IteratingStates.COMPLETE)
+        if summary.get("max_fail_hit"):
+            result |= self.tqm.RUN_FAILED_BREAK_PLAY
+        if self.ended:
+            self.iterator.end_play = True
+        return result
+
+
+def _facts_of(vm: Any, host: str) -> Dict[str, Any]:
+    try:
+        return dict(vm._fact_cache.get(host) or {})
+    except KeyError:
+        return {}
+
+
+def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: str,
+            ignored: bool = False) -> Any:
+    """A task result as Ansible's callbacks receive it, for this ansible-core."""
+    data = {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+    if status == "failed":
+        data.setdefault("failed", True)
+    elif status == "skipped":
+        data.setdefault("skipped", True)
+    elif status == "unreachable":
+        data.setdefault("unreachable", True)
+    try:
+        from ansible._internal import _task
+        from ansible._internal._task import HostTaskResult
+    except ImportError:  # ansible-core 2.19/2.20: TaskResult(host, task, dict, fields)
+        from ansible.executor.task_result import TaskResult
+
+        if ignored:
+            data["_ansible_ignore_errors"] = True
+        return TaskResult(host, task, data, task_fields=task.dump_attrs())
+    utr_class = _task.UnifiedTaskResult
+    if action in _ACTIONS:
+        utr = utr_class.from_action_result_dict(data)
+    else:
+        module_data = {k: v for k, v in data.items() if not k.startswith("_ansible_")}
+        utr = utr_class.from_module_result_dict(module_data)
+        for key, value in data.items():
+            if key == "_ansible_no_log":
+                utr.no_log = bool(value)
+            elif key == "_ansible_item_label":
+                utr.loop_item_label = value
+            elif key == "_ansible_verbose_always":
+                utr.verbose_always = bool(value)
+            elif key == "_ansible_delegated_vars":
+                utr.callback_delegated_vars_subset = value
+    if utr.failed and utr.exception:
+        # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
+        from ansible.errors import AnsibleTaskError
+
+        try:
+            try:
+                utr.maybe_raise_on_result()
+            except Exception as ex:
+                raise AnsibleTaskError(obj=task.get_ds()) from ex
+        except AnsibleTaskError as atex:
+            utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                                   source_is_module=False)
+    utr.ignore_errors = ignored
+    return HostTaskResult(host=host, task=task, utr=utr)
+
+
+# -- entry points ----------------------------------------------------------------------
+
+
+def __getattr__(name: str) -> Any:
+    """``StrategyModule`` is built (and ansible imported) on first access."""
+    if name == "StrategyModule":
+        cls = _build_strategy_class()
+        globals()["StrategyModule"] = cls
+        return cls
+    raise AttributeError(name)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ioc.ansible_bridge",
+                                     description="The mitogen_batch Ansible strategy's helpers.")
+    parser.add_argument("--strategy-dir", action="store_true",
+                        help="print the directory to name in ansible.cfg's strategy_plugins")
+    parser.add_argument("--serve", action="store_true",
+                        help="run as the strategy's dispatcher (internal: pipes on stdin/stdout)")
+    parser.add_argument("--log", help="with --serve: append a debug log to this file")
+    args = parser.parse_args(argv)
+    if args.strategy_dir:
+        print(strategy_dir())
+        return 0
+    if args.serve:
+        if args.log:
+            logging.basicConfig(filename=args.log, level=logging.INFO,
+                                format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        # The protocol owns the real stdout; a stray print goes to stderr instead.
+        out = os.fdopen(os.dup(1), "wb")
+        os.dup2(2, 1)
+        serve(sys.stdin.buffer, out)
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
