@@ -10,26 +10,39 @@ So the controller:
 * *blocks* the optional imports that are expected to fail (C speedups,
   PyYAML for the YAML filters), so the target refuses them itself instead of
   asking and waiting for a "no";
-* sends the runner's whole import closure right after the connection is up
+* sends the runner's import closure right after the connection is up
   (``forward_modules``), ahead of the first call on the same stream, so the
-  call finds every module already there.
+  call finds every module already there; the implementation of each module
+  (``apt``, ``user``...) travels with the first batch that uses it, so a
+  target never receives code it will not run;
+* prepares that closure (source, compression) in a background thread while
+  SSH is still connecting, so the first call is not held up by it.
 """
 from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import pkgutil
-from typing import List, Tuple
+import threading
+from typing import FrozenSet, Iterable, List, Tuple
 
 import mitogen.core
 import mitogen.master
+
+from ioc.agentless_runner import modules as runner_modules
+
+LOG = logging.getLogger(__name__)
 
 #: Packages the target always takes from the controller.
 OVERRIDES = ("ioc", "jinja2", "markupsafe")
 #: Imports the runner may attempt that must fail fast on the target.
 BLOCKS = ("markupsafe._speedups", "yaml", "_yaml")
-#: Subpackages of ``ioc`` that run on the target (everything else stays home).
-RUNNER_PACKAGE = "ioc.agentless_runner"
+#: Imported lazily by jinja2 (the first template error rewrites a traceback),
+#: or by name (extensions), so no import scan finds them.
+LAZY = ("jinja2.debug", "jinja2.ext", "markupsafe._native")
+#: Shared by the module implementations.
+MODULE_HELPERS = ("ioc.agentless_runner.modules._common",)
 
 
 def configure(router: mitogen.master.Router) -> None:
@@ -40,28 +53,78 @@ def configure(router: mitogen.master.Router) -> None:
         router.responder.blacklist_prefix(prefix)
 
 
+def _ours(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in OVERRIDES) and \
+        not any(name == b or name.startswith(b + ".") for b in BLOCKS)
+
+
+@functools.lru_cache(maxsize=None)
+def _related(router_finder: mitogen.master.ModuleFinder, name: str) -> FrozenSet[str]:
+    return frozenset(n for n in router_finder.find_related(name) if _ours(n)) | {name}
+
+
+_FINDER = mitogen.master.ModuleFinder()
+
+
+def closure_of(names: Iterable[str]) -> Tuple[str, ...]:
+    """``names`` and what they import from our packages, parents first."""
+    found = set()
+    for name in names:
+        found |= _related(_FINDER, name)
+    return tuple(sorted(found, key=lambda n: (n.count("."), n)))
+
+
+def entry_points() -> Tuple[str, ...]:
+    """The runner's own modules (not the module implementations, which are per batch)."""
+    package = importlib.import_module("ioc.agentless_runner")
+    return tuple("ioc.agentless_runner." + info.name
+                 for info in pkgutil.iter_modules(package.__path__) if not info.ispkg) \
+        + ("ioc.agentless_runner.modules",)
+
+
 @functools.lru_cache(maxsize=1)
 def runner_closure() -> Tuple[str, ...]:
-    """Every module the runner may import, packages before their contents."""
-    names: List[str] = ["ioc"]
-    for package in (RUNNER_PACKAGE, "markupsafe", "jinja2"):
-        names.append(package)
-        names.extend(_submodules(package))
-    return tuple(sorted(set(names), key=lambda n: (n.count("."), n)))
+    """Every module the runner imports before it runs its first task."""
+    return closure_of(entry_points() + LAZY)
 
 
-def _submodules(package: str) -> List[str]:
-    module = importlib.import_module(package)
-    found = []
-    for info in pkgutil.walk_packages(module.__path__, package + "."):
-        if any(info.name == b or info.name.startswith(b + ".") for b in BLOCKS):
-            continue
-        spec = importlib.util.find_spec(info.name)
-        if spec is not None and spec.origin and spec.origin.endswith(".py"):
-            found.append(info.name)
-    return found
+def action_modules(actions: Iterable[str]) -> Tuple[str, ...]:
+    """The module implementations (and their imports) behind ``actions``."""
+    names = ["ioc.agentless_runner.modules." + runner_modules.MODULES[a]
+             for a in set(actions) if a in runner_modules.MODULES]
+    return closure_of(list(MODULE_HELPERS) + names) if names else ()
 
 
-def preload(router: mitogen.master.Router, context: mitogen.core.Context) -> None:
-    """Queue the runner's closure to ``context`` ahead of any call to it."""
-    router.responder.forward_modules(context, runner_closure())
+def warm(router: mitogen.master.Router) -> threading.Thread:
+    """Prepare the runner closure for sending while connections are being made.
+
+    mitogen builds a module's message (source, compression, related imports)
+    the first time a context needs it, on its broker thread, ahead of
+    whatever is queued behind it; doing it now overlaps that work with the
+    SSH handshake. mitogen offers no public call for it, so this reaches into
+    ``ModuleResponder._build_tuple``, which caches what it builds.
+    """
+    def build() -> None:
+        for name in runner_closure():
+            try:
+                router.responder._build_tuple(name)
+            except Exception:  # the real send reports any problem
+                LOG.debug("could not prepare %s", name, exc_info=True)
+    thread = threading.Thread(target=build, name="ioc-warm-modules", daemon=True)
+    thread.start()
+    return thread
+
+
+def preload(router: mitogen.master.Router, context: mitogen.core.Context,
+            names: Iterable[str] = ()) -> None:
+    """Queue ``names`` (default: the runner closure) to ``context`` ahead of any call.
+
+    mitogen remembers what each context has been sent, so repeating a name
+    costs nothing.
+    """
+    router.responder.forward_modules(context, list(names) or list(runner_closure()))
+
+
+def sizes(router: mitogen.master.Router, names: Iterable[str]) -> List[Tuple[str, int]]:
+    """Compressed size of each module, for diagnostics and tests."""
+    return [(n, len(router.responder._build_tuple(n)[3])) for n in names]

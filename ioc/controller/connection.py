@@ -115,6 +115,7 @@ class Connector:
         self.broker = mitogen.master.Broker()
         self.router = mitogen.master.Router(self.broker)
         bootstrap.configure(self.router)
+        bootstrap.warm(self.router)
         self.contexts: Dict[str, mitogen.core.Context] = {}
         self._lock = threading.Lock()
         self._forks = threading.BoundedSemaphore(max(1, forks))

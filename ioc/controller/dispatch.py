@@ -17,6 +17,7 @@ import mitogen.core
 import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
+from ioc.controller import bootstrap
 from ioc.controller.connection import ConnectionSpec, Connector, Unreachable
 
 LOG = logging.getLogger(__name__)
@@ -35,6 +36,8 @@ class HostCall:
     via: str = ""
     #: Run inside the controller process (controller steps) instead of a target.
     in_process: bool = False
+    #: Module implementations the step's actions need on the target.
+    modules: Tuple[str, ...] = ()
 
     @property
     def connection(self) -> str:
@@ -93,6 +96,8 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
 def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
               tracker: "_Position", put: Callable[[Delivery], None]) -> None:
     tracker.sent = len(mitogen.core.Message.pickled(call.wire).data)
+    if call.modules:
+        bootstrap.preload(connector.router, ctx, call.modules)
     events = mitogen.core.Receiver(connector.router, respondent=ctx)
     reply = ctx.call_async(runner_batch.run_batch, call.wire, events.to_sender())
     select = mitogen.select.Select([events, reply], oneshot=False)

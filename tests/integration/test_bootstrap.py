@@ -7,6 +7,7 @@ import mitogen.core
 import pytest
 
 from ioc.agentless_runner import batch as runner_batch
+from ioc.controller import bootstrap
 from ioc.controller.connection import Connector, spec_for
 
 pytestmark = pytest.mark.integration
@@ -20,6 +21,9 @@ def run_first_batch(hostvars):
     connector = Connector()
     try:
         ctx = connector.context("t", spec_for("t", hostvars))
+        # As the controller does before each batch: the implementations of the
+        # batch's modules travel with it.
+        bootstrap.preload(connector.router, ctx, bootstrap.action_modules(["setup", "debug"]))
         events = mitogen.core.Receiver(connector.router)
         ctx.call(runner_batch.run_batch, BATCH, events.to_sender())
         done = []
@@ -46,6 +50,15 @@ def test_a_bare_python39_target_asks_for_no_module(sshd, python39):
     assert [d["status"] for d in done] == ["ok", "ok"]
     assert done[1]["result"]["msg"] == "- 1\n- 2\n"  # YAML without PyYAML on the target
     assert requests == 0
+
+
+def test_a_target_receives_only_the_module_implementations_it_uses():
+    names = bootstrap.runner_closure()
+    assert "ioc.agentless_runner.batch" in names and "jinja2.environment" in names
+    assert not any(n.startswith("ioc.agentless_runner.modules.") for n in names)
+    assert set(bootstrap.action_modules(["copy"])) >= {"ioc.agentless_runner.modules.copy",
+                                                       "ioc.agentless_runner.modules._common"}
+    assert "ioc.agentless_runner.modules.apt" not in bootstrap.action_modules(["copy"])
 
 
 def test_the_controllers_ioc_wins_over_one_installed_on_the_target():
