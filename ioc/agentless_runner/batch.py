@@ -28,7 +28,8 @@ from collections import ChainMap
 
 from ioc.agentless_runner import actions, results
 from ioc.agentless_runner.lookups import Lookups, listify
-from ioc.agentless_runner.templating import Templar, TemplateError, UndefinedVariableError, Verbatim
+from ioc.agentless_runner.templating import (ConditionalResultError, Templar, TemplateError,
+                                             UndefinedVariableError, Verbatim)
 
 WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
@@ -57,6 +58,10 @@ def runner_info():
     import sys
     return {"python": list(sys.version_info[:3]), "executable": sys.executable,
             "source": __file__, "calls": CALLS[0]}
+
+
+class LoopTypeError(Exception):
+    """The loop expression did not give a list."""
 
 
 class BatchEnd(Exception):
@@ -341,6 +346,8 @@ class HostRun(object):
             skipped = self.check_when(task, templar)
             if skipped is not None:
                 return skipped
+            return results.failed_result(_task_failed(exc))
+        except LoopTypeError as exc:
             return results.failed_result(str(exc))
         return self.run_loop(key, task, scope, templar, items)
 
@@ -352,8 +359,8 @@ class HostRun(object):
             query = templar.variables["query"]
             items = query(kind, *listify(items))
         if not isinstance(items, list):
-            raise TemplateError("Invalid data passed to 'loop', it requires a list, "
-                                "got this instead: %r." % (items,))
+            raise LoopTypeError("The `loop` value must resolve to a 'list', not '%s'."
+                                % _native_type_name(items))
         return items
 
     def run_loop(self, key, task, scope, templar, items):
@@ -408,7 +415,7 @@ class HostRun(object):
                     return results.skipped_result(cond)
             except TemplateError as exc:
                 return results.failed_result(
-                    "Error while evaluating conditional: %s" % (exc,))
+                    "Task failed: A 'when' expression failed: %s" % _conditional_error(exc))
         return None
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
@@ -490,7 +497,7 @@ class HostRun(object):
                 if field == "changed_when":
                     self._suppress_exception(result, field)
                 result["failed"] = True
-                result[field + "_result"] = str(exc)
+                result[field + "_result"] = _conditional_error(exc)
                 return
             result[key] = value
             result[field + "_result"] = value
@@ -507,8 +514,12 @@ class HostRun(object):
     def run_action(self, task, templar):
         """Template the arguments and run the action; failures become results."""
         try:
-            args = _drop_omitted(templar.template(task.get("args", {})))
-            env = templar.template(task.get("environment")) or {}
+            args = _drop_omitted(self._template_args(task, templar))
+            try:
+                env = templar.template(task.get("environment")) or {}
+            except TemplateError as exc:
+                raise TemplateError("Task failed: Error processing keyword 'environment': %s"
+                                    % exc)
             check_mode = self._flag(task.get("check_mode"), templar,
                                     self.options.get("check", False))
             diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
@@ -531,6 +542,20 @@ class HostRun(object):
             return
         if diff_mode and not self._truthy(task.get("no_log"), templar):
             self.emit({"e": "diff", "k": key, "result": dict(result)})
+
+    @staticmethod
+    def _template_args(task, templar):
+        """The templated arguments; an error names the argument as ansible-core 2.21 does."""
+        args = task.get("args", {})
+        out = {}
+        for name, value in args.items():
+            try:
+                out[name] = templar.template(value)
+            except TemplateError as exc:
+                raise TemplateError(
+                    "Task failed: Finalization of task args for 'ansible.builtin.%s' failed: "
+                    "Error while resolving value for %r: %s" % (task["action"], name, exc))
+        return out
 
     def controller_files(self):
         """The current task's shipped controller files, with their content."""
@@ -708,6 +733,25 @@ def _failure_wire(failure):
     if failure is None:
         return None
     return {"task": failure.task, "result": failure.result}
+
+
+def _task_failed(exc):
+    """A templating error that fails the task, worded as ansible-core 2.21 does."""
+    return "Task failed: %s" % (exc,)
+
+
+def _conditional_error(exc):
+    """The text of a failed condition: evaluation errors get Ansible's prefix."""
+    if isinstance(exc, ConditionalResultError):
+        return str(exc)
+    return "Error while evaluating conditional: %s" % (exc,)
+
+
+def _native_type_name(value):
+    for base in (dict, list, str, bool, int, float):
+        if isinstance(value, base):
+            return base.__name__
+    return type(value).__name__
 
 
 def _strip_prefix(name):

@@ -72,6 +72,10 @@ class UndefinedVariableError(TemplateError):
     """A template used a variable, key or attribute that does not exist."""
 
 
+class ConditionalResultError(TemplateError):
+    """A condition evaluated to something other than a bool."""
+
+
 def is_template(value):
     """True if ``value`` (or any string nested in it) holds template markers."""
     if isinstance(value, str):
@@ -531,7 +535,7 @@ class Templar(object):
         else:
             result = to_builtin(self.lazy(condition))
         if not isinstance(result, bool):
-            raise TemplateError(
+            raise ConditionalResultError(
                 "Conditional result (%s) was derived from value of type '%s' at "
                 "%r. Conditionals must have a boolean result."
                 % (bool(result), type(result).__name__, condition))

@@ -181,9 +181,12 @@ class Console(Callback):
         """ansible-core 2.19's ``[ERROR]: Task failed:`` block, on stderr."""
         if "censored" in result:
             return
-        kind = "Action" if task.action in _ACTIONS else "Module"
-        self._print("[ERROR]: Task failed: %s failed: %s\nOrigin: %s"
-                    % (kind, result.get("msg", ""), task.location), "error", stderr=True)
+        msg = str(result.get("msg", ""))
+        if not msg.startswith("Task failed: "):
+            # a module's or action's own failure; engine-side errors say so already
+            kind = "Action" if task.action in _ACTIONS else "Module"
+            msg = "Task failed: %s failed: %s" % (kind, msg)
+        self._print("[ERROR]: %s\nOrigin: %s" % (msg, task.location), "error", stderr=True)
 
 
 def format_diff(diff: Any) -> str:
