@@ -88,9 +88,24 @@ def ioc_run(proxy, hosts_ini, tmp_path, playbook: Path, *args: str):
     return totals, transport, elapsed
 
 
+def copy_loop_play(tmp_path: Path) -> Path:
+    """1,000 copies of one controller file: the file must travel once."""
+    (tmp_path / "files").mkdir(exist_ok=True)
+    (tmp_path / "files" / "payload.txt").write_text("x" * 4096)
+    path = tmp_path / "copy1000.yml"
+    path.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - file: path={{ base_dir }} state=directory\n"
+        "    - copy: src=payload.txt dest={{ base_dir }}/copy-{{ item }}.txt\n"
+        "      loop: \"{{ range(1000) | list }}\"\n")
+    return path
+
+
 def write_play(tmp_path: Path, name: str) -> Path:
     if name == "realistic":
         return REALISTIC
+    if name == "copy1000":
+        return copy_loop_play(tmp_path)
     path = tmp_path / ("%s.yml" % name)
     path.write_text(tasks_play() if name == "tasks100" else loop_play())
     return path
@@ -103,7 +118,7 @@ def test_ssh_true_baseline_is_counted_in_whole_round_trips(ssh_true):
         assert elapsed >= round_trips * 2 * DELAY, ssh_true
 
 
-@pytest.mark.parametrize("play", ["tasks100", "loop100", "realistic"])
+@pytest.mark.parametrize("play", ["tasks100", "loop100", "realistic", "copy1000"])
 def test_a_play_costs_at_most_k_round_trips_more_than_ssh_true(proxy, hosts_ini, tmp_path,
                                                                 ssh_true, play):
     book = write_play(tmp_path, play)
