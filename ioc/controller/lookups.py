@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.lookups import PURE, key, listify
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
+from ioc.controller.payloads import candidates
 from ioc.model import Block, Task, to_wire
 
 LOG = logging.getLogger(__name__)
@@ -51,20 +52,7 @@ class LookupContext:
         return None
 
     def search(self, name: str, subdir: str) -> List[str]:
-        if os.path.isabs(name):
-            return [name]
-        bases: List[str] = []
-        if self.task.role_path:
-            bases += [os.path.join(self.task.role_path, subdir), self.task.role_path]
-        task_dir = os.path.dirname(self.task.location.path)
-        bases += [os.path.join(task_dir, subdir), task_dir,
-                  os.path.join(self.basedir, subdir), self.basedir]
-        out: List[str] = []
-        for base in bases:
-            path = os.path.normpath(os.path.join(base, name))
-            if path not in out:
-                out.append(path)
-        return out
+        return candidates(self.task, name, subdir, self.basedir)
 
 
 def _file(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:

@@ -130,18 +130,27 @@ def source_arg(task: Task, args: Dict[str, Any]) -> Optional[str]:
 
 
 def search_path(task: Task, src: str, basedir: str) -> List[str]:
-    """Ansible's lookup order for a relative ``src``."""
-    if os.path.isabs(src):
-        return [src]
+    """Ansible's lookup order for a relative ``src`` of ``task``'s action."""
     _, sub = SOURCES[task.action]
+    return candidates(task, src, sub, basedir)
+
+
+def candidates(task: Task, name: str, subdir: str, basedir: str) -> List[str]:
+    """Where Ansible looks for controller file ``name`` of ``task``, in order.
+
+    The role's ``subdir`` (``files``, ``templates``, ``vars``) and the role
+    itself, then beside the task's own file, then the playbook's directory.
+    """
+    if os.path.isabs(name):
+        return [name]
     bases: List[str] = []
     if task.role_path:
-        bases += [os.path.join(task.role_path, sub), task.role_path]
+        bases += [os.path.join(task.role_path, subdir), task.role_path]
     task_dir = os.path.dirname(task.location.path)
-    bases += [os.path.join(task_dir, sub), task_dir, os.path.join(basedir, sub), basedir]
+    bases += [os.path.join(task_dir, subdir), task_dir, os.path.join(basedir, subdir), basedir]
     seen: List[str] = []
     for base in bases:
-        candidate = os.path.normpath(os.path.join(base, src))
+        candidate = os.path.normpath(os.path.join(base, name))
         if candidate not in seen:
             seen.append(candidate)
     return seen

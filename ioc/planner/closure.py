@@ -19,8 +19,9 @@ from typing import FrozenSet, Optional, Sequence, Set
 from ioc.planner.effects import SELF, Effects
 from ioc.planner.program import Program
 
-#: Actions whose module reads variables the planner cannot see.
-READS_EVERYTHING = frozenset({"template"})
+#: Actions whose module reads variables the planner cannot see: a template
+#: file, or values (include_vars) that may themselves template any name.
+READS_EVERYTHING = frozenset({"template", "include_vars"})
 
 
 def step_reads(program: Program, effects: Sequence[Effects], start: int,

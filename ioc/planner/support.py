@@ -13,6 +13,7 @@ from jinja2 import nodes
 
 from ioc.errors import PlanError
 from ioc.model import Play, Task
+from ioc.planner.effects import condition_source, template_strings
 from ioc.planner.program import Program
 
 SUPPORTED_META = frozenset({"flush_handlers", "noop", "end_host", "end_play", "end_batch",
@@ -83,24 +84,12 @@ def templates_of(task: Task) -> Iterator[str]:
     for value in (task.args, task.loop, task.name, task.vars, task.notify,
                   task.environment, task.retries, task.delay, task.ignore_errors,
                   task.loop_control.get("label")):
-        yield from _strings(value)
+        yield from template_strings(value)
     for conds in (task.when, task.changed_when, task.failed_when, task.until):
         for cond in conds or ():
-            if isinstance(cond, str):
-                yield cond if "{{" in cond or "{%" in cond else "{{ %s }}" % cond
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        if "{{" in value or "{%" in value:
-            yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(key)
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
+            source = condition_source(cond)
+            if source is not None:
+                yield source
 
 
 _ENV = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
