@@ -90,11 +90,14 @@ class Task:
     role: Optional[str] = None
     #: Directory of that role, exposed as ``role_path``.
     role_path: Optional[str] = None
+    #: The action as written when it differs from ``action``
+    #: (``ansible.builtin.debug``): an unnamed task is shown by it.
+    action_written: Optional[str] = None
 
     @property
     def display_name(self) -> str:
         """The name as the linear strategy prints it before templating."""
-        base = self.name if self.name else self.action
+        base = self.name if self.name else (self.action_written or self.action)
         return "%s : %s" % (self.role, base) if self.role else base
 
 

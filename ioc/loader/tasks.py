@@ -12,7 +12,7 @@ import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ioc.errors import LoadError
 from ioc.loader.kv import parse_kv
@@ -253,8 +253,25 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         delegate_facts=ds.get("delegate_facts"),
         role=scope.role,
         role_path=scope.role_path,
+        action_written=_written_action(ds, action),
         **effective,
     )
+
+
+def _written_action(ds: Mapping[str, Any], action: str) -> Optional[str]:
+    """The module name as the task spelled it, when that is not ``action``."""
+    keys = [k for k in ds if k not in TASK_KEYWORDS and not str(k).startswith("with_")]
+    if keys:
+        written = str(keys[0])
+    else:
+        value = ds.get("action", ds.get("local_action"))
+        if isinstance(value, str) and value.strip():
+            written = value.split(None, 1)[0]
+        elif isinstance(value, Mapping) and "module" in value:
+            written = str(value["module"])
+        else:
+            return None
+    return written if written != action else None
 
 
 def _action_and_args(ds: Mapping[str, Any], where: Location) -> tuple[str, dict[str, Any]]:
