@@ -60,6 +60,20 @@ def runner_info():
             "source": __file__, "calls": CALLS[0]}
 
 
+#: Metas whose `when` ansible-core does not evaluate.
+_META_WITHOUT_WHEN = frozenset({"noop", "refresh_inventory", "reset_connection"})
+#: What the skip_reason of a skipped meta adds (strategy/__init__.py _execute_meta).
+_META_SKIP_SUFFIX = {
+    "flush_handlers": ", not running handlers for %(host)s",
+    "clear_facts": ", not clearing facts and fact cache for %(host)s",
+    "clear_host_errors": ", not clearing host error state for %(host)s",
+    "end_batch": ", continuing current batch",
+    "end_play": ", continuing play",
+    "end_host": ", continuing execution for %(host)s",
+    "end_role": ", continuing role %(role)s for %(host)s",
+}
+
+
 class LoopTypeError(Exception):
     """The loop expression did not give a list."""
 
@@ -593,10 +607,13 @@ class HostRun(object):
         key = [node["i"], 0]
         templar = Templar(self.variables(task, scope))
         if not node.get("implicit"):
-            skipped = self.check_when(task, templar)
-            self.emit({"e": "start", "k": key, "name": "meta", "meta": action})
+            # noop, refresh_inventory and reset_connection ignore `when` (Ansible warns)
+            skipped = None if action in _META_WITHOUT_WHEN else self.check_when(task, templar)
+            self.emit({"e": "start", "k": key, "name": template_name(task, templar),
+                       "meta": action})
             if skipped is not None:
-                skipped["skip_reason"] = "%s conditional evaluated to False" % action
+                if not skipped.get("failed"):
+                    skipped = self._meta_skipped(action, task)
                 self.emit({"e": "done", "k": key, "status": results.status_of(skipped),
                            "result": skipped, "ignored": False, "rescued": False})
                 return None
@@ -609,6 +626,18 @@ class HostRun(object):
         if action == "end_host":
             raise EndHost()
         return None
+
+    def _meta_skipped(self, action, task):
+        """The linear strategy's result for a meta whose `when` is false."""
+        reason = "%s conditional evaluated to False" % action
+        msg = action
+        suffix = _META_SKIP_SUFFIX.get(action)
+        if suffix:
+            reason += suffix % {"host": self.host, "role": task.get("role")}
+        if action == "end_host":
+            msg = ("end_host conditional evaluated to false, continuing execution for %s"
+                   % self.host)
+        return {"changed": False, "skipped": True, "skip_reason": reason, "msg": msg}
 
     def flush_handlers(self, node, scope):
         """Run notified handlers in definition order (L5.2–L5.6)."""
@@ -683,7 +712,7 @@ def template_name(task, templar):
     """The task name as the banner shows it, templated for this host (L1.10)."""
     name = task.get("name")
     if not name:
-        base = task["action"]
+        base = task.get("action_written") or task["action"]
     else:
         base = _safe_template(templar, name)
     return "%s : %s" % (task["role"], base) if task.get("role") else base
