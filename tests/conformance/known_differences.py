@@ -8,8 +8,6 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-NAMED_META = "a named meta task is reported as 'meta' (task_start name) instead of its name"
-
 KNOWN_DIFFERENCES = {
     "when_errors": (
         "non-boolean when: ansible names where the expression was written, \"... value of "
@@ -23,7 +21,6 @@ KNOWN_DIFFERENCES = {
         "after its results); ansible emits each host's notify events inside the HMID step "
         "before that host's runner_ok, ioc after all results; ioc emits notify HEARLY again "
         "for h1 and h2 at the flush after tasks, ansible does not"),
-    "handlers_flush": NAMED_META + " ('flush again with nothing pending')",
     "handlers_loop_notify": (
         "an item-templated notify ('H {{ item }}') notifies nothing in ioc: no notify events "
         "for 'H a'/'H b', those handlers never run (recap ok h1 3 vs 4, h2 3 vs 5)"),
@@ -31,17 +28,7 @@ KNOWN_DIFFERENCES = {
         "a loop over a play-vars dict through a filter fails on the target: \"ioc runner "
         "error: mitogen.core.StreamError: cannot unpickle 'ioc.loader.yamlsrc'/'LocatedDict'\""),
     "loop_with_dict": "refused at plan time: 'with_dict is not supported yet'",
-    "meta_tasks": "; ".join([
-        NAMED_META,
-        "meta noop with a false when: ansible emits no runner_skipped, ioc one per host",
-        "end_host with a false when: ansible result {msg: 'end_host conditional evaluated to "
-        "false, continuing execution for h2', skip_reason: 'end_host conditional evaluated to "
-        "False, continuing execution for h2'}, ioc {false_condition: \"inventory_hostname == "
-        "'h1'\", skip_reason: 'end_host conditional evaluated to False'}"]),
     "tags": "ioc-run has no --tags option (argument error, exit 2)",
-    "task_names": (
-        "an unnamed task written 'ansible.builtin.debug' is named 'ansible.builtin.debug' by "
-        "ansible (the action as written), 'debug' by ioc"),
     "unreachable": (
         "unreachable msg: ansible 'Task failed: Data could not be sent to remote host "
         "\"127.0.0.1\". Make sure this host can be reached over ssh: ssh: connect to host "
