@@ -150,16 +150,25 @@ def _location(task: Any) -> Location:
     return Location(path or "<unknown>")
 
 
+def _as_list(value: Any) -> List[Any]:
+    """A keyword Ansible keeps as written: a scalar is a one-element list."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bool, int, float)):
+        return [value]
+    return list(value)
+
+
 def _conditions(value: Any) -> Tuple[Any, ...]:
     out = []
-    for cond in value or ():
+    for cond in _as_list(value):
         out.append(bool(cond) if isinstance(cond, bool) else str.__str__(str(cond))
                    if not isinstance(cond, str) else plain(cond))
     return tuple(out)
 
 
 def _opt_conditions(value: Any) -> Optional[Tuple[Any, ...]]:
-    return _conditions(value) if value else None
+    return _conditions(value) if _as_list(value) else None
 
 
 class _Converter:
@@ -218,9 +227,9 @@ class _Converter:
             delay=plain(task.delay) if task.until else None,
             ignore_errors=plain(task.ignore_errors) or None,
             ignore_unreachable=plain(task.ignore_unreachable) or None,
-            notify=tuple(plain(task.notify or ())) if not handler else
-            tuple(plain(task.notify or ())),
-            listen=tuple(plain(getattr(task, "listen", None) or ())) if handler else (),
+            notify=tuple(str(n) for n in plain(_as_list(task.notify))),
+            listen=tuple(str(n) for n in plain(_as_list(getattr(task, "listen", None))))
+            if handler else (),
             vars=variables,
             no_log=plain(task.no_log) or None,
             environment=environment or None,

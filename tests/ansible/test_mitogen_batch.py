@@ -1,0 +1,359 @@
+"""The ``mitogen_batch`` strategy plugin under the real ``ansible-playbook``.
+
+Every test runs ansible-playbook (ansible-core 2.21 on pyenv's Python 3.13)
+twice on the same playbook and inventory: once with ``strategy = linear`` and
+once with the only change an Ansible user makes,
+``ANSIBLE_STRATEGY_PLUGINS=<strategy_plugin/>`` and
+``ANSIBLE_STRATEGY=mitogen_batch``. Both run with ``-f 1`` so that linear's
+own output order is deterministic (with more forks linear interleaves loop
+items of different hosts as its workers happen to finish).
+
+Whether a play ran natively is read from the dispatcher's log
+(``IOC_BRIDGE_LOG``): the controller logs one line per step it runs.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from tests.conformance.test_conformance import ANSIBLE_CORE, _find_python313
+
+ROOT = Path(__file__).resolve().parents[2]
+STRATEGY_DIR = ROOT / "strategy_plugin"
+TIMEOUT = 180
+
+pytestmark = pytest.mark.integration
+
+#: What ansible-core itself prints for any third-party strategy (2.19+).
+ANSIBLE_OWN_WARNINGS = (
+    "[WARNING]: Deprecation warnings can be disabled by setting",
+    "[DEPRECATION WARNING]: Use of strategy plugins not included in ansible.builtin",
+)
+
+
+@pytest.fixture(scope="session")
+def ansible_python() -> str:
+    python = _find_python313()
+    if python is None:
+        pytest.fail("no Python 3.13 interpreter (pyenv prefix 3.13) for ansible-core %s"
+                    % ANSIBLE_CORE, pytrace=False)
+    r = subprocess.run([python, "-c", "import ansible.release as r; print(r.__version__)"],
+                       capture_output=True, text=True, timeout=60)
+    if not r.stdout.startswith(ANSIBLE_CORE + "."):
+        pytest.fail("ansible-core %s.x is not installed for %s (scripts/test installs it): %s"
+                    % (ANSIBLE_CORE, python, (r.stdout + r.stderr).strip()[:300]),
+                    pytrace=False)
+    return python
+
+
+class Result:
+    def __init__(self, proc: subprocess.CompletedProcess, log: Optional[Path]) -> None:
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.log = log.read_text() if log is not None and log.exists() else ""
+
+    @property
+    def steps(self) -> List[str]:
+        """The steps the dispatcher ran natively ("Batch 1-5 on 2 host(s)")."""
+        return re.findall(r"(?:Batch|ControllerStep) \d+-\d+ on \d+ host\(s\)", self.log)
+
+    def without_ansible_warnings(self, text: Optional[str] = None) -> str:
+        text = self.stdout if text is None else text
+        return "".join(line for line in text.splitlines(True)
+                       if not line.startswith(ANSIBLE_OWN_WARNINGS))
+
+
+class Ansible:
+    """Runs playbooks in one directory under either strategy."""
+
+    def __init__(self, python: str, workdir: Path) -> None:
+        self.python = python
+        self.workdir = workdir
+        self.config = workdir / "ansible.cfg"
+        self.config.write_text("[defaults]\n")
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.workdir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        return path
+
+    def run(self, playbook: str, inventory: str, strategy: str,
+            env: Optional[Dict[str, str]] = None, args: List[str] = ()) -> Result:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+        environ.update({
+            "ANSIBLE_CONFIG": str(self.config),
+            "ANSIBLE_STRATEGY": strategy,
+            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_RETRY_FILES_ENABLED": "False",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORKS": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        })
+        log = None
+        if strategy == "mitogen_batch":
+            log = self.workdir / ("bridge-%s.log" % os.urandom(4).hex())
+            environ.update({"ANSIBLE_STRATEGY_PLUGINS": str(STRATEGY_DIR),
+                            "IOC_BRIDGE_LOG": str(log)})
+        environ.update(env or {})
+        script = os.path.join(os.path.dirname(self.python), "ansible-playbook")
+        proc = subprocess.run([self.python, script, "-i", inventory, playbook, *args],
+                              cwd=str(self.workdir), env=environ, capture_output=True,
+                              text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+        return Result(proc, log)
+
+    def both(self, playbook: str, inventory: str, **kwargs) -> "tuple[Result, Result]":
+        return (self.run(playbook, inventory, "linear", **kwargs),
+                self.run(playbook, inventory, "mitogen_batch", **kwargs))
+
+
+@pytest.fixture
+def ansible(ansible_python, tmp_path) -> Ansible:
+    return Ansible(ansible_python, tmp_path)
+
+
+def local_inventory(python: str, hosts=("h1", "h2")) -> str:
+    return "[web]\n" + "".join("%s ansible_connection=local ansible_python_interpreter=%s\n"
+                               % (h, python) for h in hosts)
+
+
+def assert_same_output(linear: Result, batch: Result) -> None:
+    assert batch.without_ansible_warnings(batch.stderr) == linear.stderr, (
+        "stderr differs:\n%s\n---\n%s" % (linear.stderr, batch.stderr))
+    assert batch.without_ansible_warnings() == linear.stdout, (
+        "stdout differs\n--- linear:\n%s\n--- mitogen_batch:\n%s" % (linear.stdout, batch.stdout))
+    assert batch.rc == linear.rc
+
+
+NATIVE_PLAY = """
+- name: native
+  hosts: web
+  vars:
+    greeting: hello
+  tasks:
+    - name: say {{ greeting }}
+      command: echo {{ greeting }} from {{ inventory_hostname }}
+      register: said
+    - debug:
+        msg: "{{ said.stdout }}"
+    - name: loop
+      debug:
+        msg: "{{ item }}"
+      loop: [1, 2]
+    - name: block
+      block:
+        - fail:
+            msg: boom
+          when: inventory_hostname == 'h2'
+      rescue:
+        - debug:
+            msg: rescued {{ ansible_failed_result.msg }}
+      always:
+        - file:
+            path: "{{ out_dir }}/{{ inventory_hostname }}"
+            state: touch
+          changed_when: false
+    - name: notify
+      command: "true"
+      notify: handler
+    - name: ignored
+      fail:
+        msg: ignored failure
+      ignore_errors: true
+      when: inventory_hostname == 'h1'
+  handlers:
+    - name: handler
+      debug:
+        msg: handled on {{ inventory_hostname }}
+"""
+
+
+def test_a_native_play_reads_like_linear_locally(ansible, ansible_python, tmp_path):
+    ansible.write("play.yml", NATIVE_PLAY)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-e", "out_dir=%s" % tmp_path])
+    assert linear.rc == 0, linear.stdout
+    assert batch.steps, "the play did not run natively:\n%s\n%s" % (batch.stdout, batch.log)
+    assert_same_output(linear, batch)
+    assert "PLAY RECAP" in batch.stdout and "rescued=1" in batch.stdout
+    assert (tmp_path / "h1").exists() and (tmp_path / "h2").exists()
+
+
+def test_a_native_play_reads_like_linear_over_ssh(ansible, ansible_python, sshd, tmp_path):
+    ansible.write("play.yml", NATIVE_PLAY)
+    inventory = ansible.write("hosts.ini", sshd.inventory_ini(["h1", "h2"], group="web",
+                                                              python=ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-e", "out_dir=%s" % tmp_path])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert batch.steps, "the play did not run natively:\n%s\n%s" % (batch.stdout, batch.log)
+    assert_same_output(linear, batch)
+
+
+def test_registered_values_facts_and_set_fact_reach_later_plays(ansible, ansible_python):
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: true
+          tasks:
+            - command: echo one-{{ inventory_hostname }}
+              register: first
+            - set_fact:
+                derived: "{{ first.stdout }}-derived"
+        - name: native reader
+          hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ first.stdout }} {{ derived }} {{ ansible_facts.python.version.major }}"
+            - debug:
+                msg: "{{ hostvars['h1'].derived }} {{ hostvars['h2'].first.rc }}"
+        - name: linear reader
+          hosts: web
+          gather_facts: false
+          tasks:
+            - hello:
+              register: greeted
+            - debug:
+                msg: "{{ first.stdout }} {{ derived }} {{ greeted.greeting }}"
+    """)
+    ansible.write("library/hello.py", HELLO_MODULE)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "one-h1 one-h1-derived 3" in batch.stdout
+    assert "one-h1-derived 0" in batch.stdout
+    assert "one-h2 one-h2-derived hello" in batch.stdout
+    # Plays 1 and 2 are native (one batch each); play 3 has a module ioc lacks.
+    assert len(batch.steps) == 2, batch.log
+
+
+HELLO_MODULE = '''
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module.exit_json(changed=False, greeting="hello")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_play_with_a_module_ioc_lacks_falls_back_and_matches(ansible, ansible_python):
+    ansible.write("library/hello.py", HELLO_MODULE)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: before
+            - hello:
+              register: greeted
+            - debug:
+                var: greeted.greeting
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert batch.steps == [], "the play should have fallen back:\n%s" % batch.log
+    assert_same_output(linear, batch)
+
+
+def _junit_view(directory: Path) -> List[str]:
+    """The junit callback's XML files, without timings and hostnames of the machine."""
+    out = []
+    for path in sorted(directory.glob("*.xml")):
+        text = path.read_text()
+        text = re.sub(r'(time|timestamp|hostname)="[^"]*"', r'\1="-"', text)
+        text = re.sub(r'"(start|end|delta)": "[^"]*"', r'"\1": "-"', text)
+        out.append(text)
+    return out
+
+
+def test_other_callback_plugins_get_real_results(ansible, ansible_python, tmp_path):
+    """ansible-core's ``minimal`` (JSON of every result) and ``junit`` work unchanged.
+
+    (The ``json`` stdout callback lives in the ansible.posix collection, which
+    is not installed here; ``minimal`` prints the same result dictionaries.)
+    """
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: run
+              command: echo {{ inventory_hostname }}
+            - name: skip on h1
+              debug:
+                msg: hi
+              when: inventory_hostname != 'h1'
+            - name: fail on h2
+              fail:
+                msg: nope
+              when: inventory_hostname == 'h2'
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    results = {}
+    for strategy in ("linear", "mitogen_batch"):
+        junit = tmp_path / ("junit-" + strategy)
+        results[strategy] = (ansible.run("play.yml", str(inventory), strategy, env={
+            "ANSIBLE_STDOUT_CALLBACK": "minimal", "ANSIBLE_CALLBACKS_ENABLED": "junit",
+            "JUNIT_OUTPUT_DIR": str(junit)}), junit)
+    (linear, linear_junit), (batch, batch_junit) = results["linear"], results["mitogen_batch"]
+    assert batch.steps, batch.log
+    assert batch.rc == linear.rc == 2
+    strip = lambda text: re.sub(r'"(start|end|delta)": "[^"]*"', r'"\1": "-"', text)
+    assert strip(batch.without_ansible_warnings()) == strip(linear.stdout)
+    assert 'h1 | CHANGED | rc=0 >>' in batch.stdout or '"stdout": "h1"' in batch.stdout
+    mine, theirs = _junit_view(batch_junit), _junit_view(linear_junit)
+    assert mine == theirs, "\n".join(difflib.unified_diff(
+        theirs[0].splitlines(), mine[0].splitlines(), "linear", "mitogen_batch", lineterm=""))
+    assert _junit_view(batch_junit) and "nope" in _junit_view(batch_junit)[0]
+
+
+def test_an_unsupported_ansible_core_is_one_clear_error(ansible_python):
+    code = textwrap.dedent("""
+        import ansible.release
+        ansible.release.__version__ = "2.18.6"
+        import ioc.ansible_bridge as bridge
+        try:
+            bridge.StrategyModule
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+    """)
+    r = subprocess.run([ansible_python, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.stdout.strip() == ("AnsibleError the mitogen_batch strategy supports ansible-core "
+                                "2.19 to 2.21; this is ansible-core 2.18.6"), r.stdout + r.stderr
+
+
+def test_the_shim_loads_through_ansible_cfg(ansible, ansible_python):
+    """``strategy_plugins``/``strategy`` in ansible.cfg, nothing in the environment."""
+    ansible.config.write_text("[defaults]\nstrategy_plugins = %s\nstrategy = mitogen_batch\n"
+                              % STRATEGY_DIR)
+    ansible.write("play.yml", """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: hi
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update({"ANSIBLE_CONFIG": str(ansible.config), "IOC_BRIDGE_LOG": str(ansible.workdir / "log")})
+    script = os.path.join(os.path.dirname(ansible_python), "ansible-playbook")
+    r = subprocess.run([ansible_python, script, "play.yml"], cwd=str(ansible.workdir), env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"msg": "hi"' in r.stdout
+    assert "Batch" in (ansible.workdir / "log").read_text()
