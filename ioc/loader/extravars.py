@@ -5,7 +5,7 @@ from typing import Any, Mapping, Sequence
 
 from ioc.errors import LoadError
 from ioc.loader.kv import parse_kv
-from ioc.loader.yamlsrc import load_yaml_file, load_yaml_text
+from ioc.loader.yamlsrc import load_yaml_file, load_yaml_text, plain
 from ioc.model import Location
 
 __all__ = ["parse_extra_vars"]
@@ -45,7 +45,7 @@ def _from_file(path: str) -> Mapping[str, Any]:
         return {}
     if not isinstance(data, Mapping):
         raise LoadError("extra vars file must contain a mapping", Location(path, 1))
-    return data
+    return plain(data)  # type: ignore[no-any-return]
 
 
 def _document(text: str, original: str) -> Mapping[str, Any]:
@@ -54,4 +54,4 @@ def _document(text: str, original: str) -> Mapping[str, Any]:
         raise LoadError(
             "invalid extra vars %r: expected k=v pairs, a YAML/JSON mapping or @file" % original
         )
-    return data
+    return plain(data)  # type: ignore[no-any-return]

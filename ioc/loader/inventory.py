@@ -23,7 +23,7 @@ from ioc.inventory import (  # noqa: F401  (re-exported)
     match_hosts,
 )
 from ioc.loader.roles import read_vars_file
-from ioc.loader.yamlsrc import load_yaml_file, location_of
+from ioc.loader.yamlsrc import load_yaml_file, location_of, plain
 from ioc.model import Group, Host, Inventory, Location
 
 __all__ = [
@@ -296,9 +296,9 @@ def _yaml_group(builder: _Builder, name: str, body: Any, where: Location) -> Non
             % (name, ", ".join(map(repr, unknown))),
             where,
         )
-    group.vars.update(_mapping(body.get("vars"), "vars of group %r" % name, where))
+    group.vars.update(plain(_mapping(body.get("vars"), "vars of group %r" % name, where)))
     for pattern, host_data in _mapping(body.get("hosts"), "hosts of %r" % name, where).items():
-        variables = _mapping(host_data, "host %r" % pattern, where)
+        variables = plain(_mapping(host_data, "host %r" % pattern, where))
         for host in _expand_ranges(str(pattern), lambda m: InventoryError(m, where)):
             builder.add_host(host, name, variables)
     for child, child_body in _mapping(body.get("children"), "children of %r" % name, where).items():

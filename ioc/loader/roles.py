@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ioc.errors import LoadError
 from ioc.model import Location
-from ioc.loader.yamlsrc import load_yaml_file, location_of
+from ioc.loader.yamlsrc import load_yaml_file, location_of, plain
 
 __all__ = ["RoleFiles", "find_role", "find_main", "read_role", "read_vars_file"]
 
@@ -87,7 +87,7 @@ def read_vars_file(path: str) -> dict[str, Any]:
             "a vars file must contain a mapping, got %s" % type(data).__name__,
             location_of(data, Location(path, 1)),
         )
-    return data  # type: ignore[return-value]
+    return plain(data)  # type: ignore[no-any-return]
 
 
 def read_role(

@@ -18,7 +18,7 @@ from ioc.errors import LoadError
 from ioc.loader.kv import parse_kv
 from ioc.loader.roles import RoleFiles, find_role, read_role
 from ioc.loader.substitute import render_static
-from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of
+from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain
 from ioc.model import Block, Location, Node, Task
 
 __all__ = [
@@ -411,7 +411,7 @@ def _role_entry(entry: Any, where: Location) -> tuple[str, Mapping[str, Any], di
         raise LoadError("a role entry needs 'role:' (or 'name:')", location_of(entry, where))
     _warn_unsupported(entry, location_of(entry, where))
     keywords = {k: v for k, v in entry.items() if k in SCOPE_KEYWORDS and k != "name"}
-    params = {k: v for k, v in entry.items() if k not in SCOPE_KEYWORDS and k != "role"}
+    params = {k: plain(v) for k, v in entry.items() if k not in SCOPE_KEYWORDS and k != "role"}
     return name, keywords, params
 
 
@@ -530,11 +530,11 @@ def vars_of(ds: Mapping[str, Any], where: Location) -> Mapping[str, Any]:
     if value is None:
         return {}
     if isinstance(value, Mapping):
-        return value
+        return plain(value)
     if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
         merged: dict[str, Any] = {}
         for item in value:
-            merged.update(item)
+            merged.update(plain(item))
         return merged
     raise LoadError("'vars' must be a mapping", key_location(ds, "vars", where))
 

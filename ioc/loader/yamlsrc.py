@@ -14,7 +14,8 @@ import yaml
 from ioc.errors import LoadError
 from ioc.model import Location
 
-__all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location"]
+__all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
+           "plain"]
 
 
 class LocatedDict(dict):  # type: ignore[type-arg]
@@ -75,6 +76,21 @@ def _refuse_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
 LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 LocatedLoader.add_constructor("!unsafe", _construct_unsafe)
 LocatedLoader.add_constructor("!vault", _refuse_vault)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every :class:`LocatedDict` inside turned into a ``dict``.
+
+    Variables leave the controller (pickled to the target, where only
+    builtins can be unpickled): every loader that produces *values* (vars,
+    vars_files, role vars/defaults, inventory and extra vars) returns them
+    through this. Lists are copied too, so no located mapping hides in one.
+    """
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
 
 
 def load_yaml_text(text: str, path: str) -> Any:
