@@ -24,10 +24,6 @@ KNOWN_DIFFERENCES = {
     "handlers_loop_notify": (
         "an item-templated notify ('H {{ item }}') notifies nothing in ioc: no notify events "
         "for 'H a'/'H b', those handlers never run (recap ok h1 3 vs 4, h2 3 vs 5)"),
-    "loop_dict2items": (
-        "a loop over a play-vars dict through a filter fails on the target: \"ioc runner "
-        "error: mitogen.core.StreamError: cannot unpickle 'ioc.loader.yamlsrc'/'LocatedDict'\""),
-    "loop_with_dict": "refused at plan time: 'with_dict is not supported yet'",
     "tags": "ioc-run has no --tags option (argument error, exit 2)",
     "unreachable": (
         "unreachable msg: ansible 'Task failed: Data could not be sent to remote host "
