@@ -329,6 +329,7 @@ class HostRun(object):
         templar = Templar(self.variables(task, scope))
         self.emit({"e": "start", "k": key, "name": template_name(task, templar)})
         result = self.execute(key, task, scope, templar)
+        item_notify = result.pop("_ioc_notify", None)
         status = results.status_of(result)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
@@ -336,7 +337,7 @@ class HostRun(object):
         if status == "ok":
             self.apply_effects(task, result)
             if result.get("changed"):
-                self.add_notifications(task, templar)
+                self.add_notifications(task, templar, item_notify)
         if report is not None:
             report(status)
         if "results" not in result:
@@ -384,6 +385,7 @@ class HostRun(object):
         pause = float(control.get("pause") or 0)
         register = task.get("register")
         item_results = []
+        notify = []
         live = {}
         for index, item in enumerate(items):
             if index and pause:
@@ -419,7 +421,14 @@ class HostRun(object):
             item_results.append(results.public(result))
             if register:
                 live[register] = item_results[-1]  # L2.7: the previous item's result
-        return results.aggregate_loop(item_results)
+            if not result.get("skipped"):
+                # ansible-core keeps each ran item's templated notify and applies
+                # them all when the task as a whole changed
+                notify.extend(_safe_template(item_templar, n) for n in task.get("notify", ()))
+        out = results.aggregate_loop(item_results)
+        if task.get("notify"):
+            out["_ioc_notify"] = notify
+        return out
 
     def check_when(self, task, templar):
         """None when every `when` holds; the skip result otherwise (or a failure)."""
@@ -593,9 +602,11 @@ class HostRun(object):
         else:
             self.add_facts(facts)
 
-    def add_notifications(self, task, templar):
-        for name in task.get("notify", ()):
-            name = _safe_template(templar, name)
+    def add_notifications(self, task, templar, names=None):
+        """Queue the task's notifications; ``names`` are a loop's, templated per item."""
+        if names is None:
+            names = [_safe_template(templar, n) for n in task.get("notify", ())]
+        for name in names:
             if name not in self.notified:
                 self.notified.append(name)
 

@@ -21,9 +21,6 @@ KNOWN_DIFFERENCES = {
         "after its results); ansible emits each host's notify events inside the HMID step "
         "before that host's runner_ok, ioc after all results; ioc emits notify HEARLY again "
         "for h1 and h2 at the flush after tasks, ansible does not"),
-    "handlers_loop_notify": (
-        "an item-templated notify ('H {{ item }}') notifies nothing in ioc: no notify events "
-        "for 'H a'/'H b', those handlers never run (recap ok h1 3 vs 4, h2 3 vs 5)"),
     "tags": "ioc-run has no --tags option (argument error, exit 2)",
     "unreachable": (
         "unreachable msg: ansible 'Task failed: Data could not be sent to remote host "
