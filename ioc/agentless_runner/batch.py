@@ -147,6 +147,8 @@ class HostRun(object):
         self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
         #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3).
         self.delegated_facts = {}
+        #: (handler number, queued numbers, step key) while a flush runs a handler.
+        self._in_flush = None
 
     # -- the walk ------------------------------------------------------------
 
@@ -607,7 +609,9 @@ class HostRun(object):
         if names is None:
             names = [_safe_template(templar, n) for n in task.get("notify", ())]
         for name in names:
-            if name not in self.notified:
+            if self._in_flush is not None:
+                self._notify_from_handler(name)
+            elif name not in self.notified:
                 self.notified.append(name)
 
     # -- meta and handlers -----------------------------------------------------
@@ -651,13 +655,20 @@ class HostRun(object):
         return {"changed": False, "skipped": True, "skip_reason": reason, "msg": msg}
 
     def flush_handlers(self, node, scope):
-        """Run notified handlers in definition order (L5.2–L5.6)."""
+        """Run notified handlers in definition order (L5.2–L5.6).
+
+        ``self.notified`` holds names notified by tasks, and the numbers of
+        handlers a handler notified that could not run in its flush: those
+        were announced already (a notify event) and run at the next flush
+        without another one, as a handler's ``notified_hosts`` in Ansible.
+        """
         index = node["i"]
         pending = self.notified
         self.notified = []
-        queued = set()
+        queued = set(n for n in pending if isinstance(n, int))
         for name in pending:
-            self._queue_handlers(name, index, queued)
+            if not isinstance(name, int):
+                self._queue_handlers(name, index, queued)
         if not node.get("implicit"):
             self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
                        "ignored": False, "rescued": False})
@@ -670,34 +681,46 @@ class HostRun(object):
                 return failure
         return None
 
-    def _queue_handlers(self, name, index, queued, key=None):
-        """Queue every handler answering to ``name``; emit notify events."""
+    def _matching_handlers(self, name):
+        """Numbers of the handlers ``name`` notifies: the first by name, all that listen."""
         matched_name = False
         for number, handler in enumerate(self.handlers):
             by_name = not matched_name and name in _handler_names(handler)
-            if not (by_name or name in handler.get("listen", ())):
-                continue
-            matched_name = matched_name or by_name
+            if by_name or name in handler.get("listen", ()):
+                matched_name = matched_name or by_name
+                yield number
+
+    def _queue_handlers(self, name, index, queued):
+        """Queue every handler answering to ``name``; emit notify events."""
+        for number in self._matching_handlers(name):
             if number not in queued:
                 queued.add(number)
-                self.emit({"e": "notify", "k": key or [index, 0], "handler": number})
+                self.emit({"e": "notify", "k": [index, 0], "handler": number})
 
     def run_handler(self, index, number, handler, scope, queued):
         key = [index, 1 + number]
         self.file_key = "h%d" % number
-        before = list(self.notified)
-        failure = self.run_task(key, handler, scope, is_handler=True)
-        # L5.6: a handler's notifications apply at once; later-defined handlers
-        # run in this flush, earlier ones wait for the next flush.
-        fresh = [n for n in self.notified if n not in before]
-        for name in fresh:
-            later = set()
-            self._queue_handlers(name, index, later, key)
-            runnable = {n for n in later if n > number}
-            queued.update(runnable)
-            if runnable == later:
-                self.notified.remove(name)
-        return failure
+        self._in_flush = (number, queued, key)
+        try:
+            return self.run_task(key, handler, scope, is_handler=True)
+        finally:
+            self._in_flush = None
+
+    def _notify_from_handler(self, name):
+        """L5.6: a handler's notification applies at once, inside its step.
+
+        A later-defined handler runs in this flush; an earlier one (or the
+        handler itself) is announced now and runs at the next flush.
+        """
+        number, queued, key = self._in_flush
+        for other in self._matching_handlers(name):
+            if other in queued or other in self.notified:
+                continue  # already notified for this host: no event
+            self.emit({"e": "notify", "k": key, "handler": other})
+            if other > number:
+                queued.add(other)
+            else:
+                self.notified.append(other)
 
     # -- small helpers -----------------------------------------------------------
 

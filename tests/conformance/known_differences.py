@@ -16,11 +16,6 @@ KNOWN_DIFFERENCES = {
     "failure_later_plays": (
         "after every host failed in play 'two', ansible-core 2.21 still emits play_start for "
         "play 'three' (then stats); ioc emits nothing for it"),
-    "handlers_chain": (
-        "handler notifying handlers (L5.6): ioc emits handler_task_start HMID twice (again "
-        "after its results); ansible emits each host's notify events inside the HMID step "
-        "before that host's runner_ok, ioc after all results; ioc emits notify HEARLY again "
-        "for h1 and h2 at the flush after tasks, ansible does not"),
     "tags": "ioc-run has no --tags option (argument error, exit 2)",
     "unreachable": (
         "unreachable msg: ansible 'Task failed: Data could not be sent to remote host "
