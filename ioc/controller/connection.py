@@ -190,6 +190,23 @@ def _is_permanent(exc: BaseException) -> bool:
     return any(s in text for s in ("permission denied", "host key", "identification has changed"))
 
 
+#: mitogen's wrapper around what the ssh process printed before it exited.
+_SSH_OUTPUT = "last 100 lines received:"
+
+
 def _describe(spec: ConnectionSpec, exc: BaseException) -> str:
+    """The unreachable message, worded as Ansible's ssh connection words it.
+
+    When ssh itself gave up (mitogen saw EOF and quotes ssh's output), the
+    runner's bootstrap could not be sent through ssh's stdin: Ansible, which
+    pipelines modules the same way, says "Data could not be sent to remote
+    host" with ssh's own message. Other failures keep mitogen's text.
+    """
+    text = str(exc)
+    if spec.transport == "ssh" and _SSH_OUTPUT in text:
+        ssh_said = text.split(_SSH_OUTPUT, 1)[1].replace("\r", "").strip()
+        if ssh_said:
+            return ("Task failed: Data could not be sent to remote host \"%s\". Make sure this "
+                    "host can be reached over ssh: %s" % (spec.hostname, ssh_said))
     target = spec.hostname if spec.port is None else "%s port %s" % (spec.hostname, spec.port)
-    return "Failed to connect to the host via %s: %s (%s)" % (spec.transport, exc, target)
+    return "Failed to connect to the host via %s: %s (%s)" % (spec.transport, text, target)
