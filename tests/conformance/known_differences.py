@@ -16,13 +16,6 @@ KNOWN_DIFFERENCES = {
     "failure_later_plays": (
         "after every host failed in play 'two', ansible-core 2.21 still emits play_start for "
         "play 'three' (then stats); ioc emits nothing for it"),
-    "tags": "ioc-run has no --tags option (argument error, exit 2)",
-    "unreachable": (
-        "unreachable msg: ansible 'Task failed: Data could not be sent to remote host "
-        "\"127.0.0.1\". Make sure this host can be reached over ssh: ssh: connect to host "
-        "127.0.0.1 port 1: Connection refused', ioc 'Failed to connect to the host via ssh: "
-        "EOF on stream; last 100 lines received:\\nssh: connect to host 127.0.0.1 port 1: "
-        "Connection refused\\r (127.0.0.1 port 1)'"),
 }
 
 
