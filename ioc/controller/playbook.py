@@ -95,12 +95,16 @@ class PlaybookRun:
             self.callbacks.warning("Could not match supplied host pattern, ignoring: %s" % play.hosts
                                    if not matched else "no hosts left to run on")
             return True
+        # ansible-core 2.21 stops the playbook when a batch's *new* failures
+        # equal the batch, and its batch still counts the play's hosts lost in
+        # earlier plays: with one of those, later plays start (and find no host).
+        some_lost = len(hosts) < len(matched)
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
             executor = self._executor(planned, batch_hosts, connector)
             executor.run()
             self._account(planned, executor)
-            if executor.max_fail_hit or not any(
+            if executor.max_fail_hit or not some_lost and not any(
                     s.status in (HostStatus.ACTIVE, HostStatus.ENDED)
                     for s in executor.hosts.values()):
                 return False  # L1.9, L4.6, L4.7: later batches and plays do not run

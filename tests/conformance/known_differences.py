@@ -13,9 +13,6 @@ KNOWN_DIFFERENCES = {
         "non-boolean when: ansible names where the expression was written, \"... value of "
         "type 'str' at '<work>/when_errors.yml:13:13'. ...\", ioc the expression, \"... value "
         "of type 'str' at \\\"'abc'\\\". ...\" (the IR keeps no line:column for conditions)"),
-    "failure_later_plays": (
-        "after every host failed in play 'two', ansible-core 2.21 still emits play_start for "
-        "play 'three' (then stats); ioc emits nothing for it"),
 }
 
 
