@@ -142,7 +142,7 @@ def short_action(task: Any) -> str:
 
 
 def _location(task: Any) -> Location:
-    path = task.get_path() if hasattr(task, "get_path") else ""
+    path = plain(task.get_path()) if hasattr(task, "get_path") else ""
     if path and ":" in path:
         head, _, tail = path.rpartition(":")
         if tail.isdigit():
@@ -233,15 +233,16 @@ class _Converter:
             vars=variables,
             no_log=plain(task.no_log) or None,
             environment=environment or None,
-            check_mode=plain(task.check_mode) if task.check_mode not in (None, False) else None,
-            diff=plain(task.diff) if task.diff not in (None, False) else None,
+            # Ansible's defaults are the CLI's --check/--diff: always explicit here.
+            check_mode=bool(task.check_mode),
+            diff=bool(task.diff),
             delegate_to=plain(task.delegate_to) or None,
             delegate_facts=plain(task.delegate_facts) or None,
             run_once=plain(task.run_once) or None,
             any_errors_fatal=plain(task.any_errors_fatal) or None,
             throttle=plain(task.throttle) or None,
-            role=role.get_name() if role is not None else None,
-            role_path=getattr(role, "_role_path", None) if role is not None else None,
+            role=plain(role.get_name()) if role is not None else None,
+            role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
         )
         self.origin[id(ir)] = task
         return ir
@@ -296,8 +297,8 @@ class _Converter:
             if role is not None:
                 params = plain(role.get_role_params()) if hasattr(role, "get_role_params") else {}
                 out.append(Block(block=tuple(nodes), location=_location(block), params=params,
-                                 implicit=True, role=role.get_name(),
-                                 role_path=getattr(role, "_role_path", None)))
+                                 implicit=True, role=plain(role.get_name()),
+                                 role_path=plain(getattr(role, "_role_path", None))))
             else:
                 out.extend(nodes)
         return tuple(out)
@@ -359,7 +360,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         handlers=handlers,
         any_errors_fatal=plain(play.any_errors_fatal) or None,
         max_fail_percentage=plain(play.max_fail_percentage),
-        basedir=loader.get_basedir(),
+        basedir=plain(loader.get_basedir()),
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
                      handlers=tuple(handler_tasks))
@@ -369,7 +370,7 @@ def _play_location(play: Any) -> Tuple[str, int]:
     origin = getattr(play, "_origin", None)
     path = str(getattr(origin, "path", "") or "")
     line = int(getattr(origin, "line_num", 0) or 0)
-    return path or "<playbook>", line
+    return plain(path) or "<playbook>", line
 
 
 # -- the dispatcher: ioc's controller in its own process ----------------------------
@@ -550,8 +551,10 @@ def _build_strategy_class() -> type:
                 display.vv("mitogen_batch: play %r runs with the linear strategy: %s"
                            % (iterator._play.get_name(), why))
                 return super().run(iterator, play_context)
-            result = _PlayRun(self, iterator, play_context, native).run()
-            return StrategyBase.run(self, iterator, play_context, result)
+            play_run = _PlayRun(self, iterator, play_context, native)
+            if not play_run.hosts:  # nothing to run: linear's own bookkeeping
+                return super().run(iterator, play_context)
+            return StrategyBase.run(self, iterator, play_context, play_run.run())
 
         def _prepare(self, iterator, play_context):
             from ioc.controller.capabilities import runner_capabilities
@@ -587,7 +590,9 @@ class _PlayRun:
         self.play_context = play_context
         self.converted, self.planned = native
         self.program = self.planned.plan.program
-        self.hosts = {h.name: h for h in strategy.get_hosts_left(iterator)}
+        #: Hosts failed in earlier plays are marked failed in the iterator (TQM.run).
+        self.hosts = {h.name: h for h in strategy.get_hosts_left(iterator)
+                      if not iterator.is_failed(h)}
         self.task = None
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
@@ -599,7 +604,7 @@ class _PlayRun:
         from ansible import context
         from ioc.controller.play import RunOptions
 
-        names = list(self.hosts)
+        names = [plain(n) for n in self.hosts]
         inventory = self._inventory()
         memory = {}
         for name in names:
@@ -624,11 +629,12 @@ class _PlayRun:
                 [h for h in self.hosts.values()]:
             if host.name in hosts:
                 continue
-            hosts[host.name] = Host(host.name, self._host_vars(host, C))
+            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
         groups = {}
         for name, group in inventory.groups.items():
-            groups[name] = Group(name, hosts=tuple(h.name for h in group.hosts if h.name in hosts),
-                                 children=tuple(c.name for c in group.child_groups))
+            groups[plain(name)] = Group(plain(name), hosts=tuple(
+                plain(h.name) for h in group.hosts if h.name in hosts),
+                children=tuple(plain(c.name) for c in group.child_groups))
         return Inventory(hosts=hosts, groups=groups)
 
     def _host_vars(self, host: Any, C: Any) -> Dict[str, Any]:
@@ -644,7 +650,7 @@ class _PlayRun:
         drop |= set(vm._get_magic_variables(play=None, host=host, task=None,
                                             include_hostvars=False, _hosts=None,
                                             _hosts_all=None))
-        out = {k: plain(v) for k, v in full.items() if k not in drop}
+        out = {plain(k): plain(v) for k, v in full.items() if k not in drop}
         python = out.get("ansible_python_interpreter")
         if python is None or str(python).startswith("auto"):
             out.pop("ansible_python_interpreter", None)
@@ -734,10 +740,14 @@ class _PlayRun:
             task.name = templar.template(task.name)
 
     def host_event(self, name: str, event: Dict[str, Any]) -> None:
-        if self.task is None:
-            return
         host = self.hosts[name]
         kind = event["e"]
+        if kind == "notify":  # also from implicit steps (a flush)
+            handler = self.handler_objects[event["handler"]]
+            self.tqm.send_callback("v2_playbook_on_notify", handler, host)
+            return
+        if self.task is None:
+            return
         if kind == "start":
             if event.get("meta"):
                 self.tqm.send_callback("v2_playbook_on_task_start", self.task, is_conditional=False)
@@ -752,9 +762,6 @@ class _PlayRun:
             self.tqm.send_callback("v2_runner_retry",
                                    _result(host, self.task, event["result"], self.ir_task.action,
                                            "ok"))
-        elif kind == "notify":
-            handler = self.handler_objects[event["handler"]]
-            self.tqm.send_callback("v2_playbook_on_notify", handler, host)
         elif kind in ("done", "unreachable", "crash"):
             self.final(host, event)
 
@@ -890,21 +897,14 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
             data["_ansible_ignore_errors"] = True
         return TaskResult(host, task, data, task_fields=task.dump_attrs())
     utr_class = _task.UnifiedTaskResult
-    if action in _ACTIONS:
-        utr = utr_class.from_action_result_dict(data)
-    else:
-        module_data = {k: v for k, v in data.items() if not k.startswith("_ansible_")}
-        utr = utr_class.from_module_result_dict(module_data)
-        for key, value in data.items():
-            if key == "_ansible_no_log":
-                utr.no_log = bool(value)
-            elif key == "_ansible_item_label":
-                utr.loop_item_label = value
-            elif key == "_ansible_verbose_always":
-                utr.verbose_always = bool(value)
-            elif key == "_ansible_delegated_vars":
-                utr.callback_delegated_vars_subset = value
-    if utr.failed and utr.exception:
+    items = data.pop("results", None) if task.loop or task.loop_with else None
+    utr = _utr(utr_class, data, action)
+    if isinstance(items, list):
+        utr.loop_results = [_utr(utr_class, dict(item), action) if isinstance(item, dict)
+                            else item for item in items]
+    elif items is not None:
+        utr.result_data["results"] = items
+    if utr.failed and utr.exception and data.get("msg"):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -918,6 +918,24 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                                                    source_is_module=False)
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:
+    """A 2.21 UnifiedTaskResult from ioc's result dict (an action's or a module's)."""
+    if action in _ACTIONS:
+        return utr_class.from_action_result_dict(data)
+    module_data = {k: v for k, v in data.items() if not k.startswith("_ansible_")}
+    utr = utr_class.from_module_result_dict(module_data)
+    for key, value in data.items():
+        if key == "_ansible_no_log":
+            utr.no_log = bool(value)
+        elif key == "_ansible_item_label":
+            utr.loop_item_label = value
+        elif key == "_ansible_verbose_always":
+            utr.verbose_always = bool(value)
+        elif key == "_ansible_delegated_vars":
+            utr.callback_delegated_vars_subset = value
+    return utr
 
 
 # -- entry points ----------------------------------------------------------------------

@@ -19,4 +19,5 @@ KNOWN_DIFFERENCES = {
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN = {
+    "when_errors": KNOWN_DIFFERENCES["when_errors"],
 }

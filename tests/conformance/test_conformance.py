@@ -1,4 +1,4 @@
-"""Conformance: the same playbook under ansible-playbook (linear) and ioc-run.
+"""Conformance: the same playbook under ansible-playbook (linear), ioc-run and mitogen_batch.
 
 Each ``playbooks/*.yml`` starts with a comment header::
 
@@ -12,6 +12,11 @@ inventory, ``-e out_dir=<its own tmp dir>`` and forks 5. The normalised event
 sequences (``normalize.py``), the recap, the exit codes and the file trees
 under ``out_dir`` must be equal. Known differences of ioc are strict xfails
 listed in ``known_differences.py``.
+
+The third engine, ``mitogen_batch``, is ansible-playbook itself with
+``strategy = mitogen_batch`` (``strategy_plugin/``): its events come from the
+same ``ioc_jsonl`` callback as the linear run's. Its known differences are the
+separate mapping ``KNOWN_DIFFERENCES_PLUGIN``.
 """
 from __future__ import annotations
 
@@ -28,12 +33,14 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from tests.conformance import normalize as norm
-from tests.conformance.known_differences import KNOWN_DIFFERENCES
+from tests.conformance.known_differences import KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PLAYBOOKS = HERE / "playbooks"
 CALLBACKS = HERE / "ansible_plugins" / "callback"
+STRATEGY_PLUGINS = ROOT / "strategy_plugin"
+ENGINES = ("ioc-run", "mitogen_batch")
 ANSIBLE_PYTHON_VERSION = "3.13"
 ANSIBLE_CORE = "2.21"
 TIMEOUT = 180
@@ -104,13 +111,18 @@ def read_header(path: Path) -> Dict[str, str]:
 
 def _params():
     names = sorted(p.stem for p in PLAYBOOKS.glob("*.yml"))
-    for name in set(KNOWN_DIFFERENCES) - set(names):
-        raise AssertionError("known_differences.py names a playbook that does not exist: %s"
-                             % name)
-    for name in names:
-        reason = KNOWN_DIFFERENCES.get(name)
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        yield pytest.param(name, marks=marks, id=name)
+    for known in (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN):
+        for name in set(known) - set(names):
+            raise AssertionError("known_differences.py names a playbook that does not exist: %s"
+                                 % name)
+    for engine in ENGINES:
+        known = KNOWN_DIFFERENCES if engine == "ioc-run" else KNOWN_DIFFERENCES_PLUGIN
+        for name in names:
+            reason = known.get(name)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            # ioc-run keeps its plain ids (``-k handlers``); the plugin's are prefixed.
+            test_id = name if engine == "ioc-run" else "%s-%s" % (engine, name)
+            yield pytest.param(engine, name, marks=marks, id=test_id)
 
 
 def inventory(kind: str, request) -> Tuple[str, List[str]]:
@@ -193,18 +205,27 @@ def ansible_env(events: Path, config: Path) -> Dict[str, str]:
     return env
 
 
+def mitogen_batch_env(events: Path, config: Path) -> Dict[str, str]:
+    """ansible_env() with the strategy plugin: the only change an Ansible user makes."""
+    env = ansible_env(events, config)
+    env.update({"ANSIBLE_STRATEGY": "mitogen_batch",
+                "ANSIBLE_STRATEGY_PLUGINS": str(STRATEGY_PLUGINS)})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
 def ioc_env() -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
 
-def _diff(a: List[str], b: List[str]) -> str:
-    return "\n".join(difflib.unified_diff(a, b, "ansible-playbook", "ioc-run", lineterm="", n=2))
+def _diff(a: List[str], b: List[str], engine: str = "ioc-run") -> str:
+    return "\n".join(difflib.unified_diff(a, b, "ansible-playbook", engine, lineterm="", n=2))
 
 
-@pytest.mark.parametrize("name", list(_params()))
-def test_playbook_conforms(name, tmp_path, request, ansible_playbook):
+@pytest.mark.parametrize("engine, name", list(_params()))
+def test_playbook_conforms(engine, name, tmp_path, request, ansible_playbook):
     path = PLAYBOOKS / (name + ".yml")
     header = read_header(path)
     assert "covers" in header and "hosts" in header, \
@@ -213,12 +234,16 @@ def test_playbook_conforms(name, tmp_path, request, ansible_playbook):
     extra = header.get("args", "").split()
 
     ans = EngineRun("ansible-playbook", tmp_path / "ansible", path.name, inventory_text)
-    ioc = EngineRun("ioc-run", tmp_path / "ioc", path.name, inventory_text)
+    ioc = EngineRun(engine, tmp_path / "ioc", path.name, inventory_text)
     config = ans.base / "ansible.cfg"
     config.write_text("[defaults]\n")
     ans.start(ansible_playbook + ans.common_args(extra), ansible_env(ans.events_path, config))
-    ioc.start([sys.executable, "-m", "ioc", *ioc.common_args(extra),
-               "--events", str(ioc.events_path)], ioc_env())
+    if engine == "mitogen_batch":
+        ioc.start(ansible_playbook + ioc.common_args(extra),
+                  mitogen_batch_env(ioc.events_path, config))
+    else:
+        ioc.start([sys.executable, "-m", "ioc", *ioc.common_args(extra),
+                   "--events", str(ioc.events_path)], ioc_env())
     ans.wait()
     ioc.wait()
 
@@ -227,14 +252,14 @@ def test_playbook_conforms(name, tmp_path, request, ansible_playbook):
     i_events, i_recap = norm.normalize(norm.load(ioc.events_path), workdir=ioc.work,
                                        out_dir=ioc.out, host_order=hosts)
     assert a_events, "ansible-playbook wrote no events (rc=%s):\n%s" % (ans.rc, ans.output[-3000:])
-    context = "\n--- ansible-playbook output (tail):\n%s\n--- ioc-run output (tail):\n%s" % (
-        ans.output[-1500:], ioc.output[-1500:])
+    context = "\n--- ansible-playbook output (tail):\n%s\n--- %s output (tail):\n%s" % (
+        ans.output[-1500:], engine, ioc.output[-1500:])
     if a_events != i_events:
-        pytest.fail("event sequences differ:\n%s%s" % (_diff(a_events, i_events), context),
+        pytest.fail("event sequences differ:\n%s%s" % (_diff(a_events, i_events, engine), context),
                     pytrace=False)
     assert a_recap == i_recap, "recaps differ: %s != %s" % (a_recap, i_recap)
-    assert ans.rc == ioc.rc, "exit codes differ: ansible-playbook %s, ioc-run %s%s" % (
-        ans.rc, ioc.rc, context)
+    assert ans.rc == ioc.rc, "exit codes differ: ansible-playbook %s, %s %s%s" % (
+        ans.rc, engine, ioc.rc, context)
 
     a_tree = {k: _relocate(v, ans.out) for k, v in norm.file_tree(ans.out).items()}
     i_tree = {k: _relocate(v, ioc.out) for k, v in norm.file_tree(ioc.out).items()}
