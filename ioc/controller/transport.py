@@ -8,7 +8,14 @@ from typing import Dict, List
 
 @dataclass
 class TransportReport:
-    """Runner calls per host, as counted by the runners themselves."""
+    """Runner calls per host, as counted by the runners themselves.
+
+    Each runner call is one round trip once a host is connected: the batch
+    goes out in one write and its events stream back while it runs. The
+    connection itself costs what ``ssh host true`` costs plus about two
+    round trips (``tests/integration/test_latency.py`` measures both through
+    a delay proxy).
+    """
 
     #: Batches shipped (each is one call per active host).
     batches: int = 0
@@ -32,13 +39,14 @@ class TransportReport:
 
     def lines(self, verbose: bool = False) -> List[str]:
         total = sum(self.calls.values())
-        out = ["ioc: %d batch(es), %d runner call(s) for %d host(s) "
-               "(a per-task run would make %d); %s sent, %s received"
-               % (self.batches, total, len(self.calls), self.per_task_calls,
+        most = max(self.calls.values()) if self.calls else 0
+        out = ["ioc: %d batch(es); %d round trip(s) per host after connecting (%d runner call(s) "
+               "for %d host(s); a per-task run would make %d); %s sent, %s received"
+               % (self.batches, most, total, len(self.calls), self.per_task_calls,
                   _size(sum(self.sent.values())), _size(sum(self.received.values())))]
         if verbose:
             for host in sorted(self.calls):
-                out.append("ioc:   %-26s runner calls=%d sent=%s received=%s"
+                out.append("ioc:   %-26s runner calls (round trips)=%d sent=%s received=%s"
                            % (host, self.calls[host], _size(self.sent[host]),
                               _size(self.received[host])))
         return out
