@@ -86,6 +86,10 @@ class EndHost(Exception):
     """``meta: end_host`` ran: the host leaves the play without failing."""
 
 
+class EndRole(Exception):
+    """``meta: end_role`` ran: the host skips the rest of the current role."""
+
+
 class Failure(object):
     """An unrescued failure travelling up the block tree."""
 
@@ -201,6 +205,17 @@ class HostRun(object):
         return self.run_task([index, 0], task, scope)
 
     def run_block(self, block, scope):
+        """A block; a role's block also ends where ``meta: end_role`` says (L7.10)."""
+        if not block.get("role"):
+            return self._run_block(block, scope)
+        try:
+            return self._run_block(block, scope)
+        except EndRole:
+            # The rest of the role is not reached, in this batch or a later one.
+            self.blocks_out[str(block["b"])] = {"phase": "skipped", "failure": None}
+            return None
+
+    def _run_block(self, block, scope):
         """block → rescue → always, resumable across batch boundaries.
 
         A saved phase of ``block`` with a failure means the controller
@@ -640,6 +655,8 @@ class HostRun(object):
                    "ignored": False, "rescued": False})
         if action == "end_host":
             raise EndHost()
+        if action == "end_role":
+            raise EndRole()
         return None
 
     def _meta_skipped(self, action, task):

@@ -13,4 +13,5 @@ def runner_capabilities() -> Capabilities:
         filters=frozenset(templating.known_filters()),
         tests=frozenset(templating.known_tests()),
         lookups=lookups.KNOWN,
+        options={name: frozenset(modules.get(name).OPTIONS) for name in modules.MODULES},
     )

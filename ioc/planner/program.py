@@ -242,4 +242,6 @@ def _wire_node(node: Numbered, start: int, end: int) -> dict:
         wire["vars"] = to_wire(block.vars)
     if block.params:
         wire["params"] = to_wire(block.params)
+    if block.role and block.implicit:
+        wire["role"] = block.role
     return wire

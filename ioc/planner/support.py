@@ -5,8 +5,8 @@ the task's ``file:line`` — never a run that silently differs from Ansible.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import AbstractSet, Any, Iterator, Optional
+from dataclasses import dataclass, field
+from typing import AbstractSet, Any, Iterator, Mapping, Optional
 
 import jinja2
 from jinja2 import nodes
@@ -18,7 +18,7 @@ from ioc.planner.program import Program
 
 SUPPORTED_META = frozenset({"flush_handlers", "noop", "end_host", "end_play", "end_batch",
                             "clear_host_errors", "clear_facts", "refresh_inventory",
-                            "reset_connection"})
+                            "reset_connection", "end_role"})
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class Capabilities:
     filters: AbstractSet[str]
     tests: AbstractSet[str]
     lookups: AbstractSet[str] = frozenset()
+    #: Arguments each module accepts; an action not listed accepts anything.
+    options: Mapping[str, AbstractSet[str]] = field(default_factory=dict)
 
 
 def check_program(program: Program, caps: Capabilities) -> None:
@@ -62,6 +64,7 @@ def check_task(task: Task, caps: Capabilities) -> None:
             raise PlanError("meta: %s is not supported yet" % what, where)
     elif action not in caps.actions:
         raise PlanError("couldn't resolve module/action '%s'" % action, where)
+    _check_options(task, caps)
     if task.become not in (None, False):
         raise PlanError("task keyword 'become' is not supported yet", where)
     if isinstance(task.run_once, str) and "{{" in task.run_once:
@@ -72,6 +75,20 @@ def check_task(task: Task, caps: Capabilities) -> None:
         raise PlanError("lookup plugin (%s) not found" % task.loop_with, where)
     for text in templates_of(task):
         check_template(text, caps, where)
+
+
+def _check_options(task: Task, caps: Capabilities) -> None:
+    """An argument the module does not take is refused before anything runs."""
+    accepted = caps.options.get(task.action)
+    if accepted is None or not isinstance(task.args, Mapping):
+        return
+    unknown = sorted(k for k in task.args if isinstance(k, str) and not k.startswith("_")
+                     and k not in accepted and "{{" not in k)
+    if unknown:
+        raise PlanError("Unsupported parameters for (%s) module: %s. Supported parameters "
+                        "include: %s." % (task.action, ", ".join(unknown),
+                                          ", ".join(sorted(o for o in accepted if not o.startswith("_")))),
+                        task.location)
 
 
 def _mentions_loop_var(task: Task) -> bool:

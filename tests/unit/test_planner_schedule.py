@@ -124,6 +124,8 @@ def test_every_cut_says_why_in_the_explanation(tmp_path):
     ("- debug: msg=x\n      when: x is no_such_test", "No test named 'no_such_test'"),
     ("- debug: msg=\"{{ x \"", "template error"),
     ("- debug: msg=x\n      become: true", "become"),
+    ("- copy: dest=/tmp/x content=y colour=blue",
+     "Unsupported parameters for (copy) module: colour. Supported parameters include: "),
 ])
 def test_unsupported_constructs_are_plan_errors_with_file_and_line(tmp_path, task, message):
     text = "- hosts: all\n  tasks:\n    - debug: msg=fine\n    " + task + "\n"

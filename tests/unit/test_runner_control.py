@@ -468,3 +468,14 @@ def test_without_force_handlers_a_failed_host_loses_its_handlers(tmp_path):
       debug: msg=handled
 """)
     assert r.names() == ["command", "fail"]
+
+
+@pytest.mark.parametrize("per_task", [False, True])
+def test_end_role_skips_the_rest_of_the_role_only(tmp_path, per_task):
+    role = tmp_path / "roles" / "r1" / "tasks"
+    role.mkdir(parents=True)
+    (role / "main.yml").write_text(
+        "- name: first\n  debug: msg=1\n- meta: end_role\n- name: second\n  debug: msg=2\n")
+    r = run_text(tmp_path, "- hosts: all\n  gather_facts: false\n  roles: [r1]\n"
+                           "  tasks:\n    - name: after\n      debug: msg=after\n", per_task=per_task)
+    assert [n for n in r.names() if not n.endswith("meta")] == ["r1 : first", "after"]
