@@ -1,4 +1,5 @@
 """Dispatch an action to the executor's own implementation or to a module."""
+import sys
 import time
 import traceback
 
@@ -84,18 +85,32 @@ def _group_by(args):
 
 
 def _pause(args):
-    """``pause`` with seconds or minutes; it runs in the controller (a controller step)."""
-    if args.get("prompt") is not None or (args.get("seconds") is None and args.get("minutes") is None):
-        return {"failed": True, "changed": False,
-                "msg": "pause with a prompt is interactive: ioc-run does not read prompts"}
-    seconds = float(args.get("seconds") or 0) + 60 * float(args.get("minutes") or 0)
+    """``pause``: it runs in the controller (a controller step), never on a target.
+
+    With ``seconds``/``minutes`` it waits; without, or with a ``prompt``, it
+    asks on the controller's terminal and fails clearly when there is none.
+    """
+    timed = args.get("seconds") is not None or args.get("minutes") is not None
+    user_input = ""
     start = time.time()
-    time.sleep(seconds)
+    if timed:
+        seconds = float(args.get("seconds") or 0) + 60 * float(args.get("minutes") or 0)
+        time.sleep(seconds)
+    else:
+        if not sys.stdin.isatty():
+            return {"failed": True, "changed": False,
+                    "msg": "pause with a prompt is interactive, and standard input is not a "
+                           "terminal"}
+        prompt = args.get("prompt") or "Press enter to continue, Ctrl+C to interrupt"
+        sys.stdout.write("[pause]\n%s:\n" % prompt)
+        sys.stdout.flush()
+        user_input = sys.stdin.readline().rstrip("\n")
+        seconds = time.time() - start
     stop = time.time()
     return {"changed": False, "rc": 0, "stderr": "", "stdout": "Paused for %s seconds" % _num(seconds),
             "start": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)),
             "stop": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stop)),
-            "delta": int(stop - start), "echo": True, "user_input": ""}
+            "delta": int(stop - start), "echo": True, "user_input": user_input}
 
 
 def _num(value):

@@ -255,7 +255,9 @@ class PlayExecutor:
                  calls: List[HostCall]) -> None:
         """Act on a result before callbacks see it, in the order it arrives per host."""
         kind = event.get("e")
-        if kind in ("unreachable", "crash"):
+        if kind == "unreachable" and self._ignores_unreachable(event):
+            event["ignored"] = True  # L1.8: "...ignoring", ok+ignored, the host stays
+        elif kind in ("unreachable", "crash"):
             outcome.trouble[host] = kind
             outcome.failed.append(host)
         elif kind == "end":
@@ -274,6 +276,10 @@ class PlayExecutor:
                 outcome.failed.append(host)
             if event.get("status") == "ok" and "meta" in result:
                 outcome.metas.setdefault(host, []).append(result["meta"])
+
+    def _ignores_unreachable(self, event: Event) -> bool:
+        task = self.plan.program.entry(event["k"][0]).task
+        return _set(task.ignore_unreachable)
 
     def _inventory_effects(self, host: str, event: Event) -> None:
         result = event.get("result") or {}

@@ -186,7 +186,11 @@ def classify(entry: Entry, play: Play) -> Cut:
     if _percentage(play.max_fail_percentage) and not _set(task.ignore_errors):
         return Cut(after="max_fail_percentage: failures are counted after each task: %s" % where)
     if _set(task.ignore_unreachable):
-        return Cut(after="ignore_unreachable: the next task needs a new connection: %s" % where)
+        # Its own batch: an unreachable host is then unreachable at exactly this
+        # task, and tries a new connection for the next one (L1.8).
+        return Cut(before="before ignore_unreachable, which runs as a batch of its own so an "
+                          "unreachable host is unreachable at exactly this task: %s" % where,
+                   after="ignore_unreachable: the next task needs a new connection: %s" % where)
     if _set(task.delegate_facts):
         return Cut(after="delegate_facts writes another host's facts: %s" % where)
     return Cut()

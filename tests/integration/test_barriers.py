@@ -376,3 +376,40 @@ def test_reading_another_hosts_registered_value_sees_it_as_of_the_step(tmp_path,
         """, inventory=web)
     assert r.rc == 0, r.stdout + r.stderr
     assert [m for _, m in oks(r, "read h1's")] == ["from h1 / ['h1', 'h2', 'h3']"] * 3
+
+
+def test_ignore_unreachable_keeps_the_host_until_a_task_without_it(tmp_path, sshd):
+    inventory = sshd.inventory_ini(["h1"], group="web")
+    inventory += "[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=root " \
+                 "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: tolerant
+              command: "true"
+              ignore_unreachable: true
+            - name: strict
+              command: "true"
+            - name: after
+              debug: msg=x
+        """, inventory=inventory)
+    assert r.rc == 4, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("fatal: [ghost]: UNREACHABLE!"))
+    assert lines[first + 1] == "...ignoring"
+    assert [e["host"] for e in r.of("runner_unreachable") if e["task"] == "strict"] == ["ghost"]
+    assert [h for h, _ in oks(r, "after")] == ["h1"]
+    assert r.recap["ghost"] == {"ok": 1, "changed": 0, "unreachable": 1, "failures": 0,
+                                "skipped": 0, "rescued": 0, "ignored": 1}
+
+
+def test_a_pause_prompt_without_a_terminal_is_a_clear_error(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - pause: prompt="Continue?"
+        """, inventory=web)
+    assert r.rc == 2
+    assert "standard input is not a terminal" in r.stdout

@@ -88,7 +88,7 @@ def test_planning_is_deterministic(tmp_path):
     ("- meta: noop", ["B1-3"]),
     ("- meta: end_host", ["B1-3"]),
     ("- debug: msg=x\n      throttle: 1", ["B1-1", "C2:target", "B3-3"]),
-    ("- debug: msg=x\n      ignore_unreachable: true", ["B1-2", "B3-3"]),
+    ("- debug: msg=x\n      ignore_unreachable: true", ["B1-1", "B2-2", "B3-3"]),
     ("- debug: msg=x\n      any_errors_fatal: true", ["B1-2", "B3-3"]),
     ("- debug: msg=x\n      any_errors_fatal: true\n      ignore_errors: true", ["B1-3"]),
     ("- setup: filter=ansible_hostname\n      delegate_to: h2\n      delegate_facts: true",
