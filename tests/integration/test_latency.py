@@ -142,3 +142,37 @@ def test_per_task_mode_costs_at_least_one_round_trip_per_task(proxy, hosts_ini, 
     totals, transport, _ = ioc_run(proxy, hosts_ini, tmp_path, book, "--per-task")
     assert transport["calls"]["lat1"] >= 100, transport
     assert totals["round_trips"] >= ssh_true["round_trips"] + 100, (totals, ssh_true["runs"])
+
+
+def test_the_first_task_result_arrives_within_two_round_trips_of_ssh_true(
+        proxy, hosts_ini, tmp_path, ssh_true):
+    """Bootstrap at the floor: connecting, booting the runner and shipping its
+    code cost at most 2 round trips beyond what `ssh host true` costs."""
+    book = tmp_path / "first.yml"
+    book.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n"
+                    "    - name: first\n      command: echo first\n"
+                    "    - name: hold\n      command: sleep 2\n")
+    events = tmp_path / "first-events.jsonl"
+    counts = []
+    for _ in range(2):
+        proxy.reset()
+        proc = subprocess.Popen([sys.executable, "-m", "ioc", str(book), "-i", str(hosts_ini),
+                                 "--events", str(events)], cwd=str(ROOT),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL)
+        at_first = None
+        deadline = time.monotonic() + 60
+        while at_first is None and time.monotonic() < deadline:
+            if events.exists() and '"runner_ok"' in events.read_text():
+                at_first = proxy.totals()["round_trips"]
+            time.sleep(0.005)
+        assert proc.wait(timeout=60) == 0
+        assert at_first is not None, "no task result seen"
+        counts.append(at_first)
+        if at_first <= ssh_true["round_trips"] + 2:
+            break
+    sys.stderr.write("first result after %s round trips; ssh true: %d\n"
+                     % (counts, ssh_true["round_trips"]))
+    assert min(counts) <= ssh_true["round_trips"] + 2, (
+        "first result after %s round trips; ssh true makes %d (runs %s)"
+        % (counts, ssh_true["round_trips"], ssh_true["runs"]))
