@@ -1,12 +1,11 @@
 """Every barrier, run for real over SSH with several hosts, behaves like linear."""
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
 
-from tests.integration.test_end_to_end import ioc_run
+from tests.integration.test_end_to_end import UNREACHABLE_HOST, ioc_run
 
 pytestmark = pytest.mark.integration
 
@@ -380,8 +379,7 @@ def test_reading_another_hosts_registered_value_sees_it_as_of_the_step(tmp_path,
 
 def test_ignore_unreachable_keeps_the_host_until_a_task_without_it(tmp_path, sshd):
     inventory = sshd.inventory_ini(["h1"], group="web")
-    inventory += "[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=root " \
-                 "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
+    inventory += UNREACHABLE_HOST
     r = ioc_run(tmp_path, """
         - hosts: web
           gather_facts: false

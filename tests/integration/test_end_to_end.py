@@ -174,10 +174,15 @@ def test_a_failed_host_leaves_the_play_and_later_plays(tmp_path, three_hosts):
     assert "fatal: [h2]: FAILED!" in r.stdout
 
 
+#: An inventory line for a host nothing listens for (port 1 on loopback).
+UNREACHABLE_HOST = ("[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=root "
+                    "ansible_ssh_common_args='-o StrictHostKeyChecking=no "
+                    "-o UserKnownHostsFile=/dev/null'\n")
+
+
 def test_an_unreachable_host_is_reported_and_the_others_carry_on(tmp_path, sshd):
     inventory = sshd.inventory_ini(["h1", "h2"], group="web")
-    inventory += "[web]\nghost ansible_host=127.0.0.1 ansible_port=1 ansible_user=root " \
-                 "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'\n"
+    inventory += UNREACHABLE_HOST
     r = ioc_run(tmp_path, """
         - hosts: web
           gather_facts: false

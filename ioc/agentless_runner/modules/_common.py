@@ -251,39 +251,32 @@ def _diff_set(diff, key, before, after):
 
 def set_owner(path, owner, check_mode, diff=None):
     """Ensure the owner of ``path`` (not following links); True if changed."""
-    if owner is None:
-        return False
-    if check_mode and not os.path.lexists(path):
-        return True
-    uid = lookup_uid(str(owner), path)
-    orig = os.lstat(path).st_uid
-    if orig == uid:
-        return False
-    _diff_set(diff, "owner", orig, uid)
-    if not check_mode:
-        try:
-            os.lchown(path, uid, -1)
-        except OSError as e:
-            raise ModuleError("chown failed: %s" % e, path=path)
-    return True
+    return _set_id(path, owner, check_mode, diff, "owner")
 
 
 def set_group(path, group, check_mode, diff=None):
     """Ensure the group of ``path`` (not following links); True if changed."""
-    if group is None:
+    return _set_id(path, group, check_mode, diff, "group")
+
+
+def _set_id(path, value, check_mode, diff, kind):
+    """The shared body of set_owner/set_group: ``kind`` is "owner" or "group"."""
+    if value is None:
         return False
     if check_mode and not os.path.lexists(path):
         return True
-    gid = lookup_gid(str(group), path)
-    orig = os.lstat(path).st_gid
-    if orig == gid:
+    owner = kind == "owner"
+    wanted = lookup_uid(str(value), path) if owner else lookup_gid(str(value), path)
+    st = os.lstat(path)
+    orig = st.st_uid if owner else st.st_gid
+    if orig == wanted:
         return False
-    _diff_set(diff, "group", orig, gid)
+    _diff_set(diff, kind, orig, wanted)
     if not check_mode:
         try:
-            os.lchown(path, -1, gid)
+            os.lchown(path, wanted if owner else -1, -1 if owner else wanted)
         except OSError as e:
-            raise ModuleError("chgrp failed: %s" % e, path=path)
+            raise ModuleError("%s failed: %s" % ("chown" if owner else "chgrp", e), path=path)
     return True
 
 
