@@ -222,6 +222,8 @@ class HostRun(object):
         stopped this host while it was inside the block (``any_errors_fatal``,
         ``max_fail_percentage``): it goes straight to the rescue (L4.5).
         """
+        if "hosts" in block and self.host not in block["hosts"]:
+            return None  # a dynamic include's tasks, included by other hosts only (L7.8)
         bid = str(block["b"])
         phase, failure = self._resume(bid)
         if phase == "skipped":
@@ -246,7 +248,7 @@ class HostRun(object):
             if phase == "block" and failure is not None and has_rescue:
                 phase, failure = "rescue", None
                 failure = self.run_nodes(block["rescue"], plain)
-            elif phase == "rescue":
+            elif phase == "rescue" and failure is None:
                 failure = self.run_nodes(block["rescue"], plain)
             phase = "always"
             always_failure = self.run_nodes(block.get("always", ()), plain)
@@ -309,6 +311,7 @@ class HostRun(object):
         maps.append(self.play_vars)
         maps.append(Verbatim(self.facts_layer()))
         maps.append(self.inventory)
+        maps.extend(b["defaults"] for b in reversed(scope.blocks) if b.get("defaults"))
         view = ChainMap(*maps)
         # hostvars[this host] is every variable but the magic ones that hold
         # views themselves (hostvars, vars): no cycle for templates to walk.

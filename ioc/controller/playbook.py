@@ -40,7 +40,8 @@ class PlaybookRun:
                  callbacks: Callback, options: RunOptions, limit: Optional[str] = None,
                  per_task: bool = False,
                  reload_inventory: Optional[Callable[[], Inventory]] = None,
-                 tags: Optional[TagFilter] = None) -> None:
+                 tags: Optional[TagFilter] = None,
+                 load_include: Optional[Callable[..., Any]] = None) -> None:
         self.playbook = playbook
         self.inventory = inventory
         self.extra_vars = dict(extra_vars)
@@ -49,6 +50,9 @@ class PlaybookRun:
         self.limit = limit
         self.reload_inventory = reload_inventory
         self.tags = tags or TagFilter()
+        self.per_task = per_task
+        #: ``ioc.loader.load_include`` (the controller does not import the loader).
+        self.load_include = load_include
         self.plans = plan_playbook(playbook, per_task=per_task, tags=self.tags)
         self.stats = Stats()
         self.transport = TransportReport()
@@ -122,17 +126,20 @@ class PlaybookRun:
             connection_of=lambda name: self._connection_of(play, name),
             change_inventory=self._change_inventory,
             groups=lambda: inv.groups_dict(self.inventory),
-            store_facts=self._store_facts, play_meta=self._play_meta)
+            store_facts=self._store_facts, play_meta=self._play_meta,
+            load_include=None if self.load_include is None else self._load_include,
+            replan=self._replan)
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
                                            "extra": self.extra_vars},
                             magic=self._magic(play, hosts))
 
     def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
-        steps = planned.plan.steps
+        plan = executor.plan  # with what dynamic includes spliced in
+        steps = plan.steps
         self.transport.batches += sum(1 for s in steps if not isinstance(s, ControllerStep))
         self.transport.per_task_calls += sum(
-            len([e for e in planned.plan.entries_of(s) if not (e.implicit and e.is_flush)])
+            len([e for e in plan.entries_of(s) if not (e.implicit and e.is_flush)])
             for s in steps) * len(executor.hosts)
         for host, state in executor.hosts.items():
             self.memory[host] = {"facts": state.facts, "runtime": state.runtime,
@@ -146,6 +153,13 @@ class PlaybookRun:
                 self.unreachable_hosts.add(host)
 
     # -- what a play asks of the run --------------------------------------------
+
+    def _load_include(self, play: Play, task: Any, args: Mapping[str, Any]) -> Any:
+        assert self.load_include is not None
+        return self.load_include(play, task, args, self.extra_vars)
+
+    def _replan(self, play: Play) -> Plan:
+        return plan_play(play, runner_capabilities(), per_task=self.per_task, tags=self.tags)
 
     def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
         if name not in self.inventory.hosts:

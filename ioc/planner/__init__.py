@@ -79,6 +79,8 @@ _RULES = (
     ("max_fail_percentage", "the play stops once too many hosts have failed (L4.6)"),
     ("ignore_unreachable", "an unreachable host goes on; its next task reconnects (L1.8)"),
     ("delegate_facts", "it writes another host's variables (L7.3)"),
+    ("dynamic include", "the controller loads the file each host included (per item) and "
+                        "splices its tasks in right after it, group after group (L7.8)"),
 )
 
 

@@ -747,7 +747,10 @@ def definition(program: Program, index: int, name: str, play_only: bool = False)
         layers += [b.params for b in reversed(blocks)]
         layers.append(task.vars or {})
         layers += [b.vars for b in reversed(blocks)]
-    layers += [play.vars_files, play.vars, play.role_defaults]
+    layers += [play.vars_files, play.vars]
+    if not play_only:
+        layers += [b.defaults for b in reversed(blocks)]
+    layers.append(play.role_defaults)
     for layer in layers:
         if name in layer:
             return layer[name]

@@ -164,6 +164,8 @@ def classify(entry: Entry, play: Play) -> Cut:
         if what == "reset_connection":
             return Cut(after="meta: reset_connection ends the connection: %s" % where)
         return Cut()
+    if task.include_scope is not None:
+        return Cut(after="dynamic include: its tasks are known once it has run: %s" % where)
     if task.action in CONTROLLER_ACTIONS:
         once = task.action in BYPASS_ACTIONS or _set(task.run_once)
         if task.action == "group_by" and not once:

@@ -38,12 +38,16 @@ def check_program(program: Program, caps: Capabilities) -> None:
     _check_play(program.play)
     headed = set(program.include_heads)
     for entry in program.entries:
-        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed:
-            raise PlanError("%s with a templated name or a loop is not supported yet (a static "
-                            "file or role name is)" % entry.task.action, entry.task.location)
+        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed \
+                and entry.task.include_scope is None:
+            raise PlanError("%s with a templated name or a loop is only supported in "
+                            "ioc-run" % entry.task.action, entry.task.location)
         if not entry.implicit:
             check_task(entry.task, caps)
     for handler in program.handlers:
+        if handler.action in ("include_tasks", "include_role"):
+            raise PlanError("%s in a handler is not supported yet" % handler.action,
+                            handler.location)
         check_task(handler, caps)
         if handler.run_once not in (None, False):
             raise PlanError("run_once on a handler is not supported yet", handler.location)
