@@ -137,7 +137,7 @@ def test_unsupported_constructs_are_plan_errors_with_file_and_line(tmp_path, tas
 def test_a_dynamic_include_ends_its_batch_and_says_why(tmp_path):
     text = tasks("- debug: msg=a", "- include_tasks: \"{{ name }}.yml\"", "- debug: msg=b")
     plan = plan_of(tmp_path, text)
-    assert shape(plan) == ["B0-1", "B2-2"]
+    assert shape(plan) == ["B1-2", "B3-3"]
     assert "dynamic include: its tasks are known once it has run" in explain(plan)
 
 
