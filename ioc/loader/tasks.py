@@ -203,6 +203,13 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
                  include=include)
 
 
+_INCLUDE_OPTIONS = {
+    "include_tasks": frozenset({"file", "_raw_params", "apply"}),
+    "include_role": frozenset({"name", "tasks_from", "vars_from", "defaults_from", "handlers_from",
+                               "apply", "public", "allow_duplicates", "rolespec_validate"}),
+}
+
+
 def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope: Scope,
                      where: Location) -> Task:
     """An include whose file or role is known only once it runs (templated, looped).
@@ -213,6 +220,10 @@ def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any]
     apply = args.get("apply") or {}
     if not isinstance(apply, Mapping):
         raise LoadError("'apply' must be a mapping", where)
+    unknown = sorted(set(args) - _INCLUDE_OPTIONS[action])
+    if unknown:
+        # ``include_tasks: "{{ a == b }}.yml"`` reads as k=v, as in Ansible
+        raise LoadError("Invalid options for %s: %s" % (action, ", ".join(unknown)), where)
     if action == "include_tasks" and not (args.get("file") or args.get("_raw_params")):
         raise LoadError("include_tasks needs a file name", where)
     if action == "include_role" and not args.get("name"):

@@ -411,3 +411,47 @@ def test_a_pause_prompt_without_a_terminal_is_a_clear_error(tmp_path, web):
         """, inventory=web)
     assert r.rc == 2
     assert "standard input is not a terminal" in r.stdout
+
+
+def test_dynamic_includes_run_each_hosts_file_group_after_group(tmp_path, web):
+    """L7.8 over SSH: per-host files, a looped include, a failure reaching the rescue."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "even.yml").write_text(
+        "- name: even task\n  command: echo even {{ inventory_hostname }}\n  register: said\n")
+    (tasks / "odd.yml").write_text(
+        "- name: odd task\n  command: echo odd {{ inventory_hostname }}\n  register: said\n"
+        "- name: odd fails on h3\n  command: /bin/false\n  when: inventory_hostname == 'h3'\n")
+    (tasks / "item.yml").write_text(
+        "- name: item task\n  debug: msg=\"{{ inventory_hostname }} {{ item }}\"\n")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - block:
+                - name: per-host file
+                  include_tasks:
+                    file: "tasks/{{ 'even' if inventory_hostname == 'h2' else 'odd' }}.yml"
+              rescue:
+                - name: rescued
+                  debug: msg="rescued {{ ansible_failed_task.name }}"
+            - name: looped
+              include_tasks: tasks/item.yml
+              loop: [a, b]
+            - name: what the include registered
+              debug: msg="{{ said.stdout }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    includes = [(e["path"].rsplit("/", 1)[-1], e["hosts"], e.get("item")) for e in r.of("include")]
+    assert includes == [("odd.yml", ["h1", "h3"], None), ("even.yml", ["h2"], None),
+                        ("item.yml", ["h1", "h2", "h3"], "a"), ("item.yml", ["h1", "h2", "h3"], "b")]
+    # The odd group's tasks run before the even group's, each only on its hosts.
+    steps = [e["name"] for e in r.of("task_start")]
+    assert steps.index("odd task") < steps.index("odd fails on h3") < steps.index("even task")
+    assert oks(r, "rescued") == [("h3", "rescued odd fails on h3")]
+    assert oks(r, "item task") == [(h, "%s %s" % (h, i)) for i in "ab" for h in ("h1", "h2", "h3")]
+    assert oks(r, "what the include registered") == [
+        ("h1", "odd h1"), ("h2", "even h2"), ("h3", "odd h3")]
+    assert r.recap["h3"]["rescued"] == 1 and r.recap["h3"]["failures"] == 0
+    # ok per host: 1 per included file (3) + its included tasks + the debug.
+    assert r.recap["h2"]["ok"] == 3 + 1 + 2 + 1
