@@ -468,8 +468,11 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
                       PlayLevel(), request["options"])
     run.memory = request["memory"]
+    run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
+    run._removed_in_play = set(request.get("removed") or ())
     base = run._executor(planned, list(request["hosts"]), connector)
     executor = Executor(base.plan, base.hosts, base.ctx, base.static_layers, base.magic)
+    executor.removed = base.removed
     executor.run()
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
                           "included": s.included} for h, s in executor.hosts.items()},
@@ -618,7 +621,11 @@ class _PlayRun:
                              forks=int(cli.get("forks") or 5))
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
-                "options": options}
+                "options": options,
+                # ansible_play_hosts_all/ansible_play_hosts span every serial batch
+                "hosts_all": [plain(n) for n in (self.s._hosts_cache_all or names)],
+                "removed": [plain(n) for n in getattr(self.play, "_removed_hosts", ())
+                            if n not in names]}
 
     def _inventory(self) -> Inventory:
         from ansible import constants as C

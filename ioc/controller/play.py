@@ -225,6 +225,8 @@ class PlayExecutor:
         #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
         self.others: Optional[FrozenSet[str]] = None
         self._rescuable = _rescuable_blocks(plan.program.tree)
+        #: Hosts of the play that earlier serial batches lost (failed, unreachable).
+        self.removed: FrozenSet[str] = frozenset()
 
     # -- the loop ----------------------------------------------------------------
 
@@ -564,7 +566,13 @@ class PlayExecutor:
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
-                     ansible_play_batch=active, ansible_play_hosts=active, play_hosts=active)
+                     ansible_play_batch=active, play_hosts=active,
+                     # every host of the play (earlier and later serial
+                     # batches too) but the failed/unreachable ones (L6.6)
+                     ansible_play_hosts=[
+                         h for h in self.magic.get("ansible_play_hosts_all", self.order)
+                         if h not in self.removed
+                         and (h not in self.hosts or self.hosts[h].active)])
         static = {"inventory": state.inventory_vars, "play": self.static_layers["play"],
                   "extra": self.static_layers["extra"]}
         names = None if self.reads is None else closure.close_over(

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
@@ -69,6 +70,9 @@ class PlaybookRun:
         self._live: Dict[str, HostState] = {}
         #: Hosts whose failure ``meta: clear_host_errors`` forgave.
         self.cleared: Set[str] = set()
+        #: The current play's hosts (all serial batches) and those it lost so far.
+        self._play_hosts_all: List[str] = []
+        self._removed_in_play: Set[str] = set()
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -92,7 +96,7 @@ class PlaybookRun:
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
         play = planned.play
-        matched = inv.match_hosts(self.inventory, play.hosts, self.limit)
+        matched = ordered_hosts(inv.match_hosts(self.inventory, play.hosts, self.limit), play.order)
         hosts = [h for h in matched if h not in self.lost]
         if not hosts:
             self.callbacks.play_start(play.name, hosts)
@@ -103,11 +107,19 @@ class PlaybookRun:
         # equal the batch, and its batch still counts the play's hosts lost in
         # earlier plays: with one of those, later plays start (and find no host).
         some_lost = len(hosts) < len(matched)
+        # ansible_play_hosts_all: every host of the play, in inventory order
+        # (not the play's ``order``), whatever serial batch it is in.
+        in_play = set(hosts)
+        self._play_hosts_all = [h for h in inv.match_hosts(self.inventory, play.hosts, self.limit)
+                                if h in in_play]
+        self._removed_in_play: Set[str] = set()
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
             executor = self._executor(planned, batch_hosts, connector)
             executor.run()
             self._account(planned, executor)
+            self._removed_in_play.update(h for h, s in executor.hosts.items()
+                                         if s.status not in (HostStatus.ACTIVE, HostStatus.ENDED))
             if executor.max_fail_hit or not some_lost and not any(
                     s.status in (HostStatus.ACTIVE, HostStatus.ENDED)
                     for s in executor.hosts.values()):
@@ -129,10 +141,12 @@ class PlaybookRun:
             store_facts=self._store_facts, play_meta=self._play_meta,
             load_include=None if self.load_include is None else self._load_include,
             replan=self._replan)
-        return PlayExecutor(planned.plan, states, ctx,
-                            static_layers={"play": {**play.vars, **play.vars_files},
-                                           "extra": self.extra_vars},
-                            magic=self._magic(play, hosts))
+        executor = PlayExecutor(planned.plan, states, ctx,
+                                static_layers={"play": {**play.vars, **play.vars_files},
+                                               "extra": self.extra_vars},
+                                magic=self._magic(play, hosts))
+        executor.removed = frozenset(self._removed_in_play)
+        return executor
 
     def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
         plan = executor.plan  # with what dynamic includes spliced in
@@ -204,7 +218,7 @@ class PlaybookRun:
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {
-            "ansible_play_hosts_all": list(hosts),
+            "ansible_play_hosts_all": list(self._play_hosts_all),
             "ansible_play_name": play.name,
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
@@ -212,6 +226,25 @@ class PlaybookRun:
             "ansible_run_tags": sorted(self.tags.only),
             "ansible_skip_tags": sorted(self.tags.skip),
         }
+
+
+def ordered_hosts(hosts: List[str], order: Optional[str]) -> List[str]:
+    """The play's hosts in the order its ``order`` keyword asks for (inventory by default).
+
+    Every step runs and reports the hosts in this order; ``serial`` batches
+    are cut from it.
+    """
+    if order == "reverse_inventory":
+        return hosts[::-1]
+    if order == "sorted":
+        return sorted(hosts)
+    if order == "reverse_sorted":
+        return sorted(hosts, reverse=True)
+    if order == "shuffle":
+        shuffled = list(hosts)
+        random.shuffle(shuffled)
+        return shuffled
+    return list(hosts)
 
 
 def serial_batches(hosts: List[str], serial: Any) -> List[List[str]]:

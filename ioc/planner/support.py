@@ -53,10 +53,14 @@ def check_program(program: Program, caps: Capabilities) -> None:
             raise PlanError("run_once on a handler is not supported yet", handler.location)
 
 
+#: The play keyword ``order`` (how the play's hosts are ordered, L1.4).
+HOST_ORDERS = frozenset({"inventory", "reverse_inventory", "sorted", "reverse_sorted", "shuffle"})
+
+
 def _check_play(play: Play) -> None:
-    if play.order not in (None, "inventory"):
-        raise PlanError("play keyword 'order: %s' is not supported yet" % play.order,
-                        play.location)
+    if play.order not in (None,) and play.order not in HOST_ORDERS:
+        raise PlanError("play keyword 'order: %s' is not one of %s"
+                        % (play.order, ", ".join(sorted(HOST_ORDERS))), play.location)
 
 
 def check_task(task: Task, caps: Capabilities) -> None:

@@ -455,3 +455,38 @@ def test_dynamic_includes_run_each_hosts_file_group_after_group(tmp_path, web):
     assert r.recap["h3"]["rescued"] == 1 and r.recap["h3"]["failures"] == 0
     # ok per host: 1 per included file (3) + its included tasks + the debug.
     assert r.recap["h2"]["ok"] == 3 + 1 + 2 + 1
+
+
+@pytest.mark.parametrize("order, expected", [
+    ("reverse_sorted", ["h3", "h2", "h1"]),
+    ("reverse_inventory", ["h3", "h2", "h1"]),
+    ("sorted", ["h1", "h2", "h3"]),
+])
+def test_play_order_sets_the_host_order_of_every_step_and_serial_batch(tmp_path, web, order,
+                                                                          expected):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          order: %s
+          serial: 2
+          tasks:
+            - name: who
+              debug: msg="{{ ansible_play_batch }} {{ ansible_play_hosts_all }}"
+        """ % order, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["host"] for e in r.of("runner_ok")] == expected
+    # The batch in play order; every host of the play in inventory order (as ansible-core).
+    assert [e["result"]["msg"] for e in r.of("runner_ok")] == \
+        ["%s ['h1', 'h2', 'h3']" % b for b in [expected[:2]] * 2 + [expected[2:]]]
+
+
+def test_order_shuffle_runs_every_host_once(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          order: shuffle
+          tasks:
+            - debug: msg=x
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert sorted(e["host"] for e in r.of("runner_ok")) == ["h1", "h2", "h3"]
