@@ -205,6 +205,8 @@ class PlayContext:
     load_include: Optional[Callable[[Play, Task, Mapping[str, Any]], Any]] = None
     #: Plans a play again once dynamic includes have spliced tasks into it.
     replan: Optional[Callable[[Play], Plan]] = None
+    #: A host's current ``group_names`` (group_by/add_host change them).
+    group_names: Optional[Callable[[str], List[str]]] = None
 
 
 class PlayExecutor:
@@ -564,7 +566,8 @@ class PlayExecutor:
         state = self.hosts[host]
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
-                     group_names=state.inventory_vars.get("group_names", []),
+                     group_names=self.ctx.group_names(host) if self.ctx.group_names
+                     else state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
                      ansible_play_batch=active, play_hosts=active,
                      # every host of the play (earlier and later serial
@@ -608,6 +611,8 @@ class PlayExecutor:
             merged = {**other.inventory_vars, **facts_layer, **self.static_layers["play"],
                       **other.included, **other.runtime, **self.static_layers["extra"],
                       "inventory_hostname": name}
+            if self.ctx.group_names is not None:
+                merged["group_names"] = self.ctx.group_names(name)
             out[name] = merged if attrs is None else {
                 k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         return out

@@ -138,6 +138,7 @@ class PlaybookRun:
             connection_of=lambda name: self._connection_of(play, name),
             change_inventory=self._change_inventory,
             groups=lambda: inv.groups_dict(self.inventory),
+            group_names=lambda host: inv.group_names(self.inventory, host),
             store_facts=self._store_facts, play_meta=self._play_meta,
             load_include=None if self.load_include is None else self._load_include,
             replan=self._replan)

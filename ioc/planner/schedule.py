@@ -8,11 +8,11 @@ makes one host's behaviour depend on other hosts or on the controller
 * a **controller step** (``ControllerStep``) runs one task under the
   controller's direction: on the first host only (``run_once``, bypass-host
   actions), on another host's connection (``delegate_to``), in the
-  controller itself (``add_host``, ``group_by`` when groups are read later,
+  controller itself (``add_host``, ``group_by`` with ``run_once``,
   play-wide ``meta``), or with bounded concurrency (``throttle``);
 * a **cut after** ends the batch after a task whose outcome the controller
   must see before anyone goes on (``any_errors_fatal``, ``max_fail_percentage``,
-  ``ignore_unreachable``, ``reset_connection``, ``group_by`` read later);
+  ``ignore_unreachable``, ``reset_connection``);
 * a **cut before** starts a new batch at a task that needs values the
   controller only has at a step boundary (lookups and controller files whose
   arguments are written inside the batch, reads of other hosts' runtime data).
@@ -169,7 +169,10 @@ def classify(entry: Entry, play: Play) -> Cut:
     if task.action in CONTROLLER_ACTIONS:
         once = task.action in BYPASS_ACTIONS or _set(task.run_once)
         if task.action == "group_by" and not once:
-            return Cut(after="group_by changes groups read later: %s" % where)
+            # Batchable (§9): the controller applies it as its result arrives.
+            # A later reader of groups/group_names/hostvars is cut before by
+            # the data-flow rule (they see the groups as of its step start).
+            return Cut()
         return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, once,
                                        "%s runs on the controller: %s" % (task.action, where)))
     delegated = _delegates(task)

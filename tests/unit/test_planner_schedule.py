@@ -81,7 +81,8 @@ def test_planning_is_deterministic(tmp_path):
     ("- debug: msg=x\n      delegate_to: \"{{ inventory_hostname }}\"", ["B1-3"]),
     ("- add_host: name=new groups=g", ["B1-1", "C2:controller:once", "B3-3"]),
     ("- pause: seconds=1", ["B1-1", "C2:controller:once", "B3-3"]),
-    ("- group_by: key=os", ["B1-2", "B3-3"]),
+    ("- group_by: key=os", ["B1-3"]),   # nothing reads groups: batchable
+    ("- group_by: key=os\n    - debug: msg=\"{{ groups.os }}\"", ["B1-2", "B3-4"]),
     ("- meta: end_play", ["B1-1", "C2:controller:once", "B3-3"]),
     ("- meta: clear_host_errors", ["B1-1", "C2:controller:once", "B3-3"]),
     ("- meta: reset_connection", ["B1-2", "B3-3"]),
