@@ -229,6 +229,8 @@ class PlayExecutor:
         self._rescuable = _rescuable_blocks(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
         self.removed: FrozenSet[str] = frozenset()
+        #: What the current step's templated run_once came to (see ``_once``).
+        self._current_once: Optional[bool] = None
 
     # -- the loop ----------------------------------------------------------------
 
@@ -254,6 +256,11 @@ class PlayExecutor:
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
         LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
         controller_step = step if isinstance(step, ControllerStep) else None
+        if controller_step and controller_step.once_if is not None:
+            controller_step = dataclasses.replace(
+                controller_step, once=self._once(active[0], controller_step), once_if=None)
+            step = controller_step
+            self._current_once = controller_step.once
         hosts = active[:1] if controller_step and controller_step.once else active
         calls = [self._call(h, step, active) for h in hosts]
         sink = self.make_sink()
@@ -443,7 +450,9 @@ class PlayExecutor:
     # -- after a step: the decisions only the controller can make ----------------
 
     def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
-        if isinstance(step, ControllerStep) and step.once:
+        once = self._current_once if isinstance(step, ControllerStep) and step.once_if else None
+        self._current_once = None
+        if isinstance(step, ControllerStep) and (step.once if once is None else once):
             self._copy_once(active, outcome)
         self._play_metas(active, outcome)
         for host, metas in outcome.metas.items():
@@ -534,6 +543,16 @@ class PlayExecutor:
         self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                         modules=self._modules_of(step))
+
+    def _once(self, host: str, step: ControllerStep) -> bool:
+        """A templated run_once, as the first active host's variables make it."""
+        entry = self.plan.program.entry(step.index)
+        wire = self._wire(host, step, self.active())
+        try:
+            return _set(self._templar(host, entry, wire).template(step.once_if))
+        except TemplateError as exc:
+            LOG.warning("run_once of %s for %s: %s", entry.task.location, host, exc)
+            return False
 
     def _modules_of(self, step: Step) -> Tuple[str, ...]:
         entries = self.plan.entries_of(step)

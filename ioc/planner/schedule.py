@@ -57,6 +57,10 @@ class ControllerStep:
     reason: str
     #: Hosts at most in flight at once (``throttle``); 0 means no limit.
     throttle: int = 0
+    #: A templated ``run_once``: ``once`` holds only if it is true for the
+    #: first active host (the linear strategy templates it with that host's
+    #: variables); otherwise every host runs the task.
+    once_if: Optional[str] = None
 
     @property
     def start(self) -> int:
@@ -167,7 +171,8 @@ def classify(entry: Entry, play: Play) -> Cut:
     if task.include_scope is not None:
         return Cut(after="dynamic include: its tasks are known once it has run: %s" % where)
     if task.action in CONTROLLER_ACTIONS:
-        once = task.action in BYPASS_ACTIONS or _set(task.run_once)
+        once = task.action in BYPASS_ACTIONS or (_set(task.run_once)
+                                                  and not _templated(task.run_once))
         if task.action == "group_by" and not once:
             # Batchable (§9): the controller applies it as its result arrives.
             # A later reader of groups/group_names/hostvars is cut before by
@@ -176,6 +181,10 @@ def classify(entry: Entry, play: Play) -> Cut:
         return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, once,
                                        "%s runs on the controller: %s" % (task.action, where)))
     delegated = _delegates(task)
+    if _templated(task.run_once):
+        return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
+                                       True, "run_once %s: %s" % (task.run_once, where),
+                                       once_if=task.run_once))
     if _set(task.run_once):
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
                                        True, "run_once: %s" % where))
@@ -217,6 +226,10 @@ def _delegates(task: Task) -> bool:
     if target is None:
         return False
     return target.replace(" ", "") not in ("{{inventory_hostname}}",)
+
+
+def _templated(value: object) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
 def _set(value: object) -> bool:

@@ -75,8 +75,6 @@ def check_task(task: Task, caps: Capabilities) -> None:
     _check_options(task, caps)
     if task.become not in (None, False):
         raise PlanError("task keyword 'become' is not supported yet", where)
-    if isinstance(task.run_once, str) and "{{" in task.run_once:
-        raise PlanError("a templated run_once is not supported", where)
     if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
         raise PlanError("delegate_to that depends on the loop item is not supported yet", where)
     if task.loop_with is not None and task.loop_with not in caps.lookups:

@@ -490,3 +490,29 @@ def test_order_shuffle_runs_every_host_once(tmp_path, web):
         """, inventory=web)
     assert r.rc == 0, r.stdout + r.stderr
     assert sorted(e["host"] for e in r.of("runner_ok")) == ["h1", "h2", "h3"]
+
+
+def test_a_templated_run_once_follows_the_first_hosts_value(tmp_path, sshd):
+    """run_once: "{{ x }}" is templated with the first active host's variables."""
+    inventory = sshd.inventory_ini(["h1", "h2", "h3"], group="web")
+    inventory += "\n[web:vars]\nonce_flag=false\n[first]\nh1 once_flag=true\n"
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once if the first host says so
+              command: echo {{ inventory_hostname }}
+              register: said
+              run_once: "{{ once_flag | bool }}"
+            - name: every host sees h1's result
+              debug: msg="{{ said.stdout }}"
+            - name: not once when the first host says no
+              command: echo {{ inventory_hostname }}
+              run_once: "{{ inventory_hostname != 'h1' }}"
+        """, inventory=inventory)
+    assert r.rc == 0, r.stdout + r.stderr
+    ran = [e["host"] for e in r.of("runner_ok") if e["task"] == "once if the first host says so"]
+    assert ran == ["h1"]
+    assert oks(r, "every host sees h1's result") == [("h1", "h1"), ("h2", "h1"), ("h3", "h1")]
+    assert [e["host"] for e in r.of("runner_ok")
+            if e["task"] == "not once when the first host says no"] == ["h1", "h2", "h3"]
