@@ -689,6 +689,11 @@ class HostRun(object):
         for name in pending:
             if not isinstance(name, int):
                 self._queue_handlers(name, index, queued)
+        # L5.8: a run_once handler runs on the first notified host only (the
+        # controller chose it when the flush's step started); the others drop it.
+        for number, chosen in (self.options.get("once_handlers") or {}).items():
+            if chosen != self.host:
+                queued.discard(int(number))
         if not node.get("implicit"):
             self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
                        "ignored": False, "rescued": False})
@@ -702,13 +707,7 @@ class HostRun(object):
         return None
 
     def _matching_handlers(self, name):
-        """Numbers of the handlers ``name`` notifies: the first by name, all that listen."""
-        matched_name = False
-        for number, handler in enumerate(self.handlers):
-            by_name = not matched_name and name in _handler_names(handler)
-            if by_name or name in handler.get("listen", ()):
-                matched_name = matched_name or by_name
-                yield number
+        return matching_handlers(self.handlers, name)
 
     def _queue_handlers(self, name, index, queued):
         """Queue every handler answering to ``name``; emit notify events."""
@@ -802,6 +801,16 @@ def _handler_names(handler):
     if handler.get("role") and handler.get("name"):
         names.append("%s : %s" % (handler["role"], handler["name"]))
     return names
+
+
+def matching_handlers(handlers, name):
+    """Numbers of the (wire) handlers ``name`` notifies: the first by name, all that listen."""
+    matched_name = False
+    for number, handler in enumerate(handlers):
+        by_name = not matched_name and name in _handler_names(handler)
+        if by_name or name in handler.get("listen", ()):
+            matched_name = matched_name or by_name
+            yield number
 
 
 def _safe_template(templar, value):

@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from ioc.agentless_runner.batch import HostRun, Scope
+from ioc.agentless_runner.batch import HostRun, Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller import bootstrap, closure, fetched, lookups, payloads
@@ -616,8 +616,33 @@ class PlayExecutor:
             "handlers": [to_wire(h) for h in self.plan.program.handlers],
             "vars": shipped,
             "state": wire_state,
-            "options": {"check": self.ctx.options.check, "diff": self.ctx.options.diff},
+            "options": self._options(step, active),
         }
+
+    def _options(self, step: Step, active: List[str]) -> Dict[str, Any]:
+        options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
+        if any(e.is_flush for e in self.plan.entries_of(step)):
+            chosen = self._once_handlers(active)
+            if chosen:
+                options["once_handlers"] = chosen
+        return options
+
+    def _once_handlers(self, active: List[str]) -> Dict[str, str]:
+        """Per run_once handler, the first active host it is notified for (L5.8)."""
+        handlers = [to_wire(h) for h in self.plan.program.handlers]
+        out: Dict[str, str] = {}
+        for number, handler in enumerate(self.plan.program.handlers):
+            if not _set(handler.run_once):
+                continue
+            for host in active:
+                notified = set()
+                for name in self.hosts[host].notified:
+                    notified |= {name} if isinstance(name, int) else \
+                        set(matching_handlers(handlers, name))
+                if number in notified:
+                    out[str(number)] = host
+                    break
+        return out
 
     def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
         """Other hosts' variables as of this step's start (L6.6), as far as read."""

@@ -63,6 +63,8 @@ def explain(plan):
 
 #: Cut reasons (by their leading construct) → the rule of linear-semantics §9.
 _RULES = (
+    ("run_once handler", "the handler runs on the first notified host only, and the "
+                         "notification is cleared for every host (L5.8)"),
     ("run_once", "only the first active host runs it and its result is copied to every "
                  "host; which host is first depends on the others (L7.1)"),
     ("delegate_to", "it runs on another host's connection: side effects across hosts "

@@ -21,6 +21,7 @@ Every cut records its reason; ``explain()`` prints them.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, FrozenSet, List, Optional, Tuple, Union
 
@@ -158,6 +159,11 @@ def classify(entry: Entry, play: Play) -> Cut:
     """The barrier rules of linear-semantics §9 that follow from one task."""
     task = entry.task
     where = "task %s (%s)" % (task.display_name, task.location)
+    if entry.is_flush and any(_set(h.run_once) for h in play.handlers):
+        cut = _implicit_cut(entry, play, where) if entry.implicit else Cut()
+        return dataclasses.replace(cut, before=(
+            "run_once handler: a flush chooses the first notified host when it starts, so "
+            "every host's notifications must be in: %s" % where))
     if entry.implicit:
         return _implicit_cut(entry, play, where)
     if task.action == "meta":

@@ -49,8 +49,6 @@ def check_program(program: Program, caps: Capabilities) -> None:
             raise PlanError("%s in a handler is not supported yet" % handler.action,
                             handler.location)
         check_task(handler, caps)
-        if handler.run_once not in (None, False):
-            raise PlanError("run_once on a handler is not supported yet", handler.location)
 
 
 #: The play keyword ``order`` (how the play's hosts are ordered, L1.4).

@@ -516,3 +516,27 @@ def test_a_templated_run_once_follows_the_first_hosts_value(tmp_path, sshd):
     assert oks(r, "every host sees h1's result") == [("h1", "h1"), ("h2", "h1"), ("h3", "h1")]
     assert [e["host"] for e in r.of("runner_ok")
             if e["task"] == "not once when the first host says no"] == ["h1", "h2", "h3"]
+
+
+def test_a_run_once_handler_runs_on_the_first_notified_host_only(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: notify from h2 and h3
+              command: echo x
+              notify: [once, every]
+              when: inventory_hostname != 'h1'
+            - name: after
+              debug: msg=after
+          handlers:
+            - name: once
+              command: echo {{ inventory_hostname }}
+              run_once: true
+            - name: every
+              debug: msg="{{ inventory_hostname }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["host"] for e in r.of("runner_ok") if e["task"] == "once"] == ["h2"]
+    assert oks(r, "every") == [("h2", "h2"), ("h3", "h3")]
+    assert r.recap["h3"]["ok"] == 3 and r.recap["h2"]["ok"] == 4  # once counts on h2 only
