@@ -49,6 +49,7 @@ class IncludeScope:
 
     path: str
     when: Tuple[Any, ...] = ()
+    when_origins: Tuple[str, ...] = ()
     tags: Tuple[str, ...] = ()
     inherited: Mapping[str, Any] = field(default_factory=dict)
     role: Optional[str] = None
@@ -74,6 +75,8 @@ class Task:
     name: Optional[str] = None
     #: ANDed; inherited conditions first.
     when: Tuple[Condition, ...] = ()
+    #: Where each of ``when`` was written (``path:line:col``; ``""`` unknown).
+    when_origins: Tuple[str, ...] = ()
     #: The loop expression (a template string or a literal list), or None.
     loop: Any = None
     #: ``None`` for ``loop:``; else the lookup of ``with_<name>`` ("items", ...).

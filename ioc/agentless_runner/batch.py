@@ -452,9 +452,11 @@ class HostRun(object):
 
     def check_when(self, task, templar):
         """None when every `when` holds; the skip result otherwise (or a failure)."""
-        for cond in task.get("when", ()):
+        origins = task.get("when_origins") or ()
+        for number, cond in enumerate(task.get("when", ())):
+            origin = origins[number] if number < len(origins) else None
             try:
-                if not templar.conditional(cond):
+                if not templar.conditional(cond, origin=origin or None):
                     return results.skipped_result(cond)
             except TemplateError as exc:
                 return results.failed_result(

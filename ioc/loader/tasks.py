@@ -18,7 +18,7 @@ from ioc.errors import IncludeNotFound, LoadError
 from ioc.loader.kv import parse_kv
 from ioc.loader.roles import RoleFiles, find_role, read_role
 from ioc.loader.substitute import render_static
-from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain
+from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain, value_origins
 from ioc.model import Block, IncludeScope, Location, Node, Play, Task
 
 __all__ = [
@@ -81,6 +81,9 @@ class Scope:
     #: The file being read (task locations, relative imports).
     path: str
     when: tuple[Any, ...] = ()
+    #: Where the conditions of ``when`` were written, aligned at its end
+    #: (conditions handed down without a position are not in it).
+    when_origins: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     inherited: Mapping[str, Any] = field(default_factory=dict)
     role: str | None = None
@@ -94,9 +97,11 @@ class Scope:
         """The scope inside a block/import/role written as ``ds``."""
         where = location_of(ds, Location(self.path))
         own = {k: ds[k] for k in INHERITABLE if ds.get(k) is not None}
+        added = conditions(ds.get("when"), where)
         return dataclasses.replace(
             self,
-            when=self.when + conditions(ds.get("when"), where),
+            when=self.when + added,
+            when_origins=self.when_origins + value_origins(ds, "when", len(added)),
             tags=union(self.tags, tag_list(ds.get("tags"), where)),
             inherited={**self.inherited, **own},
         )
@@ -231,7 +236,8 @@ def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any]
     inner = scope.nested(apply)
     task = _task(ds, action, {k: v for k, v in args.items() if k != "apply"}, scope, where)
     return dataclasses.replace(task, include_scope=IncludeScope(
-        path=inner.path, when=inner.when, tags=inner.tags, inherited=dict(inner.inherited),
+        path=inner.path, when=inner.when, when_origins=inner.when_origins, tags=inner.tags,
+        inherited=dict(inner.inherited),
         role=inner.role, role_path=inner.role_path, section=inner.section, chain=inner.chain))
 
 
@@ -258,7 +264,8 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
         raise LoadError("not a dynamic include", task.location)
     state = PlayState(playbook_dir=play.basedir,
                       static_vars={**play.vars, **play.vars_files, **extra_vars})
-    scope = Scope(play=state, path=recorded.path, when=recorded.when, tags=recorded.tags,
+    scope = Scope(play=state, path=recorded.path, when=recorded.when,
+                  when_origins=recorded.when_origins, tags=recorded.tags,
                   inherited=dict(recorded.inherited), role=recorded.role,
                   role_path=recorded.role_path, section=recorded.section, chain=recorded.chain)
     where = task.location
@@ -316,6 +323,7 @@ def _section(ds: Mapping[str, Any], key: str, scope: Scope, where: Location) -> 
 def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope, where: Location) -> Task:
     _warn_unsupported(ds, where)
     loop, loop_with = _loop(ds, where)
+    own_when = conditions(ds.get("when"), where)
     own = {k: ds.get(k) for k in INHERITABLE}
     if "local_action" in ds:
         own["delegate_to"] = "localhost"
@@ -325,7 +333,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         args=args,
         location=where,
         name=_opt_str(ds.get("name")),
-        when=scope.when + conditions(ds.get("when"), where),
+        when=scope.when + own_when,
+        when_origins=_aligned(scope) + value_origins(ds, "when", len(own_when)),
         loop=loop,
         loop_with=loop_with,
         loop_control=_mapping(ds, "loop_control", where),
@@ -345,6 +354,12 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         action_written=_written_action(ds, action),
         **effective,
     )
+
+
+def _aligned(scope: Scope) -> tuple[str, ...]:
+    """The scope's condition origins, one per condition of ``scope.when``."""
+    known = scope.when_origins[-len(scope.when):] if scope.when else ()
+    return ("",) * (len(scope.when) - len(known)) + known
 
 
 def _written_action(ds: Mapping[str, Any], action: str) -> Optional[str]:

@@ -894,3 +894,19 @@ def test_a_free_form_include_with_a_comparison_is_refused_like_ansible(tmp_path)
         load_playbook(str(book))
     assert "Invalid options for include_tasks" in str(info.value)
     assert str(info.value).startswith("%s:3: " % book)
+
+
+def test_conditions_remember_where_they_were_written(tmp_path):
+    """Ansible names a non-boolean when by path:line:col; the IR keeps that position."""
+    book = tmp_path / "play.yml"
+    book.write_text(textwrap.dedent("""\
+        - hosts: all
+          tasks:
+            - block:
+                - debug: msg=x
+                  when: [a, "'b'"]
+              when: outer
+        """))
+    task = load_playbook(str(book)).plays[0].tasks[0].block[0]
+    assert task.when == ("outer", "a", "'b'")
+    assert task.when_origins == ("%s:6:13" % book, "%s:5:18" % book, "%s:5:21" % book)
