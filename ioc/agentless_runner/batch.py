@@ -144,8 +144,11 @@ class HostRun(object):
         #: Controller files per task ("<index>" or "h<handler>"): src -> entry.
         self.files = batch.get("files") or {}
         self.file_key = None
-        #: Answers of controller-side lookups for this host (see lookups.py).
+        #: Answers of controller-side lookups for this host (see lookups.py),
+        #: per task and loop item: ``"<file key>:<item index or ->"`` -> table.
         self.lookup_table = batch.get("lookups") or {}
+        #: The loop item being run (its index), None outside a loop's items.
+        self._item = None
         #: What this batch wrote: the end event reports only that (the
         #: controller merges it into what it keeps for the host).
         self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
@@ -319,7 +322,11 @@ class HostRun(object):
                        {k: v for k, v in magic.items() if k not in ("hostvars", "vars")})
         magic["hostvars"] = dict(self.magic.get("hostvars") or {}, **{self.host: own})
         magic["vars"] = view
-        magic.update(Lookups(self.lookup_table, _evaluator(view)).functions())
+        table = self.lookup_table.get(lookup_scope(self.file_key, None)) or {}
+        if self._item is not None:
+            table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
+                             table)
+        magic.update(Lookups(table, _evaluator(view)).functions())
         return view
 
     def facts_layer(self):
@@ -410,6 +417,7 @@ class HostRun(object):
         for index, item in enumerate(items):
             if index and pause:
                 time.sleep(pause)
+            self._item = index
             overlay = dict(live)
             overlay[loop_var] = item
             overlay["ansible_loop_var"] = loop_var
@@ -445,6 +453,7 @@ class HostRun(object):
                 # ansible-core keeps each ran item's templated notify and applies
                 # them all when the task as a whole changed
                 notify.extend(_safe_template(item_templar, n) for n in task.get("notify", ()))
+        self._item = None
         out = results.aggregate_loop(item_results)
         if task.get("notify"):
             out["_ioc_notify"] = notify
@@ -803,6 +812,16 @@ def _handler_names(handler):
     if handler.get("role") and handler.get("name"):
         names.append("%s : %s" % (handler["role"], handler["name"]))
     return names
+
+
+def lookup_scope(file_key, item):
+    """The key of one task's (and loop item's) controller lookup answers.
+
+    ansible-core calls a lookup at every rendering: each task, and each item
+    of a loop, gets answers of its own (the controller evaluates them per
+    task and item, see ``controller/lookups.py``).
+    """
+    return "%s:%s" % (file_key, "-" if item is None else item)
 
 
 def matching_handlers(handlers, name):

@@ -671,9 +671,10 @@ class PlayExecutor:
 
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program
-        tasks = [(e.task, program.parents[e.index]) for e in self.plan.entries_of(step)
-                 if lookups.needs_controller(e.task)]
-        tasks += [(h, ()) for h in program.handlers if lookups.needs_controller(h)] \
+        tasks = [(str(e.index), e.task, program.parents[e.index])
+                 for e in self.plan.entries_of(step) if lookups.needs_controller(e.task)]
+        tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
+                  if lookups.needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
         if tasks:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
