@@ -191,8 +191,8 @@ class _Recorder:
         self.table: Dict[str, Any] = {}
         self.ctx_for = ctx_for
 
-    def results(self, plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
-        terms = listify(list(terms))
+    def results(self, plugin: str, given: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
+        terms = listify(list(given))
         if plugin in PURE:
             return PURE[plugin](terms, None)
         table_key = key(plugin, terms, kwargs)

@@ -740,7 +740,7 @@ def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Se
                     out.extend(blocks)
         return tuple(out)
 
-    sections = {name: nodes(getattr(play, name)) for name in ("pre_tasks", "tasks", "post_tasks")}
+    pre_tasks, tasks, post_tasks = (nodes(play.pre_tasks), nodes(play.tasks), nodes(play.post_tasks))
     if not found:
         raise PlanError("dynamic include not found in its play", task.location)
     known = {h.location for h in play.handlers}
@@ -751,7 +751,8 @@ def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Se
         known.update(h.location for h in inc.handlers)
         defaults.update(inc.role_defaults)
     return dataclasses.replace(play, handlers=tuple(handlers),
-                               role_defaults={**defaults, **play.role_defaults}, **sections)
+                               role_defaults={**defaults, **play.role_defaults},
+                               pre_tasks=pre_tasks, tasks=tasks, post_tasks=post_tasks)
 
 
 def _path_to(tree: Sequence[Any], index: int) -> Optional[List[Tuple[int, str]]]:

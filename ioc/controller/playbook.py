@@ -112,7 +112,7 @@ class PlaybookRun:
         in_play = set(hosts)
         self._play_hosts_all = [h for h in inv.match_hosts(self.inventory, play.hosts, self.limit)
                                 if h in in_play]
-        self._removed_in_play: Set[str] = set()
+        self._removed_in_play = set()
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
             executor = self._executor(planned, batch_hosts, connector)
@@ -229,14 +229,14 @@ class PlaybookRun:
         }
 
 
-def ordered_hosts(hosts: List[str], order: Optional[str]) -> List[str]:
+def ordered_hosts(hosts: Sequence[str], order: Optional[str]) -> List[str]:
     """The play's hosts in the order its ``order`` keyword asks for (inventory by default).
 
     Every step runs and reports the hosts in this order; ``serial`` batches
     are cut from it.
     """
     if order == "reverse_inventory":
-        return hosts[::-1]
+        return list(hosts)[::-1]
     if order == "sorted":
         return sorted(hosts)
     if order == "reverse_sorted":
