@@ -13,6 +13,10 @@ KNOWN_DIFFERENCES = {
         "non-boolean when: ansible names where the expression was written, \"... value of "
         "type 'str' at '<work>/when_errors.yml:13:13'. ...\", ioc the expression, \"... value "
         "of type 'str' at \\\"'abc'\\\". ...\" (the IR keeps no line:column for conditions)"),
+    "delegate_vars": (
+        "under delegate_to: h2, ansible prints \"h1 via h2\" for {{ ansible_host }} (the "
+        "delegate's), ioc \"h1 via unset\"; and set_fact with delegate_facts: true gives the "
+        "fact to h2 only in ansible (h1 prints \"h1 unset\"), to h1 as well in ioc (\"h1 h1\")"),
 }
 
 
@@ -20,4 +24,10 @@ KNOWN_DIFFERENCES = {
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN = {
     "when_errors": KNOWN_DIFFERENCES["when_errors"],
+    "delegate_vars": KNOWN_DIFFERENCES["delegate_vars"],
 }
+
+
+#: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run
+#: (the playbooks of test_conformance.PLAYBOOKS_219).
+KNOWN_DIFFERENCES_PLUGIN_219 = {}
