@@ -900,7 +900,10 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                             else item for item in items]
     elif items is not None:
         utr.result_data["results"] = items
-    if utr.failed and utr.exception and data.get("msg"):
+    if isinstance(items, list):
+        # 2.21 builds a loop's overall result from its items: it has no error of its own.
+        utr.exception = None
+    elif utr.failed and utr.exception and data.get("msg"):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -928,13 +931,16 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
     of "Task failed: Action failed: <msg>" / "Module failed: <msg>" with the
     task's origin.
 
-    A retry (``v2_runner_retry``) is 2.19's: ``attempts`` is the attempt that
+    Every loop item has an ``_ansible_item_label`` (2.19 always templates one). A
+    retry (``v2_runner_retry``) is 2.19's: ``attempts`` is the attempt that
     failed (2.21 and ioc count the one about to run), and inside a loop it
     carries no loop variable (2.19 adds that once the item is done).
     """
     from ansible.executor.task_result import _RawTaskResult
 
     data.pop("changed_when_result", None)  # 2.21's key; 2.19 only sets ``changed``
+    if "ansible_loop_var" in data and not retry:  # 2.19 labels every item
+        data.setdefault("_ansible_item_label", data.get(data["ansible_loop_var"]))
     if retry:
         if isinstance(data.get("attempts"), int):
             data["attempts"] -= 1
@@ -957,6 +963,8 @@ def _result_dict_219(task: Any, item: Any, action: str) -> Any:
         return item
     item = dict(item)
     item.pop("changed_when_result", None)
+    if "ansible_loop_var" in item:
+        item.setdefault("_ansible_item_label", item.get(item["ansible_loop_var"]))
     return _executor_failure_219(task, item, action) if item.get("failed") else item
 
 
