@@ -939,6 +939,8 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
     from ansible.executor.task_result import _RawTaskResult
 
     data.pop("changed_when_result", None)  # 2.21's key; 2.19 only sets ``changed``
+    if data.get("results") == [] and "skipped_reason" in data:  # an empty loop: 2.19's words
+        data.pop("skip_reason", None)
     if "ansible_loop_var" in data and not retry:  # 2.19 labels every item
         data.setdefault("_ansible_item_label", data.get(data["ansible_loop_var"]))
     if retry:
