@@ -164,5 +164,8 @@ def _include_args(args):
 
 def _set_fact(args):
     facts = dict(args)
-    facts.pop("cacheable", None)
-    return {"ansible_facts": facts, "changed": False}
+    cacheable = facts.pop("cacheable", False)
+    result = {"ansible_facts": facts, "changed": False}
+    if cacheable not in (False, None) and str(cacheable).lower() not in ("false", "no", "0", ""):
+        result["_ioc_cacheable"] = True  # also a fact: ansible_facts.<name>, later plays
+    return result

@@ -152,8 +152,10 @@ class HostRun(object):
         #: What this batch wrote: the end event reports only that (the
         #: controller merges it into what it keeps for the host).
         self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
-        #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3).
+        #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3),
+        #: and the values a ``set_fact`` with ``delegate_facts`` set for it.
         self.delegated_facts = {}
+        self.delegated_runtime = {}
         #: (handler number, queued numbers, step key) while a flush runs a handler.
         self._in_flush = None
 
@@ -180,6 +182,8 @@ class HostRun(object):
         }
         if self.delegated_facts:
             state["delegated_facts"] = self.delegated_facts
+        if self.delegated_runtime:
+            state["delegated_runtime"] = self.delegated_runtime
         return state
 
     def run_nodes(self, nodes, scope):
@@ -488,6 +492,8 @@ class HostRun(object):
             if result.pop("_ioc_task_error", False):
                 # ansible-core raises these: no changed/failed_when, no retry
                 return result
+            if retries > 1:
+                result["attempts"] = attempt  # until sees reg.attempts (ansible-core)
             bound = dict(overlay or {})
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
@@ -495,7 +501,6 @@ class HostRun(object):
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
                 return result
-            result["attempts"] = attempt
             if self.until_met(task, result, check):
                 return result
             if attempt >= retries:
@@ -623,8 +628,13 @@ class HostRun(object):
         facts = result.get("ansible_facts")
         if not facts:
             return
-        if task["action"] == "set_fact":
+        if task["action"] == "set_fact" and self.options.get("delegate_facts"):
+            # L7.3: the delegate gets them (as its set_fact values), not this host
+            self.delegated_runtime.update(facts)
+        elif task["action"] == "set_fact":
             self.set_runtime(facts)
+            if result.get("_ioc_cacheable"):
+                self.add_facts(facts)
         elif task["action"] == "include_vars":
             self.included.update(facts)
             self.written["include_vars"].update(facts)

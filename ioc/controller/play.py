@@ -196,8 +196,9 @@ class PlayContext:
     change_inventory: Callable[[str, Dict[str, Any]], bool]
     #: Current ``groups`` (they change with add_host/group_by).
     groups: Callable[[], Dict[str, List[str]]]
-    #: Facts ``delegate_facts`` gathered for a host, kept for the whole run.
-    store_facts: Callable[[str, Dict[str, Any]], None]
+    #: Facts (or set_fact values) ``delegate_facts`` gave a host outside the
+    #: play, kept for the whole run: (host, values, "facts" or "runtime").
+    store_facts: Callable[[str, Dict[str, Any], str], None]
     #: A play-wide meta action the run must act on (clear_host_errors...).
     play_meta: Callable[[str, List[str]], None]
     #: Loads what a dynamic include names: (play, include task, templated
@@ -440,12 +441,13 @@ class PlayExecutor:
             state.status = HostStatus.FAILED
         elif end is not None:
             state.absorb(end)
-            delegated = (end.get("state") or {}).get("delegated_facts")
-            if delegated and call.connection in self.hosts:
-                target = self.hosts[call.connection]
-                target.facts = {**target.facts, **delegated}
-            elif delegated:
-                self.ctx.store_facts(call.connection, delegated)
+            for layer in ("facts", "runtime"):
+                delegated = (end.get("state") or {}).get("delegated_" + layer)
+                if delegated and call.connection in self.hosts:
+                    target = self.hosts[call.connection]
+                    setattr(target, layer, {**getattr(target, layer), **delegated})
+                elif delegated:
+                    self.ctx.store_facts(call.connection, delegated, layer)
 
     # -- after a step: the decisions only the controller can make ----------------
 
@@ -539,6 +541,9 @@ class PlayExecutor:
         if via != host:
             wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
+        if where == Where.DELEGATE:
+            # the task sees the delegate's connection variables (ansible_host...)
+            wire["vars"]["magic"].update(_delegated_vars(via, spec))
         self._attach_payloads(wire, step, via)
         self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
@@ -690,6 +695,17 @@ class PlayExecutor:
             tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
                       if payloads.wants_controller_file(h)]
         return tasks
+
+
+def _delegated_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
+    """What a delegated task sees of its delegate's connection (as ansible-core sets it)."""
+    out: Dict[str, Any] = {"ansible_host": spec.hostname if spec.transport == "ssh" else name,
+                           "ansible_delegated_host": name}
+    if spec.port is not None:
+        out["ansible_port"] = spec.port
+    if spec.user is not None:
+        out["ansible_user"] = spec.user
+    return out
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -194,9 +194,9 @@ class PlaybookRun:
             self.inventory, host, result["add_group"], result.get("parent_groups") or ["all"])
         return changed
 
-    def _store_facts(self, host: str, facts: Dict[str, Any]) -> None:
+    def _store_facts(self, host: str, values: Dict[str, Any], layer: str = "facts") -> None:
         memory = self.memory.setdefault(host, {"facts": {}, "runtime": {}})
-        memory["facts"] = {**memory.get("facts", {}), **facts}
+        memory[layer] = {**memory.get(layer, {}), **values}
 
     def _play_meta(self, meta: str, hosts: List[str]) -> None:
         if meta == "clear_host_errors":

@@ -14,7 +14,6 @@ DELEGATE_VARS = (
     "fact to h2 only in ansible (h1 prints \"h1 unset\"), to h1 as well in ioc (\"h1 h1\")")
 
 KNOWN_DIFFERENCES = {
-    "delegate_vars": DELEGATE_VARS,
 }
 
 
@@ -26,7 +25,6 @@ KNOWN_DIFFERENCES_PLUGIN = {
         "type 'str' at '<work>/when_errors.yml:13:13'. ...\", the bridge the expression, "
         "\"... value of type 'str' at \\\"'abc'\\\". ...\" (the IR it builds from Ansible's "
         "tasks carries no line:column for conditions; ioc-run's loader does)"),
-    "delegate_vars": DELEGATE_VARS,
 }
 
 
