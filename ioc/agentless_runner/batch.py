@@ -360,6 +360,11 @@ class HostRun(object):
         templar = Templar(self.variables(task, scope))
         self.emit({"e": "start", "k": key, "name": template_name(task, templar)})
         result = self.execute(key, task, scope, templar)
+        if "_ioc_partial" in result:
+            # One item of a loop delegated per item: the controller runs the
+            # next item on its delegate and this task ends with the last one.
+            self.emit(dict(result["_ioc_partial"], e="partial", k=key))
+            return None
         item_notify = result.pop("_ioc_notify", None)
         status = results.status_of(result)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
@@ -418,7 +423,17 @@ class HostRun(object):
         item_results = []
         notify = []
         live = {}
+        # ``delegate_to`` naming the loop item: the controller runs one item
+        # per call on that item's delegate, handing over the earlier results.
+        only = self.options.get("item_slice")
+        if only is not None:
+            item_results = list(only.get("prior") or ())
+            notify = list(only.get("notify") or ())
+            if register and item_results:
+                live[register] = item_results[-1]
         for index, item in enumerate(items):
+            if only is not None and index != only["index"]:
+                continue
             if index and pause:
                 time.sleep(pause)
             self._item = index
@@ -458,6 +473,9 @@ class HostRun(object):
                 # them all when the task as a whole changed
                 notify.extend(_safe_template(item_templar, n) for n in task.get("notify", ()))
         self._item = None
+        if only is not None and not only.get("final"):
+            return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
+                only.get("prior") or ()) else None, "notify": notify}}
         out = results.aggregate_loop(item_results)
         if task.get("notify"):
             out["_ioc_notify"] = notify

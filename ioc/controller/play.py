@@ -263,6 +263,8 @@ class PlayExecutor:
             step = controller_step
             self._current_once = controller_step.once
         hosts = active[:1] if controller_step and controller_step.once else active
+        if controller_step and controller_step.per_item:
+            return self._run_per_item(controller_step, hosts, active)
         calls = [self._call(h, step, active) for h in hosts]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
@@ -277,6 +279,80 @@ class PlayExecutor:
         outcome.ends = sink.ends
         for call in calls:
             self._settle(call, outcome)
+        return outcome
+
+    def _run_per_item(self, step: ControllerStep, hosts: List[str],
+                      active: List[str]) -> StepOutcome:
+        """A loop whose ``delegate_to`` names the item: one call per item, on its delegate.
+
+        Round r runs item r of every host that has one (hosts in parallel,
+        items of one host in order); each call gets the earlier items'
+        results, so the last one reports the task as a whole. The replay sees
+        one task per host: its start, every item, the final result.
+        """
+        entry = self.plan.program.entry(step.index)
+        task = to_wire(entry.task)
+        loop_var = (entry.task.loop_control or {}).get("loop_var", "item")
+        delegates: Dict[str, List[str]] = {}
+        for host in hosts:
+            wire = self._wire(host, step, active)
+            self._attach_lookups(wire, step)
+            hostrun = HostRun(wire, emit=None)
+            templar = Templar(hostrun.variables(task, Scope(tuple(
+                to_wire(b) for b in self.plan.program.parents[entry.index]))))
+            try:
+                items = hostrun.loop_items(task, templar)
+                delegates[host] = [str(templar.template_with({loop_var: item}).template(
+                    entry.task.delegate_to)) for item in items]
+            except Exception as exc:  # the runner reports the loop's error itself
+                LOG.debug("per-item delegate_to of %s for %s: %s", entry.task.location, host, exc)
+                delegates[host] = []
+        sink = self.make_sink()
+        replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
+        outcome = StepOutcome()
+        prior: Dict[str, Dict[str, Any]] = {h: {"prior": [], "notify": []} for h in hosts}
+        rounds = max([len(d) for d in delegates.values()] + [1])
+        for number in range(rounds):
+            calls = []
+            for host in hosts:
+                count = len(delegates[host])
+                if number >= max(count, 1) or not self.hosts[host].active \
+                        or host in outcome.trouble:
+                    continue
+                call = self._call(host, step, active,
+                                  via=delegates[host][number] if count else host)
+                if count:
+                    call.wire["options"]["item_slice"] = dict(
+                        prior[host], index=number, final=number == count - 1)
+                calls.append(call)
+            for host, event in dispatch(self.ctx.connector, calls):
+                last = number >= len(delegates[host]) - 1
+                if event is None:
+                    if last or host in outcome.trouble:
+                        replay.finish_host(host)
+                    continue
+                kind = event.get("e")
+                if kind == "partial":
+                    if event.get("item") is not None:
+                        prior[host]["prior"].append(event["item"])
+                    prior[host]["notify"] = event.get("notify") or []
+                    continue
+                if kind == "start" and number > 0:
+                    continue  # one start per host and task
+                if kind == "end":
+                    call = next(c for c in calls if c.host == host)
+                    self._observe(host, event, outcome, calls)
+                    if last:
+                        replay.feed(host, event)
+                    else:
+                        self.hosts[host].absorb(event)
+                    continue
+                self._observe(host, event, outcome, calls)
+                replay.feed(host, event)
+            for call in calls:
+                if number >= len(delegates[call.host]) - 1 or call.host in outcome.trouble:
+                    outcome.ends = {**outcome.ends, **sink.ends}
+                    self._settle(call, outcome)
         return outcome
 
     def make_sink(self) -> PlaySink:
@@ -530,14 +606,16 @@ class PlayExecutor:
 
     # -- building calls ------------------------------------------------------------
 
-    def _call(self, host: str, step: Step, active: List[str]) -> HostCall:
+    def _call(self, host: str, step: Step, active: List[str],
+              via: Optional[str] = None) -> HostCall:
         wire = self._wire(host, step, active)
         first_key = (self._first_reportable(step), 0)
         where = step.where if isinstance(step, ControllerStep) else Where.TARGET
         if where == Where.CONTROLLER:
             return HostCall(host=host, spec=self.hosts[host].spec, wire=wire,
                             first_key=first_key, in_process=True)
-        via = self._delegate(host, step, wire) if where == Where.DELEGATE else host
+        if via is None:
+            via = self._delegate(host, step, wire) if where == Where.DELEGATE else host
         if via != host:
             wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)

@@ -45,9 +45,10 @@ def explain(plan):
         entries = plan.entries_of(step)
         reason = relative(step.reason, base)
         if isinstance(step, ControllerStep):
-            lines.append("  step %d: controller step (%s%s%s): %s"
+            lines.append("  step %d: controller step (%s%s%s%s): %s"
                          % (number, step.where, ", once" if step.once else "",
-                            ", throttle %d" % step.throttle if step.throttle else "", reason))
+                            ", throttle %d" % step.throttle if step.throttle else "",
+                            ", a delegate per loop item" if step.per_item else "", reason))
         else:
             lines.append("  step %d: batch of %d task(s), %d-%d; ends: %s"
                          % (number, len(entries), step.start, step.end - 1, reason))

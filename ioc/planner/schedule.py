@@ -22,6 +22,7 @@ Every cut records its reason; ``explain()`` prints them.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Callable, FrozenSet, List, Optional, Tuple, Union
 
@@ -62,6 +63,9 @@ class ControllerStep:
     #: first active host (the linear strategy templates it with that host's
     #: variables); otherwise every host runs the task.
     once_if: Optional[str] = None
+    #: ``delegate_to`` names the loop item: each item runs on its own delegate,
+    #: one call per item, in item order (the controller drives the loop).
+    per_item: bool = False
 
     @property
     def start(self) -> int:
@@ -190,13 +194,16 @@ def classify(entry: Entry, play: Play) -> Cut:
     if _templated(task.run_once):
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
                                        True, "run_once %s: %s" % (task.run_once, where),
-                                       once_if=task.run_once))
+                                       once_if=task.run_once,
+                                       per_item=delegated and _per_item(task)))
     if _set(task.run_once):
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
-                                       True, "run_once: %s" % where))
+                                       True, "run_once: %s" % where,
+                                       per_item=delegated and _per_item(task)))
     if delegated:
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE, False,
-                                       "delegate_to %s: %s" % (task.delegate_to, where)))
+                                       "delegate_to %s: %s" % (task.delegate_to, where),
+                                       per_item=_per_item(task)))
     if task.throttle not in (None, 0, "0"):
         return Cut(step=ControllerStep(entry.index, Where.TARGET, False,
                                        "throttle %s: %s" % (task.throttle, where),
@@ -232,6 +239,14 @@ def _delegates(task: Task) -> bool:
     if target is None:
         return False
     return target.replace(" ", "") not in ("{{inventory_hostname}}",)
+
+
+def _per_item(task: Task) -> bool:
+    """Whether ``delegate_to`` reads the loop variable (a delegate per item)."""
+    if task.loop is None or task.delegate_to is None:
+        return False
+    loop_var = (task.loop_control or {}).get("loop_var", "item")
+    return re.search(r"\b%s\b" % re.escape(str(loop_var)), str(task.delegate_to)) is not None
 
 
 def _templated(value: object) -> bool:

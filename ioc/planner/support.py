@@ -73,8 +73,6 @@ def check_task(task: Task, caps: Capabilities) -> None:
     _check_options(task, caps)
     if task.become not in (None, False):
         raise PlanError("task keyword 'become' is not supported yet", where)
-    if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
-        raise PlanError("delegate_to that depends on the loop item is not supported yet", where)
     if task.loop_with is not None and task.loop_with not in caps.lookups:
         raise PlanError("lookup plugin (%s) not found" % task.loop_with, where)
     for text in templates_of(task):
@@ -93,11 +91,6 @@ def _check_options(task: Task, caps: Capabilities) -> None:
                         "include: %s." % (task.action, ", ".join(unknown),
                                           ", ".join(sorted(o for o in accepted if not o.startswith("_")))),
                         task.location)
-
-
-def _mentions_loop_var(task: Task) -> bool:
-    loop_var = (task.loop_control or {}).get("loop_var", "item")
-    return loop_var in str(task.delegate_to)
 
 
 def templates_of(task: Task) -> Iterator[str]:

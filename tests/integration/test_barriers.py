@@ -540,3 +540,24 @@ def test_a_run_once_handler_runs_on_the_first_notified_host_only(tmp_path, web):
     assert [e["host"] for e in r.of("runner_ok") if e["task"] == "once"] == ["h2"]
     assert oks(r, "every") == [("h2", "h2"), ("h3", "h3")]
     assert r.recap["h3"]["ok"] == 3 and r.recap["h2"]["ok"] == 4  # once counts on h2 only
+
+
+def test_delegate_to_the_loop_item_runs_each_item_on_its_delegate(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: per item
+              command: echo {{ inventory_hostname }} item {{ item }}
+              delegate_to: "{{ item }}"
+              loop: [h3, h1]
+              register: r
+            - name: registered
+              debug: msg="{{ r.results | map(attribute='stdout') | join(',') }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "changed: [h1 -> h3(127.0.0.1)] => (item=h3)" in r.stdout, r.stdout
+    assert "changed: [h2 -> h1(127.0.0.1)] => (item=h1)" in r.stdout, r.stdout
+    assert oks(r, "registered") == [(h, "%s item h3,%s item h1" % (h, h)) for h in ("h1", "h2", "h3")]
+    items = [(e["host"], e["result"]["item"]) for e in r.of("runner_item_ok")]
+    assert items == [(h, i) for h in ("h1", "h2", "h3") for i in ("h3", "h1")]
