@@ -696,7 +696,9 @@ class PlayExecutor:
             "start": step.start,
             "end": step.end,
             "tree": wire_tree(self.plan.program.tree, step.start, step.end),
-            "handlers": [to_wire(h) for h in self.plan.program.handlers],
+            # handlers run (and are matched to notifications) only at a flush
+            "handlers": [to_wire(h) for h in self.plan.program.handlers]
+            if any(e.is_flush for e in self.plan.entries_of(step)) else [],
             "vars": shipped,
             "state": wire_state,
             "options": self._options(step, active),
