@@ -6,7 +6,7 @@ the task's ``file:line`` — never a run that silently differs from Ansible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Iterator, Mapping, Optional
+from typing import AbstractSet, Any, Callable, Dict, Iterator, Mapping, Optional
 
 import jinja2
 from jinja2 import nodes
@@ -33,20 +33,39 @@ class Capabilities:
     options: Mapping[str, AbstractSet[str]] = field(default_factory=dict)
 
 
-def check_program(program: Program, caps: Capabilities) -> None:
-    """Raise PlanError for the first construct ``program`` cannot run correctly."""
+def check_program(program: Program, caps: Capabilities,
+                  fallback: Optional[Callable[[Task], Optional[str]]] = None) -> Dict[int, str]:
+    """Raise PlanError for the first construct ``program`` cannot run correctly.
+
+    With ``fallback`` (the caller can run single tasks elsewhere: the Ansible
+    bridge), a task it names, or one ``check_task`` refuses, is not an error:
+    the returned map gives its index and why. Handlers and play-level
+    constructs still raise.
+    """
     _check_play(program.play)
     headed = set(program.include_heads)
+    foreign: Dict[int, str] = {}
     for entry in program.entries:
         if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed:
             raise PlanError("%s with a templated name or a loop is not supported yet (a static "
                             "file or role name is)" % entry.task.action, entry.task.location)
-        if not entry.implicit:
-            check_task(entry.task, caps)
+        if entry.implicit:
+            continue
+        reason = fallback(entry.task) if fallback is not None else None
+        if reason is None:
+            try:
+                check_task(entry.task, caps)
+            except PlanError as exc:
+                if fallback is None:
+                    raise
+                reason = exc.message
+        if reason:
+            foreign[entry.index] = reason
     for handler in program.handlers:
         check_task(handler, caps)
         if handler.run_once not in (None, False):
             raise PlanError("run_once on a handler is not supported yet", handler.location)
+    return foreign
 
 
 def _check_play(play: Play) -> None:
