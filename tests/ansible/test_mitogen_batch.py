@@ -66,6 +66,11 @@ class Result:
         """The steps the dispatcher ran natively ("Batch 1-5 on 2 host(s)")."""
         return re.findall(r"(?:Batch|ControllerStep) \d+-\d+ on \d+ host\(s\)", self.log)
 
+    @property
+    def through_ansible(self) -> List[str]:
+        """The tasks the dispatcher had Ansible run ("AnsibleStep 3 on 2 host(s)")."""
+        return re.findall(r"AnsibleStep \d+ on \d+ host\(s\)", self.log)
+
     def without_ansible_warnings(self, text: Optional[str] = None) -> str:
         text = self.stdout if text is None else text
         return "".join(line for line in text.splitlines(True)
@@ -232,8 +237,10 @@ def test_registered_values_facts_and_set_fact_reach_later_plays(ansible, ansible
     assert "one-h1 one-h1-derived 3" in batch.stdout
     assert "one-h1-derived 0" in batch.stdout
     assert "one-h2 one-h2-derived hello" in batch.stdout
-    # Plays 1 and 2 are native (one batch each); play 3 has a module ioc lacks.
-    assert len(batch.steps) == 2, batch.log
+    # Plays 1 and 2 are one batch each; play 3 runs its module ioc lacks through
+    # Ansible, then its debug task natively.
+    assert len(batch.steps) == 3, batch.log
+    assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
 
 
 HELLO_MODULE = '''
@@ -251,24 +258,171 @@ if __name__ == "__main__":
 '''
 
 
-def test_a_play_with_a_module_ioc_lacks_falls_back_and_matches(ansible, ansible_python):
-    ansible.write("library/hello.py", HELLO_MODULE)
+#: A module ioc has no native implementation of: it runs through Ansible.
+GREET_MODULE = '''
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(who=dict(default="world"),
+                                              fail=dict(type="bool", default=False),
+                                              changed=dict(type="bool", default=False)),
+                           supports_check_mode=True)
+    if module.params["fail"]:
+        module.fail_json(msg="greeting %s failed" % module.params["who"])
+    module.exit_json(changed=module.params["changed"], greeting="hello " + module.params["who"])
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+MIXED_PLAY = """
+- hosts: web
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: before
+    - command: echo native-{{ inventory_hostname }}
+      register: native
+    - name: greet through ansible
+      greet:
+        who: "{{ native.stdout }}"
+      register: greeted
+    - name: native reads what ansible registered
+      debug:
+        msg: "{{ greeted.greeting }}"
+    - block:
+        - debug:
+            msg: in block
+        - name: greet fails on h2
+          greet:
+            fail: "{{ inventory_hostname == 'h2' }}"
+        - debug:
+            msg: after the failing task
+      rescue:
+        - debug:
+            msg: "rescued: {{ ansible_failed_result.msg }}"
+      always:
+        - debug:
+            msg: always
+    - name: greet notifies
+      greet:
+        changed: true
+      notify: handler
+    - debug:
+        msg: end
+  handlers:
+    - name: handler
+      debug:
+        msg: handled on {{ inventory_hostname }}
+"""
+
+
+def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, ansible_python):
+    """Per-task fallback: only the ``library/`` module's tasks run through Ansible."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", MIXED_PLAY)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "hello native-h1" in batch.stdout and "rescued: greeting world failed" in batch.stdout
+    assert "h2                         : ok=10   changed=2    unreachable=0    failed=0    " \
+           "skipped=0    rescued=1" in batch.stdout
+    # The tasks around the three greet tasks (3, 6, 10) ran natively, in batches.
+    assert batch.through_ansible == ["AnsibleStep 3 on 2 host(s)", "AnsibleStep 6 on 2 host(s)",
+                                     "AnsibleStep 10 on 2 host(s)"], batch.log
+    assert batch.steps == ["Batch 0-2 on 2 host(s)", "Batch 4-5 on 2 host(s)",
+                           "Batch 7-9 on 2 host(s)", "Batch 11-13 on 2 host(s)"], batch.log
+    # -vv names exactly those tasks and why; -vvv prints the plan.
+    verbose = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-vvv"])
+    said = [line for line in verbose.stdout.splitlines() if line.startswith("mitogen_batch: task")]
+    assert said == [
+        "mitogen_batch: task %d runs through Ansible: module greet has no native ioc "
+        "implementation: task %s (%s/play.yml:%d)" % (index, name, ansible.workdir, line)
+        for index, name, line in ((3, "greet through ansible", 8), (6, "greet fails on h2", 18),
+                                  (10, "greet notifies", 29))], verbose.stdout
+    assert "controller step (ansible): runs through Ansible: module greet" in verbose.stdout
+
+
+def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
+    """ignore_errors, run_once, a block with only always, a failure that ends the host."""
+    ansible.write("library/greet.py", GREET_MODULE)
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
           tasks:
             - debug:
-                msg: before
-            - hello:
-              register: greeted
+                msg: start
+            - name: ignored failure
+              greet:
+                fail: "{{ inventory_hostname == 'h1' }}"
+              ignore_errors: true
+              register: ignored
             - debug:
-                var: greeted.greeting
+                msg: "ignored failed={{ ignored.failed | default(false) }}"
+            - name: once
+              greet:
+                who: once-{{ inventory_hostname }}
+              run_once: true
+              register: onced
+            - debug:
+                msg: "{{ onced.greeting }}"
+            - set_fact:
+                native_fact: "{{ onced.greeting }}-fact"
+            - block:
+                - name: fails on h2, no rescue
+                  greet:
+                    fail: "{{ inventory_hostname == 'h2' }}"
+              always:
+                - debug:
+                    msg: always runs with {{ native_fact }}
+            - debug:
+                msg: only h1 is left
+            - name: fails everywhere
+              greet:
+                fail: true
+            - debug:
+                msg: never
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "always runs with hello once-h1-fact" in batch.stdout
+    assert "never" not in batch.stdout.replace("TASK [debug]", "")
+    assert batch.through_ansible == ["AnsibleStep 2 on 2 host(s)", "AnsibleStep 4 on 1 host(s)",
+                                     "AnsibleStep 7 on 2 host(s)", "AnsibleStep 10 on 1 host(s)"], \
+        batch.log
+    assert len(batch.steps) == 4, batch.log
+
+
+def test_filters_and_lookups_the_runner_lacks_run_through_ansible(ansible, ansible_python):
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                size: 2048
+            - name: a filter the runner lacks
+              debug:
+                msg: "{{ size | int | human_readable }}"
+            - name: a lookup the runner lacks
+              set_fact:
+                timeout: "{{ lookup('config', 'DEFAULT_TIMEOUT') }}"
+            - debug:
+                msg: "{{ size }} {{ timeout }}"
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
-    assert batch.steps == [], "the play should have fallen back:\n%s" % batch.log
     assert_same_output(linear, batch)
+    assert '"msg": "2.00 KB"' in batch.stdout and '"msg": "2048 10"' in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 2 on 2 host(s)", "AnsibleStep 3 on 2 host(s)"], \
+        batch.log
+    assert batch.steps == ["Batch 1-1 on 2 host(s)", "Batch 4-4 on 2 host(s)"], batch.log
 
 
 def _junit_view(directory: Path) -> List[str]:
