@@ -8,8 +8,9 @@ it does lives here, and this is the only module of ioc that imports
   linear ``PlayIterator`` would walk (tags already applied), the roles'
   defaults, variables and parameters, and the handlers become an
   :class:`ioc.model.Play`; each IR task remembers the Ansible ``Task`` it came
-  from. Whatever ioc cannot run natively is a :class:`Fallback` with the
-  reason.
+  from. A task ioc cannot run natively keeps its reason (``Converted.reasons``)
+  and becomes a ``Where.ANSIBLE`` step of the plan; a construct that needs
+  the whole play in Ansible's hands is a :class:`Fallback` with the reason.
 * **Execution**: a native play is planned here, then run by ioc's controller
   in a *dispatcher subprocess* (``python -m ioc.ansible_bridge --serve``) that
   owns mitogen's broker, so no broker thread ever lives in a process Ansible
@@ -19,8 +20,12 @@ it does lives here, and this is the only module of ioc that imports
   task result; recap counters go to ``tqm._stats``; registered values, facts
   and ``set_fact`` values go to Ansible's variable manager.
 
-A play that needs anything ioc cannot run natively runs, whole, through the
-inherited ``linear`` strategy (see docs/mitogen_batch.md for what remains).
+A ``Where.ANSIBLE`` step runs through Ansible's own task machinery in this
+(the parent) process, between native batches: the dispatcher asks, the
+parent queues the task as linear does and replies with the outcome
+(:meth:`_PlayRun.through_ansible`). A :class:`Fallback` play runs whole
+through the inherited ``linear`` strategy (docs/mitogen_batch.md lists which
+constructs still do that).
 
 Ansible is imported lazily: ``StrategyModule`` is built on first access, so
 the dispatcher (``--serve``) and ``--strategy-dir`` never import it.
@@ -579,7 +584,7 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
     outcome = StepOutcome()
     if not reached:
         return outcome
-    LOG.info("AnsibleStep %d on %d host(s)", index, len(reached))
+    LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
     reply = ask(index, reached, bool(step.once))
     for host, layers in (reply.get("vars") or {}).items():
         state = executor.hosts.get(host)
@@ -705,7 +710,12 @@ def _build_strategy_class() -> type:
                        % (converted.play.name, len(plan.steps), len(foreign)))
             for step in foreign:
                 display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
-            display.vvv(explain(plan))
+            text = explain(plan)
+            display.vvv(text)
+            log = os.environ.get("IOC_BRIDGE_LOG")
+            if log:  # the plan beside the dispatcher's log of the steps it runs
+                with open(log, "a") as stream:
+                    stream.write(text + "\n")
             return converted, PlannedPlay(converted.play, plan)
 
     StrategyModule.__module__ = __name__

@@ -347,6 +347,18 @@ def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, a
     assert "controller step (ansible): runs through Ansible: module greet" in verbose.stdout
 
 
+def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
+    """Ansible's own ssh connection for the fallback task, mitogen's for the batches."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", MIXED_PLAY)
+    inventory = ansible.write("hosts.ini", sshd.inventory_ini(["h1", "h2"], group="web",
+                                                              python=ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert len(batch.through_ansible) == 3 and len(batch.steps) == 4, batch.log
+
+
 def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
     """ignore_errors, run_once, a block with only always, a failure that ends the host."""
     ansible.write("library/greet.py", GREET_MODULE)
