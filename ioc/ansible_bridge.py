@@ -666,6 +666,73 @@ class Dispatcher:
 # -- the strategy --------------------------------------------------------------------
 
 
+def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
+    """Ansible's play (its iterator) planned by ioc: (IR, PlannedPlay, explain text).
+
+    Raises :class:`Fallback` when the whole play must run through linear.
+    """
+    from ioc.controller.capabilities import runner_capabilities
+    from ioc.controller.playbook import PlannedPlay
+    from ioc.errors import IocError
+    from ioc.planner import explain, plan_play
+
+    caps = runner_capabilities()
+    converted = play_to_ir(iterator, loader, frozenset(caps.actions))
+    try:
+        plan = plan_play(converted.play, caps, fallback=converted.fallback)
+    except IocError as exc:
+        raise Fallback(str(exc)) from None
+    return converted, PlannedPlay(converted.play, plan), explain(plan)
+
+
+def foreign_steps(plan: Any) -> List[Any]:
+    """The plan's steps that run through Ansible."""
+    from ioc.planner import ControllerStep, Where
+
+    return [s for s in plan.steps if isinstance(s, ControllerStep) and s.where == Where.ANSIBLE]
+
+
+def print_plans(argv: Sequence[str]) -> int:
+    """``--plan``: each play's mitogen_batch plan, from ansible-playbook's arguments; runs nothing."""
+    check_ansible_version()
+    from ansible import context
+    from ansible.cli.playbook import PlaybookCLI
+    from ansible.executor.play_iterator import PlayIterator
+    from ansible.playbook import Playbook
+    from ansible.playbook.play_context import PlayContext
+    from ansible.plugins.loader import add_all_plugin_dirs, init_plugin_loader
+    try:
+        from ansible._internal._templating._engine import TemplateEngine as Templar
+    except ImportError:
+        from ansible.template import Templar  # type: ignore[no-redef]
+
+    cli = PlaybookCLI(["ansible-playbook", *argv])
+    cli.parse()
+    init_plugin_loader(list(context.CLIARGS.get("collections_path") or []))
+    for path in context.CLIARGS["args"]:
+        add_all_plugin_dirs(os.path.dirname(os.path.abspath(path)).encode())
+    loader, inventory, vm = cli._play_prereqs()
+    for path in context.CLIARGS["args"]:
+        book = Playbook.load(path, variable_manager=vm, loader=loader)
+        for play in book.get_plays():
+            loader.set_basedir(play._included_path or book._basedir)
+            all_vars = vm.get_vars(play=play)
+            play.post_validate(Templar(loader=loader, variables=all_vars))
+            new_play = play.copy()
+            new_play.post_validate(Templar(loader=loader, variables=all_vars))
+            new_play.handlers = new_play.compile_roles_handlers() + new_play.handlers
+            iterator = PlayIterator(inventory=inventory, play=new_play,
+                                    play_context=PlayContext(new_play, {}, None),
+                                    variable_manager=vm, all_vars=all_vars, start_at_done=False)
+            try:
+                _, _, text = plan_for(iterator, loader)
+            except Fallback as why:
+                text = "PLAY [%s]: runs whole with the linear strategy: %s" % (
+                    plain(new_play.get_name()), why)
+            print(text)
+    return 0
+
+
 def _build_strategy_class() -> type:
     check_ansible_version()
     from ansible.plugins.strategy import StrategyBase
@@ -691,32 +758,20 @@ def _build_strategy_class() -> type:
             return StrategyBase.run(self, iterator, play_context, play_run.run())
 
         def _prepare(self, iterator, play_context):
-            from ioc.controller.capabilities import runner_capabilities
-            from ioc.controller.playbook import PlannedPlay
-            from ioc.errors import IocError
-            from ioc.planner import ControllerStep, Where, explain, plan_play
-
             if self._step or getattr(self, "debugger_active", False):
                 raise Fallback("--step and the task debugger need the linear strategy")
-            caps = runner_capabilities()
-            converted = play_to_ir(iterator, self._loader, frozenset(caps.actions))
-            try:
-                plan = plan_play(converted.play, caps, fallback=converted.fallback)
-            except IocError as exc:
-                raise Fallback(str(exc)) from None
-            foreign = [s for s in plan.steps
-                       if isinstance(s, ControllerStep) and s.where == Where.ANSIBLE]
+            converted, planned, text = plan_for(iterator, self._loader)
+            foreign = foreign_steps(planned.plan)
             display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible"
-                       % (converted.play.name, len(plan.steps), len(foreign)))
+                       % (converted.play.name, len(planned.plan.steps), len(foreign)))
             for step in foreign:
                 display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
-            text = explain(plan)
             display.vvv(text)
             log = os.environ.get("IOC_BRIDGE_LOG")
             if log:  # the plan beside the dispatcher's log of the steps it runs
                 with open(log, "a") as stream:
                     stream.write(text + "\n")
-            return converted, PlannedPlay(converted.play, plan)
+            return converted, planned
 
     StrategyModule.__module__ = __name__
     return StrategyModule
@@ -1236,7 +1291,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--serve", action="store_true",
                         help="run as the strategy's dispatcher (internal: pipes on stdin/stdout)")
     parser.add_argument("--log", help="with --serve: append a debug log to this file")
+    parser.add_argument("--plan", nargs=argparse.REMAINDER, metavar="ANSIBLE-PLAYBOOK-ARGS",
+                        help="print each play's plan (which tasks run in which batch, which "
+                             "run through Ansible and why) for these ansible-playbook "
+                             "arguments; runs nothing")
     args = parser.parse_args(argv)
+    if args.plan is not None:
+        return print_plans(args.plan)
     if args.strategy_dir:
         print(strategy_dir())
         return 0

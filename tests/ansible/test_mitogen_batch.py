@@ -359,6 +359,35 @@ def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
     assert len(batch.through_ansible) == 3 and len(batch.steps) == 4, batch.log
 
 
+def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
+    """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", MIXED_PLAY + """
+- name: second
+  hosts: web
+  gather_facts: false
+  tasks:
+    - add_host:
+        name: h3
+""")
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update({"ANSIBLE_CONFIG": str(ansible.config), "PYTHONPATH": str(ROOT)})
+    r = subprocess.run([ansible_python, "-m", "ioc.ansible_bridge", "--plan", "-i",
+                        str(inventory), "play.yml"], cwd=str(ansible.workdir), env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "PLAY [web] (play.yml:1)"
+    ansible_steps = [line for line in lines if "controller step (ansible)" in line]
+    assert [line.split("task ")[-1] for line in ansible_steps] == [
+        "greet through ansible (play.yml:8)", "greet fails on h2 (play.yml:18)",
+        "greet notifies (play.yml:29)"]
+    assert "  step 1: batch of 3 task(s), 0-2; ends: before runs through Ansible" in lines[1]
+    assert lines[-1].startswith("PLAY [second]: runs whole with the linear strategy: "
+                                "add_host runs through Ansible's linear strategy (")
+
+
 def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
     """ignore_errors, run_once, a block with only always, a failure that ends the host."""
     ansible.write("library/greet.py", GREET_MODULE)
