@@ -359,6 +359,48 @@ def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
     assert len(batch.through_ansible) == 3 and len(batch.steps) == 4, batch.log
 
 
+def test_task_keywords_ioc_lacks_run_through_ansible(ansible, ansible_python):
+    """become, async and a templated environment, in a serial play, read like linear."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          serial: 1
+          tasks:
+            - command: whoami
+              register: me
+            - name: become
+              command: whoami
+              become: true
+              become_method: su
+              register: root
+            - name: async
+              command: echo async
+              async: 10
+              poll: 1
+            - name: templated environment
+              command: printenv FOO
+              environment: "{{ {'FOO': me.stdout + '-env'} }}"
+              register: env
+            - debug:
+                msg: "{{ me.stdout }} {{ root.stdout }} {{ env.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    jid = lambda text: re.sub(r"jid=j[0-9.]+", "jid=-", text)
+    batch.stdout, linear.stdout = jid(batch.stdout), jid(linear.stdout)
+    assert_same_output(linear, batch)
+    user = subprocess.run(["whoami"], capture_output=True, text=True).stdout.strip()
+    assert '"msg": "%s root %s-env"' % (user, user) in batch.stdout
+    # One serial batch of hosts after the other: async and the environment go
+    # through Ansible in each, the tasks around them natively.
+    assert sum("async is not supported natively" in line for line in batch.log.splitlines()
+               if "AnsibleStep" in line) == 2, batch.log
+    assert sum("a templated environment" in line for line in batch.log.splitlines()
+               if "AnsibleStep" in line) == 2, batch.log
+    assert batch.steps.count("Batch 1-1 on 1 host(s)") == 2, batch.log
+
+
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
     """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
     ansible.write("library/greet.py", GREET_MODULE)
