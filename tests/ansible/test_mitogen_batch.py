@@ -317,6 +317,12 @@ MIXED_PLAY = """
     - name: handler
       debug:
         msg: handled on {{ inventory_hostname }}
+- name: later
+  hosts: web
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: "later: {{ greeted.greeting }}"
 """
 
 
@@ -329,13 +335,17 @@ def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, a
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert "hello native-h1" in batch.stdout and "rescued: greeting world failed" in batch.stdout
-    assert "h2                         : ok=10   changed=2    unreachable=0    failed=0    " \
+    # h2's failure was rescued: h2 goes on, and into the later play, with the
+    # value Ansible registered for it.
+    assert "h2                         : ok=11   changed=2    unreachable=0    failed=0    " \
            "skipped=0    rescued=1" in batch.stdout
+    assert '"msg": "later: hello native-h2"' in batch.stdout
     # The tasks around the three greet tasks (3, 6, 10) ran natively, in batches.
     assert batch.through_ansible == ["AnsibleStep 3 on 2 host(s)", "AnsibleStep 6 on 2 host(s)",
                                      "AnsibleStep 10 on 2 host(s)"], batch.log
     assert batch.steps == ["Batch 0-2 on 2 host(s)", "Batch 4-5 on 2 host(s)",
-                           "Batch 7-9 on 2 host(s)", "Batch 11-13 on 2 host(s)"], batch.log
+                           "Batch 7-9 on 2 host(s)", "Batch 11-13 on 2 host(s)",
+                           "Batch 1-1 on 2 host(s)"], batch.log
     # -vv names exactly those tasks and why; -vvv prints the plan.
     verbose = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-vvv"])
     said = [line for line in verbose.stdout.splitlines() if line.startswith("mitogen_batch: task")]
@@ -356,7 +366,7 @@ def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
-    assert len(batch.through_ansible) == 3 and len(batch.steps) == 4, batch.log
+    assert len(batch.through_ansible) == 3 and len(batch.steps) == 5, batch.log
 
 
 def test_task_keywords_ioc_lacks_run_through_ansible(ansible, ansible_python):
