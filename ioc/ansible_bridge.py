@@ -469,7 +469,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], None],
                 receive: Optional[Callable[[], Any]] = None) -> Dict[str, Any]:
     from ioc.callbacks import Callback
-    from ioc.controller.play import PlayExecutor, PlaySink
+    from ioc.controller.play import HostStatus, PlayExecutor, PlaySink
     from ioc.controller.playbook import PlaybookRun
     from ioc.model import Playbook
 
@@ -505,6 +505,21 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
             if getattr(step, "where", None) == "ansible":
                 return _run_through_ansible(self, step, active, ask)
             return super().run_step(step, active)
+
+        def after_step(self, step, active, outcome):
+            if getattr(step, "where", None) == "ansible" and step.once:
+                # Ansible itself gave every host what the task registered (only
+                # run_once propagates, not a host-loop bypass: the variables
+                # came back as they are); ioc only stops the others when the
+                # run_once host failed, as for a native run_once.
+                task = self.plan.program.entry(step.index).task
+                ran = getattr(outcome, "ran", [])
+                if ran and ran[0] in outcome.failed and _truthy(task.run_once):
+                    for host in active:
+                        if host != ran[0] and self.hosts[host].active:
+                            self.hosts[host].status = HostStatus.STOPPED
+                step = dataclasses.replace(step, once=False)
+            super().after_step(step, active, outcome)
 
     def ask(index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
         send(("ansible", index, reached, once))
@@ -582,6 +597,7 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
     if step.once:
         reached = reached[:1]
     outcome = StepOutcome()
+    outcome.ran = []  # the hosts Ansible ran the task for
     if not reached:
         return outcome
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
@@ -598,6 +614,7 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
         if given is None:  # Ansible did not run it there (run_once decided at run time)
             continue
         state = executor.hosts[host]
+        outcome.ran.append(host)
         if given["status"] == "unreachable" and not given["ignored"]:
             state.status = HostStatus.UNREACHABLE
             outcome.trouble[host] = "unreachable"
@@ -917,15 +934,16 @@ class _PlayRun:
         results: List[Any] = []
         for number, host in enumerate(hosts):
             task_vars, templar = self._task_vars(host)
-            run_once = once or bool(templar.template(task.run_once)) or _bypasses(task)
+            run_once = _bypasses(task) or bool(templar.template(task.run_once))
             if number == 0:
-                task.run_once = run_once  # _process_pending_results reads it, as in linear
                 self._template_name(host.name)
                 self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
             strategy._blocked_hosts[host.name] = True
             strategy._queue_task(host, task, task_vars, self.play_context)
             del task_vars
-            if run_once:
+            if number == 0:
+                task.run_once = run_once  # after queueing the first host, as linear does
+            if run_once or once:
                 break
             results.extend(strategy._process_pending_results(
                 iterator, max_passes=max(1, int(len(tqm._workers) * 0.1))))
@@ -1153,6 +1171,12 @@ class _PlayRun:
         if self.ended:
             self.iterator.end_play = True
         return result
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "no", "0", "off", "n")
+    return bool(value)
 
 
 def _bypasses(task: Any) -> bool:

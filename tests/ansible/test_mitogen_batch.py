@@ -411,6 +411,45 @@ def test_task_keywords_ioc_lacks_run_through_ansible(ansible, ansible_python):
     assert batch.steps.count("Batch 1-1 on 1 host(s)") == 2, batch.log
 
 
+def test_include_vars_and_pause_run_through_ansible(ansible, ansible_python):
+    """Their values come back from Ansible's variable manager to the native tasks after them."""
+    ansible.write("vars/extra.yml", "from_file: file value\nlisted: [1, 2]\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_vars: vars/extra.yml
+            - debug:
+                msg: "{{ from_file }} {{ listed | sum }}"
+            - pause:
+                seconds: 0
+              register: paused
+            - debug:
+                msg: "paused {{ paused.stop is defined }}"
+            - name: run_once propagates its result
+              command: echo once
+              run_once: true
+              become: true
+              become_method: su
+              register: once
+            - debug:
+                msg: "{{ once.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "file value 3"') == 2
+    # pause bypasses the host loop: Ansible runs it once, and (in 2.21) registers
+    # its result for that host only; a run_once task's result reaches every host.
+    assert batch.stdout.count('"msg": "paused True"') == 1
+    assert batch.stdout.count('"msg": "paused False"') == 1
+    assert batch.stdout.count('"msg": "once"') == 2
+    assert batch.through_ansible[:2] == ["AnsibleStep 1 on 2 host(s)",
+                                         "AnsibleStep 3 on 1 host(s)"], batch.log
+    assert batch.steps[:1] == ["Batch 2-2 on 2 host(s)"], batch.log
+
+
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
     """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
     ansible.write("library/greet.py", GREET_MODULE)
