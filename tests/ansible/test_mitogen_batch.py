@@ -450,6 +450,34 @@ def test_include_vars_and_pause_run_through_ansible(ansible, ansible_python):
     assert batch.steps[:1] == ["Batch 2-2 on 2 host(s)"], batch.log
 
 
+def test_a_host_unreachable_in_a_task_run_through_ansible(ansible, ansible_python):
+    """Ansible finds the host unreachable; ioc drops it, later plays do not see it."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - greet:
+              register: greeted
+            - debug:
+                msg: "{{ greeted.greeting }}"
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: later
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, hosts=("h1",)) +
+                              "ghost ansible_host=127.0.0.1 ansible_port=1 "
+                              "ansible_connection=ssh\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 4, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "ghost                      : ok=0    changed=0    unreachable=1" in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
+    assert batch.steps == ["Batch 2-2 on 1 host(s)", "Batch 1-1 on 1 host(s)"], batch.log
+
+
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
     """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
     ansible.write("library/greet.py", GREET_MODULE)
