@@ -588,10 +588,21 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
     """One ``Where.ANSIBLE`` step: find who reaches it, have Ansible run it, apply the outcome."""
     from ioc.controller.play import HostStatus, StepOutcome
 
+    from ioc.model import WIRE_VERSION
+    from ioc.planner import wire_tree
+
     index = step.index
+    tree = wire_tree(executor.plan.program.tree, step.start, step.end)
+
+    def wire(host: str) -> Dict[str, Any]:
+        # The walk never templates: the tree and the host's saved state are enough.
+        return {"v": WIRE_VERSION, "host": host, "start": step.start, "end": step.end,
+                "tree": tree, "handlers": [], "vars": {}, "options": {},
+                "state": executor.hosts[host].wire_state()}
+
     reached: List[Tuple[str, bool]] = []
     for host in active:
-        walk = _ansible_walk(executor._wire(host, step, active), index, None)
+        walk = _ansible_walk(wire(host), index, None)
         if walk.reached is not None:
             reached.append((host, walk.reached))
     if step.once:
@@ -620,7 +631,7 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
             outcome.trouble[host] = "unreachable"
             outcome.failed.append(host)
             continue
-        walk = _ansible_walk(executor._wire(host, step, active), index, given)
+        walk = _ansible_walk(wire(host), index, given)
         state.absorb(walk.events[-1])
         if given["status"] == "failed" and not given["ignored"]:
             outcome.failed.append(host)
