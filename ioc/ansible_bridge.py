@@ -962,6 +962,7 @@ class _PlayRun:
             results.extend(strategy._wait_on_pending_results(iterator))
         strategy.update_active_connections(results)
         outcomes: Dict[str, Dict[str, Any]] = {}
+        rescued: Dict[str, Any] = {}
         for task_result in results:
             host, outcome, raw = _outcome(task_result)
             state = iterator.get_state_for_host(host)
@@ -972,11 +973,16 @@ class _PlayRun:
                 # Ansible's iterator never walked the block: ioc rescues this failure.
                 tqm._stats.decrement("failures", host)
                 tqm._stats.increment("rescued", host)
+                rescued[host] = raw
         changed = {}
         for name in self.hosts:
             delta = _delta(before[name], self._layers(name))
             if delta:
                 changed[name] = delta
+        for host, raw in rescued.items():
+            # What linear gives the rescue (ioc's own walk gives its native tasks the same).
+            self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": task.dump_attrs(),
+                                                   "ansible_failed_result": raw})
         for name, state in saved.items():
             iterator.set_state_for_host(name, state)
         self.play._removed_hosts[:] = removed
@@ -1201,8 +1207,8 @@ def _bypasses(task: Any) -> bool:
     return bool(action and getattr(action, "BYPASS_HOST_LOOP", False))
 
 
-def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
-    """(host, outcome, result) of one result Ansible processed."""
+def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Any]:
+    """(host, outcome, Ansible's own result dict) of one result Ansible processed."""
     utr = getattr(task_result, "utr", None)
     if utr is not None:  # ansible-core 2.21
         host = task_result.host.name
@@ -1210,7 +1216,7 @@ def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
         skipped, changed = bool(utr.skipped), bool(utr.changed)
         ignored = bool(utr.ignore_errors) if failed else \
             bool(utr.ignore_unreachable) if unreachable else False
-        result = utr.as_result_dict()
+        raw = utr.as_result_dict()
     else:  # 2.19/2.20: TaskResult
         host = task_result._host.name
         failed, unreachable = task_result.is_failed(), task_result.is_unreachable()
@@ -1218,12 +1224,12 @@ def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
         fields = getattr(task_result, "_task_fields", {}) or {}
         ignored = bool(fields.get("ignore_errors")) if failed else \
             bool(fields.get("ignore_unreachable")) if unreachable else False
-        result = task_result._result
+        raw = task_result._result
     status = "failed" if failed else "unreachable" if unreachable else \
         "skipped" if skipped else "ok"
-    result = {k: v for k, v in plain(result or {}).items() if not str(k).startswith("_ansible_")}
+    result = {k: v for k, v in plain(raw or {}).items() if not str(k).startswith("_ansible_")}
     return plain(host), {"status": status, "ignored": ignored, "changed": changed,
-                         "result": result}, result
+                         "result": result}, raw
 
 
 def _delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:

@@ -541,6 +541,17 @@ def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible
                     msg: always runs with {{ native_fact }}
             - debug:
                 msg: only h1 is left
+            - block:
+                - name: fails, rescued
+                  greet:
+                    fail: true
+              rescue:
+                - name: the rescue through Ansible reads the failure
+                  greet:
+                    who: "{{ ansible_failed_task.name }}: {{ ansible_failed_result.msg }}"
+                  register: told
+                - debug:
+                    msg: "{{ told.greeting }}"
             - name: fails everywhere
               greet:
                 fail: true
@@ -553,10 +564,12 @@ def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible
     assert_same_output(linear, batch)
     assert "always runs with hello once-h1-fact" in batch.stdout
     assert "never" not in batch.stdout.replace("TASK [debug]", "")
+    assert '"msg": "hello fails, rescued: greeting world failed"' in batch.stdout
     assert batch.through_ansible == ["AnsibleStep 2 on 2 host(s)", "AnsibleStep 4 on 1 host(s)",
-                                     "AnsibleStep 7 on 2 host(s)", "AnsibleStep 10 on 1 host(s)"], \
+                                     "AnsibleStep 7 on 2 host(s)", "AnsibleStep 10 on 1 host(s)",
+                                     "AnsibleStep 11 on 1 host(s)", "AnsibleStep 13 on 1 host(s)"], \
         batch.log
-    assert len(batch.steps) == 4, batch.log
+    assert len(batch.steps) == 5, batch.log
 
 
 def test_filters_and_lookups_the_runner_lacks_run_through_ansible(ansible, ansible_python):
