@@ -68,6 +68,8 @@ def explain(plan):
 
 #: Cut reasons (by their leading construct) → the rule of linear-semantics §9.
 _RULES = (
+    ("run_once handler", "the handler runs on the first notified host only, and the "
+                         "notification is cleared for every host (L5.8)"),
     ("run_once", "only the first active host runs it and its result is copied to every "
                  "host; which host is first depends on the others (L7.1)"),
     ("delegate_to", "it runs on another host's connection: side effects across hosts "
@@ -84,6 +86,8 @@ _RULES = (
     ("max_fail_percentage", "the play stops once too many hosts have failed (L4.6)"),
     ("ignore_unreachable", "an unreachable host goes on; its next task reconnects (L1.8)"),
     ("delegate_facts", "it writes another host's variables (L7.3)"),
+    ("dynamic include", "the controller loads the file each host included (per item) and "
+                        "splices its tasks in right after it, group after group (L7.8)"),
     ("runs through Ansible", "ioc cannot run it natively: Ansible's own task machinery runs "
                              "it for the hosts that reach it, between the batches around it"),
 )

@@ -8,11 +8,11 @@ makes one host's behaviour depend on other hosts or on the controller
 * a **controller step** (``ControllerStep``) runs one task under the
   controller's direction: on the first host only (``run_once``, bypass-host
   actions), on another host's connection (``delegate_to``), in the
-  controller itself (``add_host``, ``group_by`` when groups are read later,
+  controller itself (``add_host``, ``group_by`` with ``run_once``,
   play-wide ``meta``), or with bounded concurrency (``throttle``);
 * a **cut after** ends the batch after a task whose outcome the controller
   must see before anyone goes on (``any_errors_fatal``, ``max_fail_percentage``,
-  ``ignore_unreachable``, ``reset_connection``, ``group_by`` read later);
+  ``ignore_unreachable``, ``reset_connection``);
 * a **cut before** starts a new batch at a task that needs values the
   controller only has at a step boundary (lookups and controller files whose
   arguments are written inside the batch, reads of other hosts' runtime data).
@@ -26,6 +26,7 @@ Every cut records its reason; ``explain()`` prints them.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, FrozenSet, List, Mapping, Optional, Tuple, Union
 
@@ -63,6 +64,10 @@ class ControllerStep:
     reason: str
     #: Hosts at most in flight at once (``throttle``); 0 means no limit.
     throttle: int = 0
+    #: A templated ``run_once``: ``once`` holds only if it is true for the
+    #: first active host (the linear strategy templates it with that host's
+    #: variables); otherwise every host runs the task.
+    once_if: Optional[str] = None
 
     @property
     def start(self) -> int:
@@ -171,11 +176,15 @@ def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
     task = entry.task
     where = "task %s (%s)" % (task.display_name, task.location)
     if foreign and not entry.implicit:
-        once = _set(task.run_once) if not (isinstance(task.run_once, str) and "{{" in task.run_once) \
-            else False
+        once = _set(task.run_once) and not _templated(task.run_once)
         return Cut(step=ControllerStep(entry.index, Where.ANSIBLE,
                                        once or task.action in BYPASS_ACTIONS,
                                        "runs through Ansible: %s: %s" % (foreign, where)))
+    if entry.is_flush and any(_set(h.run_once) for h in play.handlers):
+        cut = _implicit_cut(entry, play, where) if entry.implicit else Cut()
+        return dataclasses.replace(cut, before=(
+            "run_once handler: a flush chooses the first notified host when it starts, so "
+            "every host's notifications must be in: %s" % where))
     if entry.implicit:
         return _implicit_cut(entry, play, where)
     if task.action == "meta":
@@ -186,13 +195,23 @@ def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
         if what == "reset_connection":
             return Cut(after="meta: reset_connection ends the connection: %s" % where)
         return Cut()
+    if task.include_scope is not None:
+        return Cut(after="dynamic include: its tasks are known once it has run: %s" % where)
     if task.action in CONTROLLER_ACTIONS:
-        once = task.action in BYPASS_ACTIONS or _set(task.run_once)
+        once = task.action in BYPASS_ACTIONS or (_set(task.run_once)
+                                                  and not _templated(task.run_once))
         if task.action == "group_by" and not once:
-            return Cut(after="group_by changes groups read later: %s" % where)
+            # Batchable (§9): the controller applies it as its result arrives.
+            # A later reader of groups/group_names/hostvars is cut before by
+            # the data-flow rule (they see the groups as of its step start).
+            return Cut()
         return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, once,
                                        "%s runs on the controller: %s" % (task.action, where)))
     delegated = _delegates(task)
+    if _templated(task.run_once):
+        return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
+                                       True, "run_once %s: %s" % (task.run_once, where),
+                                       once_if=task.run_once))
     if _set(task.run_once):
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
                                        True, "run_once: %s" % where))
@@ -234,6 +253,10 @@ def _delegates(task: Task) -> bool:
     if target is None:
         return False
     return target.replace(" ", "") not in ("{{inventory_hostname}}",)
+
+
+def _templated(value: object) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
 def _set(value: object) -> bool:

@@ -46,9 +46,10 @@ def check_program(program: Program, caps: Capabilities,
     headed = set(program.include_heads)
     foreign: Dict[int, str] = {}
     for entry in program.entries:
-        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed:
-            raise PlanError("%s with a templated name or a loop is not supported yet (a static "
-                            "file or role name is)" % entry.task.action, entry.task.location)
+        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed \
+                and entry.task.include_scope is None:
+            raise PlanError("%s with a templated name or a loop is only supported in "
+                            "ioc-run" % entry.task.action, entry.task.location)
         if entry.implicit:
             continue
         reason = fallback(entry.task) if fallback is not None else None
@@ -62,16 +63,21 @@ def check_program(program: Program, caps: Capabilities,
         if reason:
             foreign[entry.index] = reason
     for handler in program.handlers:
+        if handler.action in ("include_tasks", "include_role"):
+            raise PlanError("%s in a handler is not supported yet" % handler.action,
+                            handler.location)
         check_task(handler, caps)
-        if handler.run_once not in (None, False):
-            raise PlanError("run_once on a handler is not supported yet", handler.location)
     return foreign
 
 
+#: The play keyword ``order`` (how the play's hosts are ordered, L1.4).
+HOST_ORDERS = frozenset({"inventory", "reverse_inventory", "sorted", "reverse_sorted", "shuffle"})
+
+
 def _check_play(play: Play) -> None:
-    if play.order not in (None, "inventory"):
-        raise PlanError("play keyword 'order: %s' is not supported yet" % play.order,
-                        play.location)
+    if play.order not in (None,) and play.order not in HOST_ORDERS:
+        raise PlanError("play keyword 'order: %s' is not one of %s"
+                        % (play.order, ", ".join(sorted(HOST_ORDERS))), play.location)
 
 
 def check_task(task: Task, caps: Capabilities) -> None:
@@ -86,8 +92,6 @@ def check_task(task: Task, caps: Capabilities) -> None:
     _check_options(task, caps)
     if task.become not in (None, False):
         raise PlanError("task keyword 'become' is not supported yet", where)
-    if isinstance(task.run_once, str) and "{{" in task.run_once:
-        raise PlanError("a templated run_once is not supported", where)
     if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
         raise PlanError("delegate_to that depends on the loop item is not supported yet", where)
     if task.loop_with is not None and task.loop_with not in caps.lookups:
