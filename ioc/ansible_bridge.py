@@ -971,7 +971,7 @@ class _PlayRun:
         outcomes: Dict[str, Dict[str, Any]] = {}
         rescued: Dict[str, Any] = {}
         for task_result in results:
-            host, outcome, raw = _outcome(task_result)
+            host, outcome, raw, failed_task = _outcome(task_result)
             state = iterator.get_state_for_host(host)
             earlier = saved[host].handler_notifications if host in saved else []
             outcome["notify"] = [plain(n) for n in state.handler_notifications if n not in earlier]
@@ -980,15 +980,15 @@ class _PlayRun:
                 # Ansible's iterator never walked the block: ioc rescues this failure.
                 tqm._stats.decrement("failures", host)
                 tqm._stats.increment("rescued", host)
-                rescued[host] = raw
+                rescued[host] = (failed_task, raw)
         changed = {}
         for name in self.hosts:
             delta = _delta(before[name], self._layers(name))
             if delta:
                 changed[name] = delta
-        for host, raw in rescued.items():
+        for host, (failed_task, raw) in rescued.items():
             # What linear gives the rescue (ioc's own walk gives its native tasks the same).
-            self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": task.dump_attrs(),
+            self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": failed_task,
                                                    "ansible_failed_result": raw})
         for name, state in saved.items():
             iterator.set_state_for_host(name, state)
@@ -1214,29 +1214,33 @@ def _bypasses(task: Any) -> bool:
     return bool(action and getattr(action, "BYPASS_HOST_LOOP", False))
 
 
-def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Any]:
-    """(host, outcome, Ansible's own result dict) of one result Ansible processed."""
+def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Any, Any]:
+    """(host, outcome, Ansible's own result dict, the failed task as linear saves it).
+
+    The last two are what linear gives a rescue as ``ansible_failed_result``
+    and ``ansible_failed_task`` (2.21: ``dump_attrs()``, 2.19: ``serialize()``).
+    """
     utr = getattr(task_result, "utr", None)
-    if utr is not None:  # ansible-core 2.21
-        host = task_result.host.name
+    task = task_result.task
+    if utr is not None:  # ansible-core 2.21: HostTaskResult
         failed, unreachable = bool(utr.failed), bool(utr.unreachable)
         skipped, changed = bool(utr.skipped), bool(utr.changed)
         ignored = bool(utr.ignore_errors) if failed else \
             bool(utr.ignore_unreachable) if unreachable else False
         raw = utr.as_result_dict()
-    else:  # 2.19/2.20: TaskResult
-        host = task_result._host.name
+        failed_task = task.dump_attrs()
+    else:  # 2.19/2.20: _RawTaskResult, the task's own keywords decide (as their strategy)
         failed, unreachable = task_result.is_failed(), task_result.is_unreachable()
         skipped, changed = task_result.is_skipped(), task_result.is_changed()
-        fields = getattr(task_result, "_task_fields", {}) or {}
-        ignored = bool(fields.get("ignore_errors")) if failed else \
-            bool(fields.get("ignore_unreachable")) if unreachable else False
-        raw = task_result._result
+        ignored = bool(task.ignore_errors) if failed else \
+            bool(task.ignore_unreachable) if unreachable else False
+        raw = task_result._return_data
+        failed_task = task.serialize()
     status = "failed" if failed else "unreachable" if unreachable else \
         "skipped" if skipped else "ok"
     result = {k: v for k, v in plain(raw or {}).items() if not str(k).startswith("_ansible_")}
-    return plain(host), {"status": status, "ignored": ignored, "changed": changed,
-                         "result": result}, raw
+    return plain(task_result.host.name), {"status": status, "ignored": ignored,
+                                          "changed": changed, "result": result}, raw, failed_task
 
 
 def _delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
