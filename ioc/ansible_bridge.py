@@ -55,14 +55,14 @@ _BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
                       "add_host", "group_by", "pause", "gather_facts"})
-#: Actions whose effects live in Ansible's controller state (inventory, dynamic
-#: task lists): the bridge does not translate those back yet, so a play with
+#: Dynamic task lists (Ansible's iterator learns their tasks at run time): the
+#: bridge does not hand Ansible's included files to ioc yet, so a play with
 #: them falls back, whole, to linear.
-_BRIDGE_UNSUPPORTED = frozenset({"add_host", "group_by", "include_tasks", "include_role",
-                                 "import_playbook"})
+_BRIDGE_UNSUPPORTED = frozenset({"include_tasks", "include_role", "import_playbook"})
 #: Actions that run through Ansible's own task machinery, one task at a time
-#: (their variables come back from Ansible's variable manager).
-_BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status"})
+#: (their variables come back from Ansible's variable manager, their inventory
+#: changes from their results, as for ioc's own add_host/group_by).
+_BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
 _BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory", "clear_host_errors", "end_batch",
                                       "reset_connection"})
 
@@ -634,6 +634,12 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
             outcome.trouble[host] = "unreachable"
             outcome.failed.append(host)
             continue
+        # add_host/group_by: ioc's copy of the inventory follows (per loop item too).
+        items = given["result"].get("results")
+        for result in items if isinstance(items, list) else [given["result"]]:
+            if isinstance(result, dict) and not result.get("failed") and \
+                    not result.get("skipped") and given["status"] != "unreachable":
+                executor._inventory_effects(host, {"status": "ok", "result": dict(result)})
         walk = _ansible_walk(wire(host), index, given)
         state.absorb(walk.events[-1])
         if given["status"] == "failed" and not given["ignored"]:

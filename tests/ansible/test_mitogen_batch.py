@@ -507,6 +507,39 @@ def test_a_host_unreachable_in_a_task_run_through_ansible(ansible, ansible_pytho
     assert batch.steps == ["Batch 2-2 on 1 host(s)", "Batch 1-1 on 1 host(s)"], batch.log
 
 
+def test_add_host_and_group_by_run_through_ansible(ansible, ansible_python):
+    """Ansible changes its inventory; ioc's copy follows for the native tasks after them."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - add_host:
+                name: h3
+                groups: added
+                ansible_connection: local
+                ansible_python_interpreter: %s
+                color: blue
+            - group_by:
+                key: "by_{{ inventory_hostname }}"
+            - debug:
+                msg: "{{ groups['added'] }} {{ groups['by_h1'] | default([]) }} {{ group_names }}"
+        - hosts: added
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ color }} on {{ inventory_hostname }}"
+    """ % ansible_python)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "\"msg\": \"['h3'] ['h1'] ['by_h2', 'web']\"" in batch.stdout
+    assert '"msg": "blue on h3"' in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 1 host(s)", "AnsibleStep 2 on 2 host(s)"], \
+        batch.log
+    assert batch.steps == ["Batch 3-3 on 2 host(s)", "Batch 1-1 on 1 host(s)"], batch.log
+
+
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
     """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
     ansible.write("library/greet.py", GREET_MODULE)
@@ -515,8 +548,7 @@ def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_
   hosts: web
   gather_facts: false
   tasks:
-    - add_host:
-        name: h3
+    - include_tasks: other.yml
 """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
@@ -533,7 +565,7 @@ def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_
         "greet notifies (play.yml:29)"]
     assert "  step 1: batch of 3 task(s), 0-2; ends: before runs through Ansible" in lines[1]
     assert lines[-1].startswith("PLAY [second]: runs whole with the linear strategy: "
-                                "add_host runs through Ansible's linear strategy (")
+                                "include_tasks runs through Ansible's linear strategy (")
 
 
 def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
