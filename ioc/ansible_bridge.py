@@ -507,14 +507,15 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
             return super().run_step(step, active)
 
         def after_step(self, step, active, outcome):
-            if getattr(step, "where", None) == "ansible" and step.once:
-                # Ansible itself gave every host what the task registered (only
-                # run_once propagates, not a host-loop bypass: the variables
-                # came back as they are); ioc only stops the others when the
-                # run_once host failed, as for a native run_once.
-                task = self.plan.program.entry(step.index).task
-                ran = getattr(outcome, "ran", [])
-                if ran and ran[0] in outcome.failed and _truthy(task.run_once):
+            if getattr(step, "where", None) == "ansible":
+                # Ansible itself gave every host what the task registered (a
+                # run_once result reaches all, a host-loop bypass's only the
+                # first: the variables came back as they are). When Ansible ran
+                # it once (run_once, templated or not, or a bypass) and that
+                # host failed, linear fails every host: ioc stops the others.
+                ran, reached = getattr(outcome, "ran", []), getattr(outcome, "reached", [])
+                once = step.once or (len(ran) == 1 and len(reached) > 1)
+                if once and ran and ran[0] in outcome.failed:
                     for host in active:
                         if host != ran[0] and self.hosts[host].active:
                             self.hosts[host].status = HostStatus.STOPPED
@@ -612,6 +613,7 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
         reached = reached[:1]
     outcome = StepOutcome()
     outcome.ran = []  # the hosts Ansible ran the task for
+    outcome.reached = [host for host, _ in reached]
     if not reached:
         return outcome
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
@@ -1201,12 +1203,6 @@ class _PlayRun:
         if self.ended:
             self.iterator.end_play = True
         return result
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "no", "0", "off", "n")
-    return bool(value)
 
 
 def _bypasses(task: Any) -> bool:

@@ -540,6 +540,33 @@ def test_add_host_and_group_by_run_through_ansible(ansible, ansible_python):
     assert batch.steps == ["Batch 3-3 on 2 host(s)", "Batch 1-1 on 1 host(s)"], batch.log
 
 
+def test_a_failed_templated_run_once_through_ansible_stops_every_host(ansible, ansible_python):
+    """Ansible decides the templated run_once; when that one host fails, linear fails all."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once, templated, fails
+              greet:
+                fail: true
+              run_once: "{{ 1 == 1 }}"
+            - debug:
+                msg: after
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: later
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "after"' not in batch.stdout and '"msg": "later"' not in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
+
+
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
     """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
     ansible.write("library/greet.py", GREET_MODULE)
