@@ -222,7 +222,7 @@ class _Converter:
                 self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
         if getattr(task, "module_defaults", None):
             self.refuse("module_defaults is not supported natively")
-        environment = {}
+        environment: Dict[str, Any] = {}
         for env in task.environment or ():
             if not isinstance(env, Mapping):
                 self.refuse("a templated environment is not supported natively")
@@ -513,7 +513,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
                 # first: the variables came back as they are). When Ansible ran
                 # it once (run_once, templated or not, or a bypass) and that
                 # host failed, linear fails every host: ioc stops the others.
-                ran, reached = getattr(outcome, "ran", []), getattr(outcome, "reached", [])
+                reached, ran = self.ansible_hosts
                 once = step.once or (len(ran) == 1 and len(reached) > 1)
                 if once and ran and ran[0] in outcome.failed:
                     for host in active:
@@ -612,8 +612,9 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
     if step.once:
         reached = reached[:1]
     outcome = StepOutcome()
-    outcome.ran = []  # the hosts Ansible ran the task for
-    outcome.reached = [host for host, _ in reached]
+    ran: List[str] = []  # the hosts Ansible ran the task for
+    #: (hosts that reached the task, hosts Ansible ran it for), for after_step.
+    executor.ansible_hosts = ([host for host, _ in reached], ran)
     if not reached:
         return outcome
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
@@ -630,7 +631,7 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
         if given is None:  # Ansible did not run it there (run_once decided at run time)
             continue
         state = executor.hosts[host]
-        outcome.ran.append(host)
+        ran.append(host)
         if given["status"] == "unreachable" and not given["ignored"]:
             state.status = HostStatus.UNREACHABLE
             outcome.trouble[host] = "unreachable"
