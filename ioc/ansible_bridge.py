@@ -8,8 +8,9 @@ it does lives here, and this is the only module of ioc that imports
   linear ``PlayIterator`` would walk (tags already applied), the roles'
   defaults, variables and parameters, and the handlers become an
   :class:`ioc.model.Play`; each IR task remembers the Ansible ``Task`` it came
-  from. Whatever ioc cannot run natively is a :class:`Fallback` with the
-  reason.
+  from. A task ioc cannot run natively keeps its reason (``Converted.reasons``)
+  and becomes a ``Where.ANSIBLE`` step of the plan; a construct that needs
+  the whole play in Ansible's hands is a :class:`Fallback` with the reason.
 * **Execution**: a native play is planned here, then run by ioc's controller
   in a *dispatcher subprocess* (``python -m ioc.ansible_bridge --serve``) that
   owns mitogen's broker, so no broker thread ever lives in a process Ansible
@@ -19,8 +20,12 @@ it does lives here, and this is the only module of ioc that imports
   task result; recap counters go to ``tqm._stats``; registered values, facts
   and ``set_fact`` values go to Ansible's variable manager.
 
-A play that needs anything ioc cannot run natively runs, whole, through the
-inherited ``linear`` strategy (see docs/mitogen_batch.md for what remains).
+A ``Where.ANSIBLE`` step runs through Ansible's own task machinery in this
+(the parent) process, between native batches: the dispatcher asks, the
+parent queues the task as linear does and replies with the outcome
+(:meth:`_PlayRun.through_ansible`). A :class:`Fallback` play runs whole
+through the inherited ``linear`` strategy (docs/mitogen_batch.md lists which
+constructs still do that).
 
 Ansible is imported lazily: ``StrategyModule`` is built on first access, so
 the dispatcher (``--serve``) and ``--strategy-dir`` never import it.
@@ -50,11 +55,14 @@ _BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
                       "add_host", "group_by", "pause", "gather_facts"})
-#: Actions ioc runs natively but whose effects live in Ansible's controller
-#: state (inventory, dynamic task lists): the bridge does not translate
-#: those back yet, so a play with them falls back to linear.
-_BRIDGE_UNSUPPORTED = frozenset({"add_host", "group_by", "include_tasks", "include_role",
-                                 "import_playbook", "include_vars", "pause", "async_status"})
+#: Dynamic task lists (Ansible's iterator learns their tasks at run time): the
+#: bridge does not hand Ansible's included files to ioc yet, so a play with
+#: them falls back, whole, to linear.
+_BRIDGE_UNSUPPORTED = frozenset({"include_tasks", "include_role", "import_playbook"})
+#: Actions that run through Ansible's own task machinery, one task at a time
+#: (their variables come back from Ansible's variable manager, their inventory
+#: changes from their results, as for ioc's own add_host/group_by).
+_BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
 _BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory", "clear_host_errors", "end_batch",
                                       "reset_connection"})
 
@@ -131,6 +139,12 @@ class Converted:
     #: Ansible's implicit fact-gathering task (the first iterator block's).
     gather: Any = None
     handlers: Tuple[Any, ...] = ()
+    #: id(IR task) -> why it runs through Ansible rather than natively.
+    reasons: Dict[int, str] = dataclasses.field(default_factory=dict)
+
+    def fallback(self, task: Task) -> Optional[str]:
+        """The planner's ``fallback`` predicate."""
+        return self.reasons.get(id(task))
 
 
 def short_action(task: Any) -> str:
@@ -176,32 +190,44 @@ class _Converter:
         self.play = play
         self.caps_actions = caps_actions
         self.origin: Dict[int, Any] = {}
+        #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
+        self.reasons: Dict[int, str] = {}
+        self._why: Optional[str] = None
 
     def fail(self, task: Any, why: str) -> None:
+        """A construct that sends the whole play to linear."""
         raise Fallback("%s (%s)" % (why, _location(task)))
 
+    def refuse(self, why: str) -> None:
+        """A construct that sends this one task through Ansible (the first reason counts)."""
+        if self._why is None:
+            self._why = why
+
     def task(self, task: Any, handler: bool = False) -> Task:
+        self._why = None
         action = short_action(task)
-        if "." in action:
-            self.fail(task, "module %s has no native ioc implementation" % action)
         if action in _BRIDGE_UNSUPPORTED:
             self.fail(task, "%s runs through Ansible's linear strategy" % action)
         raw = plain(task.args or {})
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_UNSUPPORTED:
             self.fail(task, "meta: %s runs through Ansible's linear strategy" % raw["_raw_params"])
-        if action not in self.caps_actions and action != "meta":
-            self.fail(task, "module %s has no native ioc implementation" % action)
+        if "." in action or (action not in self.caps_actions and action != "meta"):
+            self.refuse("module %s has no native ioc implementation" % action)
+        if action in _BRIDGE_PER_TASK:
+            self.refuse("%s acts on Ansible's controller state" % action)
         if task.become:
-            self.fail(task, "become runs through Ansible's linear strategy")
+            self.refuse("become is not supported natively yet")
         for keyword in ("async_val", "timeout"):
             if getattr(task, keyword, None):
-                self.fail(task, "%s runs through Ansible's linear strategy" % keyword)
+                self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
         if getattr(task, "module_defaults", None):
-            self.fail(task, "module_defaults runs through Ansible's linear strategy")
-        environment = {}
+            self.refuse("module_defaults is not supported natively")
+        environment: Dict[str, Any] = {}
         for env in task.environment or ():
             if not isinstance(env, Mapping):
-                self.fail(task, "a templated environment runs through Ansible's linear strategy")
+                self.refuse("a templated environment is not supported natively")
+                environment = {}
+                break
             environment.update(plain(env))
         variables = {}
         role = getattr(task, "_role", None)
@@ -245,6 +271,10 @@ class _Converter:
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
         )
         self.origin[id(ir)] = task
+        if self._why is not None:
+            if handler:  # handlers run inside ioc's flushes
+                self.fail(task, "a handler ioc cannot run natively: %s" % self._why)
+            self.reasons[id(ir)] = self._why
         return ir
 
     def register(self, task: Any) -> Optional[str]:
@@ -258,7 +288,7 @@ class _Converter:
             (name, expression), = value.items()
             if plain(expression) == "_task.polymorphic_result":
                 return plain(name)
-        self.fail(task, "register projections run through Ansible's linear strategy")
+        self.refuse("register projections are not supported natively")
         return None
 
     def nodes(self, items: Sequence[Any]) -> List[Any]:
@@ -363,7 +393,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         basedir=plain(loader.get_basedir()),
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
-                     handlers=tuple(handler_tasks))
+                     handlers=tuple(handler_tasks), reasons=converter.reasons)
 
 
 def _play_location(play: Any) -> Tuple[str, int]:
@@ -404,6 +434,11 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     key, hosts, first)``, ``("event", host, event)``, ``("left", host, end)``,
     ``("step_end", key)``, ``("callback", name, args)``, then ``("done",
     summary)`` or ``("error", text)``. Mitogen's broker lives here only.
+
+    At a ``Where.ANSIBLE`` step the dispatcher asks ``("ansible", index,
+    [(host, rescuable)], once)`` and waits for ``{"op": "ansible_done",
+    "hosts": {host: outcome}, "vars": {host: layers}}``: the parent ran the
+    task through Ansible's own machinery (see :func:`_run_through_ansible`).
     """
     from ioc.controller.connection import Connector
 
@@ -419,7 +454,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             if connector is None:
                 connector = Connector(forks=request["options"].forks)
             try:
-                summary = _serve_play(request, connector, lambda msg: _write(out, msg))
+                summary = _serve_play(request, connector, lambda msg: _write(out, msg),
+                                      lambda: _read(inp))
             except Exception as exc:  # the parent reports it as Ansible would
                 LOG.exception("dispatcher failed")
                 _write(out, ("error", "%s: %s" % (type(exc).__name__, exc)))
@@ -430,9 +466,10 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             connector.shutdown()
 
 
-def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], None]) -> Dict[str, Any]:
+def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], None],
+                receive: Optional[Callable[[], Any]] = None) -> Dict[str, Any]:
     from ioc.callbacks import Callback
-    from ioc.controller.play import PlayExecutor, PlaySink
+    from ioc.controller.play import HostStatus, PlayExecutor, PlaySink
     from ioc.controller.playbook import PlaybookRun
     from ioc.model import Playbook
 
@@ -464,6 +501,36 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
         def make_sink(self):
             return Forwarding(self.plan, Callback(), self.ctx.stats)
 
+        def run_step(self, step, active):
+            if getattr(step, "where", None) == "ansible":
+                return _run_through_ansible(self, step, active, ask)
+            return super().run_step(step, active)
+
+        def after_step(self, step, active, outcome):
+            if getattr(step, "where", None) == "ansible":
+                # Ansible itself gave every host what the task registered (a
+                # run_once result reaches all, a host-loop bypass's only the
+                # first: the variables came back as they are). When Ansible ran
+                # it once (run_once, templated or not, or a bypass) and that
+                # host failed, linear fails every host: ioc stops the others.
+                reached, ran = self.ansible_hosts
+                once = step.once or (len(ran) == 1 and len(reached) > 1)
+                if once and ran and ran[0] in outcome.failed:
+                    for host in active:
+                        if host != ran[0] and self.hosts[host].active:
+                            self.hosts[host].status = HostStatus.STOPPED
+                step = dataclasses.replace(step, once=False)
+            super().after_step(step, active, outcome)
+
+    def ask(index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
+        send(("ansible", index, reached, once))
+        if receive is None:
+            raise RuntimeError("no way to ask the parent to run task %d" % index)
+        reply = receive()
+        if reply.get("op") != "ansible_done":
+            raise RuntimeError("unexpected request from the parent: %r" % (reply.get("op"),))
+        return reply
+
     planned = request["planned"]
     run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
                       PlayLevel(), request["options"])
@@ -477,6 +544,110 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
                           "included": s.included} for h, s in executor.hosts.items()},
             "ended": executor.ended, "max_fail_hit": executor.max_fail_hit}
+
+
+def _ansible_walk(wire: Dict[str, Any], index: int, given: Optional[Dict[str, Any]]) -> Any:
+    """A runner walk of a ``Where.ANSIBLE`` step, in the dispatcher, that never runs the task.
+
+    The runner's own walk decides whether a host reaches task ``index`` (its
+    saved block phases: a host in a rescue skips the rest of the body...), so
+    the walk with ``given`` None only records that (and whether a failure
+    there would be rescued) and stops. With ``given`` (Ansible's outcome for
+    the host) it applies the outcome as if the runner had run the task: a
+    failure enters the enclosing rescue or always, or fails the host;
+    notifications are queued; the end event carries the resulting state.
+    """
+    from ioc.agentless_runner.batch import BatchEnd, Failure, HostRun, failed_task_wire
+
+    class Walk(HostRun):
+        def __init__(self) -> None:
+            self.events: List[Dict[str, Any]] = []
+            super().__init__(wire, self.events.append)
+            self.reached: Optional[bool] = None
+
+        def run_task(self, key, task, scope, is_handler=False, report=None):
+            if key[0] != index or is_handler:
+                raise BatchEnd()
+            self.reached = bool(scope.rescuable)
+            if given is None:
+                raise BatchEnd()
+            for name in given.get("notify") or ():
+                if name not in self.notified:
+                    self.notified.append(name)
+            if given["ignored"]:
+                return None
+            if given["status"] == "unreachable":
+                raise BatchEnd()
+            if given["status"] == "failed":
+                return Failure(failed_task_wire(task), given["result"])
+            return None
+
+    walk = Walk()
+    walk.run()
+    return walk
+
+
+def _run_through_ansible(executor: Any, step: Any, active: List[str],
+                         ask: Callable[..., Dict[str, Any]]) -> Any:
+    """One ``Where.ANSIBLE`` step: find who reaches it, have Ansible run it, apply the outcome."""
+    from ioc.controller.play import HostStatus, StepOutcome
+
+    from ioc.model import WIRE_VERSION
+    from ioc.planner import wire_tree
+
+    index = step.index
+    tree = wire_tree(executor.plan.program.tree, step.start, step.end)
+
+    def wire(host: str) -> Dict[str, Any]:
+        # The walk never templates: the tree and the host's saved state are enough.
+        return {"v": WIRE_VERSION, "host": host, "start": step.start, "end": step.end,
+                "tree": tree, "handlers": [], "vars": {}, "options": {},
+                "state": executor.hosts[host].wire_state()}
+
+    reached: List[Tuple[str, bool]] = []
+    for host in active:
+        walk = _ansible_walk(wire(host), index, None)
+        if walk.reached is not None:
+            reached.append((host, walk.reached))
+    if step.once:
+        reached = reached[:1]
+    outcome = StepOutcome()
+    ran: List[str] = []  # the hosts Ansible ran the task for
+    #: (hosts that reached the task, hosts Ansible ran it for), for after_step.
+    executor.ansible_hosts = ([host for host, _ in reached], ran)
+    if not reached:
+        return outcome
+    LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
+    reply = ask(index, reached, bool(step.once))
+    for host, layers in (reply.get("vars") or {}).items():
+        state = executor.hosts.get(host)
+        if state is None:
+            continue
+        state.facts = {**state.facts, **layers.get("facts", {})}
+        state.runtime = {**state.runtime, **layers.get("runtime", {})}
+        state.included = {**state.included, **layers.get("include_vars", {})}
+    for host, _ in reached:
+        given = (reply.get("hosts") or {}).get(host)
+        if given is None:  # Ansible did not run it there (run_once decided at run time)
+            continue
+        state = executor.hosts[host]
+        ran.append(host)
+        if given["status"] == "unreachable" and not given["ignored"]:
+            state.status = HostStatus.UNREACHABLE
+            outcome.trouble[host] = "unreachable"
+            outcome.failed.append(host)
+            continue
+        # add_host/group_by: ioc's copy of the inventory follows (per loop item too).
+        items = given["result"].get("results")
+        for result in items if isinstance(items, list) else [given["result"]]:
+            if isinstance(result, dict) and not result.get("failed") and \
+                    not result.get("skipped") and given["status"] != "unreachable":
+                executor._inventory_effects(host, {"status": "ok", "result": dict(result)})
+        walk = _ansible_walk(wire(host), index, given)
+        state.absorb(walk.events[-1])
+        if given["status"] == "failed" and not given["ignored"]:
+            outcome.failed.append(host)
+    return outcome
 
 
 class Dispatcher:
@@ -535,6 +706,73 @@ class Dispatcher:
 # -- the strategy --------------------------------------------------------------------
 
 
+def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
+    """Ansible's play (its iterator) planned by ioc: (IR, PlannedPlay, explain text).
+
+    Raises :class:`Fallback` when the whole play must run through linear.
+    """
+    from ioc.controller.capabilities import runner_capabilities
+    from ioc.controller.playbook import PlannedPlay
+    from ioc.errors import IocError
+    from ioc.planner import explain, plan_play
+
+    caps = runner_capabilities()
+    converted = play_to_ir(iterator, loader, frozenset(caps.actions))
+    try:
+        plan = plan_play(converted.play, caps, fallback=converted.fallback)
+    except IocError as exc:
+        raise Fallback(str(exc)) from None
+    return converted, PlannedPlay(converted.play, plan), explain(plan)
+
+
+def foreign_steps(plan: Any) -> List[Any]:
+    """The plan's steps that run through Ansible."""
+    from ioc.planner import ControllerStep, Where
+
+    return [s for s in plan.steps if isinstance(s, ControllerStep) and s.where == Where.ANSIBLE]
+
+
+def print_plans(argv: Sequence[str]) -> int:
+    """``--plan``: each play's mitogen_batch plan, from ansible-playbook's arguments; runs nothing."""
+    check_ansible_version()
+    from ansible import context
+    from ansible.cli.playbook import PlaybookCLI
+    from ansible.executor.play_iterator import PlayIterator
+    from ansible.playbook import Playbook
+    from ansible.playbook.play_context import PlayContext
+    from ansible.plugins.loader import add_all_plugin_dirs, init_plugin_loader
+    try:
+        from ansible._internal._templating._engine import TemplateEngine as Templar
+    except ImportError:
+        from ansible.template import Templar  # type: ignore[no-redef]
+
+    cli = PlaybookCLI(["ansible-playbook", *argv])
+    cli.parse()
+    init_plugin_loader(list(context.CLIARGS.get("collections_path") or []))
+    for path in context.CLIARGS["args"]:
+        add_all_plugin_dirs(os.path.dirname(os.path.abspath(path)).encode())
+    loader, inventory, vm = cli._play_prereqs()
+    for path in context.CLIARGS["args"]:
+        book = Playbook.load(path, variable_manager=vm, loader=loader)
+        for play in book.get_plays():
+            loader.set_basedir(play._included_path or book._basedir)
+            all_vars = vm.get_vars(play=play)
+            play.post_validate(Templar(loader=loader, variables=all_vars))
+            new_play = play.copy()
+            new_play.post_validate(Templar(loader=loader, variables=all_vars))
+            new_play.handlers = new_play.compile_roles_handlers() + new_play.handlers
+            iterator = PlayIterator(inventory=inventory, play=new_play,
+                                    play_context=PlayContext(new_play, {}, None),
+                                    variable_manager=vm, all_vars=all_vars, start_at_done=False)
+            try:
+                _, _, text = plan_for(iterator, loader)
+            except Fallback as why:
+                text = "PLAY [%s]: runs whole with the linear strategy: %s" % (
+                    plain(new_play.get_name()), why)
+            print(text)
+    return 0
+
+
 def _build_strategy_class() -> type:
     check_ansible_version()
     from ansible.plugins.strategy import StrategyBase
@@ -560,22 +798,20 @@ def _build_strategy_class() -> type:
             return StrategyBase.run(self, iterator, play_context, play_run.run())
 
         def _prepare(self, iterator, play_context):
-            from ioc.controller.capabilities import runner_capabilities
-            from ioc.controller.playbook import PlannedPlay
-            from ioc.errors import IocError
-            from ioc.planner import plan_play
-
             if self._step or getattr(self, "debugger_active", False):
                 raise Fallback("--step and the task debugger need the linear strategy")
-            caps = runner_capabilities()
-            converted = play_to_ir(iterator, self._loader, frozenset(caps.actions))
-            try:
-                plan = plan_play(converted.play, caps)
-            except IocError as exc:
-                raise Fallback(str(exc)) from None
-            display.vvv("mitogen_batch: play %r runs natively in %d step(s)"
-                        % (converted.play.name, len(plan.steps)))
-            return converted, PlannedPlay(converted.play, plan)
+            converted, planned, text = plan_for(iterator, self._loader)
+            foreign = foreign_steps(planned.plan)
+            display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible"
+                       % (converted.play.name, len(planned.plan.steps), len(foreign)))
+            for step in foreign:
+                display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
+            display.vvv(text)
+            log = os.environ.get("IOC_BRIDGE_LOG")
+            if log:  # the plan beside the dispatcher's log of the steps it runs
+                with open(log, "a") as stream:
+                    stream.write(text + "\n")
+            return converted, planned
 
     StrategyModule.__module__ = __name__
     return StrategyModule
@@ -689,12 +925,105 @@ class _PlayRun:
                 self.host_left(*reply[1:])
             elif kind == "callback":
                 self.play_level(reply[1], reply[2])
+            elif kind == "ansible":
+                dispatcher.request(dict(self.through_ansible(*reply[1:]), op="ansible_done"))
             elif kind == "done":
                 summary = reply[1]
             elif kind == "error":
                 from ansible.errors import AnsibleError
                 raise AnsibleError("mitogen_batch: %s" % reply[1])
         return self.finish(summary or {})
+
+    def through_ansible(self, index: int, reached: List[Tuple[str, bool]],
+                        once: bool) -> Dict[str, Any]:
+        """Run task ``index`` through Ansible's own machinery, as linear does, for ``reached``.
+
+        Callbacks, stats, registered values, facts and notifications are
+        Ansible's own (``_queue_task`` and ``_process_pending_results``). What
+        ioc decides itself is put back: the iterator's and the TQM's view of
+        failed and unreachable hosts (ioc's summary sets them at the play's
+        end, as for native tasks), and a failure ioc's block rescues is
+        counted ``rescued``. The reply gives each host's outcome and every
+        play host's variables the task changed.
+        """
+        entry = self.program.entry(index)
+        self.ir_task = entry.task
+        self.task = task = self.converted.origin[id(entry.task)]
+        self.is_handler = False
+        rescuable = dict(reached)
+        hosts = [self.hosts[name] for name, _ in reached]
+        iterator, tqm, strategy = self.iterator, self.tqm, self.s
+        before = {name: self._layers(name) for name in self.hosts}
+        # Every play host's: a failed run_once task marks them all failed.
+        saved = {name: iterator.get_state_for_host(name).copy() for name in self.hosts}
+        removed = list(self.play._removed_hosts)
+        failed_hosts, unreachable_hosts = dict(tqm._failed_hosts), dict(tqm._unreachable_hosts)
+        results: List[Any] = []
+        for number, host in enumerate(hosts):
+            task_vars, templar = self._task_vars(host)
+            run_once = _bypasses(task) or bool(templar.template(task.run_once))
+            if number == 0:
+                self._template_name(host.name)
+                self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
+            strategy._blocked_hosts[host.name] = True
+            strategy._queue_task(host, task, task_vars, self.play_context)
+            del task_vars
+            if number == 0:
+                task.run_once = run_once  # after queueing the first host, as linear does
+            if run_once or once:
+                break
+            results.extend(strategy._process_pending_results(
+                iterator, max_passes=max(1, int(len(tqm._workers) * 0.1))))
+        if strategy._pending_results > 0:
+            results.extend(strategy._wait_on_pending_results(iterator))
+        strategy.update_active_connections(results)
+        outcomes: Dict[str, Dict[str, Any]] = {}
+        rescued: Dict[str, Any] = {}
+        for task_result in results:
+            host, outcome, raw, failed_task = _outcome(task_result)
+            state = iterator.get_state_for_host(host)
+            earlier = saved[host].handler_notifications if host in saved else []
+            outcome["notify"] = [plain(n) for n in state.handler_notifications if n not in earlier]
+            outcomes[host] = outcome
+            if outcome["status"] == "failed" and not outcome["ignored"] and rescuable.get(host):
+                # Ansible's iterator never walked the block: ioc rescues this failure.
+                tqm._stats.decrement("failures", host)
+                tqm._stats.increment("rescued", host)
+                rescued[host] = (failed_task, raw)
+        changed = {}
+        for name in self.hosts:
+            delta = _delta(before[name], self._layers(name))
+            if delta:
+                changed[name] = delta
+        for host, (failed_task, raw) in rescued.items():
+            # What linear gives the rescue (ioc's own walk gives its native tasks the same).
+            self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": failed_task,
+                                                   "ansible_failed_result": raw})
+        for name, state in saved.items():
+            iterator.set_state_for_host(name, state)
+        self.play._removed_hosts[:] = removed
+        tqm._failed_hosts.clear()
+        tqm._failed_hosts.update(failed_hosts)
+        tqm._unreachable_hosts.clear()
+        tqm._unreachable_hosts.update(unreachable_hosts)
+        return {"hosts": outcomes, "vars": changed}
+
+    def _task_vars(self, host: Any) -> Tuple[Dict[str, Any], Any]:
+        try:
+            from ansible._internal._templating._engine import TemplateEngine as Templar
+        except ImportError:
+            from ansible.template import Templar  # type: ignore[no-redef]
+
+        task_vars = self.vm.get_vars(play=self.play, host=host, task=self.task,
+                                     _hosts=self.s._hosts_cache, _hosts_all=self.s._hosts_cache_all)
+        self.s.add_tqm_variables(task_vars, play=self.play)
+        return task_vars, Templar(loader=self.s._loader, variables=task_vars)
+
+    def _layers(self, name: str) -> Dict[str, Dict[str, Any]]:
+        """A host's variable layers the dispatcher keeps, as Ansible's variable manager has them."""
+        return {"facts": _facts_of(self.vm, name),
+                "runtime": dict(self.vm._nonpersistent_fact_cache.get(name, {})),
+                "include_vars": dict(self.vm._vars_cache.get(name, {}))}
 
     def play_level(self, name: str, args: Sequence[Any]) -> None:
         from ansible.utils.display import Display
@@ -877,6 +1206,58 @@ class _PlayRun:
         return result
 
 
+def _bypasses(task: Any) -> bool:
+    """Whether the task's action plugin bypasses the host loop (runs once, like run_once)."""
+    from ansible.plugins.loader import action_loader
+
+    try:
+        action = action_loader.get(task.action, class_only=True, collection_list=task.collections)
+    except Exception:
+        return False
+    return bool(action and getattr(action, "BYPASS_HOST_LOOP", False))
+
+
+def _outcome(task_result: Any) -> Tuple[str, Dict[str, Any], Any, Any]:
+    """(host, outcome, Ansible's own result dict, the failed task as linear saves it).
+
+    The last two are what linear gives a rescue as ``ansible_failed_result``
+    and ``ansible_failed_task`` (2.21: ``dump_attrs()``, 2.19: ``serialize()``).
+    """
+    utr = getattr(task_result, "utr", None)
+    task = task_result.task
+    if utr is not None:  # ansible-core 2.21: HostTaskResult
+        failed, unreachable = bool(utr.failed), bool(utr.unreachable)
+        skipped, changed = bool(utr.skipped), bool(utr.changed)
+        ignored = bool(utr.ignore_errors) if failed else \
+            bool(utr.ignore_unreachable) if unreachable else False
+        raw = utr.as_result_dict()
+        failed_task = task.dump_attrs()
+    else:  # 2.19/2.20: _RawTaskResult, the task's own keywords decide (as their strategy)
+        failed, unreachable = task_result.is_failed(), task_result.is_unreachable()
+        skipped, changed = task_result.is_skipped(), task_result.is_changed()
+        ignored = bool(task.ignore_errors) if failed else \
+            bool(task.ignore_unreachable) if unreachable else False
+        raw = task_result._return_data
+        failed_task = task.serialize()
+    status = "failed" if failed else "unreachable" if unreachable else \
+        "skipped" if skipped else "ok"
+    result = {k: v for k, v in plain(raw or {}).items() if not str(k).startswith("_ansible_")}
+    return plain(task_result.host.name), {"status": status, "ignored": ignored,
+                                          "changed": changed, "result": result}, raw, failed_task
+
+
+def _delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """What changed in each layer (added or replaced names), as plain values."""
+    out = {}
+    for layer, values in after.items():
+        old = before.get(layer, {})
+        changed = {plain(k): plain(v) for k, v in values.items()
+                   if k not in old or (old[k] is not v and old[k] != v)}
+        if changed:
+            out[layer] = changed
+    return out
+
+
 def _facts_of(vm: Any, host: str) -> Dict[str, Any]:
     try:
         return dict(vm._fact_cache.get(host) or {})
@@ -1033,7 +1414,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--serve", action="store_true",
                         help="run as the strategy's dispatcher (internal: pipes on stdin/stdout)")
     parser.add_argument("--log", help="with --serve: append a debug log to this file")
+    parser.add_argument("--plan", nargs=argparse.REMAINDER, metavar="ANSIBLE-PLAYBOOK-ARGS",
+                        help="print each play's plan (which tasks run in which batch, which "
+                             "run through Ansible and why) for these ansible-playbook "
+                             "arguments; runs nothing")
     args = parser.parse_args(argv)
+    if args.plan is not None:
+        return print_plans(args.plan)
     if args.strategy_dir:
         print(strategy_dir())
         return 0

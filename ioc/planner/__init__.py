@@ -13,15 +13,20 @@ __all__ = ["TagFilter", "Batch", "Capabilities", "ControllerStep", "Where", "Ent
            "plan_play", "schedule", "wire_tree", "explain"]
 
 
-def plan_play(play, caps, per_task=False, tags=None):
+def plan_play(play, caps, per_task=False, tags=None, fallback=None):
     """Compile, check and schedule ``play``; raises PlanError before any host is touched.
 
     ``tags`` (a :class:`TagFilter`) leaves out the tasks ``--tags``/``--skip-tags`` filter.
+    ``fallback`` (``Task -> reason or None``) is given by a caller that can run
+    single tasks through Ansible (the mitogen_batch bridge): the tasks it names,
+    and those the capability check refuses, become ``Where.ANSIBLE`` steps
+    instead of a PlanError.
     """
     program = compile_play(play, tags)
-    check_program(program, caps)
+    foreign = check_program(program, caps, fallback)
     effects = analyze_program(program)
-    plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects))
+    plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
+                    foreign=foreign)
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
     others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
     return dataclasses.replace(plan, reads=reads, hostvars=others)
@@ -84,6 +89,8 @@ _RULES = (
     ("delegate_facts", "it writes another host's variables (L7.3)"),
     ("dynamic include", "the controller loads the file each host included (per item) and "
                         "splices its tasks in right after it, group after group (L7.8)"),
+    ("runs through Ansible", "ioc cannot run it natively: Ansible's own task machinery runs "
+                             "it for the hosts that reach it, between the batches around it"),
 )
 
 

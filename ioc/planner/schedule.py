@@ -17,6 +17,11 @@ makes one host's behaviour depend on other hosts or on the controller
   controller only has at a step boundary (lookups and controller files whose
   arguments are written inside the batch, reads of other hosts' runtime data).
 
+A task the caller says ioc cannot run natively (``foreign``: the Ansible
+bridge's modules without a native implementation, filters the runner lacks…)
+is a controller step of its own, ``Where.ANSIBLE``: the caller runs it through
+Ansible's own machinery between the batches before and after it.
+
 Every cut records its reason; ``explain()`` prints them.
 """
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Callable, FrozenSet, List, Optional, Tuple, Union
+from typing import Callable, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 from ioc.model import Play, Task
 from ioc.planner.program import Entry, Program
@@ -46,6 +51,7 @@ class Where:
     TARGET = "target"        #: on the host's own connection
     DELEGATE = "delegate"    #: on the connection of the host named by delegate_to
     CONTROLLER = "controller"  #: inside the controller process
+    ANSIBLE = "ansible"      #: through Ansible's own task machinery (mitogen_batch)
 
 
 @dataclass(frozen=True)
@@ -120,8 +126,13 @@ DataRule = Callable[[Entry, int], Optional[str]]
 
 
 def schedule(program: Program, per_task: bool = False,
-             data_rule: Optional[DataRule] = None) -> Plan:
-    """The ordered steps of ``program``; pure and deterministic."""
+             data_rule: Optional[DataRule] = None,
+             foreign: Optional[Mapping[int, str]] = None) -> Plan:
+    """The ordered steps of ``program``; pure and deterministic.
+
+    ``foreign`` maps the indices of tasks ioc does not run natively to the
+    reason: each becomes a ``Where.ANSIBLE`` step, cut before and after.
+    """
     steps: List[Step] = []
     start: Optional[int] = None
     last = -1
@@ -136,7 +147,7 @@ def schedule(program: Program, per_task: bool = False,
         if _skippable_flush(program, entry):
             continue
         last = entry.index
-        cut = classify(entry, program.play)
+        cut = classify(entry, program.play, (foreign or {}).get(entry.index))
         if cut.step is not None:
             close(entry.index, "before %s" % cut.step.reason)
             steps.append(cut.step)
@@ -159,10 +170,20 @@ def _skippable_flush(program: Program, entry: Entry) -> bool:
     return entry.implicit and entry.is_flush and not program.handlers
 
 
-def classify(entry: Entry, play: Play) -> Cut:
-    """The barrier rules of linear-semantics §9 that follow from one task."""
+def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
+    """The barrier rules of linear-semantics §9 that follow from one task.
+
+    ``foreign`` (the reason ioc cannot run the task natively) makes it a step
+    run through Ansible: once when Ansible runs it once (``run_once``, an
+    action that bypasses the host loop).
+    """
     task = entry.task
     where = "task %s (%s)" % (task.display_name, task.location)
+    if foreign and not entry.implicit:
+        once = _set(task.run_once) and not _templated(task.run_once)
+        return Cut(step=ControllerStep(entry.index, Where.ANSIBLE,
+                                       once or task.action in BYPASS_ACTIONS,
+                                       "runs through Ansible: %s: %s" % (foreign, where)))
     if entry.is_flush and any(_set(h.run_once) for h in play.handlers):
         cut = _implicit_cut(entry, play, where) if entry.implicit else Cut()
         return dataclasses.replace(cut, before=(

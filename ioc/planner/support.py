@@ -6,7 +6,7 @@ the task's ``file:line`` — never a run that silently differs from Ansible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Iterator, Mapping, Optional
+from typing import AbstractSet, Any, Callable, Dict, Iterator, Mapping, Optional
 
 import jinja2
 from jinja2 import nodes
@@ -33,22 +33,41 @@ class Capabilities:
     options: Mapping[str, AbstractSet[str]] = field(default_factory=dict)
 
 
-def check_program(program: Program, caps: Capabilities) -> None:
-    """Raise PlanError for the first construct ``program`` cannot run correctly."""
+def check_program(program: Program, caps: Capabilities,
+                  fallback: Optional[Callable[[Task], Optional[str]]] = None) -> Dict[int, str]:
+    """Raise PlanError for the first construct ``program`` cannot run correctly.
+
+    With ``fallback`` (the caller can run single tasks elsewhere: the Ansible
+    bridge), a task it names, or one ``check_task`` refuses, is not an error:
+    the returned map gives its index and why. Handlers and play-level
+    constructs still raise.
+    """
     _check_play(program.play)
     headed = set(program.include_heads)
+    foreign: Dict[int, str] = {}
     for entry in program.entries:
         if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed \
                 and entry.task.include_scope is None:
             raise PlanError("%s with a templated name or a loop is only supported in "
                             "ioc-run" % entry.task.action, entry.task.location)
-        if not entry.implicit:
-            check_task(entry.task, caps)
+        if entry.implicit:
+            continue
+        reason = fallback(entry.task) if fallback is not None else None
+        if reason is None:
+            try:
+                check_task(entry.task, caps)
+            except PlanError as exc:
+                if fallback is None:
+                    raise
+                reason = exc.message
+        if reason:
+            foreign[entry.index] = reason
     for handler in program.handlers:
         if handler.action in ("include_tasks", "include_role"):
             raise PlanError("%s in a handler is not supported yet" % handler.action,
                             handler.location)
         check_task(handler, caps)
+    return foreign
 
 
 #: The play keyword ``order`` (how the play's hosts are ordered, L1.4).

@@ -69,6 +69,11 @@ class Result:
         """The steps the dispatcher ran natively ("Batch 1-5 on 2 host(s)")."""
         return re.findall(r"(?:Batch|ControllerStep) \d+-\d+ on \d+ host\(s\)", self.log)
 
+    @property
+    def through_ansible(self) -> List[str]:
+        """The tasks the dispatcher had Ansible run ("AnsibleStep 3 on 2 host(s)")."""
+        return re.findall(r"AnsibleStep \d+ on \d+ host\(s\)", self.log)
+
     def without_ansible_warnings(self, text: Optional[str] = None) -> str:
         text = self.stdout if text is None else text
         return "".join(line for line in text.splitlines(True)
@@ -260,8 +265,10 @@ def test_registered_values_facts_and_set_fact_reach_later_plays(ansible, ansible
     assert "one-h1 one-h1-derived 3" in batch.stdout
     assert "one-h1-derived 0" in batch.stdout
     assert "one-h2 one-h2-derived hello" in batch.stdout
-    # Plays 1 and 2 are native (one batch each); play 3 has a module ioc lacks.
-    assert len(batch.steps) == 2, batch.log
+    # Plays 1 and 2 are one batch each; play 3 runs its module ioc lacks through
+    # Ansible, then its debug task natively.
+    assert len(batch.steps) == 3, batch.log
+    assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
 
 
 HELLO_MODULE = '''
@@ -279,24 +286,404 @@ if __name__ == "__main__":
 '''
 
 
-def test_a_play_with_a_module_ioc_lacks_falls_back_and_matches(ansible, ansible_python):
-    ansible.write("library/hello.py", HELLO_MODULE)
+#: A module ioc has no native implementation of: it runs through Ansible.
+GREET_MODULE = '''
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(who=dict(default="world"),
+                                              fail=dict(type="bool", default=False),
+                                              changed=dict(type="bool", default=False)),
+                           supports_check_mode=True)
+    if module.params["fail"]:
+        module.fail_json(msg="greeting %s failed" % module.params["who"])
+    module.exit_json(changed=module.params["changed"], greeting="hello " + module.params["who"])
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+MIXED_PLAY = """
+- hosts: web
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: before
+    - command: echo native-{{ inventory_hostname }}
+      register: native
+    - name: greet through ansible
+      greet:
+        who: "{{ native.stdout }}"
+      register: greeted
+    - name: native reads what ansible registered
+      debug:
+        msg: "{{ greeted.greeting }}"
+    - block:
+        - debug:
+            msg: in block
+        - name: greet fails on h2
+          greet:
+            fail: "{{ inventory_hostname == 'h2' }}"
+        - debug:
+            msg: after the failing task
+      rescue:
+        - debug:
+            msg: "rescued: {{ ansible_failed_result.msg }}"
+      always:
+        - debug:
+            msg: always
+    - name: greet notifies
+      greet:
+        changed: true
+      notify: handler
+    - debug:
+        msg: end
+  handlers:
+    - name: handler
+      debug:
+        msg: handled on {{ inventory_hostname }}
+- name: later
+  hosts: web
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: "later: {{ greeted.greeting }}"
+"""
+
+
+def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, ansible_python):
+    """Per-task fallback: only the ``library/`` module's tasks run through Ansible."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", MIXED_PLAY)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "hello native-h1" in batch.stdout and "rescued: greeting world failed" in batch.stdout
+    # h2's failure was rescued: h2 goes on, and into the later play, with the
+    # value Ansible registered for it.
+    assert "h2                         : ok=11   changed=2    unreachable=0    failed=0    " \
+           "skipped=0    rescued=1" in batch.stdout
+    assert '"msg": "later: hello native-h2"' in batch.stdout
+    # The tasks around the three greet tasks (3, 6, 10) ran natively, in batches.
+    assert batch.through_ansible == ["AnsibleStep 3 on 2 host(s)", "AnsibleStep 6 on 2 host(s)",
+                                     "AnsibleStep 10 on 2 host(s)"], batch.log
+    assert batch.steps == ["Batch 0-2 on 2 host(s)", "Batch 4-5 on 2 host(s)",
+                           "Batch 7-9 on 2 host(s)", "Batch 11-13 on 2 host(s)",
+                           "Batch 1-1 on 2 host(s)"], batch.log
+    # -vv names exactly those tasks and why; -vvv prints the plan.
+    verbose = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-vvv"])
+    said = [line for line in verbose.stdout.splitlines() if line.startswith("mitogen_batch: task")]
+    assert said == [
+        "mitogen_batch: task %d runs through Ansible: module greet has no native ioc "
+        "implementation: task %s (%s/play.yml:%d)" % (index, name, ansible.workdir, line)
+        for index, name, line in ((3, "greet through ansible", 8), (6, "greet fails on h2", 18),
+                                  (10, "greet notifies", 29))], verbose.stdout
+    assert "controller step (ansible): runs through Ansible: module greet" in verbose.stdout
+
+
+def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
+    """Ansible's own ssh connection for the fallback task, mitogen's for the batches."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", MIXED_PLAY)
+    inventory = ansible.write("hosts.ini", sshd.inventory_ini(["h1", "h2"], group="web",
+                                                              python=ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert len(batch.through_ansible) == 3 and len(batch.steps) == 5, batch.log
+
+
+def test_task_keywords_ioc_lacks_run_through_ansible(ansible, ansible_python):
+    """become, async and a templated environment, in a serial play, read like linear."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          serial: 1
+          tasks:
+            - command: whoami
+              register: me
+            - name: become
+              command: whoami
+              become: true
+              become_method: su
+              register: root
+            - name: async
+              command: echo async
+              async: 10
+              poll: 1
+            - name: templated environment
+              command: printenv FOO
+              environment: "{{ {'FOO': me.stdout + '-env'} }}"
+              register: env
+            - debug:
+                msg: "{{ me.stdout }} {{ root.stdout }} {{ env.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # Job ids, and whether a poll finds the job still running, vary from run to run.
+    jid = lambda text: re.sub(r"ASYNC POLL on .*\n", "", re.sub(r"jid=j[0-9.]+", "jid=-", text))
+    batch.stdout, linear.stdout = jid(batch.stdout), jid(linear.stdout)
+    assert_same_output(linear, batch)
+    user = subprocess.run(["whoami"], capture_output=True, text=True).stdout.strip()
+    assert '"msg": "%s root %s-env"' % (user, user) in batch.stdout
+    # One serial batch of hosts after the other: async and the environment go
+    # through Ansible in each, the tasks around them natively.
+    assert sum("async is not supported natively" in line for line in batch.log.splitlines()
+               if "AnsibleStep" in line) == 2, batch.log
+    assert sum("a templated environment" in line for line in batch.log.splitlines()
+               if "AnsibleStep" in line) == 2, batch.log
+    assert batch.steps.count("Batch 1-1 on 1 host(s)") == 2, batch.log
+
+
+def test_include_vars_and_pause_run_through_ansible(ansible, ansible_python):
+    """Their values come back from Ansible's variable manager to the native tasks after them."""
+    ansible.write("vars/extra.yml", "from_file: file value\nlisted: [1, 2]\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_vars: vars/extra.yml
+            - debug:
+                msg: "{{ from_file }} {{ listed | sum }}"
+            - pause:
+                seconds: 0
+              register: paused
+            - debug:
+                msg: "paused {{ paused.stop is defined }}"
+            - name: run_once propagates its result
+              command: echo once
+              run_once: true
+              become: true
+              become_method: su
+              register: once
+            - debug:
+                msg: "{{ once.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "file value 3"') == 2
+    # pause bypasses the host loop: Ansible runs it once, and (in 2.21) registers
+    # its result for that host only; a run_once task's result reaches every host.
+    assert batch.stdout.count('"msg": "paused True"') == 1
+    assert batch.stdout.count('"msg": "paused False"') == 1
+    assert batch.stdout.count('"msg": "once"') == 2
+    assert batch.through_ansible[:2] == ["AnsibleStep 1 on 2 host(s)",
+                                         "AnsibleStep 3 on 1 host(s)"], batch.log
+    assert batch.steps[:1] == ["Batch 2-2 on 2 host(s)"], batch.log
+
+
+def test_a_host_unreachable_in_a_task_run_through_ansible(ansible, ansible_python):
+    """Ansible finds the host unreachable; ioc drops it, later plays do not see it."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - greet:
+              register: greeted
+            - debug:
+                msg: "{{ greeted.greeting }}"
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: later
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, hosts=("h1",)) +
+                              "ghost ansible_host=127.0.0.1 ansible_port=1 "
+                              "ansible_connection=ssh\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 4, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "ghost                      : ok=0    changed=0    unreachable=1" in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
+    assert batch.steps == ["Batch 2-2 on 1 host(s)", "Batch 1-1 on 1 host(s)"], batch.log
+
+
+def test_add_host_and_group_by_run_through_ansible(ansible, ansible_python):
+    """Ansible changes its inventory; ioc's copy follows for the native tasks after them."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - add_host:
+                name: h3
+                groups: added
+                ansible_connection: local
+                ansible_python_interpreter: %s
+                color: blue
+            - group_by:
+                key: "by_{{ inventory_hostname }}"
+            - debug:
+                msg: "{{ groups['added'] }} {{ groups['by_h1'] | default([]) }} {{ group_names }}"
+        - hosts: added
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ color }} on {{ inventory_hostname }}"
+    """ % ansible_python)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "\"msg\": \"['h3'] ['h1'] ['by_h2', 'web']\"" in batch.stdout
+    assert '"msg": "blue on h3"' in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 1 host(s)", "AnsibleStep 2 on 2 host(s)"], \
+        batch.log
+    assert batch.steps == ["Batch 3-3 on 2 host(s)", "Batch 1-1 on 1 host(s)"], batch.log
+
+
+def test_a_failed_templated_run_once_through_ansible_stops_every_host(ansible, ansible_python):
+    """Ansible decides the templated run_once; when that one host fails, linear fails all."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once, templated, fails
+              greet:
+                fail: true
+              run_once: "{{ 1 == 1 }}"
+            - debug:
+                msg: after
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: later
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "after"' not in batch.stdout and '"msg": "later"' not in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
+
+
+def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
+    """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", MIXED_PLAY + """
+- name: second
+  hosts: web
+  gather_facts: false
+  tasks:
+    - include_tasks: other.yml
+""")
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update({"ANSIBLE_CONFIG": str(ansible.config), "PYTHONPATH": str(ROOT)})
+    r = subprocess.run([ansible_python, "-m", "ioc.ansible_bridge", "--plan", "-i",
+                        str(inventory), "play.yml"], cwd=str(ansible.workdir), env=env,
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "PLAY [web] (play.yml:1)"
+    ansible_steps = [line for line in lines if "controller step (ansible)" in line]
+    assert [line.split("task ")[-1] for line in ansible_steps] == [
+        "greet through ansible (play.yml:8)", "greet fails on h2 (play.yml:18)",
+        "greet notifies (play.yml:29)"]
+    assert "  step 1: batch of 3 task(s), 0-2; ends: before runs through Ansible" in lines[1]
+    assert lines[-1].startswith("PLAY [second]: runs whole with the linear strategy: "
+                                "include_tasks runs through Ansible's linear strategy (")
+
+
+def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
+    """ignore_errors, run_once, a block with only always, a failure that ends the host."""
+    ansible.write("library/greet.py", GREET_MODULE)
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
           tasks:
             - debug:
-                msg: before
-            - hello:
-              register: greeted
+                msg: start
+            - name: ignored failure
+              greet:
+                fail: "{{ inventory_hostname == 'h1' }}"
+              ignore_errors: true
+              register: ignored
             - debug:
-                var: greeted.greeting
+                msg: "ignored failed={{ ignored.failed | default(false) }}"
+            - name: once
+              greet:
+                who: once-{{ inventory_hostname }}
+              run_once: true
+              register: onced
+            - debug:
+                msg: "{{ onced.greeting }}"
+            - set_fact:
+                native_fact: "{{ onced.greeting }}-fact"
+            - block:
+                - name: fails on h2, no rescue
+                  greet:
+                    fail: "{{ inventory_hostname == 'h2' }}"
+              always:
+                - debug:
+                    msg: always runs with {{ native_fact }}
+            - debug:
+                msg: only h1 is left
+            - block:
+                - name: fails, rescued
+                  greet:
+                    fail: true
+              rescue:
+                - name: the rescue through Ansible reads the failure
+                  greet:
+                    who: "{{ ansible_failed_task.name }}: {{ ansible_failed_result.msg }}"
+                  register: told
+                - debug:
+                    msg: "{{ told.greeting }}"
+            - name: fails everywhere
+              greet:
+                fail: true
+            - debug:
+                msg: never
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "always runs with hello once-h1-fact" in batch.stdout
+    assert "never" not in batch.stdout.replace("TASK [debug]", "")
+    assert '"msg": "hello fails, rescued: greeting world failed"' in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 2 on 2 host(s)", "AnsibleStep 4 on 1 host(s)",
+                                     "AnsibleStep 7 on 2 host(s)", "AnsibleStep 10 on 1 host(s)",
+                                     "AnsibleStep 11 on 1 host(s)", "AnsibleStep 13 on 1 host(s)"], \
+        batch.log
+    assert len(batch.steps) == 5, batch.log
+
+
+def test_filters_and_lookups_the_runner_lacks_run_through_ansible(ansible, ansible_python):
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                size: 2048
+            - name: a filter the runner lacks
+              debug:
+                msg: "{{ size | int | human_readable }}"
+            - name: a lookup the runner lacks
+              set_fact:
+                timeout: "{{ lookup('config', 'DEFAULT_TIMEOUT') }}"
+            - debug:
+                msg: "{{ size }} {{ timeout }}"
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
-    assert batch.steps == [], "the play should have fallen back:\n%s" % batch.log
     assert_same_output(linear, batch)
+    assert '"msg": "2.00 KB"' in batch.stdout and '"msg": "2048 10"' in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 2 on 2 host(s)", "AnsibleStep 3 on 2 host(s)"], \
+        batch.log
+    assert batch.steps == ["Batch 1-1 on 2 host(s)", "Batch 4-4 on 2 host(s)"], batch.log
 
 
 def _junit_view(directory: Path) -> List[str]:

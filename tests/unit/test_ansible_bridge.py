@@ -57,3 +57,99 @@ def test_plain_unwraps_subclasses_into_builtins():
     assert value == {"k": ["v", 3, [1, 2]], "n": None}
     assert type(list(value)[0]) is str and type(value["k"][0]) is str
     assert type(value["k"][1]) is int
+
+
+# -- the per-task fallback's walk in the dispatcher ----------------------------------
+
+WALK_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: top
+      greet:
+    - block:
+        - debug: msg=one
+        - name: in body
+          greet:
+        - debug: msg=two
+      rescue:
+        - debug: msg=rescued
+    - block:
+        - name: always only
+          greet:
+      always:
+        - debug: msg=always
+"""
+
+
+def _walk_setup(tmp_path):
+    from ioc import loader
+    from ioc.controller.capabilities import runner_capabilities
+    from ioc.planner import plan_play
+
+    path = tmp_path / "play.yml"
+    path.write_text(WALK_PLAY)
+    play = loader.load_playbook(str(path)).plays[0]
+    plan = plan_play(play, runner_capabilities(),
+                     fallback=lambda t: "lacks greet" if t.action == "greet" else None)
+    steps = {plan.entries_of(s)[0].task.name: s for s in plan.steps
+             if getattr(s, "where", None) == "ansible"}
+    return plan, steps
+
+
+def _wire(plan, step, blocks=None):
+    from ioc.model import WIRE_VERSION
+    from ioc.planner import wire_tree
+
+    return {"v": WIRE_VERSION, "host": "h1", "start": step.start, "end": step.end,
+            "tree": wire_tree(plan.program.tree, step.start, step.end), "handlers": [],
+            "vars": {"inventory": {}, "play": {}, "extra": {}, "magic": {}},
+            "state": {"facts": {}, "runtime": {}, "include_vars": {}, "notified": [],
+                      "blocks": blocks or {}},
+            "options": {}}
+
+
+FAILED = {"status": "failed", "ignored": False, "changed": False,
+          "result": {"failed": True, "msg": "boom"}}
+
+
+def test_the_walk_finds_who_reaches_a_task_and_whether_a_failure_is_rescued(tmp_path):
+    plan, steps = _walk_setup(tmp_path)
+    top = ansible_bridge._ansible_walk(_wire(plan, steps["top"]), steps["top"].index, None)
+    assert top.reached is False  # reached, nothing to rescue it
+    body = steps["in body"]
+    assert ansible_bridge._ansible_walk(_wire(plan, body), body.index, None).reached is True
+    # A host that failed earlier in the block is in its rescue: it skips the body task.
+    skipped = ansible_bridge._ansible_walk(
+        _wire(plan, body, {"0": {"phase": "rescue", "failure": None}}), body.index, None)
+    assert skipped.reached is None
+
+
+def test_the_walk_applies_ansibles_outcome_as_the_runner_would(tmp_path):
+    plan, steps = _walk_setup(tmp_path)
+    top = ansible_bridge._ansible_walk(_wire(plan, steps["top"]), steps["top"].index, FAILED)
+    assert top.events[-1]["status"] == "failed"
+    body = steps["in body"]
+    rescued = ansible_bridge._ansible_walk(_wire(plan, body), body.index, FAILED)
+    end = rescued.events[-1]
+    assert end["status"] == "ok"
+    assert end["state"]["blocks"] == {"0": {"phase": "rescue", "failure": None}}
+    assert end["state"]["runtime"]["ansible_failed_result"] == {"failed": True, "msg": "boom"}
+    always = steps["always only"]
+    unrescued = ansible_bridge._ansible_walk(_wire(plan, always), always.index, FAILED)
+    saved = unrescued.events[-1]["state"]["blocks"]["1"]
+    assert saved["phase"] == "always" and saved["failure"]["result"]["msg"] == "boom"
+    ok = dict(FAILED, status="ok", changed=True, result={"changed": True}, notify=["h"])
+    notified = ansible_bridge._ansible_walk(_wire(plan, steps["top"]), steps["top"].index, ok)
+    assert notified.events[-1]["status"] == "ok"
+    assert notified.events[-1]["state"]["notified"] == ["h"]
+    ignored = dict(FAILED, ignored=True)
+    assert ansible_bridge._ansible_walk(_wire(plan, steps["top"]), steps["top"].index,
+                                        ignored).events[-1]["status"] == "ok"
+
+
+def test_delta_keeps_what_a_task_added_or_replaced():
+    before = {"facts": {"a": 1}, "runtime": {"r": {"x": 1}, "same": [1]}, "include_vars": {}}
+    after = {"facts": {"a": 1}, "runtime": {"r": {"x": 2}, "same": [1], "new": "v"},
+             "include_vars": {}}
+    assert ansible_bridge._delta(before, after) == {"runtime": {"r": {"x": 2}, "new": "v"}}
