@@ -42,7 +42,7 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ioc.model import Block, Group, Host, Inventory, Location, Play, Task
 
@@ -181,6 +181,24 @@ def _conditions(value: Any) -> Tuple[Any, ...]:
     return tuple(out)
 
 
+def _condition_origins(value: Any) -> Tuple[str, ...]:
+    """Where each condition was written, as Ansible's data tags say (``path:line:col``).
+
+    ansible-core names that position when a condition is not boolean; ""
+    where the condition carries no origin (or the release tags none).
+    """
+    try:
+        from ansible._internal._datatag._tags import Origin
+    except ImportError:  # pragma: no cover - every supported release has data tags
+        return ()
+    out = []
+    for cond in _as_list(value):
+        origin = Origin.get_tag(cond) if isinstance(cond, str) else None
+        out.append(str(origin) if origin is not None and origin.path and origin.line_num
+                   else "")
+    return tuple(out) if any(out) else ()
+
+
 def _opt_conditions(value: Any) -> Optional[Tuple[Any, ...]]:
     return _conditions(value) if _as_list(value) else None
 
@@ -242,6 +260,7 @@ class _Converter:
             location=_location(task),
             name=plain(task.name) or None,
             when=_conditions(task.when),
+            when_origins=_condition_origins(task.when),
             loop=plain(task.loop),
             loop_with=plain(task.loop_with) or None,
             loop_control=control if isinstance(control, dict) else {},
@@ -406,7 +425,7 @@ def _play_location(play: Any) -> Tuple[str, int]:
 # -- the dispatcher: ioc's controller in its own process ----------------------------
 
 
-def _write(stream: BinaryIO, obj: Any) -> None:
+def _write(stream: IO[bytes], obj: Any) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(struct.pack(">I", len(data)) + data)
     stream.flush()
@@ -832,7 +851,8 @@ class _PlayRun:
         #: Hosts failed in earlier plays are marked failed in the iterator (TQM.run).
         self.hosts = {h.name: h for h in strategy.get_hosts_left(iterator)
                       if not iterator.is_failed(h)}
-        self.task = None
+        #: The Ansible Task (or handler) whose step is being replayed.
+        self.task: Any = None
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
         self.ended = False

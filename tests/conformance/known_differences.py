@@ -8,24 +8,12 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-DELEGATE_VARS = (
-    "under delegate_to: h2, ansible prints \"h1 via h2\" for {{ ansible_host }} (the "
-    "delegate's), ioc \"h1 via unset\"; and set_fact with delegate_facts: true gives the "
-    "fact to h2 only in ansible (h1 prints \"h1 unset\"), to h1 as well in ioc (\"h1 h1\")")
-
-KNOWN_DIFFERENCES = {
-}
+KNOWN_DIFFERENCES: dict = {}
 
 
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
-KNOWN_DIFFERENCES_PLUGIN = {
-    "when_errors": (
-        "non-boolean when: ansible names where the expression was written, \"... value of "
-        "type 'str' at '<work>/when_errors.yml:13:13'. ...\", the bridge the expression, "
-        "\"... value of type 'str' at \\\"'abc'\\\". ...\" (the IR it builds from Ansible's "
-        "tasks carries no line:column for conditions; ioc-run's loader does)"),
-}
+KNOWN_DIFFERENCES_PLUGIN: dict = {}
 
 
 #: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run
