@@ -873,8 +873,11 @@ class _PlayRun:
                 "include_vars": plain(self.vm._vars_cache.get(name, {})),
             }
         cli = context.CLIARGS
+        from ansible.release import __version__
         options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
-                             forks=int(cli.get("forks") or 5))
+                             forks=int(cli.get("forks") or 5),
+                             # results shaped as this release's linear shapes them
+                             shape="2.19" if __version__.startswith("2.19.") else "2.21")
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options,

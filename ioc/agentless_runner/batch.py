@@ -125,6 +125,7 @@ class HostRun(object):
         self.tree = batch["tree"]
         self.handlers = batch.get("handlers", [])
         self.options = batch.get("options", {})
+        results.SHAPE[0] = self.options.get("shape", "2.21")
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
         self.play_vars = layers.get("play", {})
@@ -578,7 +579,8 @@ class HostRun(object):
                 return
             result[key] = value
             result[field + "_result"] = value
-            if field == "failed_when" and value and not result.get("msg"):
+            if field == "failed_when" and value and not result.get("msg") \
+                    and not results.legacy():
                 result["msg"] = ("Task failed: Action failed: A 'failed_when' expression "
                                  "evaluated to 'True'.")
 

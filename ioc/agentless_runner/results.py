@@ -7,6 +7,17 @@ CENSORED = ("the output has been hidden due to the fact that 'no_log: true' "
             "was specified for this result")
 
 
+#: The ansible-core release whose result shapes the runner reproduces: 2.21
+#: by default; the mitogen_batch strategy under ansible-core 2.19 asks for
+#: "2.19" (a run option, set for the whole runner at each batch).
+SHAPE = ["2.21"]
+
+
+def legacy():
+    """True when results take ansible-core 2.19's shapes."""
+    return SHAPE[0] == "2.19"
+
+
 def status_of(result):
     """``failed``, ``skipped`` or ``ok`` for one result dict."""
     if result.get("failed"):
@@ -27,31 +38,49 @@ def failed_result(msg, exception=None, **extra):
 
 def skipped_result(false_condition):
     """What a task (or item) whose ``when`` was false registers (L2.6, L3.3)."""
-    return {
+    out = {
         "changed": False,
         "failed": False,
         "skipped": True,
         "skip_reason": "Conditional result was False",
         "false_condition": false_condition,
     }
+    if legacy():
+        del out["failed"]  # 2.19 registers no ``failed`` on a skipped result
+    return out
 
 
 def normalize(result):
     """Fill in the keys every result has: ``changed`` and ``failed`` (ansible-core 2.21
     registers ``failed: false`` on skipped results too)."""
     result.setdefault("changed", False)
+    if legacy() and result.get("skipped") and not result.get("failed"):
+        result.pop("failed", None)
+        return result
     result["failed"] = bool(result.get("failed", False))
     return result
 
 
 def aggregate_loop(results):
     """The registered shape of a looped task from its per-item results (L2.6)."""
+    if not results and legacy():
+        return {"changed": False, "skipped": True,
+                "skipped_reason": "No items in the list", "results": []}
     if not results:
         return {"changed": False, "failed": False, "skipped": True,
                 "skip_reason": "No items in the list",
                 "skipped_reason": "No items in the list", "results": []}
     failed = any(r.get("failed") for r in results)
     skipped = all(r.get("skipped") for r in results)
+    if legacy():
+        # 2.19: ``skipped`` always, ``failed`` only when true
+        out = {"changed": False if skipped else any(r.get("changed") for r in results),
+               "results": results, "skipped": skipped}
+        if failed:
+            out["failed"] = True
+        out["msg"] = ("One or more items failed" if failed else
+                      "All items skipped" if skipped else "All items completed")
+        return out
     out = {
         "changed": any(r.get("changed") for r in results),
         "failed": failed,

@@ -84,6 +84,9 @@ class RunOptions:
     forks: int = 5
     #: Ship only the variables a step reads (off only to measure what it saves).
     closure: bool = True
+    #: Whose result shapes the runner reproduces: ansible-core "2.21" (ioc's
+    #: own) or "2.19" (mitogen_batch under that release).
+    shape: str = "2.21"
 
 
 @dataclass
@@ -706,6 +709,8 @@ class PlayExecutor:
 
     def _options(self, step: Step, active: List[str]) -> Dict[str, Any]:
         options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
+        if self.ctx.options.shape != "2.21":
+            options["shape"] = self.ctx.options.shape
         if any(e.is_flush for e in self.plan.entries_of(step)):
             chosen = self._once_handlers(active)
             if chosen:

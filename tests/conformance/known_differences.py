@@ -18,17 +18,4 @@ KNOWN_DIFFERENCES_PLUGIN: dict = {}
 
 #: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run
 #: (the playbooks of test_conformance.PLAYBOOKS_219).
-KNOWN_DIFFERENCES_PLUGIN_219 = {
-    # ioc's runner shapes results as ansible-core 2.21 does; a value registered
-    # and read in the same batch never passes through the bridge.
-    "changed_failed_when": (
-        "command with a non-zero rc: 2.19 says \"msg\": \"non-zero return code\", ioc "
-        "(2.21's command module) \"The command exited with a non-zero return code.\", in the "
-        "callback result and in the registered r1"),
-    "registered_shapes": (
-        "registered results as 2.21 shapes them: a skipped result (r_skip, and a skipped loop "
-        "item) has \"failed\": false, which 2.19 has not; the loop result r_loop has "
-        "\"failed\": false and no \"skipped\": false (2.19: the other way round); the empty "
-        "loop's r_empty has \"failed\": false and \"skip_reason\" beside 2.19's "
-        "\"skipped_reason\""),
-}
+KNOWN_DIFFERENCES_PLUGIN_219: dict = {}

@@ -11,6 +11,7 @@ import glob
 import os
 import shlex
 
+from ioc.agentless_runner import results
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
 
@@ -128,7 +129,8 @@ def _execute(args, ctx, r, cmd, shell, cwd):
         r["stdout"] = r["stdout"].rstrip("\r\n")
         r["stderr"] = r["stderr"].rstrip("\r\n")
     if rc != 0:
-        return _fail(r, "The command exited with a non-zero return code.")
+        return _fail(r, "non-zero return code" if results.legacy()
+                     else "The command exited with a non-zero return code.")
     return _add_lines(r)
 
 
