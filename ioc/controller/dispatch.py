@@ -18,7 +18,8 @@ import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
 from ioc.controller import bootstrap
-from ioc.controller.connection import ConnectionSpec, Connector, Unreachable
+from ioc.controller.connection import (BecomeFailed, BecomeSpec, ConnectionSpec, Connector,
+                                      Unreachable)
 
 LOG = logging.getLogger(__name__)
 
@@ -38,10 +39,23 @@ class HostCall:
     in_process: bool = False
     #: Module implementations the step's actions need on the target.
     modules: Tuple[str, ...] = ()
+    #: The identity the step runs as (None: the connection's own user).
+    become: Optional[BecomeSpec] = None
+    #: Set when the controller could not prepare the call: the host fails with it.
+    error: str = ""
 
     @property
     def connection(self) -> str:
         return self.via or self.host
+
+    @property
+    def context_key(self) -> str:
+        """One runner process: the connection, or its ``become`` child."""
+        return context_key(self.connection, self.become)
+
+
+def context_key(connection: str, become: Optional[BecomeSpec]) -> str:
+    return connection if become is None else "%s (%s)" % (connection, become.describe())
 
 
 #: (host, event) pairs; event None means the host's worker is finished.
@@ -75,13 +89,19 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
     if gate is not None:
         gate.acquire()
     try:
+        if call.error:
+            put((call.host, tracker.failed(call.error)))
+            return
         if call.in_process:
             runner_batch.HostRun(call.wire, lambda event: put((call.host, event))).run()
             return
         try:
-            ctx = connector.context(call.connection, call.spec)
+            ctx = connector.context(call.connection, call.spec, call.become)
         except Unreachable as exc:
             put((call.host, tracker.unreachable(str(exc))))
+            return
+        except BecomeFailed as exc:
+            put((call.host, tracker.failed(str(exc))))
             return
         _run_call(connector, ctx, call, tracker, put)
     except Exception as exc:  # never leave the main thread waiting on this host
@@ -149,6 +169,13 @@ class _Position:
         return {"e": "unreachable", "k": key, "status": "unreachable",
                 "result": {"unreachable": True, "msg": msg, "changed": False},
                 "started": self.open_key is not None}
+
+    def failed(self, msg: str) -> Dict[str, Any]:
+        """The host fails at its first step with ``msg`` (a failed ``become``)."""
+        event = self.unreachable(msg)
+        event.update(e="crash", status="failed",
+                     result={"failed": True, "changed": False, "msg": msg})
+        return event
 
     def crashed(self, msg: str) -> Dict[str, Any]:
         event = self.unreachable(msg)

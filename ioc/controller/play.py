@@ -10,13 +10,15 @@ from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller import bootstrap, closure, fetched, lookups, payloads
-from ioc.controller.connection import ConnectionSpec, Connector
-from ioc.controller.dispatch import HostCall, dispatch
+from ioc.controller import connection
+from ioc.controller.connection import BecomeSpec, ConnectionSpec, Connector
+from ioc.controller.dispatch import HostCall, context_key, dispatch
 from ioc.controller.transport import TransportReport
+from ioc.errors import ConnectionSetupError
 from ioc.model import WIRE_VERSION, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
 from ioc.planner.program import Entry, NumberedBlock
-from ioc.planner.schedule import Step
+from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Key, Replay, StepSink
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +83,8 @@ class RunOptions:
     forks: int = 5
     #: Ship only the variables a step reads (off only to measure what it saves).
     closure: bool = True
+    #: ``--ask-become-pass``: the password when no ``ansible_become_password`` is set.
+    become_password: Optional[str] = field(default=None, repr=False)
 
 
 @dataclass
@@ -263,7 +267,8 @@ class PlayExecutor:
         elif kind == "end":
             call = next(c for c in calls if c.host == host)
             if not call.in_process:
-                self.ctx.transport.count_call(call.connection, event.get("calls", 0))
+                self.ctx.transport.count_call(call.connection, event.get("calls", 0),
+                                              context=call.context_key)
                 sent, received = event.get("bytes", (0, 0))
                 self.ctx.transport.count_bytes(call.connection, sent, received)
         if kind in ("done", "item"):
@@ -404,10 +409,50 @@ class PlayExecutor:
         if via != host:
             wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
-        self._attach_payloads(wire, step, via)
+        try:
+            if spec.via:
+                spec = connection.resolve_via(via, spec, self.ctx.connection_of)
+            become = self._become(host, step, via)
+        except (TemplateError, ConnectionSetupError) as exc:
+            return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
+                            error=str(exc))
+        self._attach_payloads(wire, step, context_key(via, become))
         self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
-                        modules=self._modules_of(step))
+                        modules=self._modules_of(step), become=become)
+
+    def _become(self, host: str, step: Step, via: str) -> Optional[BecomeSpec]:
+        """The identity ``host`` runs ``step`` as (the planner made it one per step).
+
+        Ansible's rule: the task's ``become*`` keywords, overridden by the
+        ``ansible_become*`` variables (of the delegate, when delegating),
+        templated with the host's variables.
+        """
+        program = self.plan.program
+        entry = next((e for e in self.plan.entries_of(step) if identity_key(program, e) is not None),
+                     None)
+        task = identity_task(program, entry) if entry is not None else None
+        if task is None:
+            return None
+        state = self.hosts[host]
+        wire = {"host": host, "start": step.start, "end": step.end, "tree": [],
+                "vars": {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+                         "extra": self.static_layers["extra"],
+                         "magic": {**self.magic, "inventory_hostname": host,
+                                   "group_names": state.inventory_vars.get("group_names", [])}},
+                "state": state.wire_state()}
+        blocks = () if entry is None or entry.is_flush else program.parents[entry.index]
+        variables: Mapping[str, Any] = HostRun(wire, emit=None).variables(
+            to_wire(task), Scope(tuple(to_wire(b) for b in blocks)))
+        if via != host:
+            delegate = self.hosts[via].inventory_vars if via in self.hosts else {}
+            variables = {**{k: v for k, v in variables.items()
+                            if not k.startswith("ansible_become")},
+                         **{k: v for k, v in delegate.items() if k.startswith("ansible_become")}}
+        templar = Templar(variables)
+        return connection.become_for({k: getattr(task, k) for k in BECOME_KEYWORDS}, variables,
+                                     templar.template, self.ctx.options.become_password,
+                                     where="%s: " % task.location)
 
     def _modules_of(self, step: Step) -> Tuple[str, ...]:
         entries = self.plan.entries_of(step)

@@ -8,8 +8,9 @@ kinds of reads cannot wait for the runner:
   ``add_host``/``group_by``): they show the other hosts' state at the start of
   the step, which exists only at a step boundary — cut before the reader;
 * what the **controller** evaluates before a batch for each host: arguments
-  of lookups that read the controller, and the ``src`` of ``copy``,
-  ``template``, ``script`` and ``unarchive`` (with the loop that feeds it).
+  of lookups that read the controller, the ``src`` of ``copy``,
+  ``template``, ``script`` and ``unarchive`` (with the loop that feeds it),
+  and the ``become*`` keywords (they choose the runner the batch goes to).
   If such an argument reads a variable written earlier *in the same batch*,
   the controller cannot know it yet — cut before the task, so the value is
   carried state when the next batch starts.
@@ -69,7 +70,13 @@ def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
     if arg is not None and task.args.get(arg) is not None and not remote:
         names |= set(value_refs(task.args.get(arg), "args").names)
         names |= {r.name for r in effects.reads if r.field == "loop"}
+    names |= {r.name for r in effects.reads if r.field in BECOME_FIELDS}
     return frozenset(names - loop_names(task))
+
+
+#: Keywords that choose the identity (the runner) a batch runs in.
+BECOME_FIELDS = frozenset({"become", "become_user", "become_method", "become_flags",
+                           "become_exe"})
 
 
 def _writers(writes: Sequence[AbstractSet[str]], start: int, stop: int,
@@ -86,4 +93,6 @@ def _what(task: Task, effects: Effects) -> str:
     plugins = sorted({c.plugin or "?" for c in effects.lookups if c.plugin not in PURE_LOOKUPS})
     if plugins:
         return "lookup(%s)" % ", ".join(plugins)
+    if any(r.field in BECOME_FIELDS for r in effects.reads):
+        return "the become settings of the task"
     return "the controller file of %s" % task.action

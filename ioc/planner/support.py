@@ -15,6 +15,10 @@ from ioc.errors import PlanError
 from ioc.model import Play, Task
 from ioc.planner.effects import condition_source, template_strings
 from ioc.planner.program import Program
+from ioc.planner.schedule import IDENTITY_NEUTRAL, task_identity_key
+
+#: ``become_method`` values ioc runs (each is a mitogen connection method).
+BECOME_METHODS = ("sudo", "su")
 
 SUPPORTED_META = frozenset({"flush_handlers", "noop", "end_host", "end_play", "end_batch",
                             "clear_host_errors", "clear_facts", "refresh_inventory",
@@ -43,10 +47,16 @@ def check_program(program: Program, caps: Capabilities) -> None:
                             "file or role name is)" % entry.task.action, entry.task.location)
         if not entry.implicit:
             check_task(entry.task, caps)
+    identities = {}
     for handler in program.handlers:
         check_task(handler, caps)
         if handler.run_once not in (None, False):
             raise PlanError("run_once on a handler is not supported yet", handler.location)
+        if handler.action not in IDENTITY_NEUTRAL:
+            identities.setdefault(task_identity_key(handler), handler)
+            if len(identities) > 1:
+                raise PlanError("handlers that run as different become identities are not "
+                                "supported yet (a flush runs as one identity)", handler.location)
 
 
 def _check_play(play: Play) -> None:
@@ -65,8 +75,10 @@ def check_task(task: Task, caps: Capabilities) -> None:
     elif action not in caps.actions:
         raise PlanError("couldn't resolve module/action '%s'" % action, where)
     _check_options(task, caps)
-    if task.become not in (None, False):
-        raise PlanError("task keyword 'become' is not supported yet", where)
+    method = task.become_method
+    if method is not None and "{{" not in str(method) and str(method) not in BECOME_METHODS:
+        raise PlanError("become_method '%s' is not supported yet (%s are)"
+                        % (method, " and ".join(BECOME_METHODS)), where)
     if isinstance(task.run_once, str) and "{{" in task.run_once:
         raise PlanError("a templated run_once is not supported", where)
     if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
