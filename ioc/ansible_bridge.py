@@ -191,8 +191,6 @@ class _Converter:
             self.fail(task, "meta: %s runs through Ansible's linear strategy" % raw["_raw_params"])
         if action not in self.caps_actions and action != "meta":
             self.fail(task, "module %s has no native ioc implementation" % action)
-        if task.become:
-            self.fail(task, "become runs through Ansible's linear strategy")
         for keyword in ("async_val", "timeout"):
             if getattr(task, keyword, None):
                 self.fail(task, "%s runs through Ansible's linear strategy" % keyword)
@@ -241,6 +239,7 @@ class _Converter:
             run_once=plain(task.run_once) or None,
             any_errors_fatal=plain(task.any_errors_fatal) or None,
             throttle=plain(task.throttle) or None,
+            **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
         )
@@ -304,6 +303,17 @@ class _Converter:
         return tuple(out)
 
 
+def become_keywords(task: Any) -> Dict[str, Any]:
+    """The task's effective ``become*`` keywords (``--become``/``-b`` and
+    ``--become-user`` are Ansible's defaults for them), as the IR holds them."""
+    out: Dict[str, Any] = {}
+    for keyword in ("become", "become_user", "become_method", "become_flags", "become_exe"):
+        value = plain(getattr(task, keyword, None))
+        if value not in (None, ""):
+            out[keyword] = value
+    return out
+
+
 def _is_flush(block: Any) -> bool:
     tasks = list(block.block or ())
     return (len(tasks) == 1 and bool(getattr(tasks[0], "implicit", False))
@@ -360,6 +370,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         handlers=handlers,
         any_errors_fatal=plain(play.any_errors_fatal) or None,
         max_fail_percentage=plain(play.max_fail_percentage),
+        # Fact gathering runs under the play's become, as Ansible's own gather task.
+        become=become_keywords(gather_task) if gather_task is not None else {},
         basedir=plain(loader.get_basedir()),
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
@@ -615,7 +627,9 @@ class _PlayRun:
             }
         cli = context.CLIARGS
         options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
-                             forks=int(cli.get("forks") or 5))
+                             forks=int(cli.get("forks") or 5),
+                             # -K / --become-password-file (variables still win).
+                             become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options}
@@ -630,6 +644,16 @@ class _PlayRun:
             if host.name in hosts:
                 continue
             hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
+        # mitogen_via hosts (and theirs) need their connection settings too.
+        wanted = [str(h.vars["mitogen_via"]) for h in hosts.values() if h.vars.get("mitogen_via")]
+        while wanted:
+            name = wanted.pop()
+            host = inventory.get_host(name)
+            if name in hosts or host is None:
+                continue
+            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
+            if hosts[plain(host.name)].vars.get("mitogen_via"):
+                wanted.append(str(hosts[plain(host.name)].vars["mitogen_via"]))
         groups = {}
         for name, group in inventory.groups.items():
             groups[plain(name)] = Group(plain(name), hosts=tuple(
@@ -664,6 +688,7 @@ class _PlayRun:
             out["ansible_ssh_private_key_file"] = pc.private_key_file
         if "ansible_host_key_checking" not in out and not C.HOST_KEY_CHECKING:
             out["ansible_host_key_checking"] = False
+        out.update(_ssh_settings(full, out))
         return out
 
     # -- running ---------------------------------------------------------------------
@@ -870,6 +895,33 @@ class _PlayRun:
         return result
 
 
+#: The ssh connection plugin's options ioc's connections take, as variables.
+_SSH_OPTIONS = (("ssh_args", "ansible_ssh_args"), ("ssh_common_args", "ansible_ssh_common_args"),
+                ("ssh_extra_args", "ansible_ssh_extra_args"), ("timeout", "ansible_timeout"))
+
+
+def _ssh_settings(variables: Mapping[str, Any], have: Mapping[str, Any]) -> Dict[str, Any]:
+    """ssh_args, ssh_common_args, ssh_extra_args and timeout as Ansible's ssh
+    connection resolves them (variables, CLI, environment, ansible.cfg, default)."""
+    from ansible import constants as C
+    from ansible.plugins.loader import connection_loader
+
+    connection_loader.get("ssh", class_only=True)  # registers its options
+    out: Dict[str, Any] = {}
+    for option, variable in _SSH_OPTIONS:
+        if variable in have or (option == "timeout" and "ansible_ssh_timeout" in have):
+            continue
+        try:
+            value = C.config.get_config_value(option, plugin_type="connection",
+                                              plugin_name="ssh", variables=variables)
+        except Exception:  # an option this ansible-core does not have
+            LOG.debug("ssh option %s unavailable", option, exc_info=True)
+            continue
+        if value not in (None, ""):
+            out[variable] = plain(value)
+    return out
+
+
 def _facts_of(vm: Any, host: str) -> Dict[str, Any]:
     try:
         return dict(vm._fact_cache.get(host) or {})
@@ -897,6 +949,9 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
             data["_ansible_ignore_errors"] = True
         return TaskResult(host, task, data, task_fields=task.dump_attrs())
     utr_class = _task.UnifiedTaskResult
+    if result.get("_ioc_task_error") and status == "failed":
+        # The engine failed before the task ran (become): TaskExecutor's own words.
+        return HostTaskResult(host=host, task=task, utr=_engine_error(utr_class, task, data))
     items = data.pop("results", None) if task.loop or task.loop_with else None
     utr = _utr(utr_class, data, action)
     if isinstance(items, list):
@@ -918,6 +973,23 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                                                    source_is_module=False)
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
+    """A result as TaskExecutor makes it from an AnsibleError its connection raised."""
+    from ansible.errors import AnsibleError, AnsibleTaskError
+
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            raise AnsibleError(message)
+        except AnsibleError as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        return utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                                source_is_module=False)
 
 
 def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:

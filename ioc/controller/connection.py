@@ -2,7 +2,7 @@
 
 Settings come from the host's inventory variables, named as in Ansible
 (``ansible_connection``, ``ansible_host``, ``ansible_port``, ``ansible_user``,
-``ansible_ssh_private_key_file``, ``ansible_ssh_common_args``,
+``ansible_ssh_private_key_file``, ``ansible_ssh_args``, ``ansible_ssh_common_args``,
 ``ansible_ssh_extra_args``, ``ansible_python_interpreter``, ``mitogen_via``).
 One context is kept per inventory host for the whole run; that context *is*
 the ephemeral runner: a Python process in RAM on the target that mitogen
@@ -168,7 +168,7 @@ def spec_for(name: str, hostvars: Mapping[str, Any]) -> ConnectionSpec:
         return ConnectionSpec(transport="local", hostname=name,
                               python=str(python) if python else sys.executable, via=via)
     args = []
-    for key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+    for key in ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args"):
         if hostvars.get(key):
             args.extend(shlex.split(str(hostvars[key])))
     return ConnectionSpec(

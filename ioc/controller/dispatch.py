@@ -174,7 +174,9 @@ class _Position:
         """The host fails at its first step with ``msg`` (a failed ``become``)."""
         event = self.unreachable(msg)
         event.update(e="crash", status="failed",
-                     result={"failed": True, "changed": False, "msg": msg})
+                     result={"failed": True, "changed": False, "msg": msg,
+                             # an error of the engine, not of a module (see the bridge)
+                             "_ioc_task_error": True})
         return event
 
     def crashed(self, msg: str) -> Dict[str, Any]:

@@ -66,3 +66,8 @@ def open_keys_to_all(tmpdir: str) -> int:
 def user_id(name: str) -> int:
     import pwd
     return pwd.getpwnam(name).pw_uid
+
+
+def make_remote_tmp(name: str) -> None:
+    """``~/.ansible/tmp`` of ``name``, as Ansible's modules want it (no warning)."""
+    _run("su", name, "-c", "mkdir -p -m 700 ~/.ansible/tmp")
