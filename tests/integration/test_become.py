@@ -269,3 +269,34 @@ def test_a_become_runner_gets_its_modules_from_its_parent_not_over_the_wan(accou
         assert connector.context("t", spec, BecomeSpec(user=A, flags=("-H", "-S", "-n"))) is sudo
     finally:
         connector.shutdown()
+
+
+def test_a_play_level_become_costs_two_round_trips_more_than_none(accounts, tmp_path):
+    """Through a 150 ms delay proxy: the sudo runner costs the proxied connect and
+    mitogen's id allocation in the ssh runner, nothing per task."""
+    from benchmarks.common import inventory as bench_inventory
+    from benchmarks.delayproxy import DelayProxy
+
+    counts = {}
+    with DelayProxy(accounts.host, accounts.port, 0.150) as proxy:
+        hosts = tmp_path / "lat.ini"
+        hosts.write_text(bench_inventory(["lat1"], host=accounts.host, port=proxy.port,
+                                         user=accounts.user, key=accounts.client_key,
+                                         ssh_args=accounts.host_ssh_args, python=sys.executable))
+        for become in ("false", "true"):
+            book = tmp_path / ("become-%s.yml" % become)
+            book.write_text("- hosts: all\n  become: %s\n  tasks:\n" % become
+                            + "".join("    - command: echo %d\n" % i for i in range(20)))
+            runs = []
+            for _ in range(3):  # a loaded machine can make a window adjust look like a turn
+                if become == "true" and runs and min(runs) <= counts["false"] + 2:
+                    break
+                proxy.reset()
+                proc = subprocess.run([sys.executable, "-m", "ioc", str(book), "-i", str(hosts)],
+                                      capture_output=True, text=True, timeout=180,
+                                      cwd=str(ROOT), stdin=subprocess.DEVNULL)
+                assert proc.returncode == 0, proc.stdout + proc.stderr
+                assert proxy.wait_idle(30)
+                runs.append(proxy.totals()["round_trips"])
+            counts[become] = min(runs)
+    assert counts["true"] <= counts["false"] + 2, counts
