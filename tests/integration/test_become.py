@@ -300,3 +300,45 @@ def test_a_play_level_become_costs_two_round_trips_more_than_none(accounts, tmp_
                 runs.append(proxy.totals()["round_trips"])
             counts[become] = min(runs)
     assert counts["true"] <= counts["false"] + 2, counts
+
+
+def test_controller_files_reach_each_identitys_runner(tmp_path, accounts):
+    """Files travel once per runner: the sudo runner is another process than the ssh one."""
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "hello.txt").write_text("hello\n")
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: as root
+              copy: src=hello.txt dest=/home/{A}/root-{{{{ inventory_hostname }}}}
+            - name: as {A}
+              copy: src=hello.txt dest=/home/{A}/user-{{{{ inventory_hostname }}}}
+              become: true
+              become_user: {A}
+        """, inventory=inventory(accounts))
+    assert r.rc == 0, r.stdout + r.stderr
+    for host in ("h1", "h2"):
+        assert Path("/home/%s/root-%s" % (A, host)).stat().st_uid == 0
+        made = Path("/home/%s/user-%s" % (A, host))
+        assert made.read_text() == "hello\n" and made.stat().st_uid == users.user_id(A)
+
+
+def test_a_become_that_never_prompts_times_out_instead_of_hanging(tmp_path, accounts):
+    stuck = tmp_path / "stuck-su"
+    stuck.write_text("#!/bin/sh\nexec sleep 120\n")
+    stuck.chmod(0o755)
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: who
+              command: id -un
+              become: true
+              become_method: su
+              become_user: {A}
+              become_exe: {stuck}
+        """, inventory=inventory(accounts, ["h1"], extra="ansible_timeout=3"), timeout=60)
+    assert r.rc == 2, r.stdout + r.stderr
+    assert [e["result"]["msg"] for e in r.of("runner_failed")] == [
+        "Task failed: Timeout (3s) waiting for privilege escalation prompt: "]
