@@ -949,17 +949,19 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
             data["_ansible_ignore_errors"] = True
         return TaskResult(host, task, data, task_fields=task.dump_attrs())
     utr_class = _task.UnifiedTaskResult
-    if result.get("_ioc_task_error") and status == "failed":
-        # The engine failed before the task ran (become): TaskExecutor's own words.
-        return HostTaskResult(host=host, task=task, utr=_engine_error(utr_class, task, data))
     items = data.pop("results", None) if task.loop or task.loop_with else None
-    utr = _utr(utr_class, data, action)
+    engine = bool(result.get("_ioc_task_error")) and status == "failed"
+    if engine:
+        # The connection failed before the task ran (become): TaskExecutor's words.
+        utr = _engine_error(utr_class, task, data)
+    else:
+        utr = _utr(utr_class, data, action)
     if isinstance(items, list):
         utr.loop_results = [_utr(utr_class, dict(item), action) if isinstance(item, dict)
                             else item for item in items]
     elif items is not None:
         utr.result_data["results"] = items
-    if utr.failed and utr.exception and data.get("msg"):
+    if utr.failed and utr.exception and data.get("msg") and not engine:
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -988,8 +990,15 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
-        return utr_class._create_from_exception(atex, accept_result_contribution=True,
-                                                source_is_module=False)
+        utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                               source_is_module=False)
+    # A loop item keeps what identifies it (TaskExecutor's loop item context).
+    for key in ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop"):
+        if key in data:
+            utr.result_data[key] = data[key]
+    if "_ansible_item_label" in data:
+        utr.loop_item_label = data["_ansible_item_label"]
+    return utr
 
 
 def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:

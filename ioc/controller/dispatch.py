@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import mitogen.core
 import mitogen.select
@@ -20,6 +20,7 @@ from ioc.agentless_runner import batch as runner_batch
 from ioc.controller import bootstrap
 from ioc.controller.connection import (BecomeFailed, BecomeSpec, ConnectionSpec, Connector,
                                       Unreachable)
+from ioc.planner.schedule import IDENTITY_NEUTRAL
 
 LOG = logging.getLogger(__name__)
 
@@ -101,7 +102,16 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             put((call.host, tracker.unreachable(str(exc))))
             return
         except BecomeFailed as exc:
-            put((call.host, tracker.failed(str(exc))))
+            # As in Ansible, only what needs the identity fails: run the batch
+            # as the connection's user with every task that would connect
+            # failing with become's error.
+            try:
+                ctx = connector.context(call.connection, call.spec)
+            except Unreachable as lost:
+                put((call.host, tracker.unreachable(str(lost))))
+                return
+            call, marked = without_identity(call, str(exc))
+            _run_call(connector, ctx, call, tracker, put, marked, str(exc))
             return
         _run_call(connector, ctx, call, tracker, put)
     except Exception as exc:  # never leave the main thread waiting on this host
@@ -114,7 +124,8 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
 
 
 def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
-              tracker: "_Position", put: Callable[[Delivery], None]) -> None:
+              tracker: "_Position", put: Callable[[Delivery], None],
+              marked: Optional[Set[Tuple[int, int]]] = None, error: str = "") -> None:
     tracker.sent = len(mitogen.core.Message.pickled(call.wire).data)
     if call.modules:
         bootstrap.preload(connector.router, ctx, call.modules)
@@ -139,10 +150,70 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             tracker.see(value)
             if value.get("e") == "end":
                 value["bytes"] = [tracker.sent, tracker.received]
+                value["context"] = call.context_key
+            if marked and value.get("e") in ("done", "item") and value.get("status") == "failed" \
+                    and tuple(value.get("k") or ()) in marked \
+                    and isinstance(value.get("result"), dict):
+                value["result"]["_ioc_task_error"] = True
+                if "results" in value["result"] and "msg" in value["result"]:
+                    value["result"]["msg"] = error  # a loop: the error, not "items failed"
             put((call.host, value))
     finally:
         select.close()
         events.close()
+
+
+#: Keywords a task that fails for want of its identity no longer acts on:
+#: Ansible's connection error bypasses them (its loop, when, register and
+#: ignore_errors still apply: each item fails).
+_IDENTITY_DROPPED = ("changed_when", "failed_when", "until", "retries", "delay", "notify",
+                     "environment")
+
+
+def without_identity(call: HostCall, msg: str) -> Tuple[HostCall, Set[Tuple[int, int]]]:
+    """``call`` for a host whose ``become`` failed, and the step keys it fails.
+
+    Ansible reports become's error on the first task that connects; tasks
+    that never connect (``debug``, ``set_fact``...), skipped tasks,
+    ``ignore_errors`` and ``rescue`` behave as usual. So each task of the
+    batch that would connect becomes a ``fail`` with the error (keeping its
+    name, loop, ``when``, ``register``, ``ignore_errors``, ``no_log``), run
+    as the connection's user, which runs no module of the host's.
+    """
+    marked: Set[Tuple[int, int]] = set()
+
+    def task(wire: Dict[str, Any], key: Tuple[int, int]) -> Dict[str, Any]:
+        if wire.get("action") in IDENTITY_NEUTRAL:
+            return wire
+        marked.add(key)
+        out = {k: v for k, v in wire.items() if k not in _IDENTITY_DROPPED}
+        out.update(action="fail", args={"msg": msg},
+                   action_written=wire.get("action_written") or wire["action"])
+        return out
+
+    def nodes(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        out = []
+        for node in items:
+            if "t" in node:
+                node = dict(node, t=task(node["t"], (node["i"], 0)))
+            elif "b" in node:
+                node = dict(node, **{part: nodes(node.get(part) or [])
+                                     for part in ("block", "rescue", "always")})
+            out.append(node)
+        return out
+
+    wire = dict(call.wire, tree=nodes(call.wire["tree"]))
+    handlers = []
+    for number, handler in enumerate(call.wire.get("handlers") or []):
+        before = len(marked)
+        handlers.append(task(handler, (-1, number + 1)))
+        if len(marked) > before:  # a handler's key is [flush index, 1 + number]
+            marked.discard((-1, number + 1))
+            marked.update((flush, number + 1) for flush in range(call.wire["start"],
+                                                                 call.wire["end"]))
+    wire["handlers"] = handlers
+    modules = tuple(call.modules) + bootstrap.action_modules(["fail"])
+    return replace(call, wire=wire, become=None, modules=modules), marked
 
 
 class _Position:

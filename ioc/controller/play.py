@@ -268,7 +268,7 @@ class PlayExecutor:
             call = next(c for c in calls if c.host == host)
             if not call.in_process:
                 self.ctx.transport.count_call(call.connection, event.get("calls", 0),
-                                              context=call.context_key)
+                                              context=event.get("context", call.context_key))
                 sent, received = event.get("bytes", (0, 0))
                 self.ctx.transport.count_bytes(call.connection, sent, received)
         if kind in ("done", "item"):

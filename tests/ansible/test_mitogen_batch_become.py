@@ -108,6 +108,46 @@ def test_a_wrong_become_password_fails_that_host_like_linear(ansible, accounts):
         assert secret not in batch.stdout + batch.stderr + batch.log
 
 
+def test_without_its_identity_a_host_fails_like_linear(ansible, accounts):
+    """debug, skipped tasks, ignore_errors, rescue and loops around a failed become."""
+    ansible.write("play.yml", """
+        - name: become fails
+          hosts: web
+          gather_facts: false
+          become: true
+          tasks:
+            - debug: msg=before
+            - name: ignored
+              command: id -un
+              ignore_errors: true
+            - block:
+                - name: in block
+                  command: id -un
+              rescue:
+                - debug: msg="rescued {{ ansible_failed_result.msg }}"
+            - name: skipped
+              command: id -un
+              when: false
+            - name: looped
+              command: echo {{ item }}
+              loop: [1, 2]
+            - name: last
+              command: id -un
+    """)
+    common = "ansible_user=%s ansible_ssh_private_key_file=%s ansible_ssh_common_args='%s'" % (
+        B, accounts.client_key, CLIENT_OPTIONS)
+    inventory = ansible.write("hosts.ini", "[web]\n" + "".join(
+        "%s ansible_host=%s ansible_port=%d ansible_python_interpreter=%s %s %s\n"
+        % (h, accounts.host, accounts.port, TARGET_PYTHON, common, extra) for h, extra in (
+            ("h1", "ansible_become_password=%s" % WRONG_PASSWORD),
+            ("h2", "ansible_become_password=%s" % B_PASSWORD), ("h3", ""))))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert "rescued Task failed: Incorrect sudo password" in linear.stdout
+    assert batch.steps, batch.log
+    assert_same_output(linear, batch)
+
+
 def test_ask_become_pass_reaches_the_runner(ansible, accounts):
     """-K: Ansible's PlayContext password, used where no variable sets one."""
     ansible.write("play.yml", """

@@ -342,3 +342,52 @@ def test_a_become_that_never_prompts_times_out_instead_of_hanging(tmp_path, acco
     assert r.rc == 2, r.stdout + r.stderr
     assert [e["result"]["msg"] for e in r.of("runner_failed")] == [
         "Task failed: Timeout (3s) waiting for privilege escalation prompt: "]
+
+
+def test_without_its_identity_a_host_fails_only_the_tasks_that_connect(tmp_path, accounts):
+    """As in Ansible: debug still runs, when: false still skips, ignore_errors,
+    rescue, loops (each item fails) and register still apply."""
+    hosts = (inventory(accounts, ["h1"], user=B, extra="ansible_become_password=%s" % WRONG_PASSWORD)
+             + inventory(accounts, ["h2"], user=B, extra="ansible_become_password=%s" % B_PASSWORD))
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          become: true
+          tasks:
+            - name: before
+              debug: msg="before"
+            - name: ignored
+              command: id -un
+              register: tried
+              ignore_errors: true
+            - name: seen
+              debug: msg="{{ tried.msg | default(tried.stdout) }}"
+            - block:
+                - name: in block
+                  command: id -un
+              rescue:
+                - name: rescue
+                  debug: msg="rescued {{ ansible_failed_result.msg }}"
+            - name: skipped
+              command: id -un
+              when: false
+            - name: looped
+              command: echo {{ item }}
+              loop: [1, 2]
+            - name: last
+              command: id -un
+        """, inventory=hosts)
+    assert r.rc == 2, r.stdout + r.stderr
+    wrong = "Task failed: Incorrect sudo password"
+    h1 = [(e["event"], e["task"]) for e in r.events if e.get("host") == "h1"
+          and e["event"] in ("runner_ok", "runner_failed", "runner_skipped",
+                             "runner_item_failed")]
+    assert h1 == [("runner_ok", "before"), ("runner_failed", "ignored"), ("runner_ok", "seen"),
+                  ("runner_failed", "in block"), ("runner_ok", "rescue"),
+                  ("runner_skipped", "skipped"), ("runner_item_failed", "looped"),
+                  ("runner_item_failed", "looped"), ("runner_failed", "looped")]
+    msgs = {e["task"]: e["result"]["msg"] for e in r.of("runner_ok") if e["host"] == "h1"}
+    assert msgs["seen"] == wrong and msgs["rescue"] == "rescued " + wrong
+    assert r.recap["h1"] == {"ok": 4, "changed": 0, "unreachable": 0, "failures": 1,
+                             "skipped": 1, "rescued": 1, "ignored": 1}
+    assert stdout_of(r, "last") == {"h2": "root"}
