@@ -111,7 +111,7 @@ def become_for(keywords: Mapping[str, Any], variables: Mapping[str, Any],
                 break
     if not _truthy(template(settings["become"])):
         return None
-    method = str(template(settings["become_method"]) or "sudo")
+    method = short_method(str(template(settings["become_method"]) or "sudo"))
     if method not in BECOME_METHODS:
         raise ConnectionSetupError("%sbecome_method %r is not supported (%s are)"
                                    % (where, method, " and ".join(BECOME_METHODS)))
@@ -124,6 +124,14 @@ def become_for(keywords: Mapping[str, Any], variables: Mapping[str, Any],
                       flags=tuple(shlex.split(str(flags or ""))),
                       exe=str(template(exe)) if exe else None,
                       password=None if secret in (None, "") else str(secret))
+
+
+def short_method(method: str) -> str:
+    """``ansible.builtin.sudo`` (and ``ansible.legacy.*``) is ``sudo``."""
+    for prefix in ("ansible.builtin.", "ansible.legacy."):
+        if method.startswith(prefix):
+            return method[len(prefix):]
+    return method
 
 
 def _truthy(value: Any) -> bool:
@@ -316,7 +324,7 @@ class Connector:
                 return self.router.sudo(sudo_path=become.exe or "sudo",
                                         sudo_args=list(become.flags), **kwargs)
             if become.flags:
-                raise BecomeFailed("become_flags %r are not supported with su"
+                raise BecomeFailed("Task failed: become_flags %r are not supported with su"
                                    % " ".join(become.flags))
             return self.router.su(su_path=become.exe or "su", **kwargs)
         except mitogen.core.ChannelError as exc:

@@ -76,7 +76,9 @@ def check_task(task: Task, caps: Capabilities) -> None:
         raise PlanError("couldn't resolve module/action '%s'" % action, where)
     _check_options(task, caps)
     method = task.become_method
-    if method is not None and "{{" not in str(method) and str(method) not in BECOME_METHODS:
+    if method is not None and "{{" not in str(method) and \
+            str(method).replace("ansible.builtin.", "").replace("ansible.legacy.", "") \
+            not in BECOME_METHODS:
         raise PlanError("become_method '%s' is not supported yet (%s are)"
                         % (method, " and ".join(BECOME_METHODS)), where)
     if isinstance(task.run_once, str) and "{{" in task.run_once:

@@ -66,6 +66,10 @@ def test_the_password_is_never_in_the_repr():
     assert "hunter2-x" not in repr(spec) and "hunter2-x" not in spec.describe()
 
 
+def test_a_builtin_method_may_be_written_in_full():
+    assert become_for({"become": True, "become_method": "ansible.builtin.su"}, {}).method == "su"
+
+
 def test_an_unsupported_method_is_an_error_naming_it():
     with pytest.raises(ConnectionSetupError, match="become_method 'doas' is not supported"):
         become_for({"become": True, "become_method": "doas"}, {}, where="play.yml:3: ")
