@@ -243,6 +243,9 @@ PARENT_MODULES = {"sudo": ("mitogen.parent", "mitogen.sudo"),
                   "su": ("mitogen.parent", "mitogen.su"),
                   "ssh": ("mitogen.parent", "mitogen.ssh")}
 
+#: Seconds ``reset`` waits for a runner to end before going on without it.
+SHUTDOWN_TIMEOUT = 10.0
+
 #: A context is cached per (inventory name, identity); None is the connection's own.
 Key = Tuple[str, Optional[BecomeSpec]]
 
@@ -256,6 +259,8 @@ class Connector:
         bootstrap.configure(self.router)
         bootstrap.warm(self.router)
         self.contexts: Dict[Key, mitogen.core.Context] = {}
+        #: The context each one was started from (become child, mitogen_via hop).
+        self._parent: Dict[Key, Key] = {}
         self._lock = threading.Lock()
         self._key_locks: Dict[Key, threading.Lock] = {}
         self._forks = threading.BoundedSemaphore(max(1, forks))
@@ -279,36 +284,62 @@ class Connector:
                 ctx = self.contexts.get(key)
             if ctx is not None:
                 return ctx
+            parent_key: Optional[Key] = None
             if become is not None:
                 ctx = self._become(host, spec, self.context(host, spec), become)
+                parent_key = (host, None)
             else:
                 parent = self.context(spec.via, spec.via_spec) \
                     if spec.via and spec.via_spec is not None else None
                 if parent is not None:
                     bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
+                    parent_key = (spec.via, None)
                 with self._forks:
                     ctx = self._connect_with_retries(host, spec, parent)
             bootstrap.preload(self.router, ctx)
             with self._lock:
                 self.contexts[key] = ctx
+                if parent_key is not None:
+                    self._parent[key] = parent_key
             return ctx
 
     def forget(self, host: str) -> None:
-        """Drop every context of ``host`` (its connection was lost)."""
+        """Drop every context of ``host`` and those started from them (connection lost)."""
         with self._lock:
-            for key in [k for k in self.contexts if k[0] == host]:
+            for key in self._behind(host):
                 del self.contexts[key]
+                self._parent.pop(key, None)
 
     def reset(self, host: str) -> None:
-        """End ``host``'s runners; the next call connects afresh (reset_connection)."""
+        """End ``host``'s runners; the next call connects afresh (reset_connection).
+
+        Runners started from them (become children, hosts reached with
+        ``mitogen_via`` through this one) end first, deepest first: a runner
+        does not exit while a child it started is still connected, and a
+        child's end is only seen through the runner that started it.
+        """
         with self._lock:
-            keys = [k for k in self.contexts if k[0] == host]
+            keys = self._behind(host)
             contexts = [self.contexts.pop(k) for k in keys]
-        for ctx in reversed(contexts):
+            for key in keys:
+                self._parent.pop(key, None)
+        for ctx in contexts:
             try:
-                ctx.shutdown(wait=True)
-            except mitogen.core.Error:
-                pass
+                ctx.shutdown(wait=False).get(timeout=SHUTDOWN_TIMEOUT)
+            except (mitogen.core.Error, mitogen.core.TimeoutError):
+                LOG.info("%s: a runner did not end within %ss", host, SHUTDOWN_TIMEOUT)
+
+    def _behind(self, host: str) -> List[Key]:
+        """``host``'s context keys and every key started from one, deepest first."""
+        def chain(key: Key) -> List[Key]:
+            out = [key]
+            while out[-1] in self._parent and len(out) <= len(self._parent):
+                out.append(self._parent[out[-1]])
+            return out
+
+        chains = {k: chain(k) for k in self.contexts}
+        return sorted((k for k, c in chains.items() if any(hop[0] == host for hop in c)),
+                      key=lambda k: -len(chains[k]))
 
     def _become(self, host: str, spec: ConnectionSpec, parent: mitogen.core.Context,
                 become: BecomeSpec) -> mitogen.core.Context:

@@ -391,3 +391,26 @@ def test_without_its_identity_a_host_fails_only_the_tasks_that_connect(tmp_path,
     assert r.recap["h1"] == {"ok": 4, "changed": 0, "unreachable": 0, "failures": 1,
                              "skipped": 1, "rescued": 1, "ignored": 1}
     assert stdout_of(r, "last") == {"h2": "root"}
+
+
+def test_reset_connection_ends_the_become_runner_too(tmp_path, accounts):
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          become: true
+          become_user: {A}
+          tasks:
+            - name: first
+              shell: echo $PPID $(id -un)
+            - name: reset
+              meta: reset_connection
+            - name: second
+              shell: echo $PPID $(id -un)
+        """, "-vvvv", inventory=inventory(accounts), timeout=120)
+    assert r.rc == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # Children end before the runner they were started from: no waiting out a timeout.
+    assert "did not end" not in r.stderr
+    first, second = stdout_of(r, "first"), stdout_of(r, "second")
+    for host in ("h1", "h2"):
+        assert first[host].split()[1] == second[host].split()[1] == A
+        assert first[host].split()[0] != second[host].split()[0]  # a new runner

@@ -96,3 +96,26 @@ def test_a_via_loop_fails_the_host_with_a_clear_message(tmp_path, sshd):
     assert {e["host"]: e["result"]["msg"] for e in r.of("runner_failed")} == {
         "a": "host a: mitogen_via loops: a -> b -> a"}
     assert [e["host"] for e in r.of("runner_ok")] == ["d"]
+
+
+def test_resetting_the_via_host_reconnects_the_hosts_behind_it(tmp_path, sshd):
+    hosts = sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"], "mitogen_via=a")
+    r = ioc_run(tmp_path, """
+        - hosts: a,b
+          gather_facts: false
+          tasks:
+            - name: first
+              shell: echo $PPID
+            - name: reset a
+              meta: reset_connection
+              when: inventory_hostname == 'a'
+            - name: second
+              shell: echo $PPID
+        """, "-vvvv", inventory=hosts, timeout=120)
+    assert r.rc == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "did not end" not in r.stderr
+    pids = {(e["task"], e["host"]): e["result"]["stdout"] for e in r.of("runner_ok")
+            if e["task"] in ("first", "second")}
+    assert len(pids) == 4
+    assert pids[("first", "a")] != pids[("second", "a")]  # a new runner on a...
+    assert pids[("first", "b")] != pids[("second", "b")]  # ...and so a new one for b
