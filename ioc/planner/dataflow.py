@@ -23,7 +23,7 @@ from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
-from ioc.planner.schedule import DataRule
+from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule
 
 #: Actions whose controller file the controller resolves per host (see
 #: ``controller/payloads.py``), with the argument that names it.
@@ -47,12 +47,16 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
         if cross:
             return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
         needed = controller_reads(entry.task, effects[index])
+        if entry.task.action not in IDENTITY_NEUTRAL:
+            needed |= BECOME_VARS  # they choose the runner too (set_fact can change them)
         if not needed:
             return None
         written = _writers(writes, start, index, needed)
         if written:
+            what = "the become settings of the task" if all(
+                n in BECOME_VARS for n, _ in written) else _what(entry.task, effects[index])
             return "%s: the controller evaluates %s before a batch, and %s" % (
-                where, _what(entry.task, effects[index]), "; ".join(
+                where, what, "; ".join(
                     "'%s' is written by task %d" % (name, at) for name, at in written))
         return None
 
@@ -74,6 +78,10 @@ def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
     return frozenset(names - loop_names(task))
 
 
+#: Variables that override the become keywords (Ansible's connection variables).
+BECOME_VARS = frozenset({"ansible_become", "ansible_become_user", "ansible_become_method",
+                         "ansible_become_flags", "ansible_become_exe",
+                         "ansible_become_password", "ansible_become_pass"})
 #: Keywords that choose the identity (the runner) a batch runs in.
 BECOME_FIELDS = frozenset({"become", "become_user", "become_method", "become_flags",
                            "become_exe"})
