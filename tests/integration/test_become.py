@@ -414,3 +414,20 @@ def test_reset_connection_ends_the_become_runner_too(tmp_path, accounts):
     for host in ("h1", "h2"):
         assert first[host].split()[1] == second[host].split()[1] == A
         assert first[host].split()[0] != second[host].split()[0]  # a new runner
+
+
+def test_fetch_and_copy_under_become_stay_in_one_batch(tmp_path, accounts):
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          become: true
+          become_user: {A}
+          tasks:
+            - name: private
+              copy: dest=/home/{A}/private-{{{{ inventory_hostname }}}} content=mine mode="0600"
+            - name: fetch
+              fetch: src=/home/{A}/private-{{{{ inventory_hostname }}}} dest={tmp_path}/got/ flat=true
+        """, inventory=inventory(accounts))
+    assert r.rc == 0, r.stdout + r.stderr
+    assert (tmp_path / "got" / "private-h1").read_text() == "mine"
+    assert r.calls == {"h1": 1, "h2": 1}
