@@ -480,8 +480,11 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
                       PlayLevel(), request["options"])
     run.memory = request["memory"]
+    run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
+    run._removed_in_play = set(request.get("removed") or ())
     base = run._executor(planned, list(request["hosts"]), connector)
     executor = Executor(base.plan, base.hosts, base.ctx, base.static_layers, base.magic)
+    executor.removed = base.removed
     executor.run()
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
                           "included": s.included} for h, s in executor.hosts.items()},
@@ -632,7 +635,11 @@ class _PlayRun:
                              become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
-                "options": options}
+                "options": options,
+                # ansible_play_hosts_all/ansible_play_hosts span every serial batch
+                "hosts_all": [plain(n) for n in (self.s._hosts_cache_all or names)],
+                "removed": [plain(n) for n in getattr(self.play, "_removed_hosts", ())
+                            if n not in names]}
 
     def _inventory(self) -> Inventory:
         from ansible import constants as C
@@ -786,7 +793,7 @@ class _PlayRun:
         elif kind == "retry":
             self.tqm.send_callback("v2_runner_retry",
                                    _result(host, self.task, event["result"], self.ir_task.action,
-                                           "ok"))
+                                           "ok", retry=True))
         elif kind in ("done", "unreachable", "crash"):
             self.final(host, event)
 
@@ -930,7 +937,7 @@ def _facts_of(vm: Any, host: str) -> Dict[str, Any]:
 
 
 def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: str,
-            ignored: bool = False) -> Any:
+            ignored: bool = False, retry: bool = False) -> Any:
     """A task result as Ansible's callbacks receive it, for this ansible-core."""
     data = {k: v for k, v in result.items() if not k.startswith("_ioc_")}
     if status == "failed":
@@ -942,12 +949,8 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
     try:
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
-    except ImportError:  # ansible-core 2.19/2.20: TaskResult(host, task, dict, fields)
-        from ansible.executor.task_result import TaskResult
-
-        if ignored:
-            data["_ansible_ignore_errors"] = True
-        return TaskResult(host, task, data, task_fields=task.dump_attrs())
+    except ImportError:  # ansible-core 2.19/2.20
+        return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
     engine = bool(result.get("_ioc_task_error")) and status == "failed"
@@ -961,7 +964,10 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                             else item for item in items]
     elif items is not None:
         utr.result_data["results"] = items
-    if utr.failed and utr.exception and data.get("msg") and not engine:
+    if isinstance(items, list):
+        # 2.21 builds a loop's overall result from its items: it has no error of its own.
+        utr.exception = None
+    elif utr.failed and utr.exception and data.get("msg") and not engine:
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -999,6 +1005,75 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
     if "_ansible_item_label" in data:
         utr.loop_item_label = data["_ansible_item_label"]
     return utr
+
+
+def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
+                     status: str, retry: bool = False) -> Any:
+    """2.19/2.20: the ``_RawTaskResult`` a worker sends, over the result dict.
+
+    ``TaskQueueManager.send_callback`` turns it into the callbacks' copy
+    (``as_callback_task_result``: no ``failed``/``skipped`` keys, internal keys
+    stripped, ``no_log`` censored), as for linear's own results. A failure is
+    worded as 2.19's ``TaskExecutor._execute`` words it, per loop item too
+    (``_execute`` runs once per item): ``exception`` becomes the error summary
+    of "Task failed: Action failed: <msg>" / "Module failed: <msg>" with the
+    task's origin.
+
+    Every loop item has an ``_ansible_item_label`` (2.19 always templates one). A
+    retry (``v2_runner_retry``) is 2.19's: ``attempts`` is the attempt that
+    failed (2.21 and ioc count the one about to run), and inside a loop it
+    carries no loop variable (2.19 adds that once the item is done).
+    """
+    from ansible.executor.task_result import _RawTaskResult
+
+    data.pop("changed_when_result", None)  # 2.21's key; 2.19 only sets ``changed``
+    if data.get("results") == [] and "skipped_reason" in data:  # an empty loop: 2.19's words
+        data.pop("skip_reason", None)
+    if "ansible_loop_var" in data and not retry:  # 2.19 labels every item
+        data.setdefault("_ansible_item_label", data.get(data["ansible_loop_var"]))
+    if retry:
+        if isinstance(data.get("attempts"), int):
+            data["attempts"] -= 1
+        loop_var = data.pop("ansible_loop_var", None)
+        for key in (loop_var, "ansible_index_var", data.get("ansible_index_var"),
+                    "_ansible_item_label"):
+            if key:
+                data.pop(key, None)
+    items = data.get("results") if task.loop or task.loop_with else None
+    if isinstance(items, list):
+        data["results"] = [_result_dict_219(task, item, action) for item in items]
+    elif status == "failed":
+        data = _executor_failure_219(task, data, action)
+    return _RawTaskResult(host, task, data, task.dump_attrs())
+
+
+def _result_dict_219(task: Any, item: Any, action: str) -> Any:
+    """One loop item's result as 2.19 keeps it in ``results``."""
+    if not isinstance(item, dict):
+        return item
+    item = dict(item)
+    item.pop("changed_when_result", None)
+    if "ansible_loop_var" in item:
+        item.setdefault("_ansible_item_label", item.get(item["ansible_loop_var"]))
+    return _executor_failure_219(task, item, action) if item.get("failed") else item
+
+
+def _executor_failure_219(task: Any, data: Dict[str, Any], action: str) -> Dict[str, Any]:
+    """A failed result dict as 2.19's TaskExecutor._execute leaves it."""
+    from ansible._internal._errors import _captured, _error_utils
+    from ansible.errors import AnsibleTaskError
+
+    if action not in _ACTIONS:  # ActionBase._execute_module normalises a module's result
+        _captured.AnsibleModuleCapturedError.normalize_result_exception(data)
+    try:
+        try:
+            _captured.AnsibleActionCapturedError.maybe_raise_on_result(data)
+        except Exception as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        data = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
+        data.setdefault("changed", False)
+    return data
 
 
 def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:

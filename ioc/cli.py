@@ -128,7 +128,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          closure=not args.no_var_closure,
                                          become_password=become_password),
                               limit=args.limit, per_task=args.per_task, tags=tags,
-                              reload_inventory=lambda: load_inventory(args.inventory, playbook_dir))
+                              reload_inventory=lambda: load_inventory(args.inventory, playbook_dir),
+                              load_include=loader.load_include)
             return run.run()
     except (LoadError, PlanError) as exc:
         print("ERROR! %s" % exc, file=sys.stderr)

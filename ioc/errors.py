@@ -29,6 +29,14 @@ class LoadError(IocError, ValueError):
     """A playbook, role, inventory or vars file is malformed."""
 
 
+class IncludeNotFound(LoadError):
+    """A dynamic include names a file or role that cannot be loaded.
+
+    Unlike other load errors this one is raised at run time, and it fails the
+    hosts that included it rather than the run (as the linear strategy does).
+    """
+
+
 class InventoryError(LoadError):
     """An inventory source is malformed or a host pattern cannot be matched."""
 

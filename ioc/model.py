@@ -37,6 +37,28 @@ Condition = Union[str, bool]
 
 
 @dataclass(frozen=True)
+class IncludeScope:
+    """What a dynamic include hands the tasks it loads at run time.
+
+    An ``include_tasks``/``include_role`` whose file is templated or which
+    loops is loaded only once it has run (L7.8); this is the loader's view of
+    the place it was written (enclosing conditions, tags and keywords with its
+    ``apply:``, role, file being read), kept as data so the file can be parsed
+    then exactly as it would have been at load time.
+    """
+
+    path: str
+    when: Tuple[Any, ...] = ()
+    when_origins: Tuple[str, ...] = ()
+    tags: Tuple[str, ...] = ()
+    inherited: Mapping[str, Any] = field(default_factory=dict)
+    role: Optional[str] = None
+    role_path: Optional[str] = None
+    section: str = "tasks"
+    chain: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Task:
     """One task (or handler) with its effective keywords.
 
@@ -53,6 +75,8 @@ class Task:
     name: Optional[str] = None
     #: ANDed; inherited conditions first.
     when: Tuple[Condition, ...] = ()
+    #: Where each of ``when`` was written (``path:line:col``; ``""`` unknown).
+    when_origins: Tuple[str, ...] = ()
     #: The loop expression (a template string or a literal list), or None.
     loop: Any = None
     #: ``None`` for ``loop:``; else the lookup of ``with_<name>`` ("items", ...).
@@ -95,6 +119,8 @@ class Task:
     #: The action as written when it differs from ``action``
     #: (``ansible.builtin.debug``): an unnamed task is shown by it.
     action_written: Optional[str] = None
+    #: Dynamic includes only: how to load the included tasks at run time.
+    include_scope: Optional[IncludeScope] = None
 
     @property
     def display_name(self) -> str:
@@ -119,6 +145,10 @@ class Block:
     vars: Mapping[str, Any] = field(default_factory=dict)
     #: Role parameters (``roles: [{role: x, p: 1}]``): above set_fact (L6.3).
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: Defaults of a role brought by ``include_role``: lowest precedence, and
+    #: private to the role's tasks (``roles:``/``import_role`` defaults are
+    #: the play's, see ``Play.role_defaults``).
+    defaults: Mapping[str, Any] = field(default_factory=dict)
     implicit: bool = False
     role: Optional[str] = None
     role_path: Optional[str] = None
@@ -127,6 +157,9 @@ class Block:
     #: include is skipped never reaches the block (L7.8). Its ``when`` is not
     #: inherited by the included tasks (includes are dynamic).
     include: Optional[Task] = None
+    #: The tasks of a dynamic include, for one included file and loop item:
+    #: only these hosts reach them (the others never do, L7.8). Empty: all.
+    hosts: Tuple[str, ...] = ()
 
 
 Node = Union[Task, Block]

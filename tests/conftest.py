@@ -25,6 +25,12 @@ from tests.support.sshd import start_sshd
 
 PYTHON39_VERSION = "3.9.18"
 
+# Every ``python -m ioc`` a test starts runs this checkout's ioc, whatever
+# copy (if any) is installed: a test must test the code beside it.
+_ROOT = str(Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != _ROOT])
+
 
 @pytest.fixture(scope="session")
 def sshd():

@@ -146,15 +146,26 @@ def _include_vars(args, ctx):
 
 def _include(action, args):
     """The include step itself; the included tasks follow it in the same tree (L7.8)."""
-    shown = {k: v for k, v in args.items() if not k.startswith("_")}
+    # ansible-core 2.21 reports only ``changed``. A dynamic include also
+    # tells the controller its templated name and arguments (internal keys,
+    # never shown): the controller loads the file or role from them.
     if action == "include_role":
-        return {"changed": False, "include_role": shown, "_ioc_included": args["_ioc_included"]}
-    name = args.get("file", args.get("_raw_params"))
-    return {"changed": False, "include": name, "include_args": {},
-            "_ioc_included": args["_ioc_included"]}
+        name = args.get("name")
+    else:
+        name = args.get("file", args.get("_raw_params"))
+    return {"changed": False, "_ioc_included": args.get("_ioc_included", name),
+            "_ioc_include_args": _include_args(args)}
+
+
+def _include_args(args):
+    """The templated arguments the controller loads a dynamic include from."""
+    return {k: v for k, v in args.items() if not k.startswith("_ioc_")}
 
 
 def _set_fact(args):
     facts = dict(args)
-    facts.pop("cacheable", None)
-    return {"ansible_facts": facts, "changed": False}
+    cacheable = facts.pop("cacheable", False)
+    result = {"ansible_facts": facts, "changed": False}
+    if cacheable not in (False, None) and str(cacheable).lower() not in ("false", "no", "0", ""):
+        result["_ioc_cacheable"] = True  # also a fact: ansible_facts.<name>, later plays
+    return result

@@ -144,13 +144,18 @@ class HostRun(object):
         #: Controller files per task ("<index>" or "h<handler>"): src -> entry.
         self.files = batch.get("files") or {}
         self.file_key = None
-        #: Answers of controller-side lookups for this host (see lookups.py).
+        #: Answers of controller-side lookups for this host (see lookups.py),
+        #: per task and loop item: ``"<file key>:<item index or ->"`` -> table.
         self.lookup_table = batch.get("lookups") or {}
+        #: The loop item being run (its index), None outside a loop's items.
+        self._item = None
         #: What this batch wrote: the end event reports only that (the
         #: controller merges it into what it keeps for the host).
         self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
-        #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3).
+        #: Facts a ``delegate_facts`` task gathered for its delegate (L7.3),
+        #: and the values a ``set_fact`` with ``delegate_facts`` set for it.
         self.delegated_facts = {}
+        self.delegated_runtime = {}
         #: (handler number, queued numbers, step key) while a flush runs a handler.
         self._in_flush = None
 
@@ -177,6 +182,8 @@ class HostRun(object):
         }
         if self.delegated_facts:
             state["delegated_facts"] = self.delegated_facts
+        if self.delegated_runtime:
+            state["delegated_runtime"] = self.delegated_runtime
         return state
 
     def run_nodes(self, nodes, scope):
@@ -222,6 +229,8 @@ class HostRun(object):
         stopped this host while it was inside the block (``any_errors_fatal``,
         ``max_fail_percentage``): it goes straight to the rescue (L4.5).
         """
+        if "hosts" in block and self.host not in block["hosts"]:
+            return None  # a dynamic include's tasks, included by other hosts only (L7.8)
         bid = str(block["b"])
         phase, failure = self._resume(bid)
         if phase == "skipped":
@@ -246,7 +255,7 @@ class HostRun(object):
             if phase == "block" and failure is not None and has_rescue:
                 phase, failure = "rescue", None
                 failure = self.run_nodes(block["rescue"], plain)
-            elif phase == "rescue":
+            elif phase == "rescue" and failure is None:
                 failure = self.run_nodes(block["rescue"], plain)
             phase = "always"
             always_failure = self.run_nodes(block.get("always", ()), plain)
@@ -309,6 +318,7 @@ class HostRun(object):
         maps.append(self.play_vars)
         maps.append(Verbatim(self.facts_layer()))
         maps.append(self.inventory)
+        maps.extend(b["defaults"] for b in reversed(scope.blocks) if b.get("defaults"))
         view = ChainMap(*maps)
         # hostvars[this host] is every variable but the magic ones that hold
         # views themselves (hostvars, vars): no cycle for templates to walk.
@@ -316,7 +326,11 @@ class HostRun(object):
                        {k: v for k, v in magic.items() if k not in ("hostvars", "vars")})
         magic["hostvars"] = dict(self.magic.get("hostvars") or {}, **{self.host: own})
         magic["vars"] = view
-        magic.update(Lookups(self.lookup_table, _evaluator(view)).functions())
+        table = self.lookup_table.get(lookup_scope(self.file_key, None)) or {}
+        if self._item is not None:
+            table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
+                             table)
+        magic.update(Lookups(table, _evaluator(view)).functions())
         return view
 
     def facts_layer(self):
@@ -346,6 +360,11 @@ class HostRun(object):
         templar = Templar(self.variables(task, scope))
         self.emit({"e": "start", "k": key, "name": template_name(task, templar)})
         result = self.execute(key, task, scope, templar)
+        if "_ioc_partial" in result:
+            # One item of a loop delegated per item: the controller runs the
+            # next item on its delegate and this task ends with the last one.
+            self.emit(dict(result["_ioc_partial"], e="partial", k=key))
+            return None
         item_notify = result.pop("_ioc_notify", None)
         status = results.status_of(result)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
@@ -404,9 +423,20 @@ class HostRun(object):
         item_results = []
         notify = []
         live = {}
+        # ``delegate_to`` naming the loop item: the controller runs one item
+        # per call on that item's delegate, handing over the earlier results.
+        only = self.options.get("item_slice")
+        if only is not None:
+            item_results = list(only.get("prior") or ())
+            notify = list(only.get("notify") or ())
+            if register and item_results:
+                live[register] = item_results[-1]
         for index, item in enumerate(items):
+            if only is not None and index != only["index"]:
+                continue
             if index and pause:
                 time.sleep(pause)
+            self._item = index
             overlay = dict(live)
             overlay[loop_var] = item
             overlay["ansible_loop_var"] = loop_var
@@ -442,6 +472,10 @@ class HostRun(object):
                 # ansible-core keeps each ran item's templated notify and applies
                 # them all when the task as a whole changed
                 notify.extend(_safe_template(item_templar, n) for n in task.get("notify", ()))
+        self._item = None
+        if only is not None and not only.get("final"):
+            return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
+                only.get("prior") or ()) else None, "notify": notify}}
         out = results.aggregate_loop(item_results)
         if task.get("notify"):
             out["_ioc_notify"] = notify
@@ -449,9 +483,11 @@ class HostRun(object):
 
     def check_when(self, task, templar):
         """None when every `when` holds; the skip result otherwise (or a failure)."""
-        for cond in task.get("when", ()):
+        origins = task.get("when_origins") or ()
+        for number, cond in enumerate(task.get("when", ())):
+            origin = origins[number] if number < len(origins) else None
             try:
-                if not templar.conditional(cond):
+                if not templar.conditional(cond, origin=origin or None):
                     return results.skipped_result(cond)
             except TemplateError as exc:
                 return results.failed_result(
@@ -474,6 +510,8 @@ class HostRun(object):
             if result.pop("_ioc_task_error", False):
                 # ansible-core raises these: no changed/failed_when, no retry
                 return result
+            if retries > 1:
+                result["attempts"] = attempt  # until sees reg.attempts (ansible-core)
             bound = dict(overlay or {})
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
@@ -481,7 +519,6 @@ class HostRun(object):
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
                 return result
-            result["attempts"] = attempt
             if self.until_met(task, result, check):
                 return result
             if attempt >= retries:
@@ -609,8 +646,13 @@ class HostRun(object):
         facts = result.get("ansible_facts")
         if not facts:
             return
-        if task["action"] == "set_fact":
+        if task["action"] == "set_fact" and self.options.get("delegate_facts"):
+            # L7.3: the delegate gets them (as its set_fact values), not this host
+            self.delegated_runtime.update(facts)
+        elif task["action"] == "set_fact":
             self.set_runtime(facts)
+            if result.get("_ioc_cacheable"):
+                self.add_facts(facts)
         elif task["action"] == "include_vars":
             self.included.update(facts)
             self.written["include_vars"].update(facts)
@@ -686,6 +728,11 @@ class HostRun(object):
         for name in pending:
             if not isinstance(name, int):
                 self._queue_handlers(name, index, queued)
+        # L5.8: a run_once handler runs on the first notified host only (the
+        # controller chose it when the flush's step started); the others drop it.
+        for number, chosen in (self.options.get("once_handlers") or {}).items():
+            if chosen != self.host:
+                queued.discard(int(number))
         if not node.get("implicit"):
             self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
                        "ignored": False, "rescued": False})
@@ -699,13 +746,7 @@ class HostRun(object):
         return None
 
     def _matching_handlers(self, name):
-        """Numbers of the handlers ``name`` notifies: the first by name, all that listen."""
-        matched_name = False
-        for number, handler in enumerate(self.handlers):
-            by_name = not matched_name and name in _handler_names(handler)
-            if by_name or name in handler.get("listen", ()):
-                matched_name = matched_name or by_name
-                yield number
+        return matching_handlers(self.handlers, name)
 
     def _queue_handlers(self, name, index, queued):
         """Queue every handler answering to ``name``; emit notify events."""
@@ -799,6 +840,26 @@ def _handler_names(handler):
     if handler.get("role") and handler.get("name"):
         names.append("%s : %s" % (handler["role"], handler["name"]))
     return names
+
+
+def lookup_scope(file_key, item):
+    """The key of one task's (and loop item's) controller lookup answers.
+
+    ansible-core calls a lookup at every rendering: each task, and each item
+    of a loop, gets answers of its own (the controller evaluates them per
+    task and item, see ``controller/lookups.py``).
+    """
+    return "%s:%s" % (file_key, "-" if item is None else item)
+
+
+def matching_handlers(handlers, name):
+    """Numbers of the (wire) handlers ``name`` notifies: the first by name, all that listen."""
+    matched_name = False
+    for number, handler in enumerate(handlers):
+        by_name = not matched_name and name in _handler_names(handler)
+        if by_name or name in handler.get("listen", ()):
+            matched_name = matched_name or by_name
+            yield number
 
 
 def _safe_template(templar, value):

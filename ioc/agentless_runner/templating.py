@@ -520,7 +520,7 @@ class Templar(object):
             raise _translate(exc, expression) from None
         return to_builtin(self._run(compiled, expression))
 
-    def conditional(self, condition):
+    def conditional(self, condition, origin=None):
         """Evaluate a ``when``-style condition; the result must be a bool.
 
         A bool passes through; None and '' are true (an empty condition);
@@ -535,10 +535,11 @@ class Templar(object):
         else:
             result = to_builtin(self.lazy(condition))
         if not isinstance(result, bool):
+            # ansible-core names where the condition was written, when known
             raise ConditionalResultError(
                 "Conditional result (%s) was derived from value of type '%s' at "
                 "%r. Conditionals must have a boolean result."
-                % (bool(result), type(result).__name__, condition))
+                % (bool(result), type(result).__name__, origin or condition))
         return result
 
     def is_template(self, value):

@@ -116,6 +116,8 @@ class Console(Callback):
         host = host_label(host, result)
         result = self.clean(result, task)
         label = item_label(result)
+        if status is Status.OK and task.action in ("include_tasks", "include_role"):
+            return  # an include's items print as its ``included:`` lines
         if status is Status.OK:
             changed = bool(result.get("changed"))
             line = "%s: [%s] => (item=%s)" % ("changed" if changed else "ok", host, label)
@@ -148,8 +150,10 @@ class Console(Callback):
         if self.verbosity > 1:
             self._print("NOTIFIED HANDLER %s for %s" % (handler.name, host))
 
-    def playbook_on_include(self, included: str, hosts: Sequence[str]) -> None:
-        self._print("included: %s for %s" % (included, ", ".join(hosts)), "skip")
+    def playbook_on_include(self, included: str, hosts: Sequence[str],
+                            item: Any = None) -> None:
+        label = "" if item is None else " => (item=%s)" % (item,)
+        self._print("included: %s for %s%s" % (included, ", ".join(hosts), label), "skip")
 
     def no_hosts_remaining(self) -> None:
         self.banner("NO MORE HOSTS LEFT")

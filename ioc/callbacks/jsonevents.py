@@ -51,8 +51,12 @@ class JsonEvents(Callback):
     def on_notify(self, host: str, handler: TaskView) -> None:
         self._write("notify", host=host, handler=handler.name)
 
-    def playbook_on_include(self, included: str, hosts: Sequence[str]) -> None:
-        self._write("include", included=included, hosts=list(hosts))
+    def playbook_on_include(self, included: str, hosts: Sequence[str],
+                            item: Any = None) -> None:
+        fields: Dict[str, Any] = {"path": included, "hosts": list(hosts)}
+        if item is not None:
+            fields["item"] = item
+        self._write("include", **fields)
 
     def no_hosts_remaining(self) -> None:
         self._write("no_hosts_remaining")

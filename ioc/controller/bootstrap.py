@@ -25,7 +25,7 @@ import importlib
 import logging
 import pkgutil
 import threading
-from typing import FrozenSet, Iterable, List, Tuple
+from typing import FrozenSet, Iterable, List, Set, Tuple
 
 import mitogen.core
 import mitogen.master
@@ -68,7 +68,7 @@ _FINDER = mitogen.master.ModuleFinder()
 
 def closure_of(names: Iterable[str]) -> Tuple[str, ...]:
     """``names`` and what they import from our packages, parents first."""
-    found = set()
+    found: Set[str] = set()
     for name in names:
         found |= _related(_FINDER, name)
     return tuple(sorted(found, key=lambda n: (n.count("."), n)))

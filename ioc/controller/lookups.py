@@ -22,7 +22,7 @@ import string
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ioc.agentless_runner.batch import HostRun, Scope
+from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
 from ioc.agentless_runner.lookups import PURE, key, listify
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
 from ioc.controller.payloads import candidates
@@ -191,8 +191,8 @@ class _Recorder:
         self.table: Dict[str, Any] = {}
         self.ctx_for = ctx_for
 
-    def results(self, plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
-        terms = listify(list(terms))
+    def results(self, plugin: str, given: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
+        terms = listify(list(given))
         if plugin in PURE:
             return PURE[plugin](terms, None)
         table_key = key(plugin, terms, kwargs)
@@ -226,19 +226,24 @@ def needs_controller(task: Task) -> bool:
     return any(call in text for text in _strings(to_wire(task)) for call in ("lookup(", "query(", "q("))
 
 
-def collect(hostrun: HostRun, tasks: Sequence[Tuple[Task, Tuple[Block, ...]]],
+def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]]],
             basedir: str) -> Dict[str, Any]:
-    """The lookup table for one host and the given tasks."""
-    table: Dict[str, Any] = {}
-    for task, blocks in tasks:
+    """The lookup answers for one host and the given (file key, task, blocks).
+
+    Answers are kept per task and loop item (``batch.lookup_scope``): each
+    task and each item calls a lookup afresh, as ansible-core does; within
+    one of them, the same call with the same arguments is answered once.
+    """
+    tables: Dict[str, Any] = {}
+    for file_key, task, blocks in tasks:
         wire = to_wire(task)
         scope = Scope(tuple(to_wire(b) for b in blocks))
         current: List[Templar] = []
         recorder = _Recorder(lambda: LookupContext(task, basedir, current[-1]))
-        recorder.table = table
         overlay = Verbatim({"lookup": recorder.lookup, "query": recorder.query, "q": recorder.query})
 
-        def templar_for(extra: Optional[Dict[str, Any]] = None) -> Templar:
+        def templar_for(item: Optional[int], extra: Optional[Dict[str, Any]] = None) -> Templar:
+            recorder.table = tables.setdefault(lookup_scope(file_key, item), {})
             layers = dict(extra or {})
             view = hostrun.variables(wire, scope, layers)
             templar = Templar(_Over(overlay, view))
@@ -246,7 +251,7 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[Task, Tuple[Block, ...]]],
             return templar
 
         _render_task(task, wire, hostrun, templar_for)
-    return table
+    return {k: v for k, v in tables.items() if v}
 
 
 class _Over:
@@ -276,7 +281,7 @@ class _Over:
 def _render_task(task: Task, wire: Dict[str, Any], hostrun: HostRun,
                  templar_for: Callable[..., Templar]) -> None:
     """Template every field the runner will, per loop item, to trigger the lookups."""
-    templar = templar_for()
+    templar = templar_for(None)
     overlays: List[Optional[Dict[str, Any]]] = [None]
     if task.loop is not None:
         try:
@@ -288,8 +293,12 @@ def _render_task(task: Task, wire: Dict[str, Any], hostrun: HostRun,
             return
         loop_var = (task.loop_control or {}).get("loop_var", "item")
         overlays = [{loop_var: item} for item in listify(items)]
-    for overlay in overlays:
-        scoped = templar_for(overlay) if overlay else templar
+        try:
+            templar.template(task.name)  # the step's name, templated once per host
+        except TemplateError as exc:
+            LOG.debug("name of %s for lookups: %s", task.location, exc)
+    for number, overlay in enumerate(overlays):
+        scoped = templar_for(number, overlay) if overlay else templar
         for value in (task.args, task.name, task.environment, list(task.when or ()),
                       list(task.changed_when or ()), list(task.failed_when or ())):
             try:

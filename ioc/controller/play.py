@@ -1,12 +1,14 @@
 """Running a planned play: steps out to hosts, events back through the replay."""
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from ioc.agentless_runner.batch import HostRun, Scope
+from ioc.agentless_runner.batch import HostRun, Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller import bootstrap, closure, fetched, lookups, payloads
@@ -14,8 +16,8 @@ from ioc.controller import connection
 from ioc.controller.connection import BecomeSpec, ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, context_key, dispatch
 from ioc.controller.transport import TransportReport
-from ioc.errors import ConnectionSetupError
-from ioc.model import WIRE_VERSION, to_wire
+from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
+from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
 from ioc.planner.program import Entry, NumberedBlock
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
@@ -97,6 +99,8 @@ class StepOutcome:
     failed: List[str] = field(default_factory=list)
     #: meta actions reported as run (not skipped), per host.
     metas: Dict[str, List[str]] = field(default_factory=dict)
+    #: Dynamic includes that ran: per host, the ok result of each include (per item).
+    includes: Dict[str, List[Event]] = field(default_factory=dict)
 
 
 class PlaySink(StepSink):
@@ -136,7 +140,8 @@ class PlaySink(StepSink):
             else:
                 self.callbacks.runner_on_start(host, self.view)
         elif kind == "item":
-            self.callbacks.runner_item(host, self.view, Status(event["status"]), event["result"])
+            self.callbacks.runner_item(host, self.view, Status(event["status"]),
+                                       _shown(event["result"]))
         elif kind == "retry":
             self.callbacks.runner_retry(host, self.view, event["result"])
         elif kind == "diff":
@@ -156,12 +161,16 @@ class PlaySink(StepSink):
         is_meta = self.view.action == "meta"
         if is_meta and status is Status.OK:
             return  # meta results are not shown or counted (L7.10)
-        if not is_meta:
+        dynamic = self.plan.program.entry(event["k"][0]).task.include_scope is not None \
+            if event["k"][1] == 0 else False
+        if not is_meta and not (dynamic and status is Status.OK):
+            # A dynamic include counts ok once per file it included, after
+            # the step (L7.8); its own ok is not counted.
             self.stats.record(host, status.value, bool(event["result"].get("changed")),
                               ignored=bool(event.get("ignored")), rescued=bool(event.get("rescued")))
-        if status is Status.OK and "_ioc_included" in event["result"]:
+        if status is Status.OK and "_ioc_included" in event["result"] and not dynamic:
             self.included.setdefault(event["result"]["_ioc_included"], []).append(host)
-        self.callbacks.runner_result(host, self.view, status, event["result"],
+        self.callbacks.runner_result(host, self.view, status, _shown(event["result"]),
                                      ignored=bool(event.get("ignored")))
 
     def host_left(self, host: str, event: Event) -> None:
@@ -190,10 +199,18 @@ class PlayContext:
     change_inventory: Callable[[str, Dict[str, Any]], bool]
     #: Current ``groups`` (they change with add_host/group_by).
     groups: Callable[[], Dict[str, List[str]]]
-    #: Facts ``delegate_facts`` gathered for a host, kept for the whole run.
-    store_facts: Callable[[str, Dict[str, Any]], None]
+    #: Facts (or set_fact values) ``delegate_facts`` gave a host outside the
+    #: play, kept for the whole run: (host, values, "facts" or "runtime").
+    store_facts: Callable[[str, Dict[str, Any], str], None]
     #: A play-wide meta action the run must act on (clear_host_errors...).
     play_meta: Callable[[str, List[str]], None]
+    #: Loads what a dynamic include names: (play, include task, templated
+    #: args) -> ``ioc.loader.Included``. None: dynamic includes cannot run.
+    load_include: Optional[Callable[[Play, Task, Mapping[str, Any]], Any]] = None
+    #: Plans a play again once dynamic includes have spliced tasks into it.
+    replan: Optional[Callable[[Play], Plan]] = None
+    #: A host's current ``group_names`` (group_by/add_host change them).
+    group_names: Optional[Callable[[str], List[str]]] = None
 
 
 class PlayExecutor:
@@ -214,11 +231,17 @@ class PlayExecutor:
         #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
         self.others: Optional[FrozenSet[str]] = None
         self._rescuable = _rescuable_blocks(plan.program.tree)
+        #: Hosts of the play that earlier serial batches lost (failed, unreachable).
+        self.removed: FrozenSet[str] = frozenset()
+        #: What the current step's templated run_once came to (see ``_once``).
+        self._current_once: Optional[bool] = None
 
     # -- the loop ----------------------------------------------------------------
 
     def run(self) -> None:
-        for number, step in enumerate(self.plan.steps):
+        number = 0
+        while number < len(self.plan.steps):
+            step = self.plan.steps[number]
             active = [h for h in self.order if self.hosts[h].active]
             if not active or self.ended:
                 break
@@ -227,6 +250,9 @@ class PlayExecutor:
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
+            number += 1
+            if outcome.includes:
+                number = self.splice_includes(step, outcome)
 
     def active(self) -> List[str]:
         return [h for h in self.order if self.hosts[h].active]
@@ -234,7 +260,14 @@ class PlayExecutor:
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
         LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
         controller_step = step if isinstance(step, ControllerStep) else None
+        if controller_step and controller_step.once_if is not None:
+            controller_step = dataclasses.replace(
+                controller_step, once=self._once(active[0], controller_step), once_if=None)
+            step = controller_step
+            self._current_once = controller_step.once
         hosts = active[:1] if controller_step and controller_step.once else active
+        if controller_step and controller_step.per_item:
+            return self._run_per_item(controller_step, hosts, active)
         calls = [self._call(h, step, active) for h in hosts]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
@@ -249,6 +282,80 @@ class PlayExecutor:
         outcome.ends = sink.ends
         for call in calls:
             self._settle(call, outcome)
+        return outcome
+
+    def _run_per_item(self, step: ControllerStep, hosts: List[str],
+                      active: List[str]) -> StepOutcome:
+        """A loop whose ``delegate_to`` names the item: one call per item, on its delegate.
+
+        Round r runs item r of every host that has one (hosts in parallel,
+        items of one host in order); each call gets the earlier items'
+        results, so the last one reports the task as a whole. The replay sees
+        one task per host: its start, every item, the final result.
+        """
+        entry = self.plan.program.entry(step.index)
+        task = to_wire(entry.task)
+        loop_var = (entry.task.loop_control or {}).get("loop_var", "item")
+        delegates: Dict[str, List[str]] = {}
+        for host in hosts:
+            wire = self._wire(host, step, active)
+            self._attach_lookups(wire, step)
+            hostrun = HostRun(wire, emit=None)
+            templar = Templar(hostrun.variables(task, Scope(tuple(
+                to_wire(b) for b in self.plan.program.parents[entry.index]))))
+            try:
+                items = hostrun.loop_items(task, templar)
+                delegates[host] = [str(templar.template_with({loop_var: item}).template(
+                    entry.task.delegate_to)) for item in items]
+            except Exception as exc:  # the runner reports the loop's error itself
+                LOG.debug("per-item delegate_to of %s for %s: %s", entry.task.location, host, exc)
+                delegates[host] = []
+        sink = self.make_sink()
+        replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
+        outcome = StepOutcome()
+        prior: Dict[str, Dict[str, Any]] = {h: {"prior": [], "notify": []} for h in hosts}
+        rounds = max([len(d) for d in delegates.values()] + [1])
+        for number in range(rounds):
+            calls = []
+            for host in hosts:
+                count = len(delegates[host])
+                if number >= max(count, 1) or not self.hosts[host].active \
+                        or host in outcome.trouble:
+                    continue
+                call = self._call(host, step, active,
+                                  via=delegates[host][number] if count else host)
+                if count:
+                    call.wire["options"]["item_slice"] = dict(
+                        prior[host], index=number, final=number == count - 1)
+                calls.append(call)
+            for host, event in dispatch(self.ctx.connector, calls):
+                last = number >= len(delegates[host]) - 1
+                if event is None:
+                    if last or host in outcome.trouble:
+                        replay.finish_host(host)
+                    continue
+                kind = event.get("e")
+                if kind == "partial":
+                    if event.get("item") is not None:
+                        prior[host]["prior"].append(event["item"])
+                    prior[host]["notify"] = event.get("notify") or []
+                    continue
+                if kind == "start" and number > 0:
+                    continue  # one start per host and task
+                if kind == "end":
+                    call = next(c for c in calls if c.host == host)
+                    self._observe(host, event, outcome, calls)
+                    if last:
+                        replay.feed(host, event)
+                    else:
+                        self.hosts[host].absorb(event)
+                    continue
+                self._observe(host, event, outcome, calls)
+                replay.feed(host, event)
+            for call in calls:
+                if number >= len(delegates[call.host]) - 1 or call.host in outcome.trouble:
+                    outcome.ends = {**outcome.ends, **sink.ends}
+                    self._settle(call, outcome)
         return outcome
 
     def make_sink(self) -> PlaySink:
@@ -271,6 +378,10 @@ class PlayExecutor:
                                               context=event.get("context", call.context_key))
                 sent, received = event.get("bytes", (0, 0))
                 self.ctx.transport.count_bytes(call.connection, sent, received)
+        if kind in ("done", "item") and event.get("status") == "ok" and self._dynamic(event):
+            looped = self.plan.program.entry(event["k"][0]).task.loop is not None
+            if (kind == "item") == looped:
+                outcome.includes.setdefault(host, []).append(event)
         if kind in ("done", "item"):
             fetched.deliver(event, self.plan.program.play.basedir)
             self._inventory_effects(host, event)
@@ -281,6 +392,104 @@ class PlayExecutor:
                 outcome.failed.append(host)
             if event.get("status") == "ok" and "meta" in result:
                 outcome.metas.setdefault(host, []).append(result["meta"])
+
+    def _dynamic(self, event: Event) -> bool:
+        key = event.get("k") or (0, 1)
+        return key[1] == 0 and self.plan.program.entry(key[0]).task.include_scope is not None
+
+    # -- dynamic includes (L7.8) ---------------------------------------------------
+
+    def splice_includes(self, step: Step, outcome: StepOutcome) -> int:
+        """Load what each host included and splice it in after the include task.
+
+        Hosts are grouped by (file, arguments, loop variables) in play-host
+        order, items in order; each group's tasks become a block only its
+        hosts reach, right after the include, group after group, exactly
+        where the linear strategy puts them. The play is planned again and
+        the run goes on with the first step after the include. Returns the
+        number of that step in the new plan.
+        """
+        if self.ctx.load_include is None or self.ctx.replan is None:
+            raise PlanError("dynamic includes need the playbook loader", None)
+        entry = next(e for e in self.plan.entries_of(step) if e.task.include_scope is not None)
+        task = entry.task
+        play = self.plan.program.play
+        groups: Dict[str, Dict[str, Any]] = {}
+        for host in self.order:
+            for event in outcome.includes.get(host, ()):
+                if not self.hosts[host].active:
+                    continue
+                result = event["result"]
+                args = result.get("_ioc_include_args") or {}
+                loop_vars = {k: v for k, v in result.items() if k in _loop_keys(result)}
+                key = json.dumps([result.get("_ioc_included"), args, loop_vars],
+                                 sort_keys=True, default=str)
+                group = groups.setdefault(key, {"args": args, "hosts": [], "vars": loop_vars,
+                                                "label": item_label(result) if loop_vars else None})
+                group["hosts"].append(host)
+        blocks: List[Block] = []
+        included: List[Any] = []
+        for group in groups.values():
+            # Loaded once per group: every block gets tasks of its own (a
+            # later splice finds its include task by identity).
+            try:
+                loaded = self.ctx.load_include(play, task, group["args"])
+            except IncludeNotFound as exc:
+                for host in group["hosts"]:
+                    self._fail_include(host, entry, exc.message)
+                continue
+            for host in group["hosts"]:
+                self.ctx.stats.record(host, "ok", False)
+            self.ctx.callbacks.playbook_on_include(loaded.label, group["hosts"], group["label"])
+            included.append(loaded)
+            blocks.append(Block(block=loaded.nodes, location=task.location,
+                                params={**task.vars, **group["vars"]}, implicit=True,
+                                hosts=tuple(group["hosts"])))
+        if blocks:
+            self._adopt(splice_after(play, task, tuple(blocks), included))
+        return self._next_step(entry.index)
+
+    def _adopt(self, play: Play) -> None:
+        """Go on with ``play`` (the same play with included tasks spliced in)."""
+        assert self.ctx.replan is not None
+        old = self.plan.program.play
+        self.plan = self.ctx.replan(play)
+        self._rescuable = _rescuable_blocks(self.plan.program.tree)
+        added = {k: v for k, v in play.role_defaults.items() if k not in old.role_defaults}
+        if added:
+            for state in self.hosts.values():
+                state.inventory_vars = {**added, **state.inventory_vars}
+
+    def _next_step(self, index: int) -> int:
+        for number, step in enumerate(self.plan.steps):
+            if step.start > index:
+                return number
+        return len(self.plan.steps)
+
+    def _fail_include(self, host: str, entry: Entry, message: str) -> None:
+        """An included file that cannot be loaded fails the hosts that included it."""
+        result = {"failed": True, "changed": False, "msg": message}
+        view = TaskView(name=entry.task.display_name, action=entry.task.action,
+                        location=str(entry.task.location), args=entry.task.args)
+        self.ctx.stats.record(host, "failed", False)
+        self.ctx.callbacks.runner_result(host, view, Status.FAILED, result)
+        state = self.hosts[host]
+        # Where the host stands: in each enclosing block's body, rescue or
+        # always. The failure belongs to the innermost body or rescue: the
+        # next batch resumes it there (rescue, or always and up, L4.1).
+        path = _path_to(self.plan.program.tree, entry.index) or []
+        for bid, phase in path:
+            state.blocks.setdefault(str(bid), {"phase": phase, "failure": None})
+        open_blocks = [(bid, phase) for bid, phase in path if phase in ("block", "rescue")]
+        if not open_blocks:
+            state.status = HostStatus.FAILED
+            return
+        bid, phase = open_blocks[-1]
+        state.blocks[str(bid)] = {"phase": phase,
+                                  "failure": {"task": to_wire(entry.task), "result": result}}
+        if phase == "block" and bid in self._rescuable:
+            state.runtime = {**state.runtime, "ansible_failed_task": to_wire(entry.task),
+                             "ansible_failed_result": result}
 
     def _ignores_unreachable(self, event: Event) -> bool:
         task = self.plan.program.entry(event["k"][0]).task
@@ -312,17 +521,20 @@ class PlayExecutor:
             state.status = HostStatus.FAILED
         elif end is not None:
             state.absorb(end)
-            delegated = (end.get("state") or {}).get("delegated_facts")
-            if delegated and call.connection in self.hosts:
-                target = self.hosts[call.connection]
-                target.facts = {**target.facts, **delegated}
-            elif delegated:
-                self.ctx.store_facts(call.connection, delegated)
+            for layer in ("facts", "runtime"):
+                delegated = (end.get("state") or {}).get("delegated_" + layer)
+                if delegated and call.connection in self.hosts:
+                    target = self.hosts[call.connection]
+                    setattr(target, layer, {**getattr(target, layer), **delegated})
+                elif delegated:
+                    self.ctx.store_facts(call.connection, delegated, layer)
 
     # -- after a step: the decisions only the controller can make ----------------
 
     def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
-        if isinstance(step, ControllerStep) and step.once:
+        once = self._current_once if isinstance(step, ControllerStep) and step.once_if else None
+        self._current_once = None
+        if isinstance(step, ControllerStep) and (step.once if once is None else once):
             self._copy_once(active, outcome)
         self._play_metas(active, outcome)
         for host, metas in outcome.metas.items():
@@ -398,17 +610,22 @@ class PlayExecutor:
 
     # -- building calls ------------------------------------------------------------
 
-    def _call(self, host: str, step: Step, active: List[str]) -> HostCall:
+    def _call(self, host: str, step: Step, active: List[str],
+              via: Optional[str] = None) -> HostCall:
         wire = self._wire(host, step, active)
         first_key = (self._first_reportable(step), 0)
         where = step.where if isinstance(step, ControllerStep) else Where.TARGET
         if where == Where.CONTROLLER:
             return HostCall(host=host, spec=self.hosts[host].spec, wire=wire,
                             first_key=first_key, in_process=True)
-        via = self._delegate(host, step, wire) if where == Where.DELEGATE else host
+        if via is None:
+            via = self._delegate(host, step, wire) if where == Where.DELEGATE else host
         if via != host:
             wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
+        if where == Where.DELEGATE:
+            # the task sees the delegate's connection variables (ansible_host...)
+            wire["vars"]["magic"].update(_delegated_vars(via, spec))
         try:
             if spec.via:
                 spec = connection.resolve_via(via, spec, self.ctx.connection_of)
@@ -454,6 +671,16 @@ class PlayExecutor:
                                      templar.template, self.ctx.options.become_password,
                                      where="%s: " % task.location)
 
+    def _once(self, host: str, step: ControllerStep) -> bool:
+        """A templated run_once, as the first active host's variables make it."""
+        entry = self.plan.program.entry(step.index)
+        wire = self._wire(host, step, self.active())
+        try:
+            return _set(self._templar(host, entry, wire).template(step.once_if))
+        except TemplateError as exc:
+            LOG.warning("run_once of %s for %s: %s", entry.task.location, host, exc)
+            return False
+
     def _modules_of(self, step: Step) -> Tuple[str, ...]:
         entries = self.plan.entries_of(step)
         actions = {e.task.action for e in entries}
@@ -485,9 +712,16 @@ class PlayExecutor:
         state = self.hosts[host]
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
-                     group_names=state.inventory_vars.get("group_names", []),
+                     group_names=self.ctx.group_names(host) if self.ctx.group_names
+                     else state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
-                     ansible_play_batch=active, ansible_play_hosts=active, play_hosts=active)
+                     ansible_play_batch=active, play_hosts=active,
+                     # every host of the play (earlier and later serial
+                     # batches too) but the failed/unreachable ones (L6.6)
+                     ansible_play_hosts=[
+                         h for h in self.magic.get("ansible_play_hosts_all", self.order)
+                         if h not in self.removed
+                         and (h not in self.hosts or self.hosts[h].active)])
         static = {"inventory": state.inventory_vars, "play": self.static_layers["play"],
                   "extra": self.static_layers["extra"]}
         names = None if self.reads is None else closure.close_over(
@@ -506,11 +740,38 @@ class PlayExecutor:
             "start": step.start,
             "end": step.end,
             "tree": wire_tree(self.plan.program.tree, step.start, step.end),
-            "handlers": [to_wire(h) for h in self.plan.program.handlers],
+            # handlers run (and are matched to notifications) only at a flush
+            "handlers": [to_wire(h) for h in self.plan.program.handlers]
+            if any(e.is_flush for e in self.plan.entries_of(step)) else [],
             "vars": shipped,
             "state": wire_state,
-            "options": {"check": self.ctx.options.check, "diff": self.ctx.options.diff},
+            "options": self._options(step, active),
         }
+
+    def _options(self, step: Step, active: List[str]) -> Dict[str, Any]:
+        options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
+        if any(e.is_flush for e in self.plan.entries_of(step)):
+            chosen = self._once_handlers(active)
+            if chosen:
+                options["once_handlers"] = chosen
+        return options
+
+    def _once_handlers(self, active: List[str]) -> Dict[str, str]:
+        """Per run_once handler, the first active host it is notified for (L5.8)."""
+        handlers = [to_wire(h) for h in self.plan.program.handlers]
+        out: Dict[str, str] = {}
+        for number, handler in enumerate(self.plan.program.handlers):
+            if not _set(handler.run_once):
+                continue
+            for host in active:
+                notified = set()
+                for name in self.hosts[host].notified:
+                    notified |= {name} if isinstance(name, int) else \
+                        set(matching_handlers(handlers, name))
+                if number in notified:
+                    out[str(number)] = host
+                    break
+        return out
 
     def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
         """Other hosts' variables as of this step's start (L6.6), as far as read."""
@@ -523,6 +784,8 @@ class PlayExecutor:
             merged = {**other.inventory_vars, **facts_layer, **self.static_layers["play"],
                       **other.included, **other.runtime, **self.static_layers["extra"],
                       "inventory_hostname": name}
+            if self.ctx.group_names is not None:
+                merged["group_names"] = self.ctx.group_names(name)
             out[name] = merged if attrs is None else {
                 k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         return out
@@ -537,9 +800,10 @@ class PlayExecutor:
 
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program
-        tasks = [(e.task, program.parents[e.index]) for e in self.plan.entries_of(step)
-                 if lookups.needs_controller(e.task)]
-        tasks += [(h, ()) for h in program.handlers if lookups.needs_controller(h)] \
+        tasks = [(str(e.index), e.task, program.parents[e.index])
+                 for e in self.plan.entries_of(step) if lookups.needs_controller(e.task)]
+        tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
+                  if lookups.needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
         if tasks:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
@@ -555,6 +819,94 @@ class PlayExecutor:
             tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
                       if payloads.wants_controller_file(h)]
         return tasks
+
+
+def _delegated_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
+    """What a delegated task sees of its delegate's connection (as ansible-core sets it)."""
+    out: Dict[str, Any] = {"ansible_host": spec.hostname if spec.transport == "ssh" else name,
+                           "ansible_delegated_host": name}
+    if spec.port is not None:
+        out["ansible_port"] = spec.port
+    if spec.user is not None:
+        out["ansible_user"] = spec.user
+    return out
+
+
+def _shown(result: Dict[str, Any]) -> Dict[str, Any]:
+    """A result as callbacks get it: without the runner's ``_ioc_*`` notes to the controller."""
+    if not any(k.startswith("_ioc_") for k in result):
+        return result
+    return {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+
+
+def _loop_keys(result: Mapping[str, Any]) -> FrozenSet[str]:
+    """The loop variables ansible-core records on an item's result."""
+    if "ansible_loop_var" not in result:
+        return frozenset()
+    keys = {"ansible_loop_var", str(result["ansible_loop_var"])}
+    if "ansible_index_var" in result:
+        keys |= {"ansible_index_var", str(result["ansible_index_var"])}
+    if "ansible_loop" in result:
+        keys.add("ansible_loop")
+    return frozenset(keys)
+
+
+def item_label(result: Mapping[str, Any]) -> Any:
+    """The ``(item=…)`` text of a loop item's result (label, else the loop variable)."""
+    if "_ansible_item_label" in result:
+        return result["_ansible_item_label"]
+    return result.get(result.get("ansible_loop_var", "item"))
+
+
+def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Sequence[Any]) -> Play:
+    """``play`` with ``blocks`` right after ``task`` (found by identity).
+
+    Handlers and role defaults an ``include_role`` brought are added (handlers
+    after the play's own, so existing handler numbers stay valid).
+    """
+    found = []
+
+    def nodes(seq: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        out: List[Any] = []
+        for node in seq:
+            if isinstance(node, Block):
+                node = dataclasses.replace(node, block=nodes(node.block), rescue=nodes(node.rescue),
+                                           always=nodes(node.always))
+                out.append(node)
+            else:
+                out.append(node)
+                if node is task:
+                    found.append(node)
+                    out.extend(blocks)
+        return tuple(out)
+
+    pre_tasks, tasks, post_tasks = (nodes(play.pre_tasks), nodes(play.tasks), nodes(play.post_tasks))
+    if not found:
+        raise PlanError("dynamic include not found in its play", task.location)
+    known = {h.location for h in play.handlers}
+    handlers = list(play.handlers)
+    defaults: Dict[str, Any] = {}
+    for inc in included:
+        handlers.extend(h for h in inc.handlers if h.location not in known)
+        known.update(h.location for h in inc.handlers)
+        defaults.update(inc.role_defaults)
+    return dataclasses.replace(play, handlers=tuple(handlers),
+                               role_defaults={**defaults, **play.role_defaults},
+                               pre_tasks=pre_tasks, tasks=tasks, post_tasks=post_tasks)
+
+
+def _path_to(tree: Sequence[Any], index: int) -> Optional[List[Tuple[int, str]]]:
+    """The blocks enclosing entry ``index``, outermost first, with the part it is in."""
+    for node in tree:
+        if isinstance(node, Entry):
+            if node.index == index:
+                return []
+            continue
+        for phase, part in (("block", node.body), ("rescue", node.rescue), ("always", node.always)):
+            inner = _path_to(part, index)
+            if inner is not None:
+                return [(node.id, phase)] + inner
+    return None
 
 
 def _rescuable_blocks(tree: Sequence[Any], depth: int = 0) -> Dict[int, int]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
@@ -40,7 +41,8 @@ class PlaybookRun:
                  callbacks: Callback, options: RunOptions, limit: Optional[str] = None,
                  per_task: bool = False,
                  reload_inventory: Optional[Callable[[], Inventory]] = None,
-                 tags: Optional[TagFilter] = None) -> None:
+                 tags: Optional[TagFilter] = None,
+                 load_include: Optional[Callable[..., Any]] = None) -> None:
         self.playbook = playbook
         self.inventory = inventory
         self.extra_vars = dict(extra_vars)
@@ -49,6 +51,9 @@ class PlaybookRun:
         self.limit = limit
         self.reload_inventory = reload_inventory
         self.tags = tags or TagFilter()
+        self.per_task = per_task
+        #: ``ioc.loader.load_include`` (the controller does not import the loader).
+        self.load_include = load_include
         self.plans = plan_playbook(playbook, per_task=per_task, tags=self.tags)
         self.stats = Stats()
         self.transport = TransportReport()
@@ -65,6 +70,9 @@ class PlaybookRun:
         self._live: Dict[str, HostState] = {}
         #: Hosts whose failure ``meta: clear_host_errors`` forgave.
         self.cleared: Set[str] = set()
+        #: The current play's hosts (all serial batches) and those it lost so far.
+        self._play_hosts_all: List[str] = []
+        self._removed_in_play: Set[str] = set()
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -88,7 +96,7 @@ class PlaybookRun:
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
         play = planned.play
-        matched = inv.match_hosts(self.inventory, play.hosts, self.limit)
+        matched = ordered_hosts(inv.match_hosts(self.inventory, play.hosts, self.limit), play.order)
         hosts = [h for h in matched if h not in self.lost]
         if not hosts:
             self.callbacks.play_start(play.name, hosts)
@@ -99,11 +107,19 @@ class PlaybookRun:
         # equal the batch, and its batch still counts the play's hosts lost in
         # earlier plays: with one of those, later plays start (and find no host).
         some_lost = len(hosts) < len(matched)
+        # ansible_play_hosts_all: every host of the play, in inventory order
+        # (not the play's ``order``), whatever serial batch it is in.
+        in_play = set(hosts)
+        self._play_hosts_all = [h for h in inv.match_hosts(self.inventory, play.hosts, self.limit)
+                                if h in in_play]
+        self._removed_in_play = set()
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
             executor = self._executor(planned, batch_hosts, connector)
             executor.run()
             self._account(planned, executor)
+            self._removed_in_play.update(h for h, s in executor.hosts.items()
+                                         if s.status not in (HostStatus.ACTIVE, HostStatus.ENDED))
             if executor.max_fail_hit or not some_lost and not any(
                     s.status in (HostStatus.ACTIVE, HostStatus.ENDED)
                     for s in executor.hosts.values()):
@@ -122,17 +138,23 @@ class PlaybookRun:
             connection_of=lambda name: self._connection_of(play, name),
             change_inventory=self._change_inventory,
             groups=lambda: inv.groups_dict(self.inventory),
-            store_facts=self._store_facts, play_meta=self._play_meta)
-        return PlayExecutor(planned.plan, states, ctx,
-                            static_layers={"play": {**play.vars, **play.vars_files},
-                                           "extra": self.extra_vars},
-                            magic=self._magic(play, hosts))
+            group_names=lambda host: inv.group_names(self.inventory, host),
+            store_facts=self._store_facts, play_meta=self._play_meta,
+            load_include=None if self.load_include is None else self._load_include,
+            replan=self._replan)
+        executor = PlayExecutor(planned.plan, states, ctx,
+                                static_layers={"play": {**play.vars, **play.vars_files},
+                                               "extra": self.extra_vars},
+                                magic=self._magic(play, hosts))
+        executor.removed = frozenset(self._removed_in_play)
+        return executor
 
     def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
-        steps = planned.plan.steps
+        plan = executor.plan  # with what dynamic includes spliced in
+        steps = plan.steps
         self.transport.batches += sum(1 for s in steps if not isinstance(s, ControllerStep))
         self.transport.per_task_calls += sum(
-            len([e for e in planned.plan.entries_of(s) if not (e.implicit and e.is_flush)])
+            len([e for e in plan.entries_of(s) if not (e.implicit and e.is_flush)])
             for s in steps) * len(executor.hosts)
         for host, state in executor.hosts.items():
             self.memory[host] = {"facts": state.facts, "runtime": state.runtime,
@@ -146,6 +168,13 @@ class PlaybookRun:
                 self.unreachable_hosts.add(host)
 
     # -- what a play asks of the run --------------------------------------------
+
+    def _load_include(self, play: Play, task: Any, args: Mapping[str, Any]) -> Any:
+        assert self.load_include is not None
+        return self.load_include(play, task, args, self.extra_vars)
+
+    def _replan(self, play: Play) -> Plan:
+        return plan_play(play, runner_capabilities(), per_task=self.per_task, tags=self.tags)
 
     def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
         if name not in self.inventory.hosts:
@@ -165,9 +194,9 @@ class PlaybookRun:
             self.inventory, host, result["add_group"], result.get("parent_groups") or ["all"])
         return changed
 
-    def _store_facts(self, host: str, facts: Dict[str, Any]) -> None:
+    def _store_facts(self, host: str, values: Dict[str, Any], layer: str = "facts") -> None:
         memory = self.memory.setdefault(host, {"facts": {}, "runtime": {}})
-        memory["facts"] = {**memory.get("facts", {}), **facts}
+        memory[layer] = {**memory.get(layer, {}), **values}
 
     def _play_meta(self, meta: str, hosts: List[str]) -> None:
         if meta == "clear_host_errors":
@@ -190,7 +219,7 @@ class PlaybookRun:
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {
-            "ansible_play_hosts_all": list(hosts),
+            "ansible_play_hosts_all": list(self._play_hosts_all),
             "ansible_play_name": play.name,
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
@@ -198,6 +227,25 @@ class PlaybookRun:
             "ansible_run_tags": sorted(self.tags.only),
             "ansible_skip_tags": sorted(self.tags.skip),
         }
+
+
+def ordered_hosts(hosts: Sequence[str], order: Optional[str]) -> List[str]:
+    """The play's hosts in the order its ``order`` keyword asks for (inventory by default).
+
+    Every step runs and reports the hosts in this order; ``serial`` batches
+    are cut from it.
+    """
+    if order == "reverse_inventory":
+        return list(hosts)[::-1]
+    if order == "sorted":
+        return sorted(hosts)
+    if order == "reverse_sorted":
+        return sorted(hosts, reverse=True)
+    if order == "shuffle":
+        shuffled = list(hosts)
+        random.shuffle(shuffled)
+        return shuffled
+    return list(hosts)
 
 
 def serial_batches(hosts: List[str], serial: Any) -> List[List[str]]:

@@ -15,9 +15,11 @@ from ioc.loader.inventory import (
     match_hosts,
 )
 from ioc.loader.playbook import load_playbook
+from ioc.loader.tasks import Included, load_include
 from ioc.loader.yamlsrc import LocatedDict, LocatedLoader, load_yaml_file, location_of
 
 __all__ = [
+    "Included",
     "LocatedDict",
     "LocatedLoader",
     "add_vars_dirs",
@@ -26,6 +28,7 @@ __all__ = [
     "groups_dict",
     "host_vars",
     "implicit_localhost_inventory",
+    "load_include",
     "load_inventory",
     "load_playbook",
     "load_yaml_file",

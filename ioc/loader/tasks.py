@@ -14,17 +14,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from ioc.errors import LoadError
+from ioc.errors import IncludeNotFound, LoadError
 from ioc.loader.kv import parse_kv
 from ioc.loader.roles import RoleFiles, find_role, read_role
 from ioc.loader.substitute import render_static
-from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain
-from ioc.model import Block, Location, Node, Task
+from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain, value_origins
+from ioc.model import Block, IncludeScope, Location, Node, Play, Task
 
 __all__ = [
     "INHERITABLE", "PlayState", "Scope", "parse_tasks", "parse_handlers",
     "expand_roles_section", "canonical_action", "conditions", "tag_list",
-    "string_list", "vars_of", "union",
+    "string_list", "vars_of", "union", "Included", "load_include",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,9 @@ class Scope:
     #: The file being read (task locations, relative imports).
     path: str
     when: tuple[Any, ...] = ()
+    #: Where the conditions of ``when`` were written, aligned at its end
+    #: (conditions handed down without a position are not in it).
+    when_origins: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     inherited: Mapping[str, Any] = field(default_factory=dict)
     role: str | None = None
@@ -93,9 +96,11 @@ class Scope:
         """The scope inside a block/import/role written as ``ds``."""
         where = location_of(ds, Location(self.path))
         own = {k: ds[k] for k in INHERITABLE if ds.get(k) is not None}
+        added = conditions(ds.get("when"), where)
         return dataclasses.replace(
             self,
-            when=self.when + conditions(ds.get("when"), where),
+            when=self.when + added,
+            when_origins=self.when_origins + value_origins(ds, "when", len(added)),
             tags=union(self.tags, tag_list(ds.get("tags"), where)),
             inherited={**self.inherited, **own},
         )
@@ -159,8 +164,10 @@ def _parse_entry(ds: Mapping[str, Any], scope: Scope) -> tuple[Node, ...]:
         return (_import_tasks(ds, args, scope, where),)
     if action == "import_role":
         return _import_role(ds, args, scope, where)
-    if action in ("include_tasks", "include_role") and _static_include(ds, args):
-        return (_include(ds, action, args, scope, where),)
+    if action in ("include_tasks", "include_role"):
+        if _static_include(ds, args):
+            return (_include(ds, action, args, scope, where),)
+        return (_dynamic_include(ds, action, args, scope, where),)
     return (_task(ds, action, args, scope, where),)
 
 
@@ -192,11 +199,100 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
     else:
         froms = {k: str(task_args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
                                                  "handlers_from") if task_args.get(k)}
-        body = _expand_role(str(task_args["name"]), {}, {}, inner, where, froms, dedup=False)
+        body = _expand_role(str(task_args["name"]), {}, {}, inner, where, froms, dedup=False,
+                            private=True)
         task_args["_ioc_included"] = str(task_args["name"])
     include = _task({k: v for k, v in ds.items() if k != "vars"}, action, task_args, scope, where)
     return Block(block=body, location=where, params=vars_of(ds, where), implicit=True,
                  include=include)
+
+
+_INCLUDE_OPTIONS = {
+    "include_tasks": frozenset({"file", "_raw_params", "apply"}),
+    "include_role": frozenset({"name", "tasks_from", "vars_from", "defaults_from", "handlers_from",
+                               "apply", "public", "allow_duplicates", "rolespec_validate"}),
+}
+
+
+def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope: Scope,
+                     where: Location) -> Task:
+    """An include whose file or role is known only once it runs (templated, looped).
+
+    The task runs per host (and item); the controller then loads what each
+    host included with :func:`load_include`, from the scope recorded here.
+    """
+    apply = args.get("apply") or {}
+    if not isinstance(apply, Mapping):
+        raise LoadError("'apply' must be a mapping", where)
+    unknown = sorted(set(args) - _INCLUDE_OPTIONS[action])
+    if unknown:
+        # ``include_tasks: "{{ a == b }}.yml"`` reads as k=v, as in Ansible
+        raise LoadError("Invalid options for %s: %s" % (action, ", ".join(unknown)), where)
+    if action == "include_tasks" and not (args.get("file") or args.get("_raw_params")):
+        raise LoadError("include_tasks needs a file name", where)
+    if action == "include_role" and not args.get("name"):
+        raise LoadError("include_role needs 'name'", where)
+    inner = scope.nested(apply)
+    task = _task(ds, action, {k: v for k, v in args.items() if k != "apply"}, scope, where)
+    return dataclasses.replace(task, include_scope=IncludeScope(
+        path=inner.path, when=inner.when, when_origins=inner.when_origins, tags=inner.tags,
+        inherited=dict(inner.inherited),
+        role=inner.role, role_path=inner.role_path, section=inner.section, chain=inner.chain))
+
+
+@dataclass(frozen=True)
+class Included:
+    """What one dynamic include loaded: its nodes, and what they add to the play."""
+
+    nodes: tuple[Node, ...]
+    #: ``included: <this> for ...`` (the file's absolute path, or the role name).
+    label: str
+    handlers: tuple[Task, ...] = ()
+    role_defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+def load_include(play: Play, task: Task, args: Mapping[str, Any],
+                 extra_vars: Mapping[str, Any]) -> Included:
+    """Load what a dynamic include ``task`` names with its templated ``args``.
+
+    Parsed exactly as a static include at the same place would have been: the
+    enclosing scope recorded at load time, ``apply:`` keywords, role context.
+    """
+    recorded = task.include_scope
+    if recorded is None:
+        raise LoadError("not a dynamic include", task.location)
+    state = PlayState(playbook_dir=play.basedir,
+                      static_vars={**play.vars, **play.vars_files, **extra_vars})
+    scope = Scope(play=state, path=recorded.path, when=recorded.when,
+                  when_origins=recorded.when_origins, tags=recorded.tags,
+                  inherited=dict(recorded.inherited), role=recorded.role,
+                  role_path=recorded.role_path, section=recorded.section, chain=recorded.chain)
+    where = task.location
+    if task.action == "include_tasks":
+        name = str(args.get("file") or args.get("_raw_params"))
+        try:
+            path = _resolve_import(name, scope, where)
+        except LoadError as exc:
+            missing = _import_candidates(name, scope)[0]
+            raise IncludeNotFound(
+                "Unable to retrieve file contents. Could not find or access '%s' on the "
+                "Ansible Controller: [Errno 2] No such file or directory: '%s'"
+                % (missing, missing), where) from exc
+        data = load_yaml_file(path)
+        if data is not None and not isinstance(data, list):
+            raise IncludeNotFound("included task files must contain a list of tasks", Location(path, 1))
+        nodes = parse_tasks(data, scope.entering(path, where), Location(path, 1))
+        return Included(nodes=nodes, label=path)
+    name = str(args["name"])
+    froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
+                                       "handlers_from") if args.get(k)}
+    try:
+        find_role(name, _role_dirs(scope), where)
+    except LoadError as exc:
+        raise IncludeNotFound(exc.message, where) from exc
+    nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True)
+    return Included(nodes=nodes, label=name, handlers=tuple(state.role_handlers),
+                    role_defaults=dict(state.role_defaults))
 
 
 def _parse_block(ds: Mapping[str, Any], scope: Scope) -> Block:
@@ -226,6 +322,7 @@ def _section(ds: Mapping[str, Any], key: str, scope: Scope, where: Location) -> 
 def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope, where: Location) -> Task:
     _warn_unsupported(ds, where)
     loop, loop_with = _loop(ds, where)
+    own_when = conditions(ds.get("when"), where)
     own = {k: ds.get(k) for k in INHERITABLE}
     if "local_action" in ds:
         own["delegate_to"] = "localhost"
@@ -235,7 +332,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         args=args,
         location=where,
         name=_opt_str(ds.get("name")),
-        when=scope.when + conditions(ds.get("when"), where),
+        when=scope.when + own_when,
+        when_origins=_aligned(scope) + value_origins(ds, "when", len(own_when)),
         loop=loop,
         loop_with=loop_with,
         loop_control=_mapping(ds, "loop_control", where),
@@ -255,6 +353,12 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         action_written=_written_action(ds, action),
         **effective,
     )
+
+
+def _aligned(scope: Scope) -> tuple[str, ...]:
+    """The scope's condition origins, one per condition of ``scope.when``."""
+    known = scope.when_origins[-len(scope.when):] if scope.when else ()
+    return ("",) * (len(scope.when) - len(known)) + known
 
 
 def _written_action(ds: Mapping[str, Any], action: str) -> Optional[str]:
@@ -367,14 +471,18 @@ def _import_tasks(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, 
 
 def _resolve_import(name: str, scope: Scope, where: Location) -> str:
     """An imported file: role ``tasks/`` (or ``handlers/``) first, then beside the importer."""
-    bases = [os.path.dirname(scope.path), scope.play.playbook_dir]
-    if scope.role_path is not None:
-        bases.insert(0, os.path.join(scope.role_path, scope.section))
-    candidates = [os.path.abspath(os.path.join(base, name)) for base in bases]
+    candidates = _import_candidates(name, scope)
     for candidate in candidates:
         if os.path.isfile(candidate):
             return candidate
     raise LoadError("imported file not found: %s" % candidates[0], where)
+
+
+def _import_candidates(name: str, scope: Scope) -> list[str]:
+    bases = [os.path.dirname(scope.path), scope.play.playbook_dir]
+    if scope.role_path is not None:
+        bases.insert(0, os.path.join(scope.role_path, scope.section))
+    return [os.path.abspath(os.path.join(base, name)) for base in bases]
 
 
 def _import_role(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, where: Location) -> tuple[Node, ...]:
@@ -422,8 +530,13 @@ def _expand_role(
     where: Location,
     froms: Mapping[str, str],
     dedup: bool,
+    private: bool = False,
 ) -> tuple[Node, ...]:
-    """A role as ``(dependency blocks..., role block)``; ``()`` if already run."""
+    """A role as ``(dependency blocks..., role block)``; ``()`` if already run.
+
+    ``private`` (``include_role``): the role's defaults stay on its block
+    instead of joining the play's.
+    """
     path = find_role(name, _role_dirs(scope), where)
     files = read_role(os.path.basename(name.rstrip("/")), path, where, **froms)
     identity = (path, tuple(sorted(froms.items())), repr(params), repr(keywords.get("vars")))
@@ -432,7 +545,8 @@ def _expand_role(
     scope.play.seen_roles.add(identity)
     outer = scope.nested(keywords)
     deps = _dependencies(files, outer, where)
-    scope.play.role_defaults.update(files.defaults)
+    if not private:
+        scope.play.role_defaults.update(files.defaults)
     role_vars = {**files.vars, **vars_of(keywords, where)}
     inner = dataclasses.replace(outer, role=files.name, role_path=path)
     _collect_role_handlers(files, inner, {**role_vars, **params})
@@ -440,6 +554,7 @@ def _expand_role(
     block = Block(
         block=body, location=where, vars=role_vars, params=params,
         implicit=True, role=files.name, role_path=path,
+        defaults=dict(files.defaults) if private else {},
     )
     return deps + (block,)
 

@@ -15,7 +15,7 @@ from ioc.errors import LoadError
 from ioc.model import Location
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
-           "plain"]
+           "plain", "value_origins"]
 
 
 class LocatedDict(dict):  # type: ignore[type-arg]
@@ -27,11 +27,16 @@ class LocatedDict(dict):  # type: ignore[type-arg]
 
     location: Location
     key_lines: dict[Any, int]
+    #: Per scalar key, where its value starts (1-based line and column); for a
+    #: list value, where each item starts. Ansible names these positions in
+    #: some errors (a non-boolean ``when``, ``path:line:col``).
+    value_marks: dict[Any, Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.location = Location("<unknown>")
         self.key_lines = {}
+        self.value_marks = {}
 
 
 class LocatedLoader(yaml.SafeLoader):
@@ -56,6 +61,30 @@ def _construct_mapping(loader: LocatedLoader, node: yaml.MappingNode) -> Iterato
         for key, _ in node.value
         if isinstance(key, yaml.ScalarNode)
     }
+    data.value_marks = {
+        key.value: [_mark(item) for item in value.value]
+        if isinstance(value, yaml.SequenceNode) else _mark(value)
+        for key, value in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def value_origins(ds: Mapping[str, Any], key: str, count: int) -> tuple[str, ...]:
+    """``path:line:col`` of the value of ``key`` (of each item of a list value).
+
+    Exactly ``count`` entries; ``""`` where the position is unknown.
+    """
+    marks = getattr(ds, "value_marks", {}).get(key)
+    path = getattr(getattr(ds, "location", None), "path", None)
+    if marks is None or path is None:
+        return ("",) * count
+    marks = marks if isinstance(marks, list) else [marks] * count
+    out = tuple("%s:%d:%d" % (path, line, col) for line, col in marks[:count])
+    return out + ("",) * (count - len(out))
 
 
 def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:

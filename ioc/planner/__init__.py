@@ -45,9 +45,10 @@ def explain(plan):
         entries = plan.entries_of(step)
         reason = relative(step.reason, base)
         if isinstance(step, ControllerStep):
-            lines.append("  step %d: controller step (%s%s%s): %s"
+            lines.append("  step %d: controller step (%s%s%s%s): %s"
                          % (number, step.where, ", once" if step.once else "",
-                            ", throttle %d" % step.throttle if step.throttle else "", reason))
+                            ", throttle %d" % step.throttle if step.throttle else "",
+                            ", a delegate per loop item" if step.per_item else "", reason))
         else:
             lines.append("  step %d: batch of %d task(s), %d-%d; ends: %s"
                          % (number, len(entries), step.start, step.end - 1, reason))
@@ -63,6 +64,8 @@ def explain(plan):
 
 #: Cut reasons (by their leading construct) → the rule of linear-semantics §9.
 _RULES = (
+    ("run_once handler", "the handler runs on the first notified host only, and the "
+                         "notification is cleared for every host (L5.8)"),
     ("run_once", "only the first active host runs it and its result is copied to every "
                  "host; which host is first depends on the others (L7.1)"),
     ("delegate_to", "it runs on another host's connection: side effects across hosts "
@@ -81,6 +84,8 @@ _RULES = (
     ("delegate_facts", "it writes another host's variables (L7.3)"),
     ("become identity", "a runner cannot change the user it runs as: each become identity "
                         "is a runner of its own, and a batch runs in one"),
+    ("dynamic include", "the controller loads the file each host included (per item) and "
+                        "splices its tasks in right after it, group after group (L7.8)"),
 )
 
 

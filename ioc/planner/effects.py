@@ -366,7 +366,7 @@ class _Visitor:
     def _is_free(self, node: nodes.Node, name: str, bound: AbstractSet[str]) -> bool:
         return isinstance(node, nodes.Name) and node.name == name and name not in bound
 
-    def _special_access(self, node: nodes.Node, bound: AbstractSet[str]) -> bool:
+    def _special_access(self, node: Any, bound: AbstractSet[str]) -> bool:
         """``hostvars[..]...`` and ``vars[..]``; True when handled."""
         if self._hostvars_host(node.node, bound):
             # hostvars[h].attr / hostvars[h]['attr']
@@ -417,7 +417,7 @@ class _Visitor:
         plugin = None
         if call.args and isinstance(call.args[0], nodes.Const) and isinstance(call.args[0].value, str):
             plugin = call.args[0].value
-        parts: List[nodes.Node] = list(call.args) + [kw.value for kw in call.kwargs]
+        parts: List[Any] = list(call.args) + [kw.value for kw in call.kwargs]
         static = call.dyn_args is None and call.dyn_kwargs is None and all(
             _is_constant(p) for p in parts)
         reads: Set[str] = set()
@@ -502,7 +502,7 @@ def analyze_task(task: Task) -> Effects:
         and task.loop_with not in PLAIN_LOOPS
     for name in _FIELDS:
         value = task.loop_control if name == "loop_control" else getattr(task, name)
-        excluded = loop_bound if name != "loop" else frozenset()
+        excluded: AbstractSet[str] = loop_bound if name != "loop" else frozenset()
         if name == "loop" and lookup_loop:
             _lookup_loop(refs, task, where)
             continue
@@ -511,13 +511,13 @@ def analyze_task(task: Task) -> Effects:
     for text in expression_args(task):
         scan(refs, text, "args", loop_bound, where)
     for name in _CONDITIONS:
-        excluded = set(loop_bound)
+        bound = set(loop_bound)
         if name in _REGISTER_BOUND and task.register:
-            excluded.add(task.register)
+            bound.add(task.register)
         for cond in getattr(task, name) or ():
-            text = condition_source(cond)
-            if text is not None:
-                scan(refs, text, name, frozenset(excluded), where)
+            source = condition_source(cond)
+            if source is not None:
+                scan(refs, source, name, frozenset(bound), where)
     read_names = {r.name for r in refs.reads}
     return Effects(
         reads=frozenset(refs.reads),
@@ -747,7 +747,10 @@ def definition(program: Program, index: int, name: str, play_only: bool = False)
         layers += [b.params for b in reversed(blocks)]
         layers.append(task.vars or {})
         layers += [b.vars for b in reversed(blocks)]
-    layers += [play.vars_files, play.vars, play.role_defaults]
+    layers += [play.vars_files, play.vars]
+    if not play_only:
+        layers += [b.defaults for b in reversed(blocks)]
+    layers.append(play.role_defaults)
     for layer in layers:
         if name in layer:
             return layer[name]

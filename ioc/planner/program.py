@@ -245,6 +245,10 @@ def _wire_node(node: Numbered, start: int, end: int) -> dict:
         wire["vars"] = to_wire(block.vars)
     if block.params:
         wire["params"] = to_wire(block.params)
+    if block.defaults:
+        wire["defaults"] = to_wire(block.defaults)
     if block.role and block.implicit:
         wire["role"] = block.role
+    if block.hosts:
+        wire["hosts"] = list(block.hosts)
     return wire

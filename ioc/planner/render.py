@@ -78,6 +78,10 @@ def _step(plan: Plan, number: int, step: Any, basedir: str) -> Dict[str, Any]:
                            "reason": relative(step.reason, basedir)}
     if isinstance(step, ControllerStep):
         out.update(kind="controller", where=step.where, once=step.once, throttle=step.throttle)
+        if step.once_if is not None:
+            out["once_if"] = step.once_if
+        if step.per_item:
+            out["per_item"] = True
     else:
         out["kind"] = "batch"
     out["tasks"] = [_task(entry, basedir) for entry in plan.entries_of(step)]

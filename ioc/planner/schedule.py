@@ -8,11 +8,11 @@ makes one host's behaviour depend on other hosts or on the controller
 * a **controller step** (``ControllerStep``) runs one task under the
   controller's direction: on the first host only (``run_once``, bypass-host
   actions), on another host's connection (``delegate_to``), in the
-  controller itself (``add_host``, ``group_by`` when groups are read later,
+  controller itself (``add_host``, ``group_by`` with ``run_once``,
   play-wide ``meta``), or with bounded concurrency (``throttle``);
 * a **cut after** ends the batch after a task whose outcome the controller
   must see before anyone goes on (``any_errors_fatal``, ``max_fail_percentage``,
-  ``ignore_unreachable``, ``reset_connection``, ``group_by`` read later);
+  ``ignore_unreachable``, ``reset_connection``);
 * a **cut before** starts a new batch at a task that needs values the
   controller only has at a step boundary (lookups and controller files whose
   arguments are written inside the batch, reads of other hosts' runtime data)
@@ -24,6 +24,8 @@ Every cut records its reason; ``explain()`` prints them.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Callable, FrozenSet, List, Optional, Tuple, Union
 
@@ -60,6 +62,13 @@ class ControllerStep:
     reason: str
     #: Hosts at most in flight at once (``throttle``); 0 means no limit.
     throttle: int = 0
+    #: A templated ``run_once``: ``once`` holds only if it is true for the
+    #: first active host (the linear strategy templates it with that host's
+    #: variables); otherwise every host runs the task.
+    once_if: Optional[str] = None
+    #: ``delegate_to`` names the loop item: each item runs on its own delegate,
+    #: one call per item, in item order (the controller drives the loop).
+    per_item: bool = False
 
     @property
     def start(self) -> int:
@@ -224,6 +233,11 @@ def classify(entry: Entry, play: Play) -> Cut:
     """The barrier rules of linear-semantics §9 that follow from one task."""
     task = entry.task
     where = "task %s (%s)" % (task.display_name, task.location)
+    if entry.is_flush and any(_set(h.run_once) for h in play.handlers):
+        cut = _implicit_cut(entry, play, where) if entry.implicit else Cut()
+        return dataclasses.replace(cut, before=(
+            "run_once handler: a flush chooses the first notified host when it starts, so "
+            "every host's notifications must be in: %s" % where))
     if entry.implicit:
         return _implicit_cut(entry, play, where)
     if task.action == "meta":
@@ -234,19 +248,32 @@ def classify(entry: Entry, play: Play) -> Cut:
         if what == "reset_connection":
             return Cut(after="meta: reset_connection ends the connection: %s" % where)
         return Cut()
+    if task.include_scope is not None:
+        return Cut(after="dynamic include: its tasks are known once it has run: %s" % where)
     if task.action in CONTROLLER_ACTIONS:
-        once = task.action in BYPASS_ACTIONS or _set(task.run_once)
+        once = task.action in BYPASS_ACTIONS or (_set(task.run_once)
+                                                  and not _templated(task.run_once))
         if task.action == "group_by" and not once:
-            return Cut(after="group_by changes groups read later: %s" % where)
+            # Batchable (§9): the controller applies it as its result arrives.
+            # A later reader of groups/group_names/hostvars is cut before by
+            # the data-flow rule (they see the groups as of its step start).
+            return Cut()
         return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, once,
                                        "%s runs on the controller: %s" % (task.action, where)))
     delegated = _delegates(task)
+    if _templated(task.run_once):
+        return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
+                                       True, "run_once %s: %s" % (task.run_once, where),
+                                       once_if=task.run_once,
+                                       per_item=delegated and _per_item(task)))
     if _set(task.run_once):
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
-                                       True, "run_once: %s" % where))
+                                       True, "run_once: %s" % where,
+                                       per_item=delegated and _per_item(task)))
     if delegated:
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE, False,
-                                       "delegate_to %s: %s" % (task.delegate_to, where)))
+                                       "delegate_to %s: %s" % (task.delegate_to, where),
+                                       per_item=_per_item(task)))
     if task.throttle not in (None, 0, "0"):
         return Cut(step=ControllerStep(entry.index, Where.TARGET, False,
                                        "throttle %s: %s" % (task.throttle, where),
@@ -282,6 +309,18 @@ def _delegates(task: Task) -> bool:
     if target is None:
         return False
     return target.replace(" ", "") not in ("{{inventory_hostname}}",)
+
+
+def _per_item(task: Task) -> bool:
+    """Whether ``delegate_to`` reads the loop variable (a delegate per item)."""
+    if task.loop is None or task.delegate_to is None:
+        return False
+    loop_var = (task.loop_control or {}).get("loop_var", "item")
+    return re.search(r"\b%s\b" % re.escape(str(loop_var)), str(task.delegate_to)) is not None
+
+
+def _templated(value: object) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
 def _set(value: object) -> bool:

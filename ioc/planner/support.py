@@ -42,16 +42,18 @@ def check_program(program: Program, caps: Capabilities) -> None:
     _check_play(program.play)
     headed = set(program.include_heads)
     for entry in program.entries:
-        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed:
-            raise PlanError("%s with a templated name or a loop is not supported yet (a static "
-                            "file or role name is)" % entry.task.action, entry.task.location)
+        if entry.task.action in ("include_tasks", "include_role") and entry.index not in headed \
+                and entry.task.include_scope is None:
+            raise PlanError("%s with a templated name or a loop is only supported in "
+                            "ioc-run" % entry.task.action, entry.task.location)
         if not entry.implicit:
             check_task(entry.task, caps)
     identities = {}
     for handler in program.handlers:
+        if handler.action in ("include_tasks", "include_role"):
+            raise PlanError("%s in a handler is not supported yet" % handler.action,
+                            handler.location)
         check_task(handler, caps)
-        if handler.run_once not in (None, False):
-            raise PlanError("run_once on a handler is not supported yet", handler.location)
         if handler.action not in IDENTITY_NEUTRAL:
             identities.setdefault(task_identity_key(handler), handler)
             if len(identities) > 1:
@@ -59,10 +61,14 @@ def check_program(program: Program, caps: Capabilities) -> None:
                                 "supported yet (a flush runs as one identity)", handler.location)
 
 
+#: The play keyword ``order`` (how the play's hosts are ordered, L1.4).
+HOST_ORDERS = frozenset({"inventory", "reverse_inventory", "sorted", "reverse_sorted", "shuffle"})
+
+
 def _check_play(play: Play) -> None:
-    if play.order not in (None, "inventory"):
-        raise PlanError("play keyword 'order: %s' is not supported yet" % play.order,
-                        play.location)
+    if play.order not in (None,) and play.order not in HOST_ORDERS:
+        raise PlanError("play keyword 'order: %s' is not one of %s"
+                        % (play.order, ", ".join(sorted(HOST_ORDERS))), play.location)
 
 
 def check_task(task: Task, caps: Capabilities) -> None:
@@ -81,10 +87,6 @@ def check_task(task: Task, caps: Capabilities) -> None:
             not in BECOME_METHODS:
         raise PlanError("become_method '%s' is not supported yet (%s are)"
                         % (method, " and ".join(BECOME_METHODS)), where)
-    if isinstance(task.run_once, str) and "{{" in task.run_once:
-        raise PlanError("a templated run_once is not supported", where)
-    if task.delegate_to and task.loop is not None and _mentions_loop_var(task):
-        raise PlanError("delegate_to that depends on the loop item is not supported yet", where)
     if task.loop_with is not None and task.loop_with not in caps.lookups:
         raise PlanError("lookup plugin (%s) not found" % task.loop_with, where)
     for text in templates_of(task):
@@ -103,11 +105,6 @@ def _check_options(task: Task, caps: Capabilities) -> None:
                         "include: %s." % (task.action, ", ".join(unknown),
                                           ", ".join(sorted(o for o in accepted if not o.startswith("_")))),
                         task.location)
-
-
-def _mentions_loop_var(task: Task) -> bool:
-    loop_var = (task.loop_control or {}).get("loop_var", "item")
-    return loop_var in str(task.delegate_to)
 
 
 def templates_of(task: Task) -> Iterator[str]:

@@ -58,6 +58,14 @@ included)
     upload as ``src``. ioc writes from the shipped content and has no such
     file; a ``src`` naming a real path is kept and compared.
 
+Gathered facts
+  * ``ansible_facts`` in the result of the implicit ``Gathering Facts``
+    task becomes ``"<facts>"``: Ansible's setup module reports hundreds of
+    machine facts and ioc's runner a subset of them (docs/status.md), with
+    values that change between two runs (time, load, free memory). The facts
+    a playbook uses are compared through what it prints with them
+    (facts_gathered.yml).
+
 Keys dropped from a ``stat`` dictionary (the ``stat`` module's result)
   * ``atime``, ``mtime``, ``ctime``, ``inode``, ``dev``, ``version``:
     timestamps, inode numbers and the inode generation differ between two
@@ -92,6 +100,7 @@ VOLATILE_KEYS = frozenset({
 })
 STAT_VOLATILE_KEYS = frozenset({"atime", "mtime", "ctime", "inode", "dev", "version"})
 CALLBACK_ONLY_DROPPED = ("failed", "skipped")
+GATHER_TASK = "Gathering Facts"
 BUILTIN_PREFIX = re.compile(r"^ansible\.(builtin|legacy)\.")
 ANSIBLE_TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^/\s'\"]+")
 
@@ -165,6 +174,8 @@ def _event(raw: Dict[str, Any], paths: _Paths) -> Dict[str, Any]:
             event["label"] = _item_label(event["result"])
     if isinstance(event.get("result"), dict):
         event["result"] = _drop_status_keys(event["result"])
+        if event.get("task") == GATHER_TASK and "ansible_facts" in event["result"]:
+            event["result"]["ansible_facts"] = "<facts>"
     return _clean(event, paths)
 
 

@@ -17,6 +17,13 @@ The third engine, ``mitogen_batch``, is ansible-playbook itself with
 ``strategy = mitogen_batch`` (``strategy_plugin/``): its events come from the
 same ``ioc_jsonl`` callback as the linear run's. Its known differences are the
 separate mapping ``KNOWN_DIFFERENCES_PLUGIN``.
+
+The reference is ansible-core 2.21 (pyenv's Python 3.13). The strategy also
+supports ansible-core 2.19: ``mitogen_batch-2.19`` runs the playbooks of
+``PLAYBOOKS_219`` under 2.19 (the venv scripts/test makes from Python 3.11)
+and compares with 2.19's own linear run, never with 2.21's
+(``KNOWN_DIFFERENCES_PLUGIN_219``). Test ids: ``<name>`` (ioc-run),
+``mitogen_batch-<name>``, ``mitogen_batch-2.19-<name>``.
 """
 from __future__ import annotations
 
@@ -33,16 +40,42 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from tests.conformance import normalize as norm
-from tests.conformance.known_differences import KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN
+from tests.conformance.known_differences import (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN,
+                                                 KNOWN_DIFFERENCES_PLUGIN_219)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PLAYBOOKS = HERE / "playbooks"
 CALLBACKS = HERE / "ansible_plugins" / "callback"
 STRATEGY_PLUGINS = ROOT / "strategy_plugin"
-ENGINES = ("ioc-run", "mitogen_batch")
+ENGINES = ("ioc-run", "mitogen_batch", "mitogen_batch-2.19")
 ANSIBLE_PYTHON_VERSION = "3.13"
+#: The reference ansible-core (on pyenv's Python 3.13).
 ANSIBLE_CORE = "2.21"
+#: The other supported ansible-core, in a venv of Python 3.11 that scripts/test makes.
+ANSIBLE_CORE_219 = "2.19"
+ANSIBLE_219_VENV = os.environ.get("IOC_ANSIBLE_219_VENV") or os.path.expanduser(
+    "~/.cache/ioc/ansible-core-2.19")
+#: The playbooks mitogen_batch also runs under ansible-core 2.19 (against 2.19's
+#: linear): loops, blocks/rescue/always, handlers, register/until, facts,
+#: delegate_to/run_once, failures, ssh and unreachable hosts, no_log.
+PLAYBOOKS_219 = (
+    "block_always_unrescued",
+    "block_rescue_ssh",
+    "changed_failed_when",
+    "delegate_run_once",
+    "facts_gathered",
+    "failure_later_plays",
+    "handlers_flush",
+    "handlers_listen_order",
+    "loop_control",
+    "loop_item_failure",
+    "no_log",
+    "reference_p8",
+    "registered_shapes",
+    "unreachable",
+    "until_exhausted",
+)
 TIMEOUT = 180
 
 pytestmark = pytest.mark.conformance
@@ -72,28 +105,54 @@ def _find_python313() -> Optional[str]:
     return next((c for c in candidates if os.access(c, os.X_OK)), None)
 
 
+def _find_python_219() -> Optional[str]:
+    python = os.path.join(ANSIBLE_219_VENV, "bin", "python")
+    return python if os.access(python, os.X_OK) else None
+
+
+def ansible_python(core: str = ANSIBLE_CORE) -> str:
+    """The Python whose ansible-playbook is ansible-core ``core`` (2.21 or 2.19); fails if none."""
+    if core == ANSIBLE_CORE:
+        python = _find_python313()
+        where = ("no Python 3.13 interpreter found (tried `pyenv prefix 3.13` and "
+                 "%s/versions/3.13*/bin/python3.13): `pyenv install 3.13`, then scripts/test "
+                 "installs ansible-core %s into it" % (_pyenv_root(), core))
+    elif core == ANSIBLE_CORE_219:
+        python = _find_python_219()
+        where = ("no %s/bin/python: scripts/test makes that venv (ansible-core %s, mitogen) "
+                 "from Python 3.11" % (ANSIBLE_219_VENV, core))
+    else:
+        raise AssertionError("no ansible-core %s installation is known" % core)
+    if python is None:
+        pytest.fail(where, pytrace=False)
+    return python
+
+
+_VERSIONS_SEEN: Dict[str, str] = {}
+
+
+def ansible_playbook_argv(core: str = ANSIBLE_CORE) -> List[str]:
+    """``[python, .../ansible-playbook]`` of ansible-core ``core``, checked once per session."""
+    python = ansible_python(core)
+    argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook")]
+    if core not in _VERSIONS_SEEN:
+        try:
+            r = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+            version = r.stdout
+        except OSError as exc:
+            version = str(exc)
+        if not re.search(r"\[core %s\.\d+\]" % re.escape(core), version):
+            pytest.fail("ansible-core %s.x is not installed for %s (scripts/test installs it): %s"
+                        % (core, python, version.strip()[:300]), pytrace=False)
+        _VERSIONS_SEEN[core] = version
+    return argv
+
+
 @pytest.fixture(scope="session")
 def ansible_playbook() -> List[str]:
-    python = _find_python313()
-    if python is None:
-        pytest.fail("no Python 3.13 interpreter found (tried `pyenv prefix 3.13` and "
-                    "%s/versions/3.13*/bin/python3.13): the conformance suite runs the real "
-                    "ansible-playbook %s on it; `pyenv install 3.13` then scripts/test "
-                    "installs ansible-core" % (_pyenv_root(), ANSIBLE_CORE), pytrace=False)
-    script = os.path.join(os.path.dirname(python), "ansible-playbook")
-    argv = [python, script]
-    try:
-        r = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60,
-                           stdin=subprocess.DEVNULL)
-        version = r.stdout
-    except OSError as exc:
-        version = str(exc)
-    if not re.search(r"\[core %s\.\d+\]" % re.escape(ANSIBLE_CORE), version):
-        pytest.fail("ansible-core %s.x is not installed for %s (`%s -m pip install "
-                    "'ansible-core>=%s,<2.22'`; scripts/test does it): %s"
-                    % (ANSIBLE_CORE, python, python, ANSIBLE_CORE, version.strip()[:300]),
-                    pytrace=False)
-    return argv
+    """The reference ansible-playbook (ansible-core 2.21)."""
+    return ansible_playbook_argv(ANSIBLE_CORE)
 
 
 # -- playbooks -----------------------------------------------------------------------
@@ -111,13 +170,16 @@ def read_header(path: Path) -> Dict[str, str]:
 
 def _params():
     names = sorted(p.stem for p in PLAYBOOKS.glob("*.yml"))
-    for known in (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN):
+    for known in (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN, KNOWN_DIFFERENCES_PLUGIN_219):
         for name in set(known) - set(names):
             raise AssertionError("known_differences.py names a playbook that does not exist: %s"
                                  % name)
+    for name in set(PLAYBOOKS_219) - set(names):
+        raise AssertionError("PLAYBOOKS_219 names a playbook that does not exist: %s" % name)
     for engine in ENGINES:
-        known = KNOWN_DIFFERENCES if engine == "ioc-run" else KNOWN_DIFFERENCES_PLUGIN
-        for name in names:
+        known = {"ioc-run": KNOWN_DIFFERENCES, "mitogen_batch": KNOWN_DIFFERENCES_PLUGIN,
+                 "mitogen_batch-2.19": KNOWN_DIFFERENCES_PLUGIN_219}[engine]
+        for name in names if engine != "mitogen_batch-2.19" else PLAYBOOKS_219:
             reason = known.get(name)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             # ioc-run keeps its plain ids (``-k handlers``); the plugin's are prefixed.
@@ -225,7 +287,10 @@ def _diff(a: List[str], b: List[str], engine: str = "ioc-run") -> str:
 
 
 @pytest.mark.parametrize("engine, name", list(_params()))
-def test_playbook_conforms(engine, name, tmp_path, request, ansible_playbook):
+def test_playbook_conforms(engine, name, tmp_path, request):
+    # mitogen_batch-2.19: 2.19's mitogen_batch against 2.19's linear; else 2.21.
+    ansible_playbook = ansible_playbook_argv(
+        ANSIBLE_CORE_219 if engine.endswith("-" + ANSIBLE_CORE_219) else ANSIBLE_CORE)
     path = PLAYBOOKS / (name + ".yml")
     header = read_header(path)
     assert "covers" in header and "hosts" in header, \
@@ -238,7 +303,7 @@ def test_playbook_conforms(engine, name, tmp_path, request, ansible_playbook):
     config = ans.base / "ansible.cfg"
     config.write_text("[defaults]\n")
     ans.start(ansible_playbook + ans.common_args(extra), ansible_env(ans.events_path, config))
-    if engine == "mitogen_batch":
+    if engine.startswith("mitogen_batch"):
         ioc.start(ansible_playbook + ioc.common_args(extra),
                   mitogen_batch_env(ioc.events_path, config))
     else:

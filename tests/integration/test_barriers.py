@@ -411,3 +411,153 @@ def test_a_pause_prompt_without_a_terminal_is_a_clear_error(tmp_path, web):
         """, inventory=web)
     assert r.rc == 2
     assert "standard input is not a terminal" in r.stdout
+
+
+def test_dynamic_includes_run_each_hosts_file_group_after_group(tmp_path, web):
+    """L7.8 over SSH: per-host files, a looped include, a failure reaching the rescue."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "even.yml").write_text(
+        "- name: even task\n  command: echo even {{ inventory_hostname }}\n  register: said\n")
+    (tasks / "odd.yml").write_text(
+        "- name: odd task\n  command: echo odd {{ inventory_hostname }}\n  register: said\n"
+        "- name: odd fails on h3\n  command: /bin/false\n  when: inventory_hostname == 'h3'\n")
+    (tasks / "item.yml").write_text(
+        "- name: item task\n  debug: msg=\"{{ inventory_hostname }} {{ item }}\"\n")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - block:
+                - name: per-host file
+                  include_tasks:
+                    file: "tasks/{{ 'even' if inventory_hostname == 'h2' else 'odd' }}.yml"
+              rescue:
+                - name: rescued
+                  debug: msg="rescued {{ ansible_failed_task.name }}"
+            - name: looped
+              include_tasks: tasks/item.yml
+              loop: [a, b]
+            - name: what the include registered
+              debug: msg="{{ said.stdout }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    includes = [(e["path"].rsplit("/", 1)[-1], e["hosts"], e.get("item")) for e in r.of("include")]
+    assert includes == [("odd.yml", ["h1", "h3"], None), ("even.yml", ["h2"], None),
+                        ("item.yml", ["h1", "h2", "h3"], "a"), ("item.yml", ["h1", "h2", "h3"], "b")]
+    # The odd group's tasks run before the even group's, each only on its hosts.
+    steps = [e["name"] for e in r.of("task_start")]
+    assert steps.index("odd task") < steps.index("odd fails on h3") < steps.index("even task")
+    assert oks(r, "rescued") == [("h3", "rescued odd fails on h3")]
+    assert oks(r, "item task") == [(h, "%s %s" % (h, i)) for i in "ab" for h in ("h1", "h2", "h3")]
+    assert oks(r, "what the include registered") == [
+        ("h1", "odd h1"), ("h2", "even h2"), ("h3", "odd h3")]
+    assert r.recap["h3"]["rescued"] == 1 and r.recap["h3"]["failures"] == 0
+    # ok per host: 1 per included file (3) + its included tasks + the debug.
+    assert r.recap["h2"]["ok"] == 3 + 1 + 2 + 1
+
+
+@pytest.mark.parametrize("order, expected", [
+    ("reverse_sorted", ["h3", "h2", "h1"]),
+    ("reverse_inventory", ["h3", "h2", "h1"]),
+    ("sorted", ["h1", "h2", "h3"]),
+])
+def test_play_order_sets_the_host_order_of_every_step_and_serial_batch(tmp_path, web, order,
+                                                                          expected):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          order: %s
+          serial: 2
+          tasks:
+            - name: who
+              debug: msg="{{ ansible_play_batch }} {{ ansible_play_hosts_all }}"
+        """ % order, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["host"] for e in r.of("runner_ok")] == expected
+    # The batch in play order; every host of the play in inventory order (as ansible-core).
+    assert [e["result"]["msg"] for e in r.of("runner_ok")] == \
+        ["%s ['h1', 'h2', 'h3']" % b for b in [expected[:2]] * 2 + [expected[2:]]]
+
+
+def test_order_shuffle_runs_every_host_once(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          order: shuffle
+          tasks:
+            - debug: msg=x
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert sorted(e["host"] for e in r.of("runner_ok")) == ["h1", "h2", "h3"]
+
+
+def test_a_templated_run_once_follows_the_first_hosts_value(tmp_path, sshd):
+    """run_once: "{{ x }}" is templated with the first active host's variables."""
+    inventory = sshd.inventory_ini(["h1", "h2", "h3"], group="web")
+    inventory += "\n[web:vars]\nonce_flag=false\n[first]\nh1 once_flag=true\n"
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: once if the first host says so
+              command: echo {{ inventory_hostname }}
+              register: said
+              run_once: "{{ once_flag | bool }}"
+            - name: every host sees h1's result
+              debug: msg="{{ said.stdout }}"
+            - name: not once when the first host says no
+              command: echo {{ inventory_hostname }}
+              run_once: "{{ inventory_hostname != 'h1' }}"
+        """, inventory=inventory)
+    assert r.rc == 0, r.stdout + r.stderr
+    ran = [e["host"] for e in r.of("runner_ok") if e["task"] == "once if the first host says so"]
+    assert ran == ["h1"]
+    assert oks(r, "every host sees h1's result") == [("h1", "h1"), ("h2", "h1"), ("h3", "h1")]
+    assert [e["host"] for e in r.of("runner_ok")
+            if e["task"] == "not once when the first host says no"] == ["h1", "h2", "h3"]
+
+
+def test_a_run_once_handler_runs_on_the_first_notified_host_only(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: notify from h2 and h3
+              command: echo x
+              notify: [once, every]
+              when: inventory_hostname != 'h1'
+            - name: after
+              debug: msg=after
+          handlers:
+            - name: once
+              command: echo {{ inventory_hostname }}
+              run_once: true
+            - name: every
+              debug: msg="{{ inventory_hostname }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert [e["host"] for e in r.of("runner_ok") if e["task"] == "once"] == ["h2"]
+    assert oks(r, "every") == [("h2", "h2"), ("h3", "h3")]
+    assert r.recap["h3"]["ok"] == 3 and r.recap["h2"]["ok"] == 4  # once counts on h2 only
+
+
+def test_delegate_to_the_loop_item_runs_each_item_on_its_delegate(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: per item
+              command: echo {{ inventory_hostname }} item {{ item }}
+              delegate_to: "{{ item }}"
+              loop: [h3, h1]
+              register: r
+            - name: registered
+              debug: msg="{{ r.results | map(attribute='stdout') | join(',') }}"
+        """, inventory=web)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert "changed: [h1 -> h3(127.0.0.1)] => (item=h3)" in r.stdout, r.stdout
+    assert "changed: [h2 -> h1(127.0.0.1)] => (item=h1)" in r.stdout, r.stdout
+    assert oks(r, "registered") == [(h, "%s item h3,%s item h1" % (h, h)) for h in ("h1", "h2", "h3")]
+    items = [(e["host"], e["result"]["item"]) for e in r.of("runner_item_ok")]
+    assert items == [(h, i) for h in ("h1", "h2", "h3") for i in ("h3", "h1")]

@@ -883,3 +883,30 @@ def test_keyword_the_ir_cannot_hold_is_warned_about_and_dropped(
     assert task.args == {"_raw_params": "sleep 100"}
     assert "keyword 'async' is not supported" in caplog.text
     assert "site.yml:3" in caplog.text
+
+
+def test_a_free_form_include_with_a_comparison_is_refused_like_ansible(tmp_path):
+    """``include_tasks: "{{ a == b }}.yml"`` splits as k=v; Ansible refuses it too."""
+    book = tmp_path / "play.yml"
+    book.write_text("- hosts: all\n  tasks:\n"
+                    "    - include_tasks: \"x{{ inventory_hostname == 'h2' }}.yml\"\n")
+    with pytest.raises(LoadError) as info:
+        load_playbook(str(book))
+    assert "Invalid options for include_tasks" in str(info.value)
+    assert str(info.value).startswith("%s:3: " % book)
+
+
+def test_conditions_remember_where_they_were_written(tmp_path):
+    """Ansible names a non-boolean when by path:line:col; the IR keeps that position."""
+    book = tmp_path / "play.yml"
+    book.write_text(textwrap.dedent("""\
+        - hosts: all
+          tasks:
+            - block:
+                - debug: msg=x
+                  when: [a, "'b'"]
+              when: outer
+        """))
+    task = load_playbook(str(book)).plays[0].tasks[0].block[0]
+    assert task.when == ("outer", "a", "'b'")
+    assert task.when_origins == ("%s:6:13" % book, "%s:5:18" % book, "%s:5:21" % book)

@@ -128,7 +128,7 @@ EXPLAINED = {
                        "rule: it writes another host's variables (L7.3)"],
     "add_host": ["controller step (controller, once): add_host runs on the controller",
                  "rule: it changes the inventory"],
-    "group_by": ["ends: group_by changes groups read later: task group by distribution",
+    "group_by": ["ends: reads groups (group_by.yml:10) reads other hosts' runtime data (groups)",
                  "controller step (controller, once): group_by runs on the controller"],
     "pause": ["controller step (controller, once): pause runs on the controller",
               "rule: it bypasses the host loop"],

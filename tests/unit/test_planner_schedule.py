@@ -81,7 +81,8 @@ def test_planning_is_deterministic(tmp_path):
     ("- debug: msg=x\n      delegate_to: \"{{ inventory_hostname }}\"", ["B1-3"]),
     ("- add_host: name=new groups=g", ["B1-1", "C2:controller:once", "B3-3"]),
     ("- pause: seconds=1", ["B1-1", "C2:controller:once", "B3-3"]),
-    ("- group_by: key=os", ["B1-2", "B3-3"]),
+    ("- group_by: key=os", ["B1-3"]),   # nothing reads groups: batchable
+    ("- group_by: key=os\n    - debug: msg=\"{{ groups.os }}\"", ["B1-2", "B3-4"]),
     ("- meta: end_play", ["B1-1", "C2:controller:once", "B3-3"]),
     ("- meta: clear_host_errors", ["B1-1", "C2:controller:once", "B3-3"]),
     ("- meta: reset_connection", ["B1-2", "B3-3"]),
@@ -118,7 +119,6 @@ def test_every_cut_says_why_in_the_explanation(tmp_path):
 
 
 @pytest.mark.parametrize("task, message", [
-    ("- include_tasks: \"{{ name }}.yml\"", "include_tasks with a templated name or a loop"),
     ("- no_such_module: a=b", "couldn't resolve module/action 'no_such_module'"),
     ("- debug: msg=\"{{ x | no_such_filter }}\"", "No filter named 'no_such_filter'"),
     ("- debug: msg=x\n      when: x is no_such_test", "No test named 'no_such_test'"),
@@ -133,3 +133,19 @@ def test_unsupported_constructs_are_plan_errors_with_file_and_line(tmp_path, tas
         plan_of(tmp_path, text)
     assert message in str(info.value)
     assert str(info.value).startswith("%s:4: " % (tmp_path / "play.yml"))
+
+
+def test_a_dynamic_include_ends_its_batch_and_says_why(tmp_path):
+    text = tasks("- debug: msg=a", "- include_tasks: \"{{ name }}.yml\"", "- debug: msg=b")
+    plan = plan_of(tmp_path, text)
+    assert shape(plan) == ["B1-2", "B3-3"]
+    assert "dynamic include: its tasks are known once it has run" in explain(plan)
+
+
+def test_a_dynamic_include_in_a_handler_is_a_plan_error(tmp_path):
+    text = ("- hosts: all\n  tasks:\n    - debug: msg=fine\n  handlers:\n"
+            "    - name: h\n      include_tasks: \"{{ name }}.yml\"\n")
+    with pytest.raises(PlanError) as info:
+        plan_of(tmp_path, text)
+    assert "include_tasks in a handler is not supported yet" in str(info.value)
+    assert str(info.value).startswith("%s:5: " % (tmp_path / "play.yml"))

@@ -103,8 +103,11 @@ class CallbackModule(CallbackBase):
         self._write("notify", host=host.get_name(), handler=self._name(handler))
 
     def v2_playbook_on_include(self, included_file):
-        self._write("include", path=included_file._filename,
-                    hosts=[h.get_name() for h in included_file._hosts])
+        fields = {"path": included_file._filename,
+                  "hosts": [h.get_name() for h in included_file._hosts]}
+        if included_file._task.loop is not None or "ansible_loop_var" in included_file._vars:
+            fields["item"] = self._get_item_label(included_file._vars)
+        self._write("include", **fields)
 
     def v2_playbook_on_no_hosts_matched(self):
         self._write("no_hosts_matched")
