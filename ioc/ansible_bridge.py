@@ -950,6 +950,8 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
+        if result.get("_ioc_task_error") and status == "failed":
+            data = _engine_error_219(task, data)
         return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
@@ -1007,6 +1009,36 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
     return utr
 
 
+#: What identifies a loop item's result; an engine error keeps it.
+_ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
+              "_ansible_item_label", "_ansible_no_log")
+
+
+def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+    """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
+    (a failed become), marked so ``_raw_task_result`` leaves it as it is."""
+    from ansible._internal._errors import _error_utils
+    from ansible.errors import AnsibleError, AnsibleTaskError
+
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            # (from None: called while handling the ImportError that chose 2.19)
+            raise AnsibleError(message) from None
+        except AnsibleError as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        out = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
+    out.setdefault("changed", False)
+    out.update({k: data[k] for k in _ITEM_KEYS if k in data})
+    if "results" in data:
+        out["results"] = data["results"]
+    out["_ioc_engine_error"] = True
+    return out
+
+
 def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
                      status: str, retry: bool = False) -> Any:
     """2.19/2.20: the ``_RawTaskResult`` a worker sends, over the result dict.
@@ -1039,10 +1071,16 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
                     "_ansible_item_label"):
             if key:
                 data.pop(key, None)
+    engine = data.pop("_ioc_engine_error", False)
     items = data.get("results") if task.loop or task.loop_with else None
     if isinstance(items, list):
-        data["results"] = [_result_dict_219(task, item, action) for item in items]
-    elif status == "failed":
+        data["results"] = [_engine_error_219(task, item) if engine and isinstance(item, dict)
+                           and item.get("failed") else _result_dict_219(task, item, action)
+                           for item in items]
+        for item in data["results"]:
+            if isinstance(item, dict):
+                item.pop("_ioc_engine_error", None)
+    elif status == "failed" and not engine:
         data = _executor_failure_219(task, data, action)
     return _RawTaskResult(host, task, data, task.dump_attrs())
 
