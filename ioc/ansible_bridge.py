@@ -233,8 +233,6 @@ class _Converter:
             self.refuse("module %s has no native ioc implementation" % action)
         if action in _BRIDGE_PER_TASK:
             self.refuse("%s acts on Ansible's controller state" % action)
-        if task.become:
-            self.refuse("become is not supported natively yet")
         for keyword in ("async_val", "timeout"):
             if getattr(task, keyword, None):
                 self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
@@ -286,6 +284,7 @@ class _Converter:
             run_once=plain(task.run_once) or None,
             any_errors_fatal=plain(task.any_errors_fatal) or None,
             throttle=plain(task.throttle) or None,
+            **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
         )
@@ -353,6 +352,17 @@ class _Converter:
         return tuple(out)
 
 
+def become_keywords(task: Any) -> Dict[str, Any]:
+    """The task's effective ``become*`` keywords (``--become``/``-b`` and
+    ``--become-user`` are Ansible's defaults for them), as the IR holds them."""
+    out: Dict[str, Any] = {}
+    for keyword in ("become", "become_user", "become_method", "become_flags", "become_exe"):
+        value = plain(getattr(task, keyword, None))
+        if value not in (None, ""):
+            out[keyword] = value
+    return out
+
+
 def _is_flush(block: Any) -> bool:
     tasks = list(block.block or ())
     return (len(tasks) == 1 and bool(getattr(tasks[0], "implicit", False))
@@ -409,6 +419,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         handlers=handlers,
         any_errors_fatal=plain(play.any_errors_fatal) or None,
         max_fail_percentage=plain(play.max_fail_percentage),
+        # Fact gathering runs under the play's become, as Ansible's own gather task.
+        become=become_keywords(gather_task) if gather_task is not None else {},
         basedir=plain(loader.get_basedir()),
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
@@ -877,7 +889,9 @@ class _PlayRun:
         options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
                              forks=int(cli.get("forks") or 5),
                              # results shaped as this release's linear shapes them
-                             shape="2.19" if __version__.startswith("2.19.") else "2.21")
+                             shape="2.19" if __version__.startswith("2.19.") else "2.21",
+                             # -K / --become-password-file (variables still win).
+                             become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options,
@@ -896,6 +910,16 @@ class _PlayRun:
             if host.name in hosts:
                 continue
             hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
+        # mitogen_via hosts (and theirs) need their connection settings too.
+        wanted = [str(h.vars["mitogen_via"]) for h in hosts.values() if h.vars.get("mitogen_via")]
+        while wanted:
+            name = wanted.pop()
+            host = inventory.get_host(name)
+            if name in hosts or host is None:
+                continue
+            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
+            if hosts[plain(host.name)].vars.get("mitogen_via"):
+                wanted.append(str(hosts[plain(host.name)].vars["mitogen_via"]))
         groups = {}
         for name, group in inventory.groups.items():
             groups[plain(name)] = Group(plain(name), hosts=tuple(
@@ -930,6 +954,7 @@ class _PlayRun:
             out["ansible_ssh_private_key_file"] = pc.private_key_file
         if "ansible_host_key_checking" not in out and not C.HOST_KEY_CHECKING:
             out["ansible_host_key_checking"] = False
+        out.update(_ssh_settings(full, out))
         return out
 
     # -- running ---------------------------------------------------------------------
@@ -1281,6 +1306,33 @@ def _delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) 
     return out
 
 
+#: The ssh connection plugin's options ioc's connections take, as variables.
+_SSH_OPTIONS = (("ssh_args", "ansible_ssh_args"), ("ssh_common_args", "ansible_ssh_common_args"),
+                ("ssh_extra_args", "ansible_ssh_extra_args"), ("timeout", "ansible_timeout"))
+
+
+def _ssh_settings(variables: Mapping[str, Any], have: Mapping[str, Any]) -> Dict[str, Any]:
+    """ssh_args, ssh_common_args, ssh_extra_args and timeout as Ansible's ssh
+    connection resolves them (variables, CLI, environment, ansible.cfg, default)."""
+    from ansible import constants as C
+    from ansible.plugins.loader import connection_loader
+
+    connection_loader.get("ssh", class_only=True)  # registers its options
+    out: Dict[str, Any] = {}
+    for option, variable in _SSH_OPTIONS:
+        if variable in have or (option == "timeout" and "ansible_ssh_timeout" in have):
+            continue
+        try:
+            value = C.config.get_config_value(option, plugin_type="connection",
+                                              plugin_name="ssh", variables=variables)
+        except Exception:  # an option this ansible-core does not have
+            LOG.debug("ssh option %s unavailable", option, exc_info=True)
+            continue
+        if value not in (None, ""):
+            out[variable] = plain(value)
+    return out
+
+
 def _facts_of(vm: Any, host: str) -> Dict[str, Any]:
     try:
         return dict(vm._fact_cache.get(host) or {})
@@ -1302,10 +1354,17 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
+        if result.get("_ioc_task_error") and status == "failed":
+            data = _engine_error_219(task, data)
         return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
-    utr = _utr(utr_class, data, action)
+    engine = bool(result.get("_ioc_task_error")) and status == "failed"
+    if engine:
+        # The connection failed before the task ran (become): TaskExecutor's words.
+        utr = _engine_error(utr_class, task, data)
+    else:
+        utr = _utr(utr_class, data, action)
     if isinstance(items, list):
         utr.loop_results = [_utr(utr_class, dict(item), action) if isinstance(item, dict)
                             else item for item in items]
@@ -1314,7 +1373,7 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
     if isinstance(items, list):
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
-    elif utr.failed and utr.exception and data.get("msg"):
+    elif utr.failed and utr.exception and data.get("msg") and not engine:
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -1328,6 +1387,60 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                                                    source_is_module=False)
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
+    """A result as TaskExecutor makes it from an AnsibleError its connection raised."""
+    from ansible.errors import AnsibleError, AnsibleTaskError
+
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            raise AnsibleError(message)
+        except AnsibleError as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                               source_is_module=False)
+    # A loop item keeps what identifies it (TaskExecutor's loop item context).
+    for key in ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop"):
+        if key in data:
+            utr.result_data[key] = data[key]
+    if "_ansible_item_label" in data:
+        utr.loop_item_label = data["_ansible_item_label"]
+    return utr
+
+
+#: What identifies a loop item's result; an engine error keeps it.
+_ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
+              "_ansible_item_label", "_ansible_no_log")
+
+
+def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+    """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
+    (a failed become), marked so ``_raw_task_result`` leaves it as it is."""
+    from ansible._internal._errors import _error_utils
+    from ansible.errors import AnsibleError, AnsibleTaskError
+
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            # (from None: called while handling the ImportError that chose 2.19)
+            raise AnsibleError(message) from None
+        except AnsibleError as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        out = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
+    out.setdefault("changed", False)
+    out.update({k: data[k] for k in _ITEM_KEYS if k in data})
+    if "results" in data:
+        out["results"] = data["results"]
+    out["_ioc_engine_error"] = True
+    return out
 
 
 def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
@@ -1362,10 +1475,16 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
                     "_ansible_item_label"):
             if key:
                 data.pop(key, None)
+    engine = data.pop("_ioc_engine_error", False)
     items = data.get("results") if task.loop or task.loop_with else None
     if isinstance(items, list):
-        data["results"] = [_result_dict_219(task, item, action) for item in items]
-    elif status == "failed":
+        data["results"] = [_engine_error_219(task, item) if engine and isinstance(item, dict)
+                           and item.get("failed") else _result_dict_219(task, item, action)
+                           for item in items]
+        for item in data["results"]:
+            if isinstance(item, dict):
+                item.pop("_ioc_engine_error", None)
+    elif status == "failed" and not engine:
         data = _executor_failure_219(task, data, action)
     return _RawTaskResult(host, task, data, task.dump_attrs())
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
 import json
 import logging
 import os
@@ -57,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-var-closure", action="store_true",
                         help="ship every host variable with every batch instead of only those "
                              "its tasks read (to measure what the closure saves)")
+    parser.add_argument("-K", "--ask-become-pass", action="store_true",
+                        help="ask for the privilege escalation (become) password")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -77,6 +80,15 @@ def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:
         inventory = loader.implicit_localhost_inventory()
     inventory = loader.add_vars_dirs(inventory, playbook_dir)
     return loader.ensure_localhost(inventory)
+
+
+def ask_secret(prompt: str) -> str:
+    """A password from the terminal (not echoed), or the first line of stdin without one."""
+    if sys.stdin.isatty():
+        return getpass.getpass(prompt)
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return sys.stdin.readline().rstrip("\r\n")
 
 
 def print_plans(planned_plays: Sequence[Any], form: str) -> None:
@@ -106,13 +118,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 0
         playbook_dir = os.path.dirname(os.path.abspath(args.playbook))
         inventory = load_inventory(args.inventory, playbook_dir)
+        become_password = ask_secret("BECOME password: ") if args.ask_become_pass else None
         sinks: List[Callback] = [Console(verbosity=args.verbose)]
         with contextlib.ExitStack() as stack:
             if args.events:
                 sinks.append(JsonEvents(stack.enter_context(open(args.events, "w"))))
             run = PlaybookRun(playbook, inventory, extra, CallbackSet(sinks),
                               RunOptions(check=args.check, diff=args.diff, forks=args.forks,
-                                         closure=not args.no_var_closure),
+                                         closure=not args.no_var_closure,
+                                         become_password=become_password),
                               limit=args.limit, per_task=args.per_task, tags=tags,
                               reload_inventory=lambda: load_inventory(args.inventory, playbook_dir),
                               load_include=loader.load_include)

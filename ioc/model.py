@@ -108,6 +108,8 @@ class Task:
     become: Any = None
     become_user: Optional[str] = None
     become_method: Optional[str] = None
+    become_flags: Optional[str] = None
+    become_exe: Optional[str] = None
     remote_user: Optional[str] = None
     connection: Optional[str] = None
     #: Name of the role the task came from, for ``role : name`` display.
@@ -188,6 +190,9 @@ class Play:
     ignore_unreachable: Any = None
     order: Optional[str] = None
     tags: Tuple[str, ...] = ()
+    #: The play's own ``become*`` keywords (its tasks inherit them; fact
+    #: gathering runs under them, as in Ansible).
+    become: Mapping[str, Any] = field(default_factory=dict)
     #: Directory the playbook lives in, for relative ``src``/lookups.
     basedir: str = "."
 

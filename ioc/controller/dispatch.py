@@ -10,15 +10,17 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import mitogen.core
 import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
 from ioc.controller import bootstrap
-from ioc.controller.connection import ConnectionSpec, Connector, Unreachable
+from ioc.controller.connection import (BecomeFailed, BecomeSpec, ConnectionSpec, Connector,
+                                      Unreachable)
+from ioc.planner.schedule import IDENTITY_NEUTRAL
 
 LOG = logging.getLogger(__name__)
 
@@ -38,10 +40,23 @@ class HostCall:
     in_process: bool = False
     #: Module implementations the step's actions need on the target.
     modules: Tuple[str, ...] = ()
+    #: The identity the step runs as (None: the connection's own user).
+    become: Optional[BecomeSpec] = None
+    #: Set when the controller could not prepare the call: the host fails with it.
+    error: str = ""
 
     @property
     def connection(self) -> str:
         return self.via or self.host
+
+    @property
+    def context_key(self) -> str:
+        """One runner process: the connection, or its ``become`` child."""
+        return context_key(self.connection, self.become)
+
+
+def context_key(connection: str, become: Optional[BecomeSpec]) -> str:
+    return connection if become is None else "%s (%s)" % (connection, become.describe())
 
 
 #: (host, event) pairs; event None means the host's worker is finished.
@@ -75,13 +90,28 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
     if gate is not None:
         gate.acquire()
     try:
+        if call.error:
+            put((call.host, tracker.failed(call.error)))
+            return
         if call.in_process:
             runner_batch.HostRun(call.wire, lambda event: put((call.host, event))).run()
             return
         try:
-            ctx = connector.context(call.connection, call.spec)
+            ctx = connector.context(call.connection, call.spec, call.become)
         except Unreachable as exc:
             put((call.host, tracker.unreachable(str(exc))))
+            return
+        except BecomeFailed as exc:
+            # As in Ansible, only what needs the identity fails: run the batch
+            # as the connection's user with every task that would connect
+            # failing with become's error.
+            try:
+                ctx = connector.context(call.connection, call.spec)
+            except Unreachable as lost:
+                put((call.host, tracker.unreachable(str(lost))))
+                return
+            call, marked = without_identity(call, str(exc))
+            _run_call(connector, ctx, call, tracker, put, marked, str(exc))
             return
         _run_call(connector, ctx, call, tracker, put)
     except Exception as exc:  # never leave the main thread waiting on this host
@@ -94,7 +124,8 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
 
 
 def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
-              tracker: "_Position", put: Callable[[Delivery], None]) -> None:
+              tracker: "_Position", put: Callable[[Delivery], None],
+              marked: Optional[Set[Tuple[int, int]]] = None, error: str = "") -> None:
     tracker.sent = len(mitogen.core.Message.pickled(call.wire).data)
     if call.modules:
         bootstrap.preload(connector.router, ctx, call.modules)
@@ -119,10 +150,70 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             tracker.see(value)
             if value.get("e") == "end":
                 value["bytes"] = [tracker.sent, tracker.received]
+                value["context"] = call.context_key
+            if marked and value.get("e") in ("done", "item") and value.get("status") == "failed" \
+                    and tuple(value.get("k") or ()) in marked \
+                    and isinstance(value.get("result"), dict):
+                value["result"]["_ioc_task_error"] = True
+                if "results" in value["result"] and "msg" in value["result"]:
+                    value["result"]["msg"] = error  # a loop: the error, not "items failed"
             put((call.host, value))
     finally:
         select.close()
         events.close()
+
+
+#: Keywords a task that fails for want of its identity no longer acts on:
+#: Ansible's connection error bypasses them (its loop, when, register and
+#: ignore_errors still apply: each item fails).
+_IDENTITY_DROPPED = ("changed_when", "failed_when", "until", "retries", "delay", "notify",
+                     "environment")
+
+
+def without_identity(call: HostCall, msg: str) -> Tuple[HostCall, Set[Tuple[int, int]]]:
+    """``call`` for a host whose ``become`` failed, and the step keys it fails.
+
+    Ansible reports become's error on the first task that connects; tasks
+    that never connect (``debug``, ``set_fact``...), skipped tasks,
+    ``ignore_errors`` and ``rescue`` behave as usual. So each task of the
+    batch that would connect becomes a ``fail`` with the error (keeping its
+    name, loop, ``when``, ``register``, ``ignore_errors``, ``no_log``), run
+    as the connection's user, which runs no module of the host's.
+    """
+    marked: Set[Tuple[int, int]] = set()
+
+    def task(wire: Dict[str, Any], key: Tuple[int, int]) -> Dict[str, Any]:
+        if wire.get("action") in IDENTITY_NEUTRAL:
+            return wire
+        marked.add(key)
+        out = {k: v for k, v in wire.items() if k not in _IDENTITY_DROPPED}
+        out.update(action="fail", args={"msg": msg},
+                   action_written=wire.get("action_written") or wire["action"])
+        return out
+
+    def nodes(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        out = []
+        for node in items:
+            if "t" in node:
+                node = dict(node, t=task(node["t"], (node["i"], 0)))
+            elif "b" in node:
+                node = dict(node, **{part: nodes(node.get(part) or [])
+                                     for part in ("block", "rescue", "always")})
+            out.append(node)
+        return out
+
+    wire = dict(call.wire, tree=nodes(call.wire["tree"]))
+    handlers = []
+    for number, handler in enumerate(call.wire.get("handlers") or []):
+        before = len(marked)
+        handlers.append(task(handler, (-1, number + 1)))
+        if len(marked) > before:  # a handler's key is [flush index, 1 + number]
+            marked.discard((-1, number + 1))
+            marked.update((flush, number + 1) for flush in range(call.wire["start"],
+                                                                 call.wire["end"]))
+    wire["handlers"] = handlers
+    modules = tuple(call.modules) + bootstrap.action_modules(["fail"])
+    return replace(call, wire=wire, become=None, modules=modules), marked
 
 
 class _Position:
@@ -149,6 +240,15 @@ class _Position:
         return {"e": "unreachable", "k": key, "status": "unreachable",
                 "result": {"unreachable": True, "msg": msg, "changed": False},
                 "started": self.open_key is not None}
+
+    def failed(self, msg: str) -> Dict[str, Any]:
+        """The host fails at its first step with ``msg`` (a failed ``become``)."""
+        event = self.unreachable(msg)
+        event.update(e="crash", status="failed",
+                     result={"failed": True, "changed": False, "msg": msg,
+                             # an error of the engine, not of a module (see the bridge)
+                             "_ioc_task_error": True})
+        return event
 
     def crashed(self, msg: str) -> Dict[str, Any]:
         event = self.unreachable(msg)

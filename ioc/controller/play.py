@@ -12,14 +12,15 @@ from ioc.agentless_runner.batch import HostRun, Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller import bootstrap, closure, fetched, lookups, payloads
-from ioc.controller.connection import ConnectionSpec, Connector
-from ioc.controller.dispatch import HostCall, dispatch
+from ioc.controller import connection
+from ioc.controller.connection import BecomeSpec, ConnectionSpec, Connector
+from ioc.controller.dispatch import HostCall, context_key, dispatch
 from ioc.controller.transport import TransportReport
-from ioc.errors import IncludeNotFound, PlanError
+from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
 from ioc.planner.program import Entry, NumberedBlock
-from ioc.planner.schedule import Step
+from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Key, Replay, StepSink
 
 LOG = logging.getLogger(__name__)
@@ -87,6 +88,8 @@ class RunOptions:
     #: Whose result shapes the runner reproduces: ansible-core "2.21" (ioc's
     #: own) or "2.19" (mitogen_batch under that release).
     shape: str = "2.21"
+    #: ``--ask-become-pass``: the password when no ``ansible_become_password`` is set.
+    become_password: Optional[str] = field(default=None, repr=False)
 
 
 @dataclass
@@ -374,7 +377,8 @@ class PlayExecutor:
         elif kind == "end":
             call = next(c for c in calls if c.host == host)
             if not call.in_process:
-                self.ctx.transport.count_call(call.connection, event.get("calls", 0))
+                self.ctx.transport.count_call(call.connection, event.get("calls", 0),
+                                              context=event.get("context", call.context_key))
                 sent, received = event.get("bytes", (0, 0))
                 self.ctx.transport.count_bytes(call.connection, sent, received)
         if kind in ("done", "item") and event.get("status") == "ok" and self._dynamic(event):
@@ -625,10 +629,50 @@ class PlayExecutor:
         if where == Where.DELEGATE:
             # the task sees the delegate's connection variables (ansible_host...)
             wire["vars"]["magic"].update(_delegated_vars(via, spec))
-        self._attach_payloads(wire, step, via)
+        try:
+            if spec.via:
+                spec = connection.resolve_via(via, spec, self.ctx.connection_of)
+            become = self._become(host, step, via)
+        except (TemplateError, ConnectionSetupError) as exc:
+            return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
+                            error=str(exc))
+        self._attach_payloads(wire, step, context_key(via, become))
         self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
-                        modules=self._modules_of(step))
+                        modules=self._modules_of(step), become=become)
+
+    def _become(self, host: str, step: Step, via: str) -> Optional[BecomeSpec]:
+        """The identity ``host`` runs ``step`` as (the planner made it one per step).
+
+        Ansible's rule: the task's ``become*`` keywords, overridden by the
+        ``ansible_become*`` variables (of the delegate, when delegating),
+        templated with the host's variables.
+        """
+        program = self.plan.program
+        entry = next((e for e in self.plan.entries_of(step) if identity_key(program, e) is not None),
+                     None)
+        task = identity_task(program, entry) if entry is not None else None
+        if task is None:
+            return None
+        state = self.hosts[host]
+        wire = {"host": host, "start": step.start, "end": step.end, "tree": [],
+                "vars": {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+                         "extra": self.static_layers["extra"],
+                         "magic": {**self.magic, "inventory_hostname": host,
+                                   "group_names": state.inventory_vars.get("group_names", [])}},
+                "state": state.wire_state()}
+        blocks = () if entry is None or entry.is_flush else program.parents[entry.index]
+        variables: Mapping[str, Any] = HostRun(wire, emit=None).variables(
+            to_wire(task), Scope(tuple(to_wire(b) for b in blocks)))
+        if via != host:
+            delegate = self.hosts[via].inventory_vars if via in self.hosts else {}
+            variables = {**{k: v for k, v in variables.items()
+                            if not k.startswith("ansible_become")},
+                         **{k: v for k, v in delegate.items() if k.startswith("ansible_become")}}
+        templar = Templar(variables)
+        return connection.become_for({k: getattr(task, k) for k in BECOME_KEYWORDS}, variables,
+                                     templar.template, self.ctx.options.become_password,
+                                     where="%s: " % task.location)
 
     def _once(self, host: str, step: ControllerStep) -> bool:
         """A templated run_once, as the first active host's variables make it."""

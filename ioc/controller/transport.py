@@ -27,11 +27,20 @@ class TransportReport:
     sent: Counter = field(default_factory=Counter)
     received: Counter = field(default_factory=Counter)
     _seen: Counter = field(default_factory=Counter)
+    _runners: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
-    def count_call(self, host: str, runner_total: int) -> None:
-        """Record a finished call; ``runner_total`` is the runner's own count."""
+    def count_call(self, host: str, runner_total: int, context: str = "") -> None:
+        """Record a finished call; ``runner_total`` is the runner's own count.
+
+        A host has one runner per identity (``become`` contexts, see
+        ``connection.py``); ``context`` names the one that answered, and the
+        host's count is the sum over its runners.
+        """
         self._seen[host] += 1
-        self.calls[host] = max(runner_total, self.calls.get(host, 0))
+        per_runner = self._runners.setdefault(host, {})
+        key = context or host
+        per_runner[key] = max(runner_total, per_runner.get(key, 0))
+        self.calls[host] = sum(per_runner.values())
 
     def count_bytes(self, host: str, sent: int = 0, received: int = 0) -> None:
         self.sent[host] += sent

@@ -30,14 +30,14 @@ log = logging.getLogger(__name__)
 #: Valid play keywords the IR has no field for: accepted, warned, dropped.
 PLAY_UNSUPPORTED = frozenset((
     "vars_prompt", "gather_subset", "gather_timeout", "fact_path", "strategy",
-    "port", "collections", "module_defaults", "become_flags", "become_exe",
-    "debugger", "timeout",
+    "port", "collections", "module_defaults", "debugger", "timeout",
 ))
 PLAY_KEYWORDS = frozenset((
     "hosts", "name", "vars", "vars_files", "gather_facts", "pre_tasks", "roles",
     "tasks", "post_tasks", "handlers", "serial", "max_fail_percentage",
     "force_handlers", "order", "tags",
 )) | (frozenset(INHERITABLE) - {"delegate_to"}) | PLAY_UNSUPPORTED
+BECOME_KEYWORDS = ("become", "become_user", "become_method", "become_flags", "become_exe")
 _IMPORT_PLAYBOOK_KEYS = frozenset(("name", "vars", "when", "tags"))
 _TRUE = frozenset(("yes", "on", "true", "1", "y", "t"))
 _FALSE = frozenset(("no", "off", "false", "0", "n", "f"))
@@ -166,6 +166,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         ignore_unreachable=ds.get("ignore_unreachable"),
         order=None if ds.get("order") is None else str(ds["order"]),
         tags=tags,
+        become={k: ds[k] for k in BECOME_KEYWORDS if ds.get(k) is not None},
         basedir=os.path.dirname(path),
     )
 

@@ -32,13 +32,12 @@ log = logging.getLogger(__name__)
 #: Keywords copied from the nearest enclosing block/role/import/play.
 INHERITABLE = (
     "ignore_errors", "ignore_unreachable", "no_log", "environment", "check_mode",
-    "diff", "become", "become_user", "become_method", "remote_user", "connection",
-    "delegate_to", "run_once", "any_errors_fatal", "throttle",
+    "diff", "become", "become_user", "become_method", "become_flags", "become_exe",
+    "remote_user", "connection", "delegate_to", "run_once", "any_errors_fatal", "throttle",
 )
 #: Valid Ansible keywords the IR has no field for: accepted, warned, dropped.
 UNSUPPORTED = frozenset((
-    "become_flags", "become_exe", "module_defaults", "timeout", "async", "poll",
-    "debugger", "collections",
+    "module_defaults", "timeout", "async", "poll", "debugger", "collections",
 ))
 TASK_KEYWORDS = frozenset((
     "name", "when", "loop", "loop_control", "register", "changed_when",

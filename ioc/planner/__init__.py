@@ -87,6 +87,8 @@ _RULES = (
     ("max_fail_percentage", "the play stops once too many hosts have failed (L4.6)"),
     ("ignore_unreachable", "an unreachable host goes on; its next task reconnects (L1.8)"),
     ("delegate_facts", "it writes another host's variables (L7.3)"),
+    ("become identity", "a runner cannot change the user it runs as: each become identity "
+                        "is a runner of its own, and a batch runs in one"),
     ("dynamic include", "the controller loads the file each host included (per item) and "
                         "splices its tasks in right after it, group after group (L7.8)"),
     ("runs through Ansible", "ioc cannot run it natively: Ansible's own task machinery runs "

@@ -8,8 +8,9 @@ kinds of reads cannot wait for the runner:
   ``add_host``/``group_by``): they show the other hosts' state at the start of
   the step, which exists only at a step boundary — cut before the reader;
 * what the **controller** evaluates before a batch for each host: arguments
-  of lookups that read the controller, and the ``src`` of ``copy``,
-  ``template``, ``script`` and ``unarchive`` (with the loop that feeds it).
+  of lookups that read the controller, the ``src`` of ``copy``,
+  ``template``, ``script`` and ``unarchive`` (with the loop that feeds it),
+  and the ``become*`` keywords (they choose the runner the batch goes to).
   If such an argument reads a variable written earlier *in the same batch*,
   the controller cannot know it yet — cut before the task, so the value is
   carried state when the next batch starts.
@@ -22,7 +23,7 @@ from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
-from ioc.planner.schedule import DataRule
+from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule
 
 #: Actions whose controller file the controller resolves per host (see
 #: ``controller/payloads.py``), with the argument that names it.
@@ -46,12 +47,16 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
         if cross:
             return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
         needed = controller_reads(entry.task, effects[index])
+        if entry.task.action not in IDENTITY_NEUTRAL:
+            needed |= BECOME_VARS  # they choose the runner too (set_fact can change them)
         if not needed:
             return None
         written = _writers(writes, start, index, needed)
         if written:
+            what = "the become settings of the task" if all(
+                n in BECOME_VARS for n, _ in written) else _what(entry.task, effects[index])
             return "%s: the controller evaluates %s before a batch, and %s" % (
-                where, _what(entry.task, effects[index]), "; ".join(
+                where, what, "; ".join(
                     "'%s' is written by task %d" % (name, at) for name, at in written))
         return None
 
@@ -69,7 +74,17 @@ def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
     if arg is not None and task.args.get(arg) is not None and not remote:
         names |= set(value_refs(task.args.get(arg), "args").names)
         names |= {r.name for r in effects.reads if r.field == "loop"}
+    names |= {r.name for r in effects.reads if r.field in BECOME_FIELDS}
     return frozenset(names - loop_names(task))
+
+
+#: Variables that override the become keywords (Ansible's connection variables).
+BECOME_VARS = frozenset({"ansible_become", "ansible_become_user", "ansible_become_method",
+                         "ansible_become_flags", "ansible_become_exe",
+                         "ansible_become_password", "ansible_become_pass"})
+#: Keywords that choose the identity (the runner) a batch runs in.
+BECOME_FIELDS = frozenset({"become", "become_user", "become_method", "become_flags",
+                           "become_exe"})
 
 
 def _writers(writes: Sequence[AbstractSet[str]], start: int, stop: int,
@@ -86,4 +101,6 @@ def _what(task: Task, effects: Effects) -> str:
     plugins = sorted({c.plugin or "?" for c in effects.lookups if c.plugin not in PURE_LOOKUPS})
     if plugins:
         return "lookup(%s)" % ", ".join(plugins)
+    if any(r.field in BECOME_FIELDS for r in effects.reads):
+        return "the become settings of the task"
     return "the controller file of %s" % task.action

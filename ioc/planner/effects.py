@@ -99,7 +99,7 @@ _FIELDS = (
     "args", "name", "loop", "loop_control", "vars", "notify", "environment", "retries",
     "delay", "ignore_errors", "ignore_unreachable", "no_log", "check_mode", "diff",
     "delegate_to", "delegate_facts", "run_once", "any_errors_fatal", "throttle", "become",
-    "become_user", "become_method", "remote_user", "connection",
+    "become_user", "become_method", "become_flags", "become_exe", "remote_user", "connection",
 )
 _CONDITIONS = ("when", "changed_when", "failed_when", "until")
 #: Fields where the task's register is the current attempt's result (L3.2).

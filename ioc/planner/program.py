@@ -9,7 +9,7 @@ runner reports and the replay orders by, so it must be identical on every host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional, Tuple, Union
+from typing import Any, Iterator, Mapping, Optional, Tuple, Union
 
 import dataclasses
 
@@ -77,7 +77,8 @@ def compile_play(play: Play, tags: Optional[TagFilter] = None) -> Program:
     for section in SECTIONS:
         nodes: Tuple[Node, ...] = tuple(_select(getattr(play, section), tags))
         if section == "pre_tasks" and play.gather_facts and tags.selects(_gather_tags(play)):
-            tree.append(numberer.entry(gather_task(play.location), section, implicit=True))
+            tree.append(numberer.entry(gather_task(play.location, play.become), section,
+                                       implicit=True))
         if play.force_handlers and nodes:
             # L5.7: force_handlers wraps the section in a block whose always
             # holds the flush, so a host that failed still runs its handlers.
@@ -140,8 +141,10 @@ def _fields(task: Task) -> dict:
     return {f.name: getattr(task, f.name) for f in dataclasses.fields(task)}
 
 
-def gather_task(location: Location) -> Task:
-    return Task(action="gather_facts", args={}, location=location, name="Gathering Facts")
+def gather_task(location: Location, become: Optional[Mapping[str, Any]] = None) -> Task:
+    """The implicit fact gathering; it runs under the play's ``become`` (as in Ansible)."""
+    return Task(action="gather_facts", args={}, location=location, name="Gathering Facts",
+                **dict(become or {}))
 
 
 def flush_task(location: Location) -> Task:

@@ -15,7 +15,10 @@ makes one host's behaviour depend on other hosts or on the controller
   ``ignore_unreachable``, ``reset_connection``);
 * a **cut before** starts a new batch at a task that needs values the
   controller only has at a step boundary (lookups and controller files whose
-  arguments are written inside the batch, reads of other hosts' runtime data).
+  arguments are written inside the batch, reads of other hosts' runtime data)
+  or that runs as another identity (``become``): a runner cannot change the
+  user it runs as, so each identity is a runner of its own (see
+  ``controller/connection.py``) and a batch runs in one of them.
 
 A task the caller says ioc cannot run natively (``foreign``: the Ansible
 bridge's modules without a native implementation, filters the runner lacks…)
@@ -136,12 +139,16 @@ def schedule(program: Program, per_task: bool = False,
     steps: List[Step] = []
     start: Optional[int] = None
     last = -1
+    #: The identity of the open batch: its first entry that connects decides it.
+    identity: Optional[Tuple[object, ...]] = None
+    identity_at: Optional[Task] = None
 
     def close(end: int, reason: str) -> None:
-        nonlocal start
+        nonlocal start, identity, identity_at
         if start is not None and end > start:
             steps.append(Batch(start, end, reason))
         start = None
+        identity = identity_at = None
 
     for entry in program.entries:
         if _skippable_flush(program, entry):
@@ -153,16 +160,79 @@ def schedule(program: Program, per_task: bool = False,
             steps.append(cut.step)
             continue
         reason = cut.before or (data_rule(entry, start) if data_rule and start is not None else None)
+        key = identity_key(program, entry)
+        if not reason and key is not None and identity is not None and key != identity:
+            reason = "become identity changes (%s -> %s): task %s (%s)" % (
+                identity_label(identity_at), identity_label(identity_task(program, entry)),
+                entry.task.display_name, entry.task.location)
         if reason:
             close(entry.index, reason)
         if start is None:
             start = entry.index
+        if key is not None and identity is None:
+            identity, identity_at = key, identity_task(program, entry)
         if per_task:
             close(entry.index + 1, "--per-task")
         elif cut.after:
             close(entry.index + 1, cut.after)
     close(last + 1, "end of play")
     return Plan(program=program, steps=tuple(steps))
+
+
+#: Actions the linear strategy runs without a connection to the host: they
+#: run under whatever identity their batch has.
+IDENTITY_NEUTRAL = frozenset({"debug", "set_fact", "assert", "fail", "meta", "include_vars",
+                              "include_tasks", "include_role", "add_host", "group_by", "pause"})
+BECOME_KEYWORDS = ("become", "become_user", "become_method", "become_flags", "become_exe")
+
+
+def identity_task(program: Program, entry: Entry) -> Optional[Task]:
+    """The task whose ``become`` settings decide what ``entry`` runs as.
+
+    None when it never connects (``debug``, ``set_fact``...). A handler
+    flush runs as its handlers (``check_program`` refuses handlers that
+    would need different identities).
+    """
+    if entry.is_flush:
+        handlers = [h for h in program.handlers if h.action not in IDENTITY_NEUTRAL]
+        return handlers[0] if handlers else None
+    return None if entry.task.action in IDENTITY_NEUTRAL else entry.task
+
+
+def identity_key(program: Program, entry: Entry) -> Optional[Tuple[object, ...]]:
+    """What decides ``entry``'s identity on every host, for comparison (None: any)."""
+    task = identity_task(program, entry)
+    if task is None:
+        return None
+    blocks = () if entry.is_flush else program.parents[entry.index]
+    return task_identity_key(task, blocks)
+
+
+def task_identity_key(task: Task, blocks: Tuple[object, ...] = ()) -> Tuple[object, ...]:
+    """The ``become`` keywords and ``ansible_become*`` vars in scope of ``task``.
+
+    Equal keys mean the same identity on any one host (inventory variables
+    are the same for all of a host's tasks). A templated keyword may differ
+    between tasks through their ``vars``, so those are part of the key then.
+    """
+    scoped: dict = {}
+    for block in blocks:
+        scoped.update({k: v for k, v in getattr(block, "vars", {}).items()
+                       if k.startswith("ansible_become")})
+    scoped.update({k: v for k, v in task.vars.items() if k.startswith("ansible_become")})
+    words = tuple(getattr(task, k) for k in BECOME_KEYWORDS)
+    if not _set(task.become) and not scoped:
+        return ("connection user",)
+    templated = any("{{" in str(w) for w in words + tuple(scoped.values()))
+    return tuple(repr(w) for w in words) + (repr(sorted(scoped.items())),) + (
+        (repr(sorted(task.vars.items())),) if templated else ())
+
+
+def identity_label(task: Optional[Task]) -> str:
+    if task is None or not _set(task.become) and not any(
+            k.startswith("ansible_become") for k in task.vars):
+        return "the connection's user"
+    return "become %s:%s" % (task.become_method or "sudo", task.become_user or "root")
 
 
 def _skippable_flush(program: Program, entry: Entry) -> bool:

@@ -15,6 +15,10 @@ from ioc.errors import PlanError
 from ioc.model import Play, Task
 from ioc.planner.effects import condition_source, template_strings
 from ioc.planner.program import Program
+from ioc.planner.schedule import IDENTITY_NEUTRAL, task_identity_key
+
+#: ``become_method`` values ioc runs (each is a mitogen connection method).
+BECOME_METHODS = ("sudo", "su")
 
 SUPPORTED_META = frozenset({"flush_handlers", "noop", "end_host", "end_play", "end_batch",
                             "clear_host_errors", "clear_facts", "refresh_inventory",
@@ -62,11 +66,17 @@ def check_program(program: Program, caps: Capabilities,
                 reason = exc.message
         if reason:
             foreign[entry.index] = reason
+    identities: Dict[Any, Task] = {}
     for handler in program.handlers:
         if handler.action in ("include_tasks", "include_role"):
             raise PlanError("%s in a handler is not supported yet" % handler.action,
                             handler.location)
         check_task(handler, caps)
+        if handler.action not in IDENTITY_NEUTRAL:
+            identities.setdefault(task_identity_key(handler), handler)
+            if len(identities) > 1:
+                raise PlanError("handlers that run as different become identities are not "
+                                "supported yet (a flush runs as one identity)", handler.location)
     return foreign
 
 
@@ -90,8 +100,12 @@ def check_task(task: Task, caps: Capabilities) -> None:
     elif action not in caps.actions:
         raise PlanError("couldn't resolve module/action '%s'" % action, where)
     _check_options(task, caps)
-    if task.become not in (None, False):
-        raise PlanError("task keyword 'become' is not supported yet", where)
+    method = task.become_method
+    if method is not None and "{{" not in str(method) and \
+            str(method).replace("ansible.builtin.", "").replace("ansible.legacy.", "") \
+            not in BECOME_METHODS:
+        raise PlanError("become_method '%s' is not supported yet (%s are)"
+                        % (method, " and ".join(BECOME_METHODS)), where)
     if task.loop_with is not None and task.loop_with not in caps.lookups:
         raise PlanError("lookup plugin (%s) not found" % task.loop_with, where)
     for text in templates_of(task):

@@ -123,7 +123,7 @@ def test_every_cut_says_why_in_the_explanation(tmp_path):
     ("- debug: msg=\"{{ x | no_such_filter }}\"", "No filter named 'no_such_filter'"),
     ("- debug: msg=x\n      when: x is no_such_test", "No test named 'no_such_test'"),
     ("- debug: msg=\"{{ x \"", "template error"),
-    ("- debug: msg=x\n      become: true", "become"),
+    ("- command: id\n      become: true\n      become_method: doas", "become_method 'doas'"),
     ("- copy: dest=/tmp/x content=y colour=blue",
      "Unsupported parameters for (copy) module: colour. Supported parameters include: "),
 ])

@@ -1,0 +1,121 @@
+"""mitogen_via over the real sshd: a host's connection starts from another host's runner.
+
+Every inventory name is the same sshd, so reaching a host proves nothing by
+itself; the test looks at who holds the connection instead. Each host
+reports its runner's pid and ``SSH_CONNECTION`` (the client's port); a
+controller-side task then finds, through ``/proc``, the process owning the
+TCP socket on that client port. For ``b`` (``mitogen_via=a``) it is an ``ssh``
+client whose parent is ``a``'s runner; for ``c`` (``mitogen_via=b``) one whose
+parent is ``b``'s runner; for ``a`` one started by the controller.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from tests.integration.test_end_to_end import ioc_run
+
+pytestmark = pytest.mark.integration
+
+OWNER = textwrap.dedent('''
+    import os, sys
+    port = int(sys.argv[1])
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add("socket:[%s]" % fields[9])
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            links = [os.readlink("/proc/%s/fd/%s" % (pid, fd))
+                     for fd in os.listdir("/proc/%s/fd" % pid)]
+            if inodes & set(links):
+                with open("/proc/%s/stat" % pid) as f:
+                    ppid = f.read().rsplit(")", 1)[1].split()[1]
+                with open("/proc/%s/comm" % pid) as f:
+                    print(pid, ppid, f.read().strip())
+        except OSError:
+            pass
+''')
+
+
+def test_via_chain_starts_each_connection_from_the_previous_hosts_runner(tmp_path, sshd):
+    owner = tmp_path / "owner.py"
+    owner.write_text(OWNER)
+    hosts = (sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"], "mitogen_via=a")
+             + sshd.inventory_ini(["c"], "mitogen_via=b"))
+    r = ioc_run(tmp_path, f"""
+        - hosts: a,b,c
+          gather_facts: false
+          tasks:
+            - name: where
+              shell: echo "$PPID $SSH_CONNECTION"
+              register: where
+            - name: holder
+              command: "{sys.executable} {owner} {{{{ hostvars[item].where.stdout.split()[2] }}}}"
+              delegate_to: localhost
+              run_once: true
+              loop: [a, b, c]
+              register: holders
+            - name: become on the end of the chain
+              command: id -un
+              become: true
+              when: inventory_hostname == 'c'
+        """, inventory=hosts)
+    assert r.rc == 0, r.stdout + r.stderr
+    runner = {e["host"]: int(e["result"]["stdout"].split()[0])
+              for e in r.of("runner_ok") if e["task"] == "where"}
+    holders = {e["result"]["item"]: e["result"]["stdout"].split()
+               for e in r.of("runner_item_ok") if e["task"] == "holder"}
+    assert set(holders) == {"a", "b", "c"}
+    for host, parent in (("b", "a"), ("c", "b")):
+        pid, ppid, comm = holders[host]
+        assert comm == "ssh" and int(ppid) == runner[parent], (host, holders, runner)
+    _, ppid_a, comm_a = holders["a"]
+    assert comm_a == "ssh" and int(ppid_a) not in runner.values()
+    assert [e["result"]["stdout"] for e in r.of("runner_ok")
+            if e["task"] == "become on the end of the chain"] == ["root"]
+
+
+def test_a_via_loop_fails_the_host_with_a_clear_message(tmp_path, sshd):
+    hosts = (sshd.inventory_ini(["a"], "mitogen_via=b") + sshd.inventory_ini(["b"], "mitogen_via=a")
+             + sshd.inventory_ini(["d"]))
+    r = ioc_run(tmp_path, """
+        - hosts: a,d
+          gather_facts: false
+          tasks:
+            - name: ping
+              ping:
+        """, inventory=hosts)
+    assert r.rc == 2, r.stdout + r.stderr
+    assert {e["host"]: e["result"]["msg"] for e in r.of("runner_failed")} == {
+        "a": "host a: mitogen_via loops: a -> b -> a"}
+    assert [e["host"] for e in r.of("runner_ok")] == ["d"]
+
+
+def test_resetting_the_via_host_reconnects_the_hosts_behind_it(tmp_path, sshd):
+    hosts = sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"], "mitogen_via=a")
+    r = ioc_run(tmp_path, """
+        - hosts: a,b
+          gather_facts: false
+          tasks:
+            - name: first
+              shell: echo $PPID
+            - name: reset a
+              meta: reset_connection
+              when: inventory_hostname == 'a'
+            - name: second
+              shell: echo $PPID
+        """, "-vvvv", inventory=hosts, timeout=120)
+    assert r.rc == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "did not end" not in r.stderr
+    pids = {(e["task"], e["host"]): e["result"]["stdout"] for e in r.of("runner_ok")
+            if e["task"] in ("first", "second")}
+    assert len(pids) == 4
+    assert pids[("first", "a")] != pids[("second", "a")]  # a new runner on a...
+    assert pids[("first", "b")] != pids[("second", "b")]  # ...and so a new one for b

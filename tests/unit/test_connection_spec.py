@@ -1,0 +1,256 @@
+"""Connection settings from variables: become identities, mitogen_via, and the cuts they make."""
+from __future__ import annotations
+
+import pytest
+
+from ioc import loader
+from ioc.agentless_runner.templating import Templar
+from ioc.controller.capabilities import runner_capabilities
+from ioc.controller.connection import (BecomeSpec, ConnectionSpec, become_for, resolve_via,
+                                       spec_for)
+from ioc.controller.transport import TransportReport
+from ioc.errors import ConnectionSetupError, PlanError
+from ioc.planner import explain, plan_play
+
+from tests.unit.test_planner_schedule import shape, tasks
+
+
+def plan_of(tmp_path, text):
+    path = tmp_path / "play.yml"
+    path.write_text(text)
+    return plan_play(loader.load_playbook(str(path)).plays[0], runner_capabilities())
+
+
+# -- become_for: Ansible's precedence and defaults -------------------------------------
+
+
+def test_no_become_is_the_connections_own_user():
+    assert become_for({}, {}) is None
+    assert become_for({"become": False, "become_user": "x"}, {}) is None
+    assert become_for({"become": "no"}, {}) is None
+
+
+def test_sudo_to_root_with_ansibles_default_flags():
+    assert become_for({"become": True}, {}) == BecomeSpec(method="sudo", user="root",
+                                                          flags=("-H", "-S", "-n"))
+
+
+def test_variables_override_keywords_as_in_ansible():
+    spec = become_for({"become": False, "become_user": "root", "become_method": "sudo"},
+                      {"ansible_become": "true", "ansible_become_user": "app",
+                       "ansible_become_method": "su", "ansible_become_pass": "pw"})
+    assert (spec.method, spec.user, spec.flags, spec.password) == ("su", "app", (), "pw")
+
+
+def test_become_password_prefers_the_variable_over_the_asked_one():
+    assert become_for({"become": True}, {}, password="asked").password == "asked"
+    assert become_for({"become": True}, {"ansible_become_password": "var"},
+                      password="asked").password == "var"
+
+
+def test_flags_and_exe_are_taken_as_written():
+    spec = become_for({"become": True, "become_flags": "-H -E", "become_exe": "/usr/bin/sudo"}, {})
+    assert spec.flags == ("-H", "-E") and spec.exe == "/usr/bin/sudo"
+
+
+def test_templated_settings_are_rendered_with_the_hosts_variables():
+    variables = {"app_user": "svc", "vault_pw": "s3cret",
+                 "ansible_become_password": "{{ vault_pw }}"}
+    spec = become_for({"become": "{{ 1 == 1 }}", "become_user": "{{ app_user }}"}, variables,
+                      Templar(variables).template)
+    assert (spec.user, spec.password) == ("svc", "s3cret")
+
+
+def test_the_password_is_never_in_the_repr():
+    spec = become_for({"become": True}, {"ansible_become_password": "hunter2-x"})
+    assert "hunter2-x" not in repr(spec) and "hunter2-x" not in spec.describe()
+
+
+def test_a_builtin_method_may_be_written_in_full():
+    assert become_for({"become": True, "become_method": "ansible.builtin.su"}, {}).method == "su"
+
+
+def test_an_unsupported_method_is_an_error_naming_it():
+    with pytest.raises(ConnectionSetupError, match="become_method 'doas' is not supported"):
+        become_for({"become": True, "become_method": "doas"}, {}, where="play.yml:3: ")
+
+
+# -- mitogen_via --------------------------------------------------------------------------
+
+
+def test_mitogen_via_names_another_inventory_host():
+    spec = spec_for("b", {"ansible_host": "10.0.0.2", "mitogen_via": "a"})
+    assert spec.via == "a" and spec.via_spec is None
+    assert spec_for("a", {"mitogen_via": "a"}).via is None  # via itself: no hop
+
+
+def test_mitogen_via_with_a_user_part_is_refused():
+    with pytest.raises(ConnectionSetupError, match="only an inventory host name"):
+        spec_for("b", {"mitogen_via": "root@a"})
+
+
+def test_a_via_chain_is_resolved_hop_by_hop():
+    specs = {"a": spec_for("a", {"ansible_host": "10.0.0.1"}),
+             "b": spec_for("b", {"ansible_host": "10.0.0.2", "mitogen_via": "a"}),
+             "c": spec_for("c", {"ansible_host": "10.0.0.3", "mitogen_via": "b"})}
+    resolved = resolve_via("c", specs["c"], specs.__getitem__)
+    assert resolved.hostname == "10.0.0.3"
+    assert resolved.via_spec.hostname == "10.0.0.2" and resolved.via_spec.via == "a"
+    assert resolved.via_spec.via_spec == specs["a"]
+
+
+def test_a_via_loop_is_an_error_showing_the_loop():
+    specs = {"a": spec_for("a", {"mitogen_via": "b"}), "b": spec_for("b", {"mitogen_via": "a"})}
+    with pytest.raises(ConnectionSetupError, match="mitogen_via loops: a -> b -> a"):
+        resolve_via("a", specs["a"], specs.__getitem__)
+
+
+def test_ssh_settings_from_variables():
+    spec = spec_for("h", {"ansible_host": "x", "ansible_port": "2222", "ansible_user": "u",
+                          "ansible_ssh_common_args": "-o A=1", "ansible_ssh_extra_args": "-o B=2",
+                          "ansible_timeout": "7"})
+    assert spec == ConnectionSpec(transport="ssh", hostname="x", port=2222, user="u",
+                                  ssh_args=("-o", "A=1", "-o", "B=2"), python="python3",
+                                  timeout=7.0)
+
+
+# -- the transport report counts a host's runners together ---------------------------------
+
+
+def test_a_hosts_calls_are_summed_over_its_identities():
+    report = TransportReport()
+    report.count_call("h", 1, context="h")
+    report.count_call("h", 1, context="h (sudo:app)")
+    report.count_call("h", 2, context="h (sudo:app)")
+    assert report.calls == {"h": 3}
+
+
+# -- the planner: a batch per identity --------------------------------------------------
+
+
+def test_play_level_become_is_one_batch_with_fact_gathering(tmp_path):
+    plan = plan_of(tmp_path, """
+- hosts: all
+  become: true
+  become_user: app
+  tasks:
+    - command: id
+    - debug: msg=x
+    - command: id
+""")
+    assert shape(plan) == ["B0-4"]
+    gather = plan.program.entries[0].task
+    assert (gather.become, gather.become_user) == (True, "app")
+
+
+def test_a_batch_is_cut_where_the_identity_changes_and_not_for_tasks_that_never_connect(tmp_path):
+    plan = plan_of(tmp_path, tasks(
+        "- command: id",
+        "- command: id",
+        "  become: true",
+        "- debug: msg=x",
+        "- set_fact: y=1",
+        "- command: id",
+        "  become: true",
+        "- command: id",
+        "  become: true",
+        "  become_user: app",
+        "- command: id",
+        "  become: true",
+        "  become_user: app",
+        "  become_method: su"))
+    # 0 is the (empty) pre_tasks flush
+    assert shape(plan) == ["B1-1", "B2-5", "B6-6", "B7-7"]
+    text = explain(plan)
+    assert "become identity changes (the connection's user -> become sudo:root)" in text
+    assert "become identity changes (become sudo:root -> become sudo:app)" in text
+
+
+def test_become_vars_of_a_block_count_as_a_change(tmp_path):
+    plan = plan_of(tmp_path, tasks(
+        "- command: id",
+        "- block:",
+        "    - command: id",
+        "  vars:",
+        "    ansible_become: true"))
+    assert shape(plan) == ["B1-1", "B2-2"]
+
+
+def test_a_become_user_written_inside_the_batch_is_a_cut(tmp_path):
+    plan = plan_of(tmp_path, tasks(
+        "- set_fact: who=app",
+        "- command: id",
+        "  become: true",
+        "  become_user: '{{ who }}'"))
+    assert shape(plan) == ["B1-1", "B2-2"]
+    assert "the controller evaluates the become settings of the task" in explain(plan)
+
+
+def test_setting_a_become_variable_inside_the_batch_is_a_cut(tmp_path):
+    plan = plan_of(tmp_path, tasks(
+        "- command: id",
+        "- set_fact: ansible_become_user=app",
+        "- debug: msg=x",
+        "- command: id"))
+    assert shape(plan) == ["B1-3", "B4-4"]
+    assert "the controller evaluates the become settings of the task before a batch, and " \
+           "'ansible_become_user' is written by task 2" in explain(plan)
+
+
+def test_role_level_become_reaches_the_roles_tasks(tmp_path):
+    role = tmp_path / "roles" / "r" / "tasks"
+    role.mkdir(parents=True)
+    (role / "main.yml").write_text("- command: id\n")
+    plan = plan_of(tmp_path, """
+- hosts: all
+  gather_facts: false
+  roles:
+    - role: r
+      become: true
+      become_user: app
+""")
+    task = next(e.task for e in plan.program.entries if e.task.action == "command")
+    assert (task.become, task.become_user) == (True, "app")
+
+
+def test_handlers_that_need_different_identities_are_refused(tmp_path):
+    with pytest.raises(PlanError, match="handlers that run as different become identities"):
+        plan_of(tmp_path, tasks(
+            "- command: id",
+            "  notify: [h1, h2]",
+            head="- hosts: all\n  gather_facts: false\n  handlers:\n"
+                 "    - name: h1\n      command: id\n"
+                 "    - name: h2\n      command: id\n      become: true\n"))
+
+
+def test_a_flush_runs_as_its_handlers(tmp_path):
+    plan = plan_of(tmp_path, """
+- hosts: all
+  gather_facts: false
+  become: true
+  tasks:
+    - command: id
+      notify: h
+  handlers:
+    - name: h
+      command: id
+""")
+    assert shape(plan) == ["B0-3"]  # the task and the flushes, one identity
+
+
+def test_a_flush_whose_handlers_run_as_another_identity_is_cut_off(tmp_path):
+    plan = plan_of(tmp_path, """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - command: id
+      become: true
+      notify: h
+  handlers:
+    - name: h
+      command: id
+""")
+    # 0: the pre_tasks flush, as the handler (the connection's user)
+    assert shape(plan) == ["B0-0", "B1-1", "B2-3"]
+    assert "become identity changes (become sudo:root -> the connection's user): " \
+           "task meta" in explain(plan)
