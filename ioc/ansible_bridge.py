@@ -376,10 +376,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     from ansible import constants as C
 
     play = iterator._play
-    if play.force_handlers:
-        raise Fallback("force_handlers runs through Ansible's linear strategy")
-    if play.vars_files:
-        raise Fallback("vars_files runs through Ansible's linear strategy")
+    vars_files = _static_vars_files(play, loader)
     if C.DEFAULT_GATHERING not in ("implicit", "explicit"):
         raise Fallback("gathering = %s runs through Ansible's linear strategy"
                        % C.DEFAULT_GATHERING)
@@ -394,11 +391,17 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         (C.DEFAULT_GATHERING == "implicit" and implied)
         or (C.DEFAULT_GATHERING == "explicit" and bool(play.gather_facts)))
     sections: List[List[Any]] = [[]]
-    for block in blocks:
-        if _is_flush(block):
-            sections.append([])
-        else:
-            sections[-1].append(block)
+    if play.force_handlers:
+        # Ansible wraps each section in a block whose always is the flush (a
+        # lone implicit noop stands in for an empty section); ioc's compile
+        # wraps them again from Play.force_handlers.
+        sections = [_forced_section(b) for b in blocks] + [[]]
+    else:
+        for block in blocks:
+            if _is_flush(block):
+                sections.append([])
+            else:
+                sections[-1].append(block)
     if len(sections) != 4 or sections[-1]:
         raise Fallback("an unexpected play layout (%d sections)" % len(sections))
     pre, main, post = (converter.section(s) for s in sections[:3])
@@ -413,7 +416,9 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         hosts=",".join(plain(play.hosts)) if isinstance(play.hosts, list) else plain(play.hosts),
         location=Location(path, line),
         vars=plain(play.vars or {}),
+        vars_files=vars_files,
         role_defaults=defaults,
+        force_handlers=bool(play.force_handlers),
         gather_facts=gather,
         pre_tasks=pre, tasks=main, post_tasks=post,
         handlers=handlers,
@@ -425,6 +430,37 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
                      handlers=tuple(handler_tasks), reasons=converter.reasons)
+
+
+def _forced_section(block: Any) -> List[Any]:
+    """The section a ``force_handlers`` wrapper block holds (its body, noop dropped)."""
+    if not (len(block.always or ()) == 1 and _is_flush(block.always[0])) or block.rescue:
+        raise Fallback("an unexpected force_handlers layout")
+    body = list(block.block or ())
+    if len(body) == 1 and getattr(body[0], "implicit", False) \
+            and short_action(body[0]) == "meta" \
+            and (body[0].args or {}).get("_raw_params") == "noop":
+        return []
+    return body
+
+
+def _static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
+    """The play's ``vars_files`` merged in order, read with Ansible's own loader.
+
+    A templated name (or a first-found list) is resolved per host by
+    Ansible's variable manager: such a play runs through linear.
+    """
+    merged: Dict[str, Any] = {}
+    for entry in play.vars_files or ():
+        if not isinstance(entry, str) or "{{" in entry or "{%" in entry:
+            raise Fallback("a templated vars_files entry runs through Ansible's linear strategy")
+        data = loader.load_from_file(loader.path_dwim(entry), unsafe=True)
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise Fallback("vars_files %s is not a mapping" % entry)
+        merged.update(plain(data))
+    return merged
 
 
 def _play_location(play: Any) -> Tuple[str, int]:
