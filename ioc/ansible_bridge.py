@@ -63,8 +63,8 @@ _BRIDGE_UNSUPPORTED = frozenset({"include_tasks", "include_role", "import_playbo
 #: (their variables come back from Ansible's variable manager, their inventory
 #: changes from their results, as for ioc's own add_host/group_by).
 _BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
-_BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory", "clear_host_errors", "end_batch",
-                                      "reset_connection"})
+#: refresh_inventory re-reads Ansible's inventory sources in the main process.
+_BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory"})
 
 
 # -- version gate -------------------------------------------------------------------

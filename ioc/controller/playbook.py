@@ -201,8 +201,12 @@ class PlaybookRun:
     def _play_meta(self, meta: str, hosts: List[str]) -> None:
         if meta == "clear_host_errors":
             self.failed_hosts.clear()
-            self.cleared.update(h for h, state in self._live.items()
-                                if state.status in (HostStatus.FAILED, HostStatus.STOPPED))
+            for host, state in self._live.items():
+                if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
+                    # Forgiven (L7.10): out of this play still, but not failed,
+                    # so later plays run it again.
+                    self.cleared.add(host)
+                    state.status = HostStatus.ENDED
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
 

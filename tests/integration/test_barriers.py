@@ -310,9 +310,19 @@ def test_clear_host_errors_makes_the_exit_code_zero(tmp_path, web):
             - fail: msg=x
               when: inventory_hostname == 'h1'
             - meta: clear_host_errors
+            - name: rest of the play
+              debug: msg=x
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: next play
+              debug: msg=x
         """, inventory=web)
     assert r.rc == 0, r.stdout + r.stderr
     assert r.recap["h1"]["failures"] == 1
+    # Forgiven, not revived: out of this play, back in the next (L7.10).
+    assert [h for h, _ in oks(r, "rest of the play")] == ["h2", "h3"]
+    assert [h for h, _ in oks(r, "next play")] == ["h1", "h2", "h3"]
 
 
 def test_reset_connection_gives_the_next_task_a_new_runner(tmp_path, web):
