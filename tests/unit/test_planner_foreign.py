@@ -12,6 +12,7 @@ from ioc import loader
 from ioc.controller.capabilities import runner_capabilities
 from ioc.errors import PlanError
 from ioc.planner import ControllerStep, Where, explain, plan_play
+from tests.unit.test_planner_schedule import shape
 
 
 def load(tmp_path, text):
@@ -20,14 +21,6 @@ def load(tmp_path, text):
     return loader.load_playbook(str(path)).plays[0]
 
 
-def shape(plan):
-    out = []
-    for step in plan.steps:
-        if isinstance(step, ControllerStep):
-            out.append("C%d:%s%s" % (step.index, step.where, ":once" if step.once else ""))
-        else:
-            out.append("B%d-%d" % (step.start, step.end - 1))
-    return out
 
 
 PLAY = """
