@@ -7,8 +7,9 @@ Jinja2's own filters are used where Ansible uses them too (``int``, ``float``,
 ``join``, ``map``, ``select``, ``sort``, ``min``...).
 
 YAML (``to_yaml``, ``to_nice_yaml``, ``from_yaml``, ``from_yaml_all``) uses
-PyYAML when the target has it, else the small pure-Python emitter and parser
-at the end of this module (see :func:`yaml_load_all` for the subset).
+the small pure-Python emitter and parser at the end of this module (see
+:func:`yaml_load_all` for the subset), on the controller and on every target
+alike: a filter's result never depends on whether a target has PyYAML.
 
 Imports only the stdlib and jinja2; runs on Python 3.9+.
 """
@@ -27,11 +28,6 @@ import uuid
 import jinja2.filters
 from jinja2 import pass_environment
 from jinja2.runtime import Undefined
-
-try:  # optional: PyYAML is not guaranteed on targets
-    import yaml as _pyyaml
-except ImportError:  # pragma: no cover - depends on the host
-    _pyyaml = None
 
 __all__ = ["FILTERS", "FilterError", "names", "yaml_dump", "yaml_load_all"]
 
@@ -445,8 +441,6 @@ def from_yaml(value):
     """The data of a YAML document (non-strings pass through)."""
     if not isinstance(value, str):
         return value
-    if _pyyaml is not None:
-        return _pyyaml.safe_load(value)
     docs = yaml_load_all(value)
     if len(docs) > 1:
         raise FilterError("expected a single document in the stream")
@@ -458,17 +452,11 @@ def from_yaml_all(value):
     """The data of every document in a YAML stream, as a list."""
     if not isinstance(value, str):
         return value
-    if _pyyaml is not None:
-        return list(_pyyaml.safe_load_all(value))
     return yaml_load_all(value)
 
 
 def _dump_yaml(value, indent=2, default_flow_style=None, sort_keys=True, width=80,
                **kwargs):
-    if _pyyaml is not None:
-        return _pyyaml.dump(value, Dumper=_pyyaml.SafeDumper, allow_unicode=True,
-                            indent=indent, default_flow_style=default_flow_style,
-                            sort_keys=sort_keys, width=width, **kwargs)
     return yaml_dump(value, indent=indent, default_flow_style=default_flow_style,
                      sort_keys=sort_keys, width=width)
 
@@ -1228,7 +1216,7 @@ class _Reader(object):
 
     def reject_unsupported(self, ch):
         if ch and ch in "&*!":
-            raise self.error("anchors, aliases and tags are not supported without PyYAML")
+            raise self.error("anchors, aliases and tags are not supported by ioc's YAML reader")
         if ch and ch in "@`%" or ch == "?" and self.peek(1) in _LINE_END:
             raise self.error("a plain scalar cannot start with %r" % ch)
 
@@ -1540,7 +1528,7 @@ def _load_document(text):
 
 
 def yaml_load_all(text):
-    """The data of every document in ``text``, without PyYAML.
+    """The data of every document in ``text`` (ioc's own reader, no PyYAML).
 
     Supported: block mappings and sequences (indentless sequences under a key,
     compact ``- key: v`` items), flow ``[...]``/``{...}`` collections, plain

@@ -49,10 +49,6 @@ STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible_bridge"})
 #: only through ioc.ansible_bridge (see test_only_the_bridge_imports_ansible).
 ANYTHING = None
 
-#: The one place a third-party import outside a layer's list is tolerated: an
-#: optional import guarded by ``try: ... except ImportError`` (the ``to_yaml``
-#: filters work without PyYAML on a target that lacks it).
-GUARDED_OPTIONAL = {("ioc/agentless_runner/filters.py", "yaml")}
 
 
 def rules_for(rel: str) -> Optional[FrozenSet[str]]:
@@ -93,7 +89,6 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
 class Import:
     name: str      # absolute dotted name, e.g. "ioc.model.Task" or "mitogen.core"
     line: int
-    guarded: bool  # inside a ``try:`` body whose handlers catch ImportError
 
     def __str__(self) -> str:
         return "line %d: %s" % (self.line, self.name)
@@ -118,27 +113,16 @@ def package_of(rel_path: str) -> str:
     return ".".join(rel_path[:-len(".py")].split("/")[:-1])
 
 
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    names = []
-    t = handler.type
-    for node in (t.elts if isinstance(t, ast.Tuple) else [t]):
-        if isinstance(node, ast.Name):
-            names.append(node.id)
-        elif isinstance(node, ast.Attribute):
-            names.append(node.attr)
-    return "ImportError" in names or "ModuleNotFoundError" in names
-
-
 def imports_of(path: Path, root: Optional[Path] = None) -> Iterator[Import]:
     """Every import in the file, anywhere in it, as absolute names."""
     rel_path = rel(path, root)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = package_of(rel_path)
 
-    def visit(node: ast.AST, guarded: bool) -> Iterator[Import]:
+    def visit(node: ast.AST) -> Iterator[Import]:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield Import(alias.name, node.lineno, guarded)
+                yield Import(alias.name, node.lineno)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -149,18 +133,11 @@ def imports_of(path: Path, root: Optional[Path] = None) -> Iterator[Import]:
                 module = node.module or ""
             for alias in node.names:
                 name = module if alias.name == "*" else "%s.%s" % (module, alias.name)
-                yield Import(name, node.lineno, guarded)
-        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            catches = any(_catches_import_error(h) for h in node.handlers)
-            for child in node.body:
-                yield from visit(child, guarded or catches)
-            for child in node.handlers + node.orelse + node.finalbody:
-                yield from visit(child, guarded)
-            return
+                yield Import(name, node.lineno)
         for child in ast.iter_child_nodes(node):
-            yield from visit(child, guarded)
+            yield from visit(child)
 
-    yield from visit(tree, False)
+    yield from visit(tree)
 
 
 def is_stdlib(name: str) -> bool:
@@ -185,9 +162,6 @@ def violations(path: Path, root: Optional[Path] = None) -> List[str]:
         if rules is ANYTHING:
             continue
         if allowed(imp.name, rules):
-            continue
-        if imp.guarded and any(rel_path == f and under(imp.name, m)
-                               for f, m in GUARDED_OPTIONAL):
             continue
         bad.append(str(imp))
     return bad
@@ -275,10 +249,9 @@ def _check_source(tmp_path, rel_path: str, source: str) -> List[str]:
     ("ioc/agentless_runner/batch.py", "from ioc import model\n", False),
     ("ioc/agentless_runner/modules/copy.py", "from ..context import ModuleError\n", True),
     ("ioc/agentless_runner/templating.py", "import jinja2\nfrom markupsafe import Markup\n", True),
+    # no exception for "optional" imports: the target runs the same code everywhere
     ("ioc/agentless_runner/filters.py",
-     "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", True),
-    ("ioc/agentless_runner/filters.py",
-     "try:\n    import yaml\nexcept Exception:\n    yaml = None\n", False),
+     "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", False),
     ("ioc/agentless_runner/filters.py", "import yaml\n", False),
     ("ioc/agentless_runner/templating.py",
      "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", False),

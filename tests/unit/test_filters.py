@@ -404,11 +404,6 @@ def test_from_yaml_all():
     assert check("'a: 1\n---\nb: 2\n' | from_yaml_all") == [{"a": 1}, {"b": 2}]
 
 
-@pytest.fixture
-def no_pyyaml(monkeypatch):
-    monkeypatch.setattr(filters, "_pyyaml", None)
-
-
 @pytest.mark.parametrize("value, expected", [
     ({"b": 1, "a": "x"}, "{a: x, b: 1}\n"),
     ({"a": [1, 2], "b": {"c": None}}, "a: [1, 2]\nb: {c: null}\n"),
@@ -420,17 +415,17 @@ def no_pyyaml(monkeypatch):
     ("tab\there", '"tab\\there"\n'),
     ([1.5, True, None, "1"], "[1.5, true, null, '1']\n"),
 ])
-def test_to_yaml_without_pyyaml(no_pyyaml, value, expected):
+def test_to_yaml_without_pyyaml(value, expected):
     assert filters.to_yaml(value) == expected
 
 
-def test_to_nice_yaml_without_pyyaml(no_pyyaml):
+def test_to_nice_yaml_without_pyyaml():
     value = {"users": [{"name": "a", "groups": ["x", "y"]}], "n": 1}
     assert filters.to_nice_yaml(value) == (
         "n: 1\nusers:\n-   groups:\n    - x\n    - y\n    name: a\n")
 
 
-def test_yaml_emitter_folds_long_lines_like_pyyaml(no_pyyaml):
+def test_yaml_emitter_folds_long_lines_like_pyyaml():
     text = " ".join(["word"] * 30)
     assert filters.to_nice_yaml({"k": text}, indent=2) == "k: %s\n  %s\n" % (
         " ".join(["word"] * 16), " ".join(["word"] * 14))
@@ -480,7 +475,7 @@ plain: a long
 """
 
 
-def test_from_yaml_without_pyyaml(no_pyyaml):
+def test_from_yaml_without_pyyaml():
     assert filters.from_yaml(YAML_DOCUMENT) == {
         "name": "test", "enabled": True, "count": 16, "mode": 420, "ratio": 1.5,
         "nothing": None, "empty": None,
@@ -505,29 +500,29 @@ def test_from_yaml_matches_pyyaml():
     ("- - a\n  - b\n- c\n", [["a", "b"], "c"]),
     ("a: 1:30\nb: .inf\nc: Off\nd: '~'\n", {"a": 90, "b": math.inf, "c": False, "d": "~"}),
 ])
-def test_from_yaml_subset_cases(no_pyyaml, text, expected):
+def test_from_yaml_subset_cases(text, expected):
     assert filters.from_yaml(text) == expected
 
 
-def test_from_yaml_all_without_pyyaml(no_pyyaml):
+def test_from_yaml_all_without_pyyaml():
     assert filters.from_yaml_all("---\na: 1\n---\n- b\n...\n") == [{"a": 1}, ["b"]]
 
 
-def test_from_yaml_keeps_timestamps_as_strings_without_pyyaml(no_pyyaml):
+def test_from_yaml_keeps_timestamps_as_strings_without_pyyaml():
     assert filters.from_yaml("d: 2020-01-01") == {"d": "2020-01-01"}
 
 
-def test_from_yaml_rejects_anchors_without_pyyaml(no_pyyaml):
+def test_from_yaml_rejects_anchors_without_pyyaml():
     with pytest.raises(filters.YAMLParseError, match="anchors"):
         filters.from_yaml("a: &x 1\nb: *x\n")
 
 
-def test_from_yaml_reports_bad_indentation(no_pyyaml):
+def test_from_yaml_reports_bad_indentation():
     with pytest.raises(filters.YAMLParseError, match="line"):
         filters.from_yaml("a:\n    b: 1\n  c: 2\n")
 
 
-def test_yaml_round_trip_without_pyyaml(no_pyyaml):
+def test_yaml_round_trip_without_pyyaml():
     data = {"a": ["x", "yes", "", "multi\nline\n", {"b": None}], "c": 1.0, "d": "  pad "}
     assert filters.from_yaml(filters.to_nice_yaml(data)) == data
     assert filters.from_yaml(filters.to_yaml(data)) == data
