@@ -605,8 +605,8 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
     run._removed_in_play = set(request.get("removed") or ())
     base = run._executor(planned, list(request["hosts"]), connector)
-    executor = Executor(base.plan, base.hosts, base.ctx, base.static_layers, base.magic)
-    executor.removed = base.removed
+    executor = Executor(base.plan, base.hosts, base.ctx, base.static_layers, base.magic,
+                        base.removed)
     executor.run()
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
                           "included": s.included} for h, s in executor.hosts.items()},

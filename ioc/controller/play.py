@@ -104,6 +104,8 @@ class StepOutcome:
     metas: Dict[str, List[str]] = field(default_factory=dict)
     #: Dynamic includes that ran: per host, the ok result of each include (per item).
     includes: Dict[str, List[Event]] = field(default_factory=dict)
+    #: A templated run_once, as the first active host's variables decided it.
+    once: Optional[bool] = None
 
 
 class PlaySink(StepSink):
@@ -220,7 +222,8 @@ class PlayExecutor:
     """Runs the steps of one play's plan across its hosts (one serial batch)."""
 
     def __init__(self, plan: Plan, hosts: Dict[str, HostState], ctx: PlayContext,
-                 static_layers: Mapping[str, Any], magic: Mapping[str, Any]) -> None:
+                 static_layers: Mapping[str, Any], magic: Mapping[str, Any],
+                 removed: FrozenSet[str] = frozenset()) -> None:
         self.plan = plan
         self.hosts = hosts
         self.order = list(hosts)
@@ -235,9 +238,7 @@ class PlayExecutor:
         self.others: Optional[FrozenSet[str]] = None
         self._rescuable = _rescuable_blocks(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
-        self.removed: FrozenSet[str] = frozenset()
-        #: What the current step's templated run_once came to (see ``_once``).
-        self._current_once: Optional[bool] = None
+        self.removed = removed
 
     # -- the loop ----------------------------------------------------------------
 
@@ -263,18 +264,20 @@ class PlayExecutor:
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
         LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
         controller_step = step if isinstance(step, ControllerStep) else None
+        once = None
         if controller_step and controller_step.once_if is not None:
-            controller_step = dataclasses.replace(
-                controller_step, once=self._once(active[0], controller_step), once_if=None)
+            once = self._once(active[0], controller_step)
+            controller_step = dataclasses.replace(controller_step, once=once, once_if=None)
             step = controller_step
-            self._current_once = controller_step.once
         hosts = active[:1] if controller_step and controller_step.once else active
         if controller_step and controller_step.per_item:
-            return self._run_per_item(controller_step, hosts, active)
+            outcome = self._run_per_item(controller_step, hosts, active)
+            outcome.once = once
+            return outcome
         calls = [self._call(h, step, active) for h in hosts]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
-        outcome = StepOutcome()
+        outcome = StepOutcome(once=once)
         limit = controller_step.throttle if controller_step else 0
         for host, event in dispatch(self.ctx.connector, calls, limit=limit):
             if event is None:
@@ -346,7 +349,6 @@ class PlayExecutor:
                 if kind == "start" and number > 0:
                     continue  # one start per host and task
                 if kind == "end":
-                    call = next(c for c in calls if c.host == host)
                     self._observe(host, event, outcome, calls)
                     if last:
                         replay.feed(host, event)
@@ -508,10 +510,9 @@ class PlayExecutor:
     def _mark_delegated(self, host: str, event: Event, calls: List[HostCall]) -> None:
         call = next(c for c in calls if c.host == host)
         if call.via and call.via != host:
-            spec = self.ctx.connection_of(call.via)
+            seen = _delegated_vars(call.via, self.ctx.connection_of(call.via))
             event["result"]["_ansible_delegated_vars"] = {
-                "ansible_delegated_host": call.via,
-                "ansible_host": spec.hostname if spec.transport == "ssh" else call.via}
+                k: seen[k] for k in ("ansible_delegated_host", "ansible_host")}
 
     def _settle(self, call: HostCall, outcome: StepOutcome) -> None:
         host = call.host
@@ -535,9 +536,9 @@ class PlayExecutor:
     # -- after a step: the decisions only the controller can make ----------------
 
     def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
-        once = self._current_once if isinstance(step, ControllerStep) and step.once_if else None
-        self._current_once = None
-        if isinstance(step, ControllerStep) and (step.once if once is None else once):
+        once = outcome.once if outcome.once is not None else \
+            isinstance(step, ControllerStep) and step.once
+        if once:
             self._copy_once(active, outcome)
         self._play_metas(active, outcome)
         for host, metas in outcome.metas.items():
@@ -763,11 +764,12 @@ class PlayExecutor:
 
     def _once_handlers(self, active: List[str]) -> Dict[str, str]:
         """Per run_once handler, the first active host it is notified for (L5.8)."""
+        once = [n for n, h in enumerate(self.plan.program.handlers) if _set(h.run_once)]
+        if not once:
+            return {}
         handlers = [to_wire(h) for h in self.plan.program.handlers]
         out: Dict[str, str] = {}
-        for number, handler in enumerate(self.plan.program.handlers):
-            if not _set(handler.run_once):
-                continue
+        for number in once:
             for host in active:
                 notified = set()
                 for name in self.hosts[host].notified:

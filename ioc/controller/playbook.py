@@ -142,12 +142,11 @@ class PlaybookRun:
             store_facts=self._store_facts, play_meta=self._play_meta,
             load_include=None if self.load_include is None else self._load_include,
             replan=self._replan)
-        executor = PlayExecutor(planned.plan, states, ctx,
-                                static_layers={"play": {**play.vars, **play.vars_files},
-                                               "extra": self.extra_vars},
-                                magic=self._magic(play, hosts))
-        executor.removed = frozenset(self._removed_in_play)
-        return executor
+        return PlayExecutor(planned.plan, states, ctx,
+                            static_layers={"play": {**play.vars, **play.vars_files},
+                                           "extra": self.extra_vars},
+                            magic=self._magic(play, hosts),
+                            removed=frozenset(self._removed_in_play))
 
     def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
         plan = executor.plan  # with what dynamic includes spliced in
