@@ -572,6 +572,12 @@ class PlayExecutor:
         if "clear_facts" in metas:
             for host in self.active():
                 self.hosts[host].facts = {}
+        if "clear_host_errors" in metas:
+            for state in self.hosts.values():
+                if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
+                    # Forgiven (L7.10): out of this play still, but not failed,
+                    # so later plays run it again.
+                    state.status = HostStatus.ENDED
         for meta in ("clear_host_errors", "refresh_inventory"):
             if meta in metas:
                 self.ctx.play_meta(meta, active)

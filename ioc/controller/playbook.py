@@ -67,9 +67,6 @@ class PlaybookRun:
         #: Facts and set_fact/register values outlive a play (Ansible keeps them
         #: in its variable manager for the whole run).
         self.memory: Dict[str, Dict[str, Dict[str, Any]]] = {}
-        self._live: Dict[str, HostState] = {}
-        #: Hosts whose failure ``meta: clear_host_errors`` forgave.
-        self.cleared: Set[str] = set()
         #: The current play's hosts (all serial batches) and those it lost so far.
         self._play_hosts_all: List[str] = []
         self._removed_in_play: Set[str] = set()
@@ -131,7 +128,6 @@ class PlaybookRun:
     def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector) -> PlayExecutor:
         play = planned.play
         states = {h: self._host_state(play, h) for h in hosts}
-        self._live = states
         ctx = PlayContext(
             connector=connector, callbacks=self.callbacks, stats=self.stats, options=self.options,
             transport=self.transport, payloads=self.payload_cache,
@@ -160,8 +156,7 @@ class PlaybookRun:
                                  "include_vars": state.included}
             if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
                 self.lost[host] = state.status
-                if host not in self.cleared:
-                    self.failed_hosts.add(host)
+                self.failed_hosts.add(host)
             elif state.status is HostStatus.UNREACHABLE:
                 self.lost[host] = state.status
                 self.unreachable_hosts.add(host)
@@ -199,13 +194,7 @@ class PlaybookRun:
 
     def _play_meta(self, meta: str, hosts: List[str]) -> None:
         if meta == "clear_host_errors":
-            self.failed_hosts.clear()
-            for host, state in self._live.items():
-                if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
-                    # Forgiven (L7.10): out of this play still, but not failed,
-                    # so later plays run it again.
-                    self.cleared.add(host)
-                    state.status = HostStatus.ENDED
+            self.failed_hosts.clear()  # the exit code forgets earlier failures too
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
 

@@ -325,6 +325,24 @@ def test_clear_host_errors_makes_the_exit_code_zero(tmp_path, web):
     assert [h for h, _ in oks(r, "next play")] == ["h1", "h2", "h3"]
 
 
+def test_a_forgiven_host_that_fails_again_in_a_later_play_fails_the_run(tmp_path, web):
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fail: msg=first
+              when: inventory_hostname == 'h1'
+            - meta: clear_host_errors
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fail: msg=again
+              when: inventory_hostname == 'h1'
+        """, inventory=web)
+    assert r.rc == 2, r.stdout + r.stderr
+    assert r.recap["h1"]["failures"] == 2
+
+
 def test_reset_connection_gives_the_next_task_a_new_runner(tmp_path, web):
     r = ioc_run(tmp_path, """
         - hosts: web
