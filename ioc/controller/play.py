@@ -19,7 +19,7 @@ from ioc.controller.transport import TransportReport
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
-from ioc.planner.program import Entry, NumberedBlock
+from ioc.planner.program import Entry, NumberedBlock, splice_after
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Key, Replay, StepSink
 
@@ -869,43 +869,6 @@ def item_label(result: Mapping[str, Any]) -> Any:
     if "_ansible_item_label" in result:
         return result["_ansible_item_label"]
     return result.get(result.get("ansible_loop_var", "item"))
-
-
-def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Sequence[Any]) -> Play:
-    """``play`` with ``blocks`` right after ``task`` (found by identity).
-
-    Handlers and role defaults an ``include_role`` brought are added (handlers
-    after the play's own, so existing handler numbers stay valid).
-    """
-    found = []
-
-    def nodes(seq: Tuple[Any, ...]) -> Tuple[Any, ...]:
-        out: List[Any] = []
-        for node in seq:
-            if isinstance(node, Block):
-                node = dataclasses.replace(node, block=nodes(node.block), rescue=nodes(node.rescue),
-                                           always=nodes(node.always))
-                out.append(node)
-            else:
-                out.append(node)
-                if node is task:
-                    found.append(node)
-                    out.extend(blocks)
-        return tuple(out)
-
-    pre_tasks, tasks, post_tasks = (nodes(play.pre_tasks), nodes(play.tasks), nodes(play.post_tasks))
-    if not found:
-        raise PlanError("dynamic include not found in its play", task.location)
-    known = {h.location for h in play.handlers}
-    handlers = list(play.handlers)
-    defaults: Dict[str, Any] = {}
-    for inc in included:
-        handlers.extend(h for h in inc.handlers if h.location not in known)
-        known.update(h.location for h in inc.handlers)
-        defaults.update(inc.role_defaults)
-    return dataclasses.replace(play, handlers=tuple(handlers),
-                               role_defaults={**defaults, **play.role_defaults},
-                               pre_tasks=pre_tasks, tasks=tasks, post_tasks=post_tasks)
 
 
 def _path_to(tree: Sequence[Any], index: int) -> Optional[List[Tuple[int, str]]]:

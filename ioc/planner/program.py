@@ -9,10 +9,11 @@ runner reports and the replay orders by, so it must be identical on every host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dataclasses
 
+from ioc.errors import PlanError
 from ioc.model import Block, Location, Node, Play, Task, to_wire
 from ioc.planner.tags import TagFilter
 
@@ -252,3 +253,40 @@ def _wire_node(node: Numbered, start: int, end: int) -> dict:
     if block.hosts:
         wire["hosts"] = list(block.hosts)
     return wire
+
+
+def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Sequence[Any]) -> Play:
+    """``play`` with ``blocks`` right after ``task`` (found by identity).
+
+    Handlers and role defaults an ``include_role`` brought are added (handlers
+    after the play's own, so existing handler numbers stay valid).
+    """
+    found = []
+
+    def nodes(seq: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        out: List[Any] = []
+        for node in seq:
+            if isinstance(node, Block):
+                node = dataclasses.replace(node, block=nodes(node.block), rescue=nodes(node.rescue),
+                                           always=nodes(node.always))
+                out.append(node)
+            else:
+                out.append(node)
+                if node is task:
+                    found.append(node)
+                    out.extend(blocks)
+        return tuple(out)
+
+    pre_tasks, tasks, post_tasks = (nodes(play.pre_tasks), nodes(play.tasks), nodes(play.post_tasks))
+    if not found:
+        raise PlanError("dynamic include not found in its play", task.location)
+    known = {h.location for h in play.handlers}
+    handlers = list(play.handlers)
+    defaults: Dict[str, Any] = {}
+    for inc in included:
+        handlers.extend(h for h in inc.handlers if h.location not in known)
+        known.update(h.location for h in inc.handlers)
+        defaults.update(inc.role_defaults)
+    return dataclasses.replace(play, handlers=tuple(handlers),
+                               role_defaults={**defaults, **play.role_defaults},
+                               pre_tasks=pre_tasks, tasks=tasks, post_tasks=post_tasks)
