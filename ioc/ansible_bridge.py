@@ -44,7 +44,7 @@ import sys
 import threading
 from typing import IO, Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ioc.model import Block, Group, Host, Inventory, Location, Play, Task
+from ioc.model import Block, Group, Host, IncludeScope, Inventory, Location, Play, Task
 
 LOG = logging.getLogger(__name__)
 
@@ -55,10 +55,10 @@ _BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
                       "add_host", "group_by", "pause", "gather_facts"})
-#: Dynamic task lists (Ansible's iterator learns their tasks at run time): the
-#: bridge does not hand Ansible's included files to ioc yet, so a play with
-#: them falls back, whole, to linear.
-_BRIDGE_UNSUPPORTED = frozenset({"include_tasks", "include_role", "import_playbook"})
+#: Dynamic task lists: the runner runs the include, the parent loads what each
+#: host included with Ansible's own ``IncludedFile`` machinery, and both sides
+#: splice the loaded tasks in after it (``_PlayRun.splice_includes``).
+_BRIDGE_INCLUDES = frozenset({"include_tasks", "include_role"})
 #: Actions that run through Ansible's own task machinery, one task at a time
 #: (their variables come back from Ansible's variable manager, their inventory
 #: changes from their results, as for ioc's own add_host/group_by).
@@ -141,6 +141,8 @@ class Converted:
     handlers: Tuple[Any, ...] = ()
     #: id(IR task) -> why it runs through Ansible rather than natively.
     reasons: Dict[int, str] = dataclasses.field(default_factory=dict)
+    #: The converter that made ``play`` (it converts what dynamic includes load).
+    converter: Any = None
 
     def fallback(self, task: Task) -> Optional[str]:
         """The planner's ``fallback`` predicate."""
@@ -224,8 +226,9 @@ class _Converter:
     def task(self, task: Any, handler: bool = False) -> Task:
         self._why = None
         action = short_action(task)
-        if action in _BRIDGE_UNSUPPORTED:
-            self.fail(task, "%s runs through Ansible's linear strategy" % action)
+        dynamic = action in _BRIDGE_INCLUDES
+        if dynamic and handler:
+            self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
         raw = plain(task.args or {})
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_UNSUPPORTED:
             self.fail(task, "meta: %s runs through Ansible's linear strategy" % raw["_raw_params"])
@@ -252,10 +255,11 @@ class _Converter:
         variables.update(plain(task.get_vars()))
         loop_control = getattr(task, "loop_control", None)
         control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
+        ir_location = _location(task)
         ir = Task(
             action=action,
             args=raw,
-            location=_location(task),
+            location=ir_location,
             name=plain(task.name) or None,
             when=_conditions(task.when),
             when_origins=_condition_origins(task.when),
@@ -287,7 +291,11 @@ class _Converter:
             **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
+            # The planner cuts after it; what it loads comes from Ansible, not this scope.
+            include_scope=IncludeScope(path=ir_location.path) if dynamic else None,
         )
+        if dynamic:
+            self._why = None  # the include itself runs nothing: always native
         self.origin[id(ir)] = task
         if self._why is not None:
             if handler:  # handlers run inside ioc's flushes
@@ -336,16 +344,21 @@ class _Converter:
                       always=tuple(self.nodes(block.always)), location=_location(block),
                       name=plain(block.name) or None)]
 
-    def section(self, blocks: Sequence[Any]) -> Tuple[Any, ...]:
-        """A section's top-level blocks; each role's tasks in one block with its params."""
+    def section(self, blocks: Sequence[Any], included: bool = False) -> Tuple[Any, ...]:
+        """A section's top-level blocks; each role's tasks in one block with its params.
+
+        ``included``: the blocks of an ``include_role``, whose defaults are
+        private to its tasks (the play's roles' defaults are ``Play.role_defaults``).
+        """
         out: List[Any] = []
         for block in blocks:
             role = getattr(block, "_role", None)
             nodes = self.block(block)
             if role is not None:
                 params = plain(role.get_role_params()) if hasattr(role, "get_role_params") else {}
+                defaults = plain(role.get_default_vars()) if included else {}
                 out.append(Block(block=tuple(nodes), location=_location(block), params=params,
-                                 implicit=True, role=plain(role.get_name()),
+                                 implicit=True, role=plain(role.get_name()), defaults=defaults,
                                  role_path=plain(getattr(role, "_role_path", None))))
             else:
                 out.extend(nodes)
@@ -429,7 +442,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         basedir=plain(loader.get_basedir()),
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
-                     handlers=tuple(handler_tasks), reasons=converter.reasons)
+                     handlers=tuple(handler_tasks), reasons=converter.reasons,
+                     converter=converter)
 
 
 def _forced_section(block: Any) -> List[Any]:
@@ -589,14 +603,31 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
                 step = dataclasses.replace(step, once=False)
             super().after_step(step, active, outcome)
 
-    def ask(index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
-        send(("ansible", index, reached, once))
+        def splice_includes(self, step, outcome):
+            # The parent loads what the hosts included with Ansible's own
+            # IncludedFile machinery, splices it into its copy of the play,
+            # plans it again and sends the plan: both sides number alike.
+            entry = next(e for e in self.plan.entries_of(step) if e.task.include_scope is not None)
+            active = [h for h in self.order if self.hosts[h].active]
+            reply = parent(("include", entry.index, active), "include_done")
+            if reply.get("planned") is not None:
+                self.adopt_plan(reply["planned"].plan)
+            for host, message in (reply.get("failed") or {}).items():
+                self._fail_include(host, entry, message)
+            return self._next_step(entry.index)
+
+    def parent(message: Tuple[Any, ...], answer: str) -> Dict[str, Any]:
+        """Ask the parent (``message``) and wait for its ``answer``."""
+        send(message)
         if receive is None:
-            raise RuntimeError("no way to ask the parent to run task %d" % index)
+            raise RuntimeError("no way to ask the parent for %r" % (message[0],))
         reply = receive()
-        if reply.get("op") != "ansible_done":
+        if reply.get("op") != answer:
             raise RuntimeError("unexpected request from the parent: %r" % (reply.get("op"),))
         return reply
+
+    def ask(index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
+        return parent(("ansible", index, reached, once), "ansible_done")
 
     planned = request["planned"]
     run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
@@ -904,6 +935,10 @@ class _PlayRun:
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
         self.ended = False
+        #: The current step's dynamic include results, as sent to the callbacks.
+        self.include_results: List[Any] = []
+        #: Per host, the item results of a looped include, until its final result.
+        self.include_items: Dict[str, List[Dict[str, Any]]] = {}
 
     # -- building the request ------------------------------------------------------
 
@@ -1011,6 +1046,8 @@ class _PlayRun:
                 self.play_level(reply[1], reply[2])
             elif kind == "ansible":
                 dispatcher.request(dict(self.through_ansible(*reply[1:]), op="ansible_done"))
+            elif kind == "include":
+                dispatcher.request(dict(self.splice_includes(*reply[1:]), op="include_done"))
             elif kind == "done":
                 summary = reply[1]
             elif kind == "error":
@@ -1092,6 +1129,94 @@ class _PlayRun:
         tqm._unreachable_hosts.update(unreachable_hosts)
         return {"hosts": outcomes, "vars": changed}
 
+    def splice_includes(self, index: int, active: List[str]) -> Dict[str, Any]:
+        """Load what the hosts of include task ``index`` included, as linear does it.
+
+        Ansible's own ``IncludedFile.process_include_results`` groups the
+        include's results (file, arguments, loop variables; hosts in result
+        order) and finds the files; each is loaded, tag-filtered, counted and
+        announced (``v2_playbook_on_include``) exactly as the linear strategy
+        does it, then converted to IR: a block only that group's hosts reach,
+        right after the include. This process's play is spliced and planned
+        again (``plan_play`` is deterministic) and the plan goes to the
+        dispatcher, which goes on with it. A file that cannot be loaded fails
+        its hosts with linear's callbacks; the dispatcher applies the failure
+        to their block state (``failed``).
+        """
+        from ansible.errors import AnsibleError, AnsibleParserError
+        from ansible.playbook.included_file import IncludedFile
+        from ioc.controller.capabilities import runner_capabilities
+        from ioc.controller.playbook import PlannedPlay
+        from ioc.planner import plan_play
+        from ioc.planner.program import splice_after
+
+        include = self.program.entry(index).task
+        results = [r for r in self.include_results if plain(r.host.name) in active]
+        self.include_results = []
+        s, iterator = self.s, self.iterator
+        included_files = IncludedFile.process_include_results(
+            results, iterator=iterator, loader=s._loader, variable_manager=self.vm)
+        converter = self.converted.converter
+        known_handlers = {id(h) for h in self.handler_objects}
+        blocks: List[Block] = []
+        failed: Dict[str, str] = {}
+        for included_file in included_files:
+            try:
+                new_blocks = self._load_included(included_file)
+            except AnsibleParserError:
+                raise
+            except AnsibleError as ex:
+                for host, message in _include_failed(s, included_file, ex).items():
+                    failed[host] = message
+                continue
+            for host in included_file._hosts:
+                self.tqm._stats.increment("ok", host.name)
+            self.tqm.send_callback("v2_playbook_on_include", included_file)
+            try:
+                nodes = converter.section(new_blocks, included=included_file._is_role)
+            except Fallback as why:
+                raise AnsibleError("mitogen_batch: %s cannot run: %s"
+                                   % (included_file._filename, why)) from None
+            blocks.append(Block(block=nodes, location=include.location, implicit=True,
+                                hosts=tuple(plain(h.name) for h in included_file._hosts)))
+        for host in failed:
+            # Linear marks them failed for the rest of the run, rescued or not.
+            self.tqm._failed_hosts[host] = True
+        if not blocks:
+            return {"planned": None, "failed": failed}
+        new_handlers = [h for b in self.play.handlers for h in b.block if id(h) not in known_handlers]
+        added = _Included(handlers=tuple(converter.task(h, handler=True) for h in new_handlers))
+        play = splice_after(self.program.play, include, tuple(blocks), [added])
+        plan = plan_play(play, runner_capabilities(), fallback=self.converted.fallback)
+        self.planned = PlannedPlay(play, plan)
+        self.program = plan.program
+        origin = self.converted.origin
+        self.handler_objects = [origin[id(h)] for h in play.handlers]
+        return {"planned": self.planned, "failed": failed}
+
+    def _load_included(self, included_file: Any) -> List[Any]:
+        """An included file's (or role's) blocks, tag-filtered, as linear loads them."""
+        import inspect
+
+        s, iterator = self.s, self.iterator
+        if included_file._is_role:
+            new_ir = s._copy_included_file(included_file)
+            new_blocks, _ = new_ir.get_block_list(play=iterator._play,
+                                                  variable_manager=self.vm, loader=s._loader)
+        else:
+            kwargs: Dict[str, Any] = {"iterator": iterator, "is_handler": False}
+            if "handle_stats_and_callbacks" in inspect.signature(s._load_included_file).parameters:
+                kwargs["handle_stats_and_callbacks"] = False  # 2.19: this strategy reports
+            new_blocks = s._load_included_file(included_file, **kwargs)
+        iterator.handlers = [h for b in iterator._play.handlers for h in b.block]
+        final = []
+        for new_block in new_blocks:
+            task_vars = self.vm.get_vars(play=iterator._play,
+                                         task=new_block.get_first_parent_include(),
+                                         _hosts=s._hosts_cache, _hosts_all=s._hosts_cache_all)
+            final.append(new_block.filter_tagged_tasks(task_vars))
+        return final
+
     def _task_vars(self, host: Any) -> Tuple[Dict[str, Any], Any]:
         try:
             from ansible._internal._templating._engine import TemplateEngine as Templar
@@ -1124,6 +1249,7 @@ class _PlayRun:
             entry = self.program.entry(key[0])
             self.ir_task = entry.task
             self.is_handler = False
+            self.include_results = []
             if entry.implicit:
                 self.task = self.converted.gather if entry.task.action == "gather_facts" else None
             else:
@@ -1175,9 +1301,11 @@ class _PlayRun:
                 self.tqm.send_callback("v2_runner_on_start", host, self.task)
         elif kind == "item":
             status = event["status"]
+            if self.ir_task.include_scope is not None:  # what each item included
+                self.include_items.setdefault(name, []).append(event["result"])
             self.tqm.send_callback("v2_runner_item_on_%s" % status,
                                    _result(host, self.task, event["result"], self.ir_task.action,
-                                           status))
+                                           status, item=True))
         elif kind == "retry":
             self.tqm.send_callback("v2_runner_retry",
                                    _result(host, self.task, event["result"], self.ir_task.action,
@@ -1191,12 +1319,19 @@ class _PlayRun:
         status = event["status"]
         result = event.get("result") or {}
         ignored = bool(event.get("ignored"))
+        items = self.include_items.pop(host.name, None)
+        if items and isinstance(result.get("results"), list) and \
+                len(items) == len(result["results"]):
+            # The aggregate keeps the items' public keys only: the include's
+            # items as their events had them (what each included).
+            result = dict(result, results=items)
         if self.ir_task.action == "meta":
             if status == "ok":
                 if result.get("meta") == "end_play":
                     self.ended = True
                 return
-        else:
+        elif not (status == "ok" and self.ir_task.include_scope is not None):
+            # An include's ok counts once per file it included (splice_includes).
             self._count(host.name, status, bool(result.get("changed")), ignored,
                         bool(event.get("rescued")))
         if status == "ok":
@@ -1207,6 +1342,8 @@ class _PlayRun:
                   "unreachable": "v2_runner_on_unreachable"}[status]
         task_result = _result(host, self.task, result, self.ir_task.action, status,
                               ignored=ignored)
+        if self.ir_task.include_scope is not None:
+            self.include_results.append(task_result)
         if status == "failed":
             self.tqm.send_callback(method, task_result, ignore_errors=ignored)
         else:
@@ -1288,6 +1425,47 @@ class _PlayRun:
         if self.ended:
             self.iterator.end_play = True
         return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Included:
+    """What an include adds to the play besides its tasks (see ``splice_after``)."""
+
+    handlers: Tuple[Task, ...] = ()
+    role_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _include_failed(strategy: Any, included_file: Any, ex: Exception) -> Dict[str, str]:
+    """An included file that cannot be loaded: linear's callbacks and counts for its hosts.
+
+    The include's own results (already shown ok) are sent again as failed,
+    reworded as this release's linear strategy words them. Returns each
+    host's message, for its block state.
+    """
+    tqm = strategy._tqm
+    out: Dict[str, str] = {}
+    try:
+        from ansible._internal._task import UnifiedTaskResult
+    except ImportError:  # 2.19
+        from ansible.utils.display import Display
+
+        Display().error(ex)
+        for r in included_file._results:
+            r._return_data["failed"] = True
+            r._return_data["reason"] = str(ex)
+            tqm._stats.increment("failures", r.host.name)
+            tqm.send_callback("v2_runner_on_failed", r)
+            out[plain(r.host.name)] = str(ex)
+        return out
+    for r in included_file._results:
+        utr = UnifiedTaskResult._create_from_exception(ex, source_is_module=False)
+        r.utr.failed = utr.failed
+        r.utr.exception = utr.exception
+        r.utr.msg = utr.msg
+        tqm._stats.increment("failures", r.host.name)
+        tqm.send_callback("v2_runner_on_failed", r)
+        out[plain(r.host.name)] = str(utr.msg)
+    return out
 
 
 def _bypasses(task: Any) -> bool:
@@ -1377,9 +1555,15 @@ def _facts_of(vm: Any, host: str) -> Dict[str, Any]:
 
 
 def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: str,
-            ignored: bool = False, retry: bool = False) -> Any:
-    """A task result as Ansible's callbacks receive it, for this ansible-core."""
-    data = {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+            ignored: bool = False, retry: bool = False, item: bool = False) -> Any:
+    """A task result as Ansible's callbacks receive it, for this ansible-core.
+
+    A dynamic include's result (and each of its loop items') also says what
+    it included, as TaskExecutor's does: ``IncludedFile.process_include_results``
+    reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
+    """
+    data = _public(result)
+    include = action in _BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
     elif status == "skipped":
@@ -1392,6 +1576,8 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status == "failed":
             data = _engine_error_219(task, data)
+        if include:
+            _include_keys_219(result, data, action, item)
         return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
@@ -1401,9 +1587,15 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
         utr = _engine_error(utr_class, task, data)
     else:
         utr = _utr(utr_class, data, action)
+    if include:
+        _include_fields(utr, result, action)
     if isinstance(items, list):
         utr.loop_results = [_utr(utr_class, dict(item), action) if isinstance(item, dict)
                             else item for item in items]
+        if include:
+            for raw, item_utr in zip(result.get("results") or (), utr.loop_results):
+                if isinstance(raw, dict):
+                    _include_fields(item_utr, raw, action)
     elif items is not None:
         utr.result_data["results"] = items
     if isinstance(items, list):
@@ -1423,6 +1615,59 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                                                    source_is_module=False)
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _public(result: Dict[str, Any]) -> Dict[str, Any]:
+    """``result`` without ioc's internal keys (its loop items' too)."""
+    data = {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+    if isinstance(data.get("results"), list):
+        data["results"] = [{k: v for k, v in item.items() if not k.startswith("_ioc_")}
+                           if isinstance(item, dict) else item for item in data["results"]]
+    return data
+
+
+def _include_target(raw: Mapping[str, Any], action: str) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(file, arguments) a runner's include result names, as TaskExecutor splits them."""
+    args = dict(raw.get("_ioc_include_args") or {})
+    if action == "include_tasks":
+        name = args.pop("_raw_params", None)
+        return (name if name is not None else raw.get("_ioc_included")), args
+    return None, args
+
+
+def _include_fields(utr: Any, raw: Mapping[str, Any], action: str) -> None:
+    """2.21: what an include (or one loop item of it) included, on its UnifiedTaskResult."""
+    if "_ioc_include_args" not in raw:
+        return  # skipped or failed: nothing included
+    utr.include_file, utr.include_args = _include_target(raw, action)
+    loop_var = raw.get("ansible_loop_var")
+    if loop_var:
+        utr.loop_var, utr.loop_item = loop_var, raw.get(loop_var)
+        index_var = raw.get("ansible_index_var")
+        if index_var:
+            utr.loop_index_var, utr.loop_index = index_var, raw.get(index_var)
+        if "ansible_loop" in raw:
+            utr.loop_extended = raw["ansible_loop"]
+        # 2.21 templates a label for every item (the item itself by default).
+        utr.loop_item_label = raw.get("_ansible_item_label", raw.get(loop_var))
+
+
+def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
+                      item: bool) -> None:
+    """2.19: the ``include``/``include_args`` keys its TaskExecutor returns, per item too
+    (``item``: ``raw`` is one loop item's result)."""
+    pairs = [(raw, data)]
+    if isinstance(raw.get("results"), list) and isinstance(data.get("results"), list):
+        pairs += list(zip(raw["results"], data["results"]))
+    for source, out in pairs:
+        if not isinstance(source, dict) or "_ioc_include_args" not in source:
+            continue
+        if item or out is not data:
+            out.pop("changed", None)  # an item is TaskExecutor's dict as it is
+        name, args = _include_target(source, action)
+        if name is not None:
+            out["include"] = name
+        out["include_args"] = args
 
 
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:

@@ -384,7 +384,7 @@ class HostRun(object):
                    "result": self._visible(task, result, templar),
                    "ignored": ignored, "rescued": rescued})
         if status == "failed" and not ignored:
-            return Failure(failed_task_wire(task), results.public(result))
+            return Failure(failed_task_wire(task, templar), results.public(result))
         return None
 
     def execute(self, key, task, scope, templar):
@@ -508,8 +508,9 @@ class HostRun(object):
         while True:
             attempt += 1
             result = self.run_action(task, templar)
-            if result.pop("_ioc_task_error", False):
+            if result.get("_ioc_task_error"):
                 # ansible-core raises these: no changed/failed_when, no retry
+                # (the marker stays: the Ansible bridge words them as its engine does)
                 return result
             if retries > 1:
                 result["attempts"] = attempt  # until sees reg.attempts (ansible-core)
@@ -812,9 +813,13 @@ def template_name(task, templar):
     return "%s : %s" % (task["role"], base) if task.get("role") else base
 
 
-def failed_task_wire(task):
-    """``ansible_failed_task``: the task's serialized dict."""
-    return {"name": task.get("name") or "", "action": task["action"],
+def failed_task_wire(task, templar=None):
+    """``ansible_failed_task``: the task's serialized dict (its name templated, as
+    the strategy templates it before the task runs)."""
+    name = task.get("name") or ""
+    if templar is not None and name:
+        name = _safe_template(templar, name)
+    return {"name": name, "action": task["action"],
             "args": task.get("args", {}), "when": list(task.get("when", ())),
             "register": task.get("register"), "location": task.get("location")}
 

@@ -457,8 +457,13 @@ class PlayExecutor:
     def _adopt(self, play: Play) -> None:
         """Go on with ``play`` (the same play with included tasks spliced in)."""
         assert self.ctx.replan is not None
+        self.adopt_plan(self.ctx.replan(play))
+
+    def adopt_plan(self, plan: Plan) -> None:
+        """Go on with ``plan``: this play's, with included tasks spliced in after the step run."""
         old = self.plan.program.play
-        self.plan = self.ctx.replan(play)
+        play = plan.program.play
+        self.plan = plan
         self._rescuable = _rescuable_blocks(self.plan.program.tree)
         added = {k: v for k, v in play.role_defaults.items() if k not in old.role_defaults}
         if added:
@@ -490,11 +495,10 @@ class PlayExecutor:
             state.status = HostStatus.FAILED
             return
         bid, phase = open_blocks[-1]
+        # Unlike a task's failure, linear sets no ansible_failed_task/_result
+        # for it: a rescue sees the values of an earlier failure, if any.
         state.blocks[str(bid)] = {"phase": phase,
                                   "failure": {"task": to_wire(entry.task), "result": result}}
-        if phase == "block" and bid in self._rescuable:
-            state.runtime = {**state.runtime, "ansible_failed_task": to_wire(entry.task),
-                             "ansible_failed_result": result}
 
     def _ignores_unreachable(self, event: Event) -> bool:
         task = self.plan.program.entry(event["k"][0]).task

@@ -579,6 +579,17 @@ def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_
   gather_facts: false
   tasks:
     - include_tasks: other.yml
+    - debug:
+        msg: after
+- name: third
+  hosts: web
+  gather_facts: false
+  tasks:
+    - command: "true"
+      notify: included handler
+  handlers:
+    - name: included handler
+      include_tasks: other.yml
 """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
@@ -594,8 +605,11 @@ def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_
         "greet through ansible (play.yml:8)", "greet fails on h2 (play.yml:18)",
         "greet notifies (play.yml:29)"]
     assert "  step 1: batch of 3 task(s), 0-2; ends: before runs through Ansible" in lines[1]
-    assert lines[-1].startswith("PLAY [second]: runs whole with the linear strategy: "
-                                "include_tasks runs through Ansible's linear strategy (")
+    second = next(n for n, line in enumerate(lines) if line.startswith("PLAY [second] ("))
+    assert "ends: dynamic include: its tasks are known once it has run" in lines[second + 1]
+    assert lines[-1].startswith("PLAY [third]: runs whole with the linear strategy: "
+                                "include_tasks in a handler runs through Ansible's linear "
+                                "strategy (")
 
 
 def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
