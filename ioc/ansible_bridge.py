@@ -640,7 +640,8 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
                         base.removed)
     executor.run()
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
-                          "included": s.included} for h, s in executor.hosts.items()},
+                          "included": s.included, "marked": s.marked}
+                      for h, s in executor.hosts.items()},
             "ended": executor.ended, "max_fail_hit": executor.max_fail_hit}
 
 
@@ -1179,9 +1180,6 @@ class _PlayRun:
                                    % (included_file._filename, why)) from None
             blocks.append(Block(block=nodes, location=include.location, implicit=True,
                                 hosts=tuple(plain(h.name) for h in included_file._hosts)))
-        for host in failed:
-            # Linear marks them failed for the rest of the run, rescued or not.
-            self.tqm._failed_hosts[host] = True
         if not blocks:
             return {"planned": None, "failed": failed}
         new_handlers = [h for b in self.play.handlers for h in b.block if id(h) not in known_handlers]
@@ -1420,6 +1418,9 @@ class _PlayRun:
                 from ansible.executor.play_iterator import IteratingStates
 
                 self.iterator.set_run_state_for_host(name, IteratingStates.COMPLETE)
+                if host_summary.get("marked"):
+                    # Rescued, yet on linear's failed list: later plays leave it out.
+                    self.tqm._failed_hosts[name] = True
         if summary.get("max_fail_hit"):
             result |= self.tqm.RUN_FAILED_BREAK_PLAY
         if self.ended:

@@ -52,6 +52,10 @@ class HostState:
     included: Dict[str, Any] = field(default_factory=dict)
     notified: List[str] = field(default_factory=list)
     blocks: Dict[str, Any] = field(default_factory=dict)
+    #: Linear put it on its run's failed-hosts list though a rescue took it
+    #: (any_errors_fatal sent it there, or an included file failed to load):
+    #: it finishes this play, later plays leave it out, its recap counts no failure.
+    marked: bool = False
 
     @property
     def active(self) -> bool:
@@ -484,6 +488,7 @@ class PlayExecutor:
         self.ctx.stats.record(host, "failed", False)
         self.ctx.callbacks.runner_result(host, view, Status.FAILED, result)
         state = self.hosts[host]
+        state.marked = True
         # Where the host stands: in each enclosing block's body, rescue or
         # always. The failure belongs to the innermost body or rescue: the
         # next batch resumes it there (rescue, or always and up, L4.1).
@@ -578,6 +583,7 @@ class PlayExecutor:
                 self.hosts[host].facts = {}
         if "clear_host_errors" in metas:
             for state in self.hosts.values():
+                state.marked = False
                 if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
                     # Forgiven (L7.10): out of this play still, but not failed,
                     # so later plays run it again.
@@ -601,6 +607,7 @@ class PlayExecutor:
             if block is not None:
                 state.blocks[block] = {"phase": "block",
                                        "failure": {"task": {}, "result": {}}}
+                state.marked = True
             else:
                 state.status = HostStatus.STOPPED
 

@@ -64,6 +64,9 @@ class PlaybookRun:
         #: (``meta: clear_host_errors`` empties the first, L7.10).
         self.failed_hosts: Set[str] = set()
         self.unreachable_hosts: Set[str] = set()
+        #: Hosts a rescue took after linear listed them failed (HostState.marked):
+        #: the next play starts with them failed, which sets the exit code.
+        self.marked_hosts: Set[str] = set()
         #: Facts and set_fact/register values outlive a play (Ansible keeps them
         #: in its variable manager for the whole run).
         self.memory: Dict[str, Dict[str, Dict[str, Any]]] = {}
@@ -95,10 +98,15 @@ class PlaybookRun:
         play = planned.play
         matched = ordered_hosts(inv.match_hosts(self.inventory, play.hosts, self.limit), play.order)
         hosts = [h for h in matched if h not in self.lost]
+        self.failed_hosts |= self.marked_hosts
+        self.marked_hosts.clear()
         if not hosts:
+            # Every matched host left in an earlier play: linear shows the
+            # play's banner and runs nothing.
             self.callbacks.play_start(play.name, hosts)
-            self.callbacks.warning("Could not match supplied host pattern, ignoring: %s" % play.hosts
-                                   if not matched else "no hosts left to run on")
+            if not matched:
+                self.callbacks.warning("Could not match supplied host pattern, ignoring: %s"
+                                       % play.hosts)
             return True
         # ansible-core 2.21 stops the playbook when a batch's *new* failures
         # equal the batch, and its batch still counts the play's hosts lost in
@@ -118,7 +126,7 @@ class PlaybookRun:
             self._removed_in_play.update(h for h, s in executor.hosts.items()
                                          if s.status not in (HostStatus.ACTIVE, HostStatus.ENDED))
             if executor.max_fail_hit or not some_lost and not any(
-                    s.status in (HostStatus.ACTIVE, HostStatus.ENDED)
+                    s.status in (HostStatus.ACTIVE, HostStatus.ENDED) and not s.marked
                     for s in executor.hosts.values()):
                 return False  # L1.9, L4.6, L4.7: later batches and plays do not run
             if executor.ended and play.serial in (None, "", 0):
@@ -160,6 +168,9 @@ class PlaybookRun:
             elif state.status is HostStatus.UNREACHABLE:
                 self.lost[host] = state.status
                 self.unreachable_hosts.add(host)
+            elif state.marked:
+                self.lost[host] = HostStatus.STOPPED  # out of later plays, not failed
+                self.marked_hosts.add(host)
 
     # -- what a play asks of the run --------------------------------------------
 
@@ -195,6 +206,7 @@ class PlaybookRun:
     def _play_meta(self, meta: str, hosts: List[str]) -> None:
         if meta == "clear_host_errors":
             self.failed_hosts.clear()  # the exit code forgets earlier failures too
+            self.marked_hosts.clear()
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
 

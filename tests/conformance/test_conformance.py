@@ -76,6 +76,7 @@ PLAYBOOKS_219 = (
     "no_log",
     "reference_p8",
     "registered_shapes",
+    "rescued_yet_left_out",
     "unreachable",
     "until_exhausted",
 )
