@@ -206,9 +206,13 @@ def _opt_conditions(value: Any) -> Optional[Tuple[Any, ...]]:
 
 
 class _Converter:
-    def __init__(self, play: Any, caps_actions: frozenset) -> None:
+    def __init__(self, play: Any, caps_actions: frozenset, loader: Any = None,
+                 variable_manager: Any = None) -> None:
         self.play = play
         self.caps_actions = caps_actions
+        #: With these, an include_tasks whose file is known is inlined (static_include).
+        self.loader = loader
+        self.vm = variable_manager
         self.origin: Dict[int, Any] = {}
         #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
         self.reasons: Dict[int, str] = {}
@@ -328,8 +332,42 @@ class _Converter:
             elif self._implicit_meta(item):
                 continue
             else:
-                out.append(self.task(item))
+                ir = self.task(item)
+                inlined = self.static_include(item, ir) if ir.include_scope is not None else None
+                out.append(inlined if inlined is not None else ir)
         return out
+
+    def static_include(self, task: Any, ir: Task) -> Optional[Block]:
+        """An ``include_tasks`` whose file is known before it runs, as a block it heads.
+
+        Its file name is not templated, it does not loop and no include
+        encloses it, so every host that runs it includes the same file, found
+        where ``IncludedFile.process_include_results`` will find it. The file
+        is loaded now, as the strategy's ``_load_included_file`` loads it, and
+        its tasks follow the include in the same batch: no cut, no round trip.
+        The parent announces it after its results, as linear does (L7.8).
+        Anything unusual (a file that does not load) stays dynamic.
+        """
+        from ansible.errors import AnsibleError
+
+        name = (task.args or {}).get("_raw_params")
+        if self.loader is None or ir.action != "include_tasks" or task.loop or \
+                task.loop_with or not isinstance(name, str) or "{{" in name or "{%" in name \
+                or _parent_include(task) is not None:
+            return None
+        role = getattr(task, "_role", None)
+        if role is not None:
+            path = self.loader.path_dwim_relative(role._role_path, "tasks", name, is_role=True)
+        else:
+            path = self.loader.path_dwim(name)
+        try:
+            blocks = _load_task_file(path, task, self.play, self.loader, self.vm)
+            nodes = self.section(blocks)
+        except (AnsibleError, OSError):
+            return None
+        head = dataclasses.replace(ir, include_scope=None)
+        self.origin[id(head)] = task
+        return Block(block=nodes, location=ir.location, implicit=True, include=head)
 
     @staticmethod
     def _implicit_meta(task: Any) -> bool:
@@ -365,6 +403,38 @@ class _Converter:
         return tuple(out)
 
 
+def _parent_include(task: Any) -> Any:
+    """The include (task or role) ``task`` was loaded from, if any."""
+    from ansible.playbook.task_include import TaskInclude
+
+    parent = getattr(task, "_parent", None)
+    while parent is not None:
+        if isinstance(parent, TaskInclude):
+            return parent
+        parent = getattr(parent, "_parent", None)
+    return None
+
+
+def _load_task_file(path: str, task: Any, play: Any, loader: Any, vm: Any) -> List[Any]:
+    """A task file ``task`` (an include_tasks) includes, loaded and tag-filtered as
+    ``StrategyBase._load_included_file`` and linear load it."""
+    from ansible.errors import AnsibleError
+    from ansible.playbook.helpers import load_list_of_blocks
+
+    data = loader.load_from_file(path, trusted_as_template=True)
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise AnsibleError("included task files must contain a list of tasks")
+    ti_copy = task.copy(exclude_parent=True)
+    ti_copy._parent = task._parent
+    blocks = load_list_of_blocks(data, play=play, parent_block=ti_copy.build_parent_block(),
+                                 role=task._role, use_handlers=False, loader=loader,
+                                 variable_manager=vm)
+    return [b.filter_tagged_tasks(vm.get_vars(play=play, task=b.get_first_parent_include()))
+            for b in blocks]
+
+
 def become_keywords(task: Any) -> Dict[str, Any]:
     """The task's effective ``become*`` keywords (``--become``/``-b`` and
     ``--become-user`` are Ansible's defaults for them), as the IR holds them."""
@@ -394,7 +464,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         raise Fallback("gathering = %s runs through Ansible's linear strategy"
                        % C.DEFAULT_GATHERING)
     blocks = list(iterator._blocks)
-    converter = _Converter(play, caps_actions)
+    converter = _Converter(play, caps_actions, loader, iterator._variable_manager)
     setup = blocks.pop(0)
     gather_task = setup.block[0] if setup.block else None
     if gather_task is not None and (gather_task.args or gather_task.when):
@@ -931,8 +1001,9 @@ class _PlayRun:
         #: Hosts failed in earlier plays are marked failed in the iterator (TQM.run).
         self.hosts = {h.name: h for h in strategy.get_hosts_left(iterator)
                       if not iterator.is_failed(h)}
-        #: The Ansible Task (or handler) whose step is being replayed.
+        #: The Ansible Task (or handler) whose step is being replayed, and its IR.
         self.task: Any = None
+        self.ir_task: Optional[Task] = None
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
         self.ended = False
@@ -1041,6 +1112,8 @@ class _PlayRun:
                 self.step_start(*reply[1:])
             elif kind == "event":
                 self.host_event(*reply[1:])
+            elif kind == "step_end":
+                self.announce_includes()
             elif kind == "left":
                 self.host_left(*reply[1:])
             elif kind == "callback":
@@ -1192,6 +1265,25 @@ class _PlayRun:
         self.handler_objects = [origin[id(h)] for h in play.handlers]
         return {"planned": self.planned, "failed": failed}
 
+    def announce_includes(self) -> None:
+        """After an inlined include's results: ``included: <file> for <hosts>``.
+
+        Its tasks were loaded with the play (``_Converter.static_include``)
+        and run in the same batch; linear counts and announces what each
+        host included once the include task is done, from the same results.
+        """
+        from ansible.playbook.included_file import IncludedFile
+
+        task = self.ir_task
+        if not self.include_results or task is None or task.include_scope is not None:
+            return  # nothing ran, or a dynamic include (splice_includes announces it)
+        results, self.include_results = self.include_results, []
+        for included_file in IncludedFile.process_include_results(
+                results, iterator=self.iterator, loader=self.s._loader, variable_manager=self.vm):
+            for host in included_file._hosts:
+                self.tqm._stats.increment("ok", host.name)
+            self.tqm.send_callback("v2_playbook_on_include", included_file)
+
     def _load_included(self, included_file: Any) -> List[Any]:
         """An included file's (or role's) blocks, tag-filtered, as linear loads them."""
         import inspect
@@ -1243,6 +1335,7 @@ class _PlayRun:
     def step_start(self, key: Tuple[int, int], hosts: List[str], first: Dict[str, Any]) -> None:
         from ansible.playbook.handler import Handler
 
+        self.announce_includes()
         if key[1] == 0:
             entry = self.program.entry(key[0])
             self.ir_task = entry.task
@@ -1299,7 +1392,7 @@ class _PlayRun:
                 self.tqm.send_callback("v2_runner_on_start", host, self.task)
         elif kind == "item":
             status = event["status"]
-            if self.ir_task.include_scope is not None:  # what each item included
+            if self.ir_task.action in _BRIDGE_INCLUDES:  # what each item included
                 self.include_items.setdefault(name, []).append(event["result"])
             self.tqm.send_callback("v2_runner_item_on_%s" % status,
                                    _result(host, self.task, event["result"], self.ir_task.action,
@@ -1328,8 +1421,8 @@ class _PlayRun:
                 if result.get("meta") == "end_play":
                     self.ended = True
                 return
-        elif not (status == "ok" and self.ir_task.include_scope is not None):
-            # An include's ok counts once per file it included (splice_includes).
+        elif not (status == "ok" and self.ir_task.action in _BRIDGE_INCLUDES):
+            # An include's ok counts once per file it included (announce_includes).
             self._count(host.name, status, bool(result.get("changed")), ignored,
                         bool(event.get("rescued")))
         if status == "ok":
@@ -1340,7 +1433,7 @@ class _PlayRun:
                   "unreachable": "v2_runner_on_unreachable"}[status]
         task_result = _result(host, self.task, result, self.ir_task.action, status,
                               ignored=ignored)
-        if self.ir_task.include_scope is not None:
+        if self.ir_task.action in _BRIDGE_INCLUDES:
             self.include_results.append(task_result)
         if status == "failed":
             self.tqm.send_callback(method, task_result, ignore_errors=ignored)

@@ -144,3 +144,68 @@ def test_include_role_with_handlers_defaults_and_failures(ansible, ansible_pytho
     assert "rescued without a failed task" in batch.stdout
     assert batch.through_ansible == [], batch.log
     assert batch.steps, batch.log
+
+
+def test_an_include_of_a_known_file_costs_no_round_trip(ansible, ansible_python):
+    """include_tasks with a plain file name (in the play and in a role): its
+    tasks run in the include's batch, announced and counted as linear does."""
+    ansible.write("roles/app/tasks/main.yml", """
+        - name: app first
+          command: echo app
+        - name: app install
+          include_tasks: install.yml
+        - name: app last
+          debug:
+            msg: app done
+        """)
+    ansible.write("roles/app/tasks/install.yml", """
+        - name: installing
+          debug:
+            msg: installing on {{ inventory_hostname }} with {{ flavour }}
+        """)
+    ansible.write("tasks/static.yml", """
+        - name: static one
+          command: echo {{ word }}
+          register: static_said
+        - name: static two
+          debug:
+            msg: "{{ static_said.stdout }}"
+          tags: [two]
+        """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            flavour: plain
+          roles:
+            - app
+          tasks:
+            - name: only h1
+              include_tasks: tasks/static.yml
+              when: inventory_hostname == 'h1'
+              vars:
+                word: hello
+            - name: with apply
+              include_tasks:
+                file: tasks/static.yml
+                apply:
+                  tags: [applied]
+              vars:
+                word: again
+            - name: done
+              debug:
+                msg: "{{ static_said.stdout }}"
+        """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    for args in ([], ["--tags", "applied,two"]):
+        linear, batch = ansible.both("play.yml", str(inventory), args=args)
+        assert linear.rc == 0, linear.stdout + linear.stderr
+        assert_same_output(linear, batch)
+        assert batch.through_ansible == [], batch.log
+        if not args:
+            assert "included: %s/roles/app/tasks/install.yml for h1, h2" % ansible.workdir \
+                in batch.stdout
+            assert "included: %s/tasks/static.yml for h1\n" % ansible.workdir in batch.stdout
+            assert '"msg": "again"' in batch.stdout
+            # One batch for every task of the play: no include cuts it.
+            assert batch.steps == ["Batch 1-11 on 2 host(s)"], batch.log
