@@ -620,6 +620,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], None],
                 receive: Optional[Callable[[], Any]] = None) -> Dict[str, Any]:
     from ioc.callbacks import Callback
+    from ioc.controller.connection import spec_for
     from ioc.controller.play import HostStatus, PlayExecutor, PlaySink
     from ioc.controller.playbook import PlaybookRun
     from ioc.model import Playbook
@@ -659,6 +660,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
 
         def after_step(self, step, active, outcome):
             if getattr(step, "where", None) == "ansible":
+                run.outside = None  # Ansible may have changed them (add_host, facts)
                 # Ansible itself gave every host what the task registered (a
                 # run_once result reaches all, a host-loop bypass's only the
                 # first: the variables came back as they are). When Ansible ran
@@ -699,9 +701,43 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     def ask(index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
         return parent(("ansible", index, reached, once), "ansible_done")
 
+    class BridgeRun(PlaybookRun):
+        """The inventory beyond the play's hosts comes from the parent, when needed."""
+
+        outside: Optional[Dict[str, Dict[str, Any]]] = None
+
+        def fetch_outside(self) -> Dict[str, Dict[str, Any]]:
+            if self.outside is None:
+                names = request.get("outside") or []
+                self.outside = parent(("outside", names), "outside_done")["hosts"] \
+                    if names else {}
+            return self.outside
+
+        def _outside_hosts(self, play, inside):
+            out = super()._outside_hosts(play, inside)
+            for name, layers in self.fetch_outside().items():
+                if name not in inside:
+                    memory = self.memory.get(name, {})  # delegate_facts since
+                    out[name] = dict(layers, **{
+                        layer: {**layers.get(layer, {}), **memory.get(layer, {})}
+                        for layer in ("facts", "runtime")})
+            return out
+
+        def _store_facts(self, host, values, layer="facts"):
+            # delegate_facts for a host outside the play: Ansible keeps them too
+            super()._store_facts(host, values, layer)
+            send(("store", host, values, layer))
+
+        def _connection_of(self, play, name):
+            if name in (request.get("outside") or ()):
+                layers = self.fetch_outside().get(name, {})
+                return spec_for(name, {**play.role_defaults, **layers.get("inventory", {}),
+                                       **play.vars, **play.vars_files, **self.extra_vars})
+            return super()._connection_of(play, name)
+
     planned = request["planned"]
-    run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
-                      PlayLevel(), request["options"])
+    run = BridgeRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
+                    PlayLevel(), request["options"])
     run.memory = request["memory"]
     run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
     run._removed_in_play = set(request.get("removed") or ())
@@ -1007,6 +1043,8 @@ class _PlayRun:
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
         self.ended = False
+        #: Inventory hosts sent by name only (their variables on request).
+        self.outside: List[str] = []
         #: The current step's dynamic include results, as sent to the callbacks.
         self.include_results: List[Any] = []
         #: Per host, the item results of a looped include, until its final result.
@@ -1036,6 +1074,7 @@ class _PlayRun:
                              # -K / --become-password-file (variables still win).
                              become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
+                "outside": list(self.outside),
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options,
                 # ansible_play_hosts_all/ansible_play_hosts span every serial batch
@@ -1053,13 +1092,21 @@ class _PlayRun:
             if host.name in hosts:
                 continue
             hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
+        # The rest of the inventory by name only (``groups``, patterns): the
+        # dispatcher asks for their variables when a step reads their
+        # hostvars or connects to one (outside_hosts).
+        everyone = [plain(h.name) for h in inventory.get_hosts("all", ignore_restrictions=True)]
+        self.outside = [name for name in everyone if name not in hosts]
+        hosts = {name: hosts.get(name) or Host(name, {}) for name in everyone + list(hosts)}
         # mitogen_via hosts (and theirs) need their connection settings too.
         wanted = [str(h.vars["mitogen_via"]) for h in hosts.values() if h.vars.get("mitogen_via")]
         while wanted:
             name = wanted.pop()
             host = inventory.get_host(name)
-            if name in hosts or host is None:
+            if host is None or (name in hosts and name not in self.outside):
                 continue
+            if name in self.outside:
+                self.outside.remove(name)
             hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
             if hosts[plain(host.name)].vars.get("mitogen_via"):
                 wanted.append(str(hosts[plain(host.name)].vars["mitogen_via"]))
@@ -1122,6 +1169,14 @@ class _PlayRun:
                 dispatcher.request(dict(self.through_ansible(*reply[1:]), op="ansible_done"))
             elif kind == "include":
                 dispatcher.request(dict(self.splice_includes(*reply[1:]), op="include_done"))
+            elif kind == "store":  # delegate_facts for a host outside the play
+                _, name, values, layer = reply
+                if layer == "facts":
+                    self.vm.set_host_facts(name, values)
+                else:
+                    self.vm.set_nonpersistent_facts(name, values)
+            elif kind == "outside":
+                dispatcher.request({"op": "outside_done", "hosts": self.outside_hosts(reply[1])})
             elif kind == "done":
                 summary = reply[1]
             elif kind == "error":
@@ -1264,6 +1319,21 @@ class _PlayRun:
         origin = self.converted.origin
         self.handler_objects = [origin[id(h)] for h in play.handlers]
         return {"planned": self.planned, "failed": failed}
+
+    def outside_hosts(self, names: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+        """Variable layers of inventory hosts outside the play, as Ansible has them now."""
+        from ansible import constants as C
+
+        out: Dict[str, Dict[str, Any]] = {}
+        for name in names:
+            host = self.s._inventory.get_host(name)
+            if host is None:
+                continue
+            inventory_vars = self._host_vars(host, C)
+            inventory_vars["group_names"] = sorted(
+                plain(g.name) for g in host.get_groups() if g.name != "all")
+            out[name] = {"inventory": inventory_vars, **self._layers(name)}
+        return plain(out)
 
     def announce_includes(self) -> None:
         """After an inlined include's results: ``included: <file> for <hosts>``.

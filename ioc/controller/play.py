@@ -220,6 +220,11 @@ class PlayContext:
     replan: Optional[Callable[[Play], Plan]] = None
     #: A host's current ``group_names`` (group_by/add_host change them).
     group_names: Optional[Callable[[str], List[str]]] = None
+    #: The inventory's hosts outside this executor (not in the play, or in
+    #: another serial batch), for ``hostvars``: name -> their variable layers
+    #: (``inventory`` with ``group_names``, ``facts``, ``runtime``,
+    #: ``include_vars``), as of now. None: only the executor's hosts.
+    outside_hosts: Optional[Callable[[Sequence[str]], Dict[str, Dict[str, Any]]]] = None
 
 
 class PlayExecutor:
@@ -243,6 +248,8 @@ class PlayExecutor:
         self._rescuable = _rescuable_blocks(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
         self.removed = removed
+        #: ``ctx.outside_hosts`` for the current step (fetched when a step reads hostvars).
+        self._outside: Optional[Dict[str, Dict[str, Any]]] = None
 
     # -- the loop ----------------------------------------------------------------
 
@@ -256,6 +263,7 @@ class PlayExecutor:
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
+            self._outside = None
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
             number += 1
@@ -798,15 +806,25 @@ class PlayExecutor:
         return out
 
     def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
-        """Other hosts' variables as of this step's start (L6.6), as far as read."""
+        """Other hosts' variables as of this step's start (L6.6), as far as read:
+        the play's hosts, and every other inventory host (``hostvars`` spans the
+        inventory, as Ansible's does)."""
         out: Dict[str, Any] = {}
-        for name, other in self.hosts.items():
+        layers = [(name, other.inventory_vars, other.facts, other.included, other.runtime)
+                  for name, other in self.hosts.items()]
+        if self.ctx.outside_hosts is not None:
+            if self._outside is None:  # once per step: it does not change within one
+                self._outside = self.ctx.outside_hosts(self.order)
+            layers += [(name, v.get("inventory", {}), v.get("facts", {}),
+                        v.get("include_vars", {}), v.get("runtime", {}))
+                       for name, v in self._outside.items()]
+        for name, inventory_vars, facts, included, runtime in layers:
             if name == host:
                 continue
-            facts_layer = {**other.facts, "ansible_facts": {
-                (k[8:] if k.startswith("ansible_") else k): v for k, v in other.facts.items()}}
-            merged = {**other.inventory_vars, **facts_layer, **self.static_layers["play"],
-                      **other.included, **other.runtime, **self.static_layers["extra"],
+            facts_layer = {**facts, "ansible_facts": {
+                (k[8:] if k.startswith("ansible_") else k): v for k, v in facts.items()}}
+            merged = {**inventory_vars, **facts_layer, **self.static_layers["play"],
+                      **included, **runtime, **self.static_layers["extra"],
                       "inventory_hostname": name}
             if self.ctx.group_names is not None:
                 merged["group_names"] = self.ctx.group_names(name)

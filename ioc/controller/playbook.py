@@ -145,7 +145,8 @@ class PlaybookRun:
             group_names=lambda host: inv.group_names(self.inventory, host),
             store_facts=self._store_facts, play_meta=self._play_meta,
             load_include=None if self.load_include is None else self._load_include,
-            replan=self._replan)
+            replan=self._replan,
+            outside_hosts=lambda inside: self._outside_hosts(play, inside))
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
                                            "extra": self.extra_vars},
@@ -220,6 +221,20 @@ class PlaybookRun:
                          facts=dict(memory.get("facts", {})),
                          runtime=dict(memory.get("runtime", {})),
                          included=dict(memory.get("include_vars", {})))
+
+    def _outside_hosts(self, play: Play, inside: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+        """Every inventory host but ``inside``, with its layers (see PlayContext.outside_hosts)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        skip = set(inside)
+        for name in self.inventory.hosts:
+            if name in skip:
+                continue
+            memory = self.memory.get(name, {})
+            out[name] = {"inventory": {**play.role_defaults, **inv.host_vars(self.inventory, name),
+                                       "group_names": inv.group_names(self.inventory, name)},
+                         "facts": memory.get("facts", {}), "runtime": memory.get("runtime", {}),
+                         "include_vars": memory.get("include_vars", {})}
+        return out
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {

@@ -74,6 +74,7 @@ PLAYBOOKS_219 = (
     "loop_control",
     "loop_item_failure",
     "no_log",
+    "outside_the_play",
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
