@@ -61,8 +61,9 @@ class HostState:
         return self.status is HostStatus.ACTIVE
 
     def wire_state(self) -> Dict[str, Any]:
-        state = {"facts": self.facts, "runtime": self.runtime, "include_vars": self.included,
-                 "notified": self.notified, "blocks": self.blocks}
+        state: Dict[str, Any] = {"facts": self.facts, "runtime": self.runtime,
+                                 "include_vars": self.included, "notified": self.notified,
+                                 "blocks": self.blocks}
         if self.flushing is not None:
             state["flushing"] = self.flushing
         return state

@@ -284,7 +284,9 @@ def flush_reach(program: Program) -> Dict[int, Tuple[int, ...]]:
                 for number in matching(topic) - reached:
                     reached.add(number)
                     todo.append(number)
-        chained = {m for n in reached for topic in handlers[n].notify for m in matching(topic)}
+        # A handler notifying one defined before it (or itself) defers it (L5.6).
+        chained = {m for n in reached for topic in handlers[n].notify for m in matching(topic)
+                   if m <= n}
         if reached & foreign:
             out[entry.index] = tuple(sorted(reached & foreign))
         if entry.implicit or (not entry.task.when and not program.parents[entry.index]
