@@ -726,7 +726,8 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
     return outcome
 
 
-def _handler_walk(wire: Dict[str, Any], number: int, given: Optional[Dict[str, Any]]) -> Any:
+def _handler_walk(wire: Dict[str, Any], number: int, given: Optional[Dict[str, Any]],
+                  task: Optional[Dict[str, Any]] = None) -> Any:
     """A runner walk that resumes a flush at handler ``number`` and never runs it.
 
     As :func:`_ansible_walk` for a handler that runs through Ansible: the
@@ -737,7 +738,9 @@ def _handler_walk(wire: Dict[str, Any], number: int, given: Optional[Dict[str, A
     handler's notifications (a later one in this flush, an earlier one or
     itself at the next, L5.6; Ansible announced them), a failure fails the
     host (or enters a rescue) and its other handlers do not run; otherwise the
-    flush goes on up to the next handler, where the walk stops.
+    flush goes on up to the next handler, where the walk stops. ``task`` is
+    the handler's wire (the runner only has a stub of it), for a rescue's
+    ``ansible_failed_task``.
     """
     from ioc.agentless_runner.batch import BatchEnd, Failure, HostRun, failed_task_wire
 
@@ -766,7 +769,7 @@ def _handler_walk(wire: Dict[str, Any], number: int, given: Optional[Dict[str, A
             if given["status"] == "unreachable":
                 raise BatchEnd()
             if given["status"] == "failed":
-                return Failure(failed_task_wire(handler), given["result"])
+                return Failure(failed_task_wire(task or handler), given["result"])
             return None
 
     walk = Walk()
@@ -788,7 +791,7 @@ def _run_flush_through_ansible(executor: Any, step: Any, active: List[str],
     run; none at all when nothing is notified.
     """
     from ioc.controller.play import HostStatus, StepOutcome
-    from ioc.model import WIRE_VERSION
+    from ioc.model import WIRE_VERSION, to_wire
     from ioc.planner import wire_tree
 
     program = executor.plan.program
@@ -863,7 +866,7 @@ def _run_flush_through_ansible(executor: Any, step: Any, active: List[str],
                 outcome.trouble[host] = "unreachable"
                 failed.append(host)
                 continue
-            walk = _handler_walk(wire(host, number), number, given)
+            walk = _handler_walk(wire(host, number), number, given, to_wire(handler))
             state.absorb(walk.events[-1])
             if given["status"] == "failed" and not given["ignored"]:
                 failed.append(host)
