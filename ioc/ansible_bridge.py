@@ -302,8 +302,8 @@ class _Converter:
             self._why = None  # the include itself runs nothing: always native
         self.origin[id(ir)] = task
         if self._why is not None:
-            if handler:  # handlers run inside ioc's flushes
-                self.fail(task, "a handler ioc cannot run natively: %s" % self._why)
+            # A handler too: the flushes that can reach it run it through
+            # Ansible, their other handlers natively.
             self.reasons[id(ir)] = self._why
         return ir
 
@@ -654,6 +654,8 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
             return Forwarding(self.plan, Callback(), self.ctx.stats)
 
         def run_step(self, step, active):
+            if getattr(step, "handlers", ()):
+                return _run_flush_through_ansible(self, step, active, ask_handler)
             if getattr(step, "where", None) == "ansible":
                 return _run_through_ansible(self, step, active, ask)
             return super().run_step(step, active)
@@ -661,6 +663,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
         def after_step(self, step, active, outcome):
             if getattr(step, "where", None) == "ansible":
                 run.outside = None  # Ansible may have changed them (add_host, facts)
+            if getattr(step, "where", None) == "ansible" and not getattr(step, "handlers", ()):
                 # Ansible itself gave every host what the task registered (a
                 # run_once result reaches all, a host-loop bypass's only the
                 # first: the variables came back as they are). When Ansible ran
@@ -700,6 +703,11 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
 
     def ask(index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
         return parent(("ansible", index, reached, once), "ansible_done")
+
+    def ask_handler(index: int, number: int, reached: List[Tuple[str, bool]], once: bool,
+                    notified: Dict[str, List[int]]) -> Dict[str, Any]:
+        return parent(("ansible_handler", index, number, reached, once, notified),
+                      "ansible_done")
 
     class BridgeRun(PlaybookRun):
         """The inventory beyond the play's hosts comes from the parent, when needed."""
@@ -855,6 +863,208 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
     return outcome
 
 
+def _handler_walk(wire: Dict[str, Any], number: int, given: Optional[Dict[str, Any]],
+                  task: Optional[Dict[str, Any]] = None) -> Any:
+    """A runner walk that resumes a flush at handler ``number`` and never runs it.
+
+    As :func:`_ansible_walk` for a handler that runs through Ansible: the
+    host's saved state (its block phases, the flush's queue) puts it in the
+    flush; with ``given`` None the walk records whether a failure there
+    would be rescued and stops. With ``given`` (Ansible's outcome) it applies
+    the outcome: the handlers it notified are queued as the runner queues a
+    handler's notifications (a later one in this flush, an earlier one or
+    itself at the next, L5.6; Ansible announced them), a failure fails the
+    host (or enters a rescue) and its other handlers do not run; otherwise the
+    flush goes on up to the next handler, where the walk stops. ``task`` is
+    the handler's wire (the runner only has a stub of it), for a rescue's
+    ``ansible_failed_task``.
+    """
+    from ioc.agentless_runner.batch import BatchEnd, Failure, HostRun, failed_task_wire
+
+    class Walk(HostRun):
+        def __init__(self) -> None:
+            self.events: List[Dict[str, Any]] = []
+            super().__init__(wire, self.events.append)
+            self.reached: Optional[bool] = None
+
+        def stops_before(self, other, bound):
+            return other != number
+
+        def run_handler(self, index, other, handler, scope, queued):
+            self.reached = bool(scope.rescuable)
+            if given is None:
+                raise BatchEnd()
+            for notified in given.get("notified") or ():
+                if notified in queued or notified in self.notified:
+                    continue
+                if notified > number:
+                    queued.add(notified)
+                else:
+                    self.notified.append(notified)
+            if given["ignored"]:
+                return None
+            if given["status"] == "unreachable":
+                raise BatchEnd()
+            if given["status"] == "failed":
+                return Failure(failed_task_wire(task or handler), given["result"])
+            return None
+
+    walk = Walk()
+    walk.run()
+    return walk
+
+
+def _run_flush_through_ansible(executor: Any, step: Any, active: List[str],
+                               ask: Callable[..., Dict[str, Any]]) -> Any:
+    """A flush that can reach handlers ioc does not run natively (``step.handlers``).
+
+    The handlers run in definition order, each on the hosts notified of it,
+    as linear runs them (L5.4): the runner runs the flush natively (its
+    notifications, the explicit flush's events, the native handlers) up to
+    the first foreign handler; Ansible runs that one for the hosts queued for
+    it, in play-host order (:meth:`_PlayRun.handler_through_ansible`); the
+    runner goes on up to the next one, and so on. One runner call per run of
+    consecutive native handlers, for the hosts that still have handlers to
+    run; none at all when nothing is notified.
+    """
+    from ioc.controller.play import HostStatus, StepOutcome
+    from ioc.model import WIRE_VERSION, to_wire
+    from ioc.planner import wire_tree
+
+    program = executor.plan.program
+    entry = program.entry(step.index)
+    hosts = executor.hosts
+    foreign = sorted(step.handlers)
+    outcome = StepOutcome()
+    ends: Dict[str, Any] = {}
+    fatal = _truthy(program.play.any_errors_fatal)
+    tree = wire_tree(program.tree, step.start, step.end)
+
+    def native(names: List[str], start: int) -> None:
+        calls = [executor._call(h, step, active) for h in names]
+        if start:
+            once = _once_handlers(program, [(h, hosts[h].flushing or []) for h in executor.order
+                                            if hosts[h].active], start)
+            for call in calls:
+                call.wire["options"].update(flush_resume=True, flush_from=start,
+                                            once_handlers=once)
+        LOG.info("Flush %d: native handlers from %d on %d host(s)", step.index, start, len(names))
+        part = executor.run_calls(calls, StepOutcome())
+        settle(part.failed)
+        ends.update(part.ends)
+        outcome.trouble.update(part.trouble)
+
+    def settle(failed: List[str]) -> None:
+        outcome.failed.extend(h for h in failed if h not in outcome.failed)
+        if failed and fatal:
+            executor.stop_others(active, failed)
+
+    def wire(host: str, number: int) -> Dict[str, Any]:
+        return {"v": WIRE_VERSION, "host": host, "start": step.start, "end": step.end,
+                "tree": tree, "handlers": executor._handlers_wire(), "vars": {},
+                "options": {"flush_resume": True, "flush_from": number},
+                "state": hosts[host].wire_state()}
+
+    def through_ansible(number: int) -> None:
+        handler = program.handlers[number]
+        queued = [h for h in executor.order if hosts[h].active and number in (hosts[h].flushing or ())]
+        reached: List[Tuple[str, bool]] = []
+        for host in queued:
+            walk = _handler_walk(wire(host, number), number, None)
+            reached.append((host, bool(walk.reached)))
+        once = _truthy(handler.run_once) and not _templated(handler.run_once)
+        if once:
+            reached = reached[:1]
+        if not reached:
+            return
+        LOG.info("AnsibleHandler %d at flush %d on %d host(s)", number, step.index, len(reached))
+        notified = {host: sorted(set(hosts[host].flushing or ()) - {number}
+                                 | {n for n in hosts[host].notified if isinstance(n, int)})
+                    for host, _ in reached}
+        reply = ask(step.index, number, reached, once, notified)
+        for host, layers in (reply.get("vars") or {}).items():
+            state = hosts.get(host)
+            if state is not None:
+                state.facts = {**state.facts, **layers.get("facts", {})}
+                state.runtime = {**state.runtime, **layers.get("runtime", {})}
+                state.included = {**state.included, **layers.get("include_vars", {})}
+        ran: List[str] = []
+        failed: List[str] = []
+        for host in queued:
+            given = (reply.get("hosts") or {}).get(host)
+            state = hosts[host]
+            if given is None:  # run_once: Ansible cleared the others' notification (L5.8)
+                state.flushing = [n for n in state.flushing or () if n != number]
+                continue
+            ran.append(host)
+            if given["status"] == "unreachable" and not given["ignored"]:
+                state.status = HostStatus.UNREACHABLE
+                state.flushing = None
+                outcome.trouble[host] = "unreachable"
+                failed.append(host)
+                continue
+            walk = _handler_walk(wire(host, number), number, given, to_wire(handler))
+            state.absorb(walk.events[-1])
+            if given["status"] == "failed" and not given["ignored"]:
+                failed.append(host)
+        if failed and ran and (once or len(ran) < len(queued)) and ran[0] in failed:
+            # A failed run_once handler fails every host (linear marks them all failed).
+            for host in executor.order:
+                if host != ran[0] and hosts[host].active:
+                    hosts[host].status = HostStatus.STOPPED
+        settle(failed)
+        if failed and _truthy(handler.any_errors_fatal) and not fatal:
+            executor.stop_others(active, failed)
+
+    def carrying(bound: Optional[int]) -> List[str]:
+        """Hosts in the flush with a handler (or nothing) to run before ``bound``."""
+        out = []
+        for host in executor.order:
+            queue = hosts[host].flushing
+            if hosts[host].active and queue is not None and (
+                    bound is None or not queue or queue[0] < bound):
+                out.append(host)
+        return out
+
+    if entry.implicit and not any(hosts[h].notified or hosts[h].blocks for h in active):
+        return outcome  # an implicit flush with nothing to run: no call at all (L5.3)
+    native(active, 0)
+    for position, number in enumerate(foreign):
+        through_ansible(number)
+        later = foreign[position + 1] if position + 1 < len(foreign) else None
+        names = carrying(later)
+        if names:
+            native(names, number + 1)
+    stuck = [h for h in executor.order if hosts[h].active and hosts[h].flushing is not None]
+    if stuck:
+        raise RuntimeError("flush %d: hosts %s did not finish it" % (step.index, stuck))
+    outcome.ends = ends
+    return outcome
+
+
+def _once_handlers(program: Any, queues: List[Tuple[str, List[int]]], start: int) -> Dict[str, str]:
+    """Per run_once handler from ``start`` on, the first host (in order) queued for it (L5.8)."""
+    out: Dict[str, str] = {}
+    for number, handler in enumerate(program.handlers):
+        if number < start or not _truthy(handler.run_once):
+            continue
+        for host, queue in queues:
+            if number in queue:
+                out[str(number)] = host
+                break
+    return out
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "no", "0", "off", "n")
+    return bool(value)
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
 class Dispatcher:
     """The parent's handle on the ``--serve`` subprocess (one per ansible-playbook run)."""
 
@@ -1007,10 +1217,17 @@ def _build_strategy_class() -> type:
                 raise Fallback("--step and the task debugger need the linear strategy")
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
-            display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible"
-                       % (converted.play.name, len(planned.plan.steps), len(foreign)))
+            flushes = [step for step in foreign if step.handlers]
+            display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible%s"
+                       % (converted.play.name, len(planned.plan.steps),
+                          len(foreign) - len(flushes),
+                          ", %d flush(es) with handlers through Ansible" % len(flushes)
+                          if flushes else ""))
             for step in foreign:
-                display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
+                if step.handlers:  # a flush whose foreign handlers run through Ansible
+                    display.vv("mitogen_batch: flush %d %s" % (step.index, step.reason))
+                else:
+                    display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
             display.vvv(text)
             log = os.environ.get("IOC_BRIDGE_LOG")
             if log:  # the plan beside the dispatcher's log of the steps it runs
@@ -1039,7 +1256,7 @@ class _PlayRun:
                       if not iterator.is_failed(h)}
         #: The Ansible Task (or handler) whose step is being replayed, and its IR.
         self.task: Any = None
-        self.ir_task: Optional[Task] = None
+        self.ir_task: Any = None
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
         self.ended = False
@@ -1177,6 +1394,9 @@ class _PlayRun:
                     self.vm.set_nonpersistent_facts(name, values)
             elif kind == "outside":
                 dispatcher.request({"op": "outside_done", "hosts": self.outside_hosts(reply[1])})
+            elif kind == "ansible_handler":
+                dispatcher.request(dict(self.handler_through_ansible(*reply[1:]),
+                                        op="ansible_done"))
             elif kind == "done":
                 summary = reply[1]
             elif kind == "error":
@@ -1376,6 +1596,96 @@ class _PlayRun:
                                          _hosts=s._hosts_cache, _hosts_all=s._hosts_cache_all)
             final.append(new_block.filter_tagged_tasks(task_vars))
         return final
+    def handler_through_ansible(self, index: int, number: int, reached: List[Tuple[str, bool]],
+                                once: bool, notified: Dict[str, List[int]]) -> Dict[str, Any]:
+        """Run handler ``number`` of the flush at ``index`` through Ansible, as linear does.
+
+        ``reached`` are the hosts queued for it (play order), ``notified``
+        the handlers each is notified of already (ioc keeps notifications;
+        Ansible's handlers are told them so its own ``notify_host`` sends
+        ``v2_playbook_on_notify`` only for new ones, before the notifying
+        result). The hosts are in Ansible's ``HANDLERS`` state while their
+        results are processed, so a handler's notifications apply at once
+        (L5.6). Callbacks, stats, registered values are Ansible's own; the
+        iterator, the TQM's failed/unreachable hosts and the handlers'
+        notified hosts are put back (ioc's summary decides the play's end).
+        The reply is :meth:`through_ansible`'s, each outcome with the
+        handler numbers it notified (``notified``).
+        """
+        from ansible.executor.play_iterator import IteratingStates
+
+        self.ir_task = self.program.handlers[number]
+        self.task = task = self.handler_objects[number]
+        self.is_handler = True
+        rescuable = dict(reached)
+        hosts = [self.hosts[name] for name, _ in reached]
+        iterator, tqm, strategy = self.iterator, self.tqm, self.s
+        before = {name: self._layers(name) for name in self.hosts}
+        saved = {name: iterator.get_state_for_host(name).copy() for name in self.hosts}
+        removed = list(self.play._removed_hosts)
+        failed_hosts, unreachable_hosts = dict(tqm._failed_hosts), dict(tqm._unreachable_hosts)
+        known = {id(h): list(h.notified_hosts) for h in self.handler_objects}
+        # Ansible's view of who is notified of what, from ioc's notifications.
+        for other_number, other in enumerate(self.handler_objects):
+            other.notified_hosts = [self.hosts[name] for name in notified
+                                    if other_number in notified[name]]
+        for name in notified:
+            state = iterator.get_state_for_host(name)
+            state.pre_flushing_run_state = state.run_state
+            state.run_state = IteratingStates.HANDLERS
+        results: List[Any] = []
+        try:
+            for position, host in enumerate(hosts):
+                task_vars, templar = self._task_vars(host)
+                run_once = _bypasses(task) or bool(templar.template(task.run_once))
+                if position == 0:
+                    self._template_name(host.name)
+                    tqm.send_callback("v2_playbook_on_handler_task_start", task)
+                strategy._blocked_hosts[host.name] = True
+                strategy._queue_task(host, task, task_vars, self.play_context)
+                del task_vars
+                if position == 0:
+                    task.run_once = run_once  # after queueing the first host, as linear does
+                if run_once or once:
+                    break
+                results.extend(strategy._process_pending_results(
+                    iterator, max_passes=max(1, int(len(tqm._workers) * 0.1))))
+            if strategy._pending_results > 0:
+                results.extend(strategy._wait_on_pending_results(iterator))
+            strategy.update_active_connections(results)
+            now = {id(h): {getattr(x, "name", x) for x in h.notified_hosts}
+                   for h in self.handler_objects}
+        finally:
+            for other in self.handler_objects:
+                other.notified_hosts = known.get(id(other), [])
+        outcomes: Dict[str, Dict[str, Any]] = {}
+        rescued: Dict[str, Any] = {}
+        for task_result in results:
+            host, outcome, raw, failed_task = _outcome(task_result)
+            outcome["notified"] = [
+                n for n, other in enumerate(self.handler_objects)
+                if host in now[id(other)] and n not in (notified.get(host) or ())]
+            outcomes[host] = outcome
+            if outcome["status"] == "failed" and not outcome["ignored"] and rescuable.get(host):
+                tqm._stats.decrement("failures", host)
+                tqm._stats.increment("rescued", host)
+                rescued[host] = (failed_task, raw)
+        changed = {}
+        for name in self.hosts:
+            delta = _delta(before[name], self._layers(name))
+            if delta:
+                changed[name] = delta
+        for host, (failed_task, raw) in rescued.items():
+            self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": failed_task,
+                                                   "ansible_failed_result": raw})
+        for name, state in saved.items():
+            iterator.set_state_for_host(name, state)
+        self.play._removed_hosts[:] = removed
+        tqm._failed_hosts.clear()
+        tqm._failed_hosts.update(failed_hosts)
+        tqm._unreachable_hosts.clear()
+        tqm._unreachable_hosts.update(unreachable_hosts)
+        return {"hosts": outcomes, "vars": changed}
 
     def _task_vars(self, host: Any) -> Tuple[Dict[str, Any], Any]:
         try:

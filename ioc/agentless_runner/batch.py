@@ -159,6 +159,10 @@ class HostRun(object):
         self.delegated_runtime = {}
         #: (handler number, queued numbers, step key) while a flush runs a handler.
         self._in_flush = None
+        #: The handlers still queued in a flush this host stopped in, before a
+        #: handler the runner does not run (``"foreign"``: the controller has
+        #: it run elsewhere, then resumes the flush with ``flush_resume``).
+        self.flushing = state.get("flushing")
 
     # -- the walk ------------------------------------------------------------
 
@@ -185,6 +189,8 @@ class HostRun(object):
             state["delegated_facts"] = self.delegated_facts
         if self.delegated_runtime:
             state["delegated_runtime"] = self.delegated_runtime
+        if self.flushing is not None:
+            state["flushing"] = self.flushing
         return state
 
     def run_nodes(self, nodes, scope):
@@ -680,6 +686,10 @@ class HostRun(object):
         task = node["t"]
         action = task["args"].get("_raw_params")
         key = [node["i"], 0]
+        if action == "flush_handlers" and self.options.get("flush_resume"):
+            # The controller resumes a flush this host stopped in (or that it
+            # already finished: then there is nothing to do here).
+            return self.resume_flush(node, scope)
         templar = Templar(self.variables(task, scope))
         if not node.get("implicit"):
             # noop, refresh_inventory and reset_connection ignore `when` (Ansible warns)
@@ -731,22 +741,59 @@ class HostRun(object):
         for name in pending:
             if not isinstance(name, int):
                 self._queue_handlers(name, index, queued)
-        # L5.8: a run_once handler runs on the first notified host only (the
-        # controller chose it when the flush's step started); the others drop it.
-        for number, chosen in (self.options.get("once_handlers") or {}).items():
-            if chosen != self.host:
-                queued.discard(int(number))
+        self._drop_once_handlers(queued)
         if not node.get("implicit"):
             self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
                        "ignored": False, "rescued": False})
+        return self.run_queued(index, scope, queued)
+
+    def resume_flush(self, node, scope):
+        """Go on with the flush this host stopped in (``self.flushing``)."""
+        if self.flushing is None:
+            return None
+        queued = set(self.flushing)
+        self.flushing = None
+        self._drop_once_handlers(queued)
+        return self.run_queued(node["i"], scope, queued)
+
+    def _drop_once_handlers(self, queued):
+        """L5.8: a run_once handler runs on the first notified host only (the
+        controller chose it when the flush's step started); the others drop it."""
+        for number, chosen in (self.options.get("once_handlers") or {}).items():
+            if chosen != self.host:
+                queued.discard(int(number))
+
+    def run_queued(self, index, scope, queued):
+        """Run the queued handlers in definition order, up to the next foreign one.
+
+        A handler marked ``"foreign"`` runs elsewhere (through Ansible, for
+        every host notified of it) once every host has run the handlers
+        before it (L5.4): the host stops before the first queued handler at
+        or after the first foreign handler from ``flush_from`` on, keeps its
+        queue (``flushing``) and the controller resumes the flush later.
+        """
+        start = self.options.get("flush_from", 0)
+        bound = None
+        for number, handler in enumerate(self.handlers):
+            if number >= start and handler.get("foreign"):
+                bound = number
+                break
         for number, handler in enumerate(self.handlers):
             if number not in queued:
                 continue
+            if self.stops_before(number, bound):
+                self.flushing = sorted(queued)
+                raise BatchEnd()
             queued.discard(number)
             failure = self.run_handler(index, number, handler, scope, queued)
             if failure is not None:
                 return failure
         return None
+
+    def stops_before(self, number, bound):
+        """Whether the flush stops before queued handler ``number`` (``bound``: the
+        first foreign handler not yet passed, or None)."""
+        return bound is not None and number >= bound
 
     def _matching_handlers(self, name):
         return matching_handlers(self.handlers, name)

@@ -56,14 +56,21 @@ class HostState:
     #: (any_errors_fatal sent it there, or an included file failed to load):
     #: it finishes this play, later plays leave it out, its recap counts no failure.
     marked: bool = False
+    #: Handler numbers still queued in the flush the host stopped in, before
+    #: a handler its runner does not run (see ``HostRun.run_queued``).
+    flushing: Optional[List[int]] = None
 
     @property
     def active(self) -> bool:
         return self.status is HostStatus.ACTIVE
 
     def wire_state(self) -> Dict[str, Any]:
-        return {"facts": self.facts, "runtime": self.runtime, "include_vars": self.included,
-                "notified": self.notified, "blocks": self.blocks}
+        state: Dict[str, Any] = {"facts": self.facts, "runtime": self.runtime,
+                                 "include_vars": self.included, "notified": self.notified,
+                                 "blocks": self.blocks}
+        if self.flushing is not None:
+            state["flushing"] = self.flushing
+        return state
 
     def absorb(self, end: Event) -> None:
         """Take the state a runner reported at the end of its step."""
@@ -76,6 +83,7 @@ class HostState:
         self.included = {**self.included, **state.get("include_vars", {})}
         self.notified = state.get("notified", self.notified)
         self.blocks = state.get("blocks", {})
+        self.flushing = state.get("flushing")
         if end.get("status") == "failed":
             self.status = HostStatus.FAILED
         elif end.get("status") == "ended":
@@ -287,10 +295,15 @@ class PlayExecutor:
             outcome.once = once
             return outcome
         calls = [self._call(h, step, active) for h in hosts]
+        return self.run_calls(calls, StepOutcome(once=once),
+                              limit=controller_step.throttle if controller_step else 0)
+
+    def run_calls(self, calls: List[HostCall], outcome: StepOutcome,
+                  limit: int = 0) -> StepOutcome:
+        """Dispatch ``calls`` (hosts in play order), replay their events, settle the hosts."""
+        hosts = [call.host for call in calls]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
-        outcome = StepOutcome(once=once)
-        limit = controller_step.throttle if controller_step else 0
         for host, event in dispatch(self.ctx.connector, calls, limit=limit):
             if event is None:
                 replay.finish_host(host)
@@ -714,8 +727,30 @@ class PlayExecutor:
         entries = self.plan.entries_of(step)
         actions = {e.task.action for e in entries}
         if any(e.is_flush for e in entries):
-            actions |= {h.action for h in self.plan.program.handlers}
+            actions |= {h.action for _, h in self._native_handlers()}
         return bootstrap.action_modules(actions)
+
+    def _native_handlers(self) -> List[Tuple[int, Task]]:
+        """(number, handler) of the handlers the runner runs itself."""
+        foreign = self.plan.program.foreign_handler_numbers
+        return [(n, h) for n, h in enumerate(self.plan.program.handlers) if n not in foreign]
+
+    def _handlers_wire(self) -> List[Dict[str, Any]]:
+        """The play's handlers as a flush's runner gets them.
+
+        A handler the runner does not run (``Program.foreign_handlers``) is
+        only what matches notifications to it: the runner stops before it.
+        """
+        foreign = self.plan.program.foreign_handler_numbers
+        out = []
+        for number, handler in enumerate(self.plan.program.handlers):
+            wire = to_wire(handler)
+            if number in foreign:
+                wire = {k: wire[k] for k in ("kind", "action", "name", "role", "listen", "location")
+                        if k in wire}
+                wire.update(foreign=True, args={})
+            out.append(wire)
+        return out
 
     def _delegate(self, host: str, step: Step, wire: Dict[str, Any]) -> str:
         """The inventory name ``delegate_to`` names for ``host``."""
@@ -770,7 +805,7 @@ class PlayExecutor:
             "end": step.end,
             "tree": wire_tree(self.plan.program.tree, step.start, step.end),
             # handlers run (and are matched to notifications) only at a flush
-            "handlers": [to_wire(h) for h in self.plan.program.handlers]
+            "handlers": self._handlers_wire()
             if any(e.is_flush for e in self.plan.entries_of(step)) else [],
             "vars": shipped,
             "state": wire_state,
@@ -844,7 +879,7 @@ class PlayExecutor:
         program = self.plan.program
         tasks = [(str(e.index), e.task, program.parents[e.index])
                  for e in self.plan.entries_of(step) if lookups.needs_controller(e.task)]
-        tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
+        tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                   if lookups.needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
         if tasks:
@@ -858,7 +893,7 @@ class PlayExecutor:
         tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
                             for e in entries if payloads.wants_controller_file(e.task)]
         if any(e.is_flush for e in entries):
-            tasks += [("h%d" % n, h, ()) for n, h in enumerate(program.handlers)
+            tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                       if payloads.wants_controller_file(h)]
         return tasks
 

@@ -6,7 +6,7 @@ from ioc.planner.dataflow import data_rule
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
-from ioc.planner.support import Capabilities, check_program
+from ioc.planner.support import Capabilities, check_handlers, check_program
 from ioc.planner.tags import TagFilter
 
 __all__ = ["TagFilter", "Batch", "Capabilities", "ControllerStep", "Where", "Entry", "Plan", "Program", "compile_play",
@@ -20,10 +20,15 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None):
     ``fallback`` (``Task -> reason or None``) is given by a caller that can run
     single tasks through Ansible (the mitogen_batch bridge): the tasks it names,
     and those the capability check refuses, become ``Where.ANSIBLE`` steps
-    instead of a PlanError.
+    instead of a PlanError; so do handlers it names (or the check refuses):
+    every flush that can reach one becomes a ``Where.ANSIBLE`` controller
+    step whose ``handlers`` are the numbers of those handlers.
     """
     program = compile_play(play, tags)
     foreign = check_program(program, caps, fallback)
+    handlers = check_handlers(program, caps, fallback)
+    if handlers:
+        program = dataclasses.replace(program, foreign_handlers=tuple(sorted(handlers.items())))
     effects = analyze_program(program)
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
                     foreign=foreign)
@@ -64,6 +69,11 @@ def explain(plan):
         for entry in entries:
             lines.append("    %3d  %-50s %s" % (entry.index, task_label(entry),
                                                  relative(str(entry.task.location), base)))
+        for number in getattr(step, "handlers", ()):
+            handler = plan.program.handlers[number]
+            lines.append("     h%d  %-50s %s" % (number, "handler %s: through Ansible"
+                                                 % handler.display_name,
+                                                 relative(str(handler.location), base)))
     return "\n".join(lines)
 
 
@@ -91,6 +101,9 @@ _RULES = (
                         "is a runner of its own, and a batch runs in one"),
     ("dynamic include", "the controller loads the file each host included (per item) and "
                         "splices its tasks in right after it, group after group (L7.8)"),
+    ("flush runs a handler through Ansible", "handlers run in definition order, each on the "
+     "hosts notified of it (L5.4): the runner runs them natively up to that handler, "
+     "Ansible's own machinery runs it for its notified hosts, then the runner goes on"),
     ("runs through Ansible", "ioc cannot run it natively: Ansible's own task machinery runs "
                              "it for the hosts that reach it, between the batches around it"),
 )

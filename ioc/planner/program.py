@@ -9,7 +9,7 @@ runner reports and the replay orders by, so it must be identical on every host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dataclasses
 
@@ -58,10 +58,17 @@ class Program:
     parents: Tuple[Tuple[Block, ...], ...] = ()
     #: Indices of include tasks heading a statically inlined include.
     include_heads: Tuple[int, ...] = ()
+    #: Handlers ioc does not run natively (the mitogen_batch bridge runs them
+    #: through Ansible, see ``schedule``): (handler number, why), by number.
+    foreign_handlers: Tuple[Tuple[int, str], ...] = ()
 
     @property
     def handlers(self) -> Tuple[Task, ...]:
         return self.play.handlers
+
+    @property
+    def foreign_handler_numbers(self) -> FrozenSet[int]:
+        return frozenset(number for number, _ in self.foreign_handlers)
 
     def entry(self, index: int) -> Entry:
         return self.entries[index]

@@ -82,6 +82,8 @@ def _step(plan: Plan, number: int, step: Any, basedir: str) -> Dict[str, Any]:
             out["once_if"] = step.once_if
         if step.per_item:
             out["per_item"] = True
+        if step.handlers:
+            out["handlers"] = list(step.handlers)
     else:
         out["kind"] = "batch"
     out["tasks"] = [_task(entry, basedir) for entry in plan.entries_of(step)]

@@ -23,7 +23,10 @@ makes one host's behaviour depend on other hosts or on the controller
 A task the caller says ioc cannot run natively (``foreign``: the Ansible
 bridge's modules without a native implementation, filters the runner lacks…)
 is a controller step of its own, ``Where.ANSIBLE``: the caller runs it through
-Ansible's own machinery between the batches before and after it.
+Ansible's own machinery between the batches before and after it. So is a
+flush that can reach such a handler (``Program.foreign_handlers``): its
+``handlers`` name them, and the caller runs the flush's handlers in order,
+natively up to one of them, that one through Ansible, then on (L5.4).
 
 Every cut records its reason; ``explain()`` prints them.
 """
@@ -32,9 +35,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Callable, FrozenSet, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ioc.model import Play, Task
+from ioc.planner.effects import _handler_topics, is_template
 from ioc.planner.program import Entry, Program
 
 
@@ -75,6 +79,10 @@ class ControllerStep:
     #: ``delegate_to`` names the loop item: each item runs on its own delegate,
     #: one call per item, in item order (the controller drives the loop).
     per_item: bool = False
+    #: A flush (``Where.ANSIBLE``) that can reach handlers ioc does not run
+    #: natively: their numbers (every such handler of the play, so whatever a
+    #: host is notified of at run time, the runner stops before it).
+    handlers: Tuple[int, ...] = ()
 
     @property
     def start(self) -> int:
@@ -150,11 +158,14 @@ def schedule(program: Program, per_task: bool = False,
         start = None
         identity = identity_at = None
 
+    reach = flush_reach(program) if program.foreign_handlers else {}
     for entry in program.entries:
         if _skippable_flush(program, entry):
             continue
         last = entry.index
         cut = classify(entry, program.play, (foreign or {}).get(entry.index))
+        if entry.index in reach:
+            cut = Cut(step=_foreign_flush(program, entry, reach[entry.index]))
         if cut.step is not None:
             close(entry.index, "before %s" % cut.step.reason)
             steps.append(cut.step)
@@ -194,7 +205,10 @@ def identity_task(program: Program, entry: Entry) -> Optional[Task]:
     would need different identities).
     """
     if entry.is_flush:
-        handlers = [h for h in program.handlers if h.action not in IDENTITY_NEUTRAL]
+        # A handler that runs through Ansible is not run by the flush's runner.
+        foreign = program.foreign_handler_numbers
+        handlers = [h for n, h in enumerate(program.handlers)
+                    if h.action not in IDENTITY_NEUTRAL and n not in foreign]
         return handlers[0] if handlers else None
     return None if entry.task.action in IDENTITY_NEUTRAL else entry.task
 
@@ -233,6 +247,70 @@ def identity_label(task: Optional[Task]) -> str:
             k.startswith("ansible_become") for k in task.vars):
         return "the connection's user"
     return "become %s:%s" % (task.become_method or "sudo", task.become_user or "root")
+
+
+def flush_reach(program: Program) -> Dict[int, Tuple[int, ...]]:
+    """Per flush that can reach a handler in ``program.foreign_handlers``, those handlers.
+
+    What a flush runs is known only at run time, so this over-approximates
+    (L5.2-L5.6): a flush can run every handler notified (templated topics
+    name any handler) by a task since the previous flush every host runs
+    (an implicit one, or an explicit one outside any block, without ``when``
+    and without ``force_handlers``: others may be skipped), handler chains
+    followed, plus the handlers a handler of an earlier flush notified (they
+    wait for the next flush, L5.6).
+    """
+    handlers = program.handlers
+    foreign = program.foreign_handler_numbers
+    topics = [_handler_topics(h) for h in handlers]
+
+    def matching(topic: str) -> Set[int]:
+        if is_template(topic):
+            return set(range(len(handlers)))
+        return {n for n, names in enumerate(topics) if topic in names}
+
+    out: Dict[int, Tuple[int, ...]] = {}
+    pending: Set[int] = set()   # notified by tasks since the last implicit flush
+    deferred: Set[int] = set()  # notified by handlers of earlier flushes
+    for entry in program.entries:
+        if not entry.is_flush:
+            for topic in entry.task.notify:
+                pending |= matching(topic)
+            continue
+        reached = set(pending | deferred)
+        todo = list(reached)
+        while todo:
+            for topic in handlers[todo.pop()].notify:
+                for number in matching(topic) - reached:
+                    reached.add(number)
+                    todo.append(number)
+        # A handler notifying one defined before it (or itself) defers it (L5.6).
+        chained = {m for n in reached for topic in handlers[n].notify for m in matching(topic)
+                   if m <= n}
+        if reached & foreign:
+            out[entry.index] = tuple(sorted(reached & foreign))
+        if entry.implicit or (not entry.task.when and not program.parents[entry.index]
+                              and not _set(program.play.force_handlers)):
+            # Every host still in the play runs this flush (a failed host's
+            # notifications are dropped, L5.7): nothing before it is pending.
+            pending, deferred = set(), chained
+        else:
+            deferred |= chained
+    return out
+
+
+def _foreign_flush(program: Program, entry: Entry, reached: Tuple[int, ...]) -> ControllerStep:
+    """A flush that can reach handlers ioc does not run natively (they run through Ansible)."""
+    reasons = dict(program.foreign_handlers)
+    whys = "; ".join("handler %s (%s): %s" % (program.handlers[n].display_name,
+                                             program.handlers[n].location, reasons[n])
+                     for n in reached)
+    where = "%s (%s)" % ("(flush handlers)" if entry.implicit else entry.task.display_name,
+                         entry.task.location)
+    return ControllerStep(entry.index, Where.ANSIBLE, False,
+                          "flush runs a handler through Ansible: %s; its other handlers run "
+                          "natively: %s" % (whys, where),
+                          handlers=tuple(sorted(program.foreign_handler_numbers)))
 
 
 def _skippable_flush(program: Program, entry: Entry) -> bool:

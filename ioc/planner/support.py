@@ -43,8 +43,8 @@ def check_program(program: Program, caps: Capabilities,
 
     With ``fallback`` (the caller can run single tasks elsewhere: the Ansible
     bridge), a task it names, or one ``check_task`` refuses, is not an error:
-    the returned map gives its index and why. Handlers and play-level
-    constructs still raise.
+    the returned map gives its index and why; a handler likewise is not (see
+    :func:`check_handlers`). Play-level constructs still raise.
     """
     _check_play(program.play)
     headed = set(program.include_heads)
@@ -67,17 +67,43 @@ def check_program(program: Program, caps: Capabilities,
         if reason:
             foreign[entry.index] = reason
     identities: Dict[Any, Task] = {}
-    for handler in program.handlers:
-        if handler.action in ("include_tasks", "include_role"):
-            raise PlanError("%s in a handler is not supported yet" % handler.action,
-                            handler.location)
-        check_task(handler, caps)
+    refused = check_handlers(program, caps, fallback)
+    for number, handler in enumerate(program.handlers):
+        if number in refused:
+            continue  # it runs through Ansible, as its own identity
         if handler.action not in IDENTITY_NEUTRAL:
             identities.setdefault(task_identity_key(handler), handler)
             if len(identities) > 1:
                 raise PlanError("handlers that run as different become identities are not "
                                 "supported yet (a flush runs as one identity)", handler.location)
     return foreign
+
+
+def check_handlers(program: Program, caps: Capabilities,
+                   fallback: Optional[Callable[[Task], Optional[str]]] = None) -> Dict[int, str]:
+    """The handlers ioc does not run natively, by number, with why.
+
+    Without ``fallback`` there are none: the first handler ``check_task``
+    refuses is a PlanError. With it, a handler it names or ``check_task``
+    refuses runs through the caller's machinery (a flush that can reach it
+    is planned as a controller step, see ``schedule``).
+    """
+    refused: Dict[int, str] = {}
+    for number, handler in enumerate(program.handlers):
+        if handler.action in ("include_tasks", "include_role"):
+            raise PlanError("%s in a handler is not supported yet" % handler.action,
+                            handler.location)
+        reason = fallback(handler) if fallback is not None else None
+        if reason is None:
+            try:
+                check_task(handler, caps)
+            except PlanError as exc:
+                if fallback is None:
+                    raise
+                reason = exc.message
+        if reason:
+            refused[number] = reason
+    return refused
 
 
 #: The play keyword ``order`` (how the play's hosts are ordered, L1.4).

@@ -100,7 +100,7 @@ def test_run_once_and_bypass_actions_run_once_through_ansible(tmp_path):
         ["C1:ansible:once", "C2:ansible:once", "B3-3"]
 
 
-def test_a_handler_ioc_cannot_run_is_still_a_plan_error(tmp_path):
+def test_a_handler_ioc_cannot_run_is_a_plan_error_without_fallback(tmp_path):
     play = load(tmp_path, """
 - hosts: all
   gather_facts: false
@@ -111,4 +111,117 @@ def test_a_handler_ioc_cannot_run_is_still_a_plan_error(tmp_path):
       debug: msg="{{ 1 | exotic_filter }}"
 """)
     with pytest.raises(PlanError, match="exotic_filter"):
-        plan_play(play, runner_capabilities(), fallback=lambda task: None)
+        plan_play(play, runner_capabilities())
+
+
+HANDLERS = """
+- hosts: all
+  gather_facts: false
+  pre_tasks:
+    - command: "true"
+      notify: native
+  tasks:
+    - command: "true"
+      notify: "{{ which }}"
+    - name: flush now
+      meta: flush_handlers
+    - command: "true"
+      notify: native
+  post_tasks:
+    - command: "true"
+      notify: chain
+  handlers:
+    - name: native
+      debug: msg=n
+    - name: foreign
+      command: echo foreign
+    - name: chain
+      debug: msg=c
+      notify: topic
+    - name: listener
+      debug: msg="{{ 1 | exotic_filter }}"
+      listen: topic
+"""
+
+
+def foreign_handler(task):
+    return "module greet has no native ioc implementation" if task.name == "foreign" else None
+
+
+def test_a_flush_that_can_reach_a_foreign_handler_is_an_ansible_step(tmp_path):
+    plan = plan_play(load(tmp_path, HANDLERS), runner_capabilities(), fallback=foreign_handler)
+    # 0 command, 1 flush (reaches only native), 2 command (templated notify),
+    # 3 flush now, 4 command, 5 flush (only native since the explicit flush),
+    # 6 command notifying chain -> topic -> listener (exotic filter), 7 flush
+    assert shape(plan) == ["B0-2", "C3:ansible", "B4-6", "C7:ansible"]
+    flushes = [s for s in plan.steps if isinstance(s, ControllerStep)]
+    # Every foreign handler is named (the runner stops before any of them) ...
+    assert [s.handlers for s in flushes] == [(1, 3), (1, 3)]
+    assert plan.program.foreign_handlers == (
+        (1, "module greet has no native ioc implementation"),
+        (3, "template error while templating string: No filter named 'exotic_filter'. "
+            "String: {{ 1 | exotic_filter }}"))
+    # ... the reason those this flush can reach.
+    assert "handler foreign (%s:20)" % (tmp_path / "play.yml") in flushes[0].reason
+    assert "handler listener (%s:25)" % (tmp_path / "play.yml") in flushes[0].reason
+    assert "handler foreign" not in flushes[1].reason
+    assert flushes[1].reason.startswith("flush runs a handler through Ansible: handler "
+                                        "listener (%s:25)" % (tmp_path / "play.yml"))
+
+
+def test_explain_lists_the_foreign_handlers_of_a_flush_step(tmp_path):
+    text = explain(plan_play(load(tmp_path, HANDLERS), runner_capabilities(),
+                             fallback=foreign_handler))
+    assert "controller step (ansible): flush runs a handler through Ansible: handler foreign " \
+           "(play.yml:" in text
+    assert "its other handlers run natively: flush now (play.yml:" in text
+    assert "rule: handlers run in definition order, each on the hosts notified of it (L5.4)" \
+        in text
+    assert "h1  handler foreign: through Ansible" in text
+    assert "h3  handler listener: through Ansible" in text
+
+
+def test_a_handler_deferred_by_a_handler_reaches_the_next_flush(tmp_path):
+    play = load(tmp_path, """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - command: "true"
+      notify: late
+  post_tasks:
+    - debug: msg=post
+  handlers:
+    - name: foreign
+      command: echo foreign
+    - name: late
+      debug: msg=late
+      notify: foreign
+""")
+    plan = plan_play(play, runner_capabilities(), fallback=foreign_handler)
+    # late (native) notifies foreign, defined before it: it runs at the next flush (L5.6).
+    assert shape(plan) == ["B0-1", "C2:ansible", "B3-3", "C4:ansible"]
+
+
+def test_foreign_handler_plans_are_deterministic(tmp_path):
+    play = load(tmp_path, HANDLERS)
+    plans = [plan_play(play, runner_capabilities(), fallback=foreign_handler) for _ in range(3)]
+    assert len({repr(p.steps) for p in plans}) == 1
+    assert len({explain(p) for p in plans}) == 1
+
+
+def test_plays_without_foreign_handlers_plan_as_before(tmp_path):
+    play = load(tmp_path, HANDLERS.replace('"{{ 1 | exotic_filter }}"', "l"))
+    without = plan_play(play, runner_capabilities())
+    none_foreign = plan_play(play, runner_capabilities(), fallback=lambda task: None)
+    assert shape(without) == ["B0-7"]
+    assert repr(none_foreign.steps) == repr(without.steps)
+    assert none_foreign.program.foreign_handlers == ()
+    assert explain(none_foreign) == explain(without)
+
+
+def test_a_foreign_handler_no_flush_can_reach_changes_nothing(tmp_path):
+    play = load(tmp_path, HANDLERS.replace('notify: "{{ which }}"', "notify: native")
+                .replace('"{{ 1 | exotic_filter }}"', "l"))
+    plan = plan_play(play, runner_capabilities(), fallback=foreign_handler)
+    assert plan.program.foreign_handlers != ()
+    assert shape(plan) == ["B0-7"]
