@@ -63,8 +63,9 @@ _BRIDGE_UNSUPPORTED = frozenset({"include_tasks", "include_role", "import_playbo
 #: (their variables come back from Ansible's variable manager, their inventory
 #: changes from their results, as for ioc's own add_host/group_by).
 _BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
-#: refresh_inventory re-reads Ansible's inventory sources in the main process.
-_BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory"})
+#: refresh_inventory re-reads Ansible's inventory sources in the main process:
+#: it runs there (``_execute_meta``), and ioc's copy of the inventory follows.
+_BRIDGE_META_PER_TASK = frozenset({"refresh_inventory"})
 
 
 # -- version gate -------------------------------------------------------------------
@@ -227,8 +228,8 @@ class _Converter:
         if action in _BRIDGE_UNSUPPORTED:
             self.fail(task, "%s runs through Ansible's linear strategy" % action)
         raw = plain(task.args or {})
-        if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_UNSUPPORTED:
-            self.fail(task, "meta: %s runs through Ansible's linear strategy" % raw["_raw_params"])
+        if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
+            self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
         if "." in action or (action not in self.caps_actions and action != "meta"):
             self.refuse("module %s has no native ioc implementation" % action)
         if action in _BRIDGE_PER_TASK:
@@ -649,6 +650,9 @@ def _ansible_walk(wire: Dict[str, Any], index: int, given: Optional[Dict[str, An
                 return Failure(failed_task_wire(task), given["result"])
             return None
 
+        def run_meta(self, node, scope):  # a play-wide meta Ansible runs (refresh_inventory)
+            return self.run_task([node["i"], 0], node["t"], scope)
+
     walk = Walk()
     walk.run()
     return walk
@@ -686,6 +690,8 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
         return outcome
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
     reply = ask(index, reached, bool(step.once))
+    if reply.get("inventory") is not None:  # refresh_inventory: Ansible's new inventory
+        executor.replace_inventory(reply["inventory"], reply.get("hosts_all"))
     for host, layers in (reply.get("vars") or {}).items():
         state = executor.hosts.get(host)
         if state is None:
@@ -1036,6 +1042,8 @@ class _PlayRun:
         self.is_handler = False
         rescuable = dict(reached)
         hosts = [self.hosts[name] for name, _ in reached]
+        if entry.task.action == "meta":
+            return self._meta_through_ansible(task, hosts)
         iterator, tqm, strategy = self.iterator, self.tqm, self.s
         before = {name: self._layers(name) for name in self.hosts}
         # Every play host's: a failed run_once task marks them all failed.
@@ -1091,6 +1099,27 @@ class _PlayRun:
         tqm._unreachable_hosts.clear()
         tqm._unreachable_hosts.update(unreachable_hosts)
         return {"hosts": outcomes, "vars": changed}
+
+    def _meta_through_ansible(self, task: Any, hosts: List[Any]) -> Dict[str, Any]:
+        """A play-wide meta action (refresh_inventory) as linear runs it: once,
+        for the first host, by the strategy's ``_execute_meta`` (which sends the
+        task start and resets the hosts caches; no result callback, no stats).
+
+        The reply carries the inventory as Ansible now has it, for the
+        dispatcher to take over: later native tasks see its groups, host
+        variables and connections.
+        """
+        results = self.s._execute_meta(task, self.play_context, self.iterator, hosts[0])
+        inventory = self.s._inventory
+        # Ansible made new Host objects: the play's hosts are its new ones.
+        self.hosts = {name: inventory.get_host(name) or host for name, host in self.hosts.items()}
+        outcomes = {}
+        for task_result in results:
+            host, outcome, _, _ = _outcome(task_result)
+            outcome["notify"] = []
+            outcomes[host] = outcome
+        return {"hosts": outcomes, "vars": {}, "inventory": self._inventory(),
+                "hosts_all": [plain(n) for n in self.s._hosts_cache_all or ()]}
 
     def _task_vars(self, host: Any) -> Tuple[Dict[str, Any], Any]:
         try:

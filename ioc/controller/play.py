@@ -216,6 +216,16 @@ class PlayContext:
     replan: Optional[Callable[[Play], Plan]] = None
     #: A host's current ``group_names`` (group_by/add_host change them).
     group_names: Optional[Callable[[str], List[str]]] = None
+    #: ``hostvars`` of the inventory's hosts outside this executor (hosts
+    #: add_host or refresh_inventory brought, other serial batches), given
+    #: the names the executor has itself.
+    outside_hostvars: Optional[Callable[[FrozenSet[str]], Dict[str, Dict[str, Any]]]] = None
+    #: A host's inventory layer as the run has it now (after refresh_inventory).
+    inventory_vars: Optional[Callable[[str], Dict[str, Any]]] = None
+    #: Installs another inventory (Ansible re-read its sources); None: cannot.
+    replace_inventory: Optional[Callable[[Any], None]] = None
+    #: ``ansible_play_hosts_all`` as the current inventory makes it.
+    play_hosts_all: Optional[Callable[[], List[str]]] = None
 
 
 class PlayExecutor:
@@ -581,6 +591,28 @@ class PlayExecutor:
         for meta in ("clear_host_errors", "refresh_inventory"):
             if meta in metas:
                 self.ctx.play_meta(meta, active)
+        if "refresh_inventory" in metas:
+            self.inventory_changed()
+
+    def replace_inventory(self, inventory: Any, hosts_all: Optional[List[str]] = None) -> None:
+        """Ansible re-read its inventory (``meta: refresh_inventory``): take it over."""
+        if self.ctx.replace_inventory is None:
+            raise RuntimeError("this run cannot replace its inventory")
+        self.ctx.replace_inventory(inventory)
+        self.inventory_changed(hosts_all)
+
+    def inventory_changed(self, hosts_all: Optional[List[str]] = None) -> None:
+        """After refresh_inventory: the play's hosts take their new inventory
+        variables and connections (the play keeps its hosts, as linear's
+        iterator does), ``ansible_play_hosts_all`` the pattern's new hosts."""
+        for name, state in self.hosts.items():
+            if self.ctx.inventory_vars is not None:
+                state.inventory_vars = self.ctx.inventory_vars(name)
+            state.spec = self.ctx.connection_of(name)
+        if hosts_all is None and self.ctx.play_hosts_all is not None:
+            hosts_all = self.ctx.play_hosts_all()
+        if hosts_all is not None:
+            self.magic = {**self.magic, "ansible_play_hosts_all": list(hosts_all)}
 
     def _any_errors_fatal(self, step: Step) -> bool:
         play_wide = _set(self.plan.program.play.any_errors_fatal)
@@ -663,7 +695,7 @@ class PlayExecutor:
             return None
         state = self.hosts[host]
         wire = {"host": host, "start": step.start, "end": step.end, "tree": [],
-                "vars": {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+                "vars": {"inventory": state.inventory_vars, "play": self.play_vars(host),
                          "extra": self.static_layers["extra"],
                          "magic": {**self.magic, "inventory_hostname": host,
                                    "group_names": state.inventory_vars.get("group_names", [])}},
@@ -732,7 +764,7 @@ class PlayExecutor:
                          h for h in self.magic.get("ansible_play_hosts_all", self.order)
                          if h not in self.removed
                          and (h not in self.hosts or self.hosts[h].active)])
-        static = {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+        static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"]}
         names = None if self.reads is None else closure.close_over(
             self.reads, [static["extra"], state.included, static["play"], static["inventory"]])
@@ -757,6 +789,12 @@ class PlayExecutor:
             "state": wire_state,
             "options": self._options(step, active),
         }
+
+    def play_vars(self, host: str) -> Mapping[str, Any]:
+        """The play layer ``host`` sees: play vars, then vars_files (per host
+        when their names are templated: ``static_layers["host_play"]``)."""
+        own = (self.static_layers.get("host_play") or {}).get(host)
+        return {**self.static_layers["play"], **own} if own else self.static_layers["play"]
 
     def _options(self, step: Step, active: List[str]) -> Dict[str, Any]:
         options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
@@ -794,13 +832,17 @@ class PlayExecutor:
                 continue
             facts_layer = {**other.facts, "ansible_facts": {
                 (k[8:] if k.startswith("ansible_") else k): v for k, v in other.facts.items()}}
-            merged = {**other.inventory_vars, **facts_layer, **self.static_layers["play"],
-                      **other.included, **other.runtime, **self.static_layers["extra"],
-                      "inventory_hostname": name}
+            # No play variables: Ansible's HostVars have no play context.
+            merged = {**other.inventory_vars, **facts_layer, **other.included, **other.runtime,
+                      **self.static_layers["extra"], "inventory_hostname": name}
             if self.ctx.group_names is not None:
                 merged["group_names"] = self.ctx.group_names(name)
             out[name] = merged if attrs is None else {
                 k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
+        if self.ctx.outside_hostvars is not None:
+            for name, merged in self.ctx.outside_hostvars(frozenset(self.hosts)).items():
+                out[name] = merged if attrs is None else {
+                    k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         return out
 
     def _attach_payloads(self, wire: Dict[str, Any], step: Step, connection: str) -> None:

@@ -70,6 +70,8 @@ PLAYBOOKS_219 = (
     "handlers_listen_order",
     "loop_control",
     "loop_item_failure",
+    "meta_refresh_inventory",
+    "meta_refresh_inventory_changes",
     "no_log",
     "reference_p8",
     "registered_shapes",
