@@ -947,8 +947,12 @@ class _PlayRun:
 
         inventory = self.s._inventory
         hosts: Dict[str, Host] = {}
+        # hostvars span the whole inventory: every host's variables when the
+        # play reads other hosts' (only then: get_vars per host costs).
+        everyone = list(inventory.hosts.values()) \
+            if _reads_hostvars(self.planned.plan) else []
         for host in inventory.get_hosts(self.play.hosts, ignore_restrictions=True) + \
-                [h for h in self.hosts.values()]:
+                [h for h in self.hosts.values()] + everyone:
             if host.name in hosts:
                 continue
             hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
@@ -1317,6 +1321,11 @@ class _PlayRun:
         if self.ended:
             self.iterator.end_play = True
         return result
+
+
+def _reads_hostvars(plan: Any) -> bool:
+    """Whether any step of ``plan`` reads other hosts' variables (``hostvars``)."""
+    return not plan.hostvars or any(attrs is None or attrs for attrs in plan.hostvars)
 
 
 def _bypasses(task: Any) -> bool:

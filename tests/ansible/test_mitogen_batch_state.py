@@ -1,0 +1,58 @@
+"""mitogen_batch and Ansible's controller state: the inventory, per-host
+``vars_files`` and fact gathering, each compared with linear under both
+supported ansible-core releases (see test_mitogen_batch.py for the harness).
+
+Each test also reads the dispatcher's log to prove the play ran natively
+(or which single task went through Ansible), not whole through linear.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
+    Ansible, ansible, ansible_python, assert_same_output, local_inventory)
+
+pytestmark = pytest.mark.integration
+
+
+def test_hosts_add_host_creates_are_in_hostvars_groups_and_later_plays(ansible, ansible_python):
+    """After add_host (run through Ansible), native tasks see the new host in
+    ``hostvars`` and ``groups``; a later play runs natively on it with the
+    connection add_host gave it. Other hosts' hostvars carry no play vars."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            pv: play var
+          tasks:
+            - add_host:
+                name: h3
+                groups: [added, more]
+                ansible_connection: local
+                ansible_python_interpreter: %s
+                color: blue
+            - name: read the new host
+              debug:
+                msg: >-
+                  {{ hostvars['h3'].color }} {{ hostvars['h3'].group_names }}
+                  {{ hostvars['h3'].inventory_hostname }} {{ groups['added'] }}
+                  {{ groups['more'] }} {{ 'h3' in hostvars }}
+                  {{ hostvars['h3'].pv | default('no play var') }}
+                  {{ hostvars[ansible_play_hosts | difference([inventory_hostname]) | first].pv
+                     | default('no play var') }}
+        - hosts: added
+          gather_facts: false
+          tasks:
+            - command: echo {{ color }} {{ inventory_hostname }} {{ group_names | join(',') }}
+              register: out
+            - debug:
+                msg: "{{ out.stdout }} {{ hostvars['h1'].inventory_hostname }}"
+    """ % ansible_python)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "blue ['added', 'more'] h3 ['h3'] ['h3'] True no play var no play var" in batch.stdout
+    assert '"msg": "blue h3 added,more h1"' in batch.stdout
+    assert batch.through_ansible == ["AnsibleStep 1 on 1 host(s)"], batch.log
+    assert batch.steps == ["Batch 2-2 on 2 host(s)", "Batch 1-2 on 1 host(s)"], batch.log
