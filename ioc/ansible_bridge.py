@@ -943,29 +943,35 @@ class _PlayRun:
                             if n not in names]}
 
     def _inventory(self) -> Inventory:
+        """ioc's copy of Ansible's inventory: every host (``groups`` and
+        ``hostvars`` span the whole inventory), in Ansible's order; the
+        variables of the play's pattern, its hosts and their ``mitogen_via``
+        hosts, and of every host when the play reads other hosts' variables
+        (only then: ``get_vars`` per host costs)."""
         from ansible import constants as C
 
         inventory = self.s._inventory
-        hosts: Dict[str, Host] = {}
-        # hostvars span the whole inventory: every host's variables when the
-        # play reads other hosts' (only then: get_vars per host costs).
-        everyone = list(inventory.hosts.values()) \
-            if _reads_hostvars(self.planned.plan) else []
-        for host in inventory.get_hosts(self.play.hosts, ignore_restrictions=True) + \
-                [h for h in self.hosts.values()] + everyone:
-            if host.name in hosts:
-                continue
-            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
-        # mitogen_via hosts (and theirs) need their connection settings too.
-        wanted = [str(h.vars["mitogen_via"]) for h in hosts.values() if h.vars.get("mitogen_via")]
+        play_hosts = inventory.get_hosts(self.play.hosts, ignore_restrictions=True) + \
+            list(self.hosts.values())
+        known = {h.name: h for h in inventory.get_hosts("all", ignore_limits=True,
+                                                        ignore_restrictions=True)}
+        for host in play_hosts:  # the implicit localhost is in no group
+            known.setdefault(host.name, host)
+        everyone = _reads_hostvars(self.planned.plan)
+        variables: Dict[str, Dict[str, Any]] = {}
+        wanted = list(known.values()) if everyone else list(play_hosts)
         while wanted:
-            name = wanted.pop()
-            host = inventory.get_host(name)
-            if name in hosts or host is None:
+            host = wanted.pop(0)
+            if host.name in variables:
                 continue
-            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
-            if hosts[plain(host.name)].vars.get("mitogen_via"):
-                wanted.append(str(hosts[plain(host.name)].vars["mitogen_via"]))
+            variables[host.name] = self._host_vars(host, C)
+            # mitogen_via hosts (and theirs) need their connection settings too.
+            via = variables[host.name].get("mitogen_via")
+            if via and inventory.get_host(str(via)) is not None:
+                via_host = inventory.get_host(str(via))
+                known.setdefault(via_host.name, via_host)
+                wanted.append(via_host)
+        hosts = {plain(name): Host(plain(name), variables.get(name, {})) for name in known}
         groups = {}
         for name, group in inventory.groups.items():
             groups[plain(name)] = Group(plain(name), hosts=tuple(

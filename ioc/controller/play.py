@@ -249,6 +249,8 @@ class PlayExecutor:
         self._rescuable = _rescuable_blocks(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
         self.removed = removed
+        #: ``hostvars`` of inventory hosts outside the play, once per step.
+        self._outside: Optional[Dict[str, Dict[str, Any]]] = None
 
     # -- the loop ----------------------------------------------------------------
 
@@ -262,6 +264,7 @@ class PlayExecutor:
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
+            self._outside = None
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
             number += 1
@@ -840,7 +843,9 @@ class PlayExecutor:
             out[name] = merged if attrs is None else {
                 k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         if self.ctx.outside_hostvars is not None:
-            for name, merged in self.ctx.outside_hostvars(frozenset(self.hosts)).items():
+            if self._outside is None:
+                self._outside = self.ctx.outside_hostvars(frozenset(self.hosts))
+            for name, merged in self._outside.items():
                 out[name] = merged if attrs is None else {
                     k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         return out

@@ -40,6 +40,7 @@ def test_hosts_add_host_creates_are_in_hostvars_groups_and_later_plays(ansible, 
                   {{ hostvars['h3'].pv | default('no play var') }}
                   {{ hostvars[ansible_play_hosts | difference([inventory_hostname]) | first].pv
                      | default('no play var') }}
+                  {{ groups['db'] }} {{ hostvars['d1'].role }}
         - hosts: added
           gather_facts: false
           tasks:
@@ -48,11 +49,13 @@ def test_hosts_add_host_creates_are_in_hostvars_groups_and_later_plays(ansible, 
             - debug:
                 msg: "{{ out.stdout }} {{ hostvars['h1'].inventory_hostname }}"
     """ % ansible_python)
-    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python) +
+                              "[db]\nd1 ansible_connection=local role=database\n")
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
-    assert "blue ['added', 'more'] h3 ['h3'] ['h3'] True no play var no play var" in batch.stdout
+    assert "blue ['added', 'more'] h3 ['h3'] ['h3'] True no play var no play var\\n['d1'] " \
+        "database" in batch.stdout
     assert '"msg": "blue h3 added,more h1"' in batch.stdout
     assert batch.through_ansible == ["AnsibleStep 1 on 1 host(s)"], batch.log
     assert batch.steps == ["Batch 2-2 on 2 host(s)", "Batch 1-2 on 1 host(s)"], batch.log
