@@ -142,6 +142,9 @@ class Converted:
     handlers: Tuple[Any, ...] = ()
     #: id(IR task) -> why it runs through Ansible rather than natively.
     reasons: Dict[int, str] = dataclasses.field(default_factory=dict)
+    #: Per host, the ``vars_files`` values that differ between the play's hosts
+    #: (templated file names); the IR's ``vars_files`` holds the shared ones.
+    host_vars_files: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def fallback(self, task: Task) -> Optional[str]:
         """The planner's ``fallback`` predicate."""
@@ -377,7 +380,10 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     from ansible import constants as C
 
     play = iterator._play
-    vars_files = _static_vars_files(play, loader)
+    if any(_templated_vars_file(entry) for entry in play.vars_files or ()):
+        vars_files, host_vars_files = _per_host_vars_files(iterator, loader)
+    else:
+        vars_files, host_vars_files = _static_vars_files(play, loader), {}
     if C.DEFAULT_GATHERING not in ("implicit", "explicit"):
         raise Fallback("gathering = %s runs through Ansible's linear strategy"
                        % C.DEFAULT_GATHERING)
@@ -430,7 +436,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         basedir=plain(loader.get_basedir()),
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
-                     handlers=tuple(handler_tasks), reasons=converter.reasons)
+                     handlers=tuple(handler_tasks), reasons=converter.reasons,
+                     host_vars_files=host_vars_files)
 
 
 def _forced_section(block: Any) -> List[Any]:
@@ -448,13 +455,10 @@ def _forced_section(block: Any) -> List[Any]:
 def _static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
     """The play's ``vars_files`` merged in order, read with Ansible's own loader.
 
-    A templated name (or a first-found list) is resolved per host by
-    Ansible's variable manager: such a play runs through linear.
+    (A templated name or a first-found list: :func:`_per_host_vars_files`.)
     """
     merged: Dict[str, Any] = {}
     for entry in play.vars_files or ():
-        if not isinstance(entry, str) or "{{" in entry or "{%" in entry:
-            raise Fallback("a templated vars_files entry runs through Ansible's linear strategy")
         data = loader.load_from_file(loader.path_dwim(entry), unsafe=True)
         if data is None:
             continue
@@ -462,6 +466,87 @@ def _static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
             raise Fallback("vars_files %s is not a mapping" % entry)
         merged.update(plain(data))
     return merged
+
+
+def _templated_vars_file(entry: Any) -> bool:
+    """A first-found list or a templated name: Ansible resolves it per host."""
+    return not isinstance(entry, str) or "{{" in entry or "{%" in entry
+
+
+def _per_host_vars_files(iterator: Any, loader: Any) -> Tuple[Dict[str, Any],
+                                                                Dict[str, Dict[str, Any]]]:
+    """``vars_files`` with templated names or first-found lists, resolved per host.
+
+    Exactly as Ansible's ``VariableManager.get_vars`` does it for a host: each
+    entry (a list: the first file found) templated with the host's
+    variables and the entries read before it, found with
+    ``path_dwim_relative_stack`` over the play's search path (``vars/``
+    included), read with Ansible's loader; a list where no file exists adds
+    nothing. Returns the values every host shares (the IR's ``vars_files``)
+    and, per host, those that differ. A name whose template is undefined for
+    a host (Ansible skips it with a warning, and may read it once facts are
+    gathered) or a differing value that is itself a template (the planner
+    could not see what it reads) still needs the linear strategy.
+    """
+    from ansible.errors import AnsibleFileNotFound, AnsibleUndefinedVariable
+    from ansible.vars.manager import preprocess_vars
+    try:
+        from ansible._internal._templating._engine import TemplateEngine as Templar
+    except ImportError:  # pragma: no cover - 2.19 has it too
+        from ansible.template import Templar  # type: ignore[no-redef]
+
+    play = iterator._play
+    vm = iterator._variable_manager
+    per_host: Dict[str, Dict[str, Any]] = {}
+    for name in iterator._host_states:
+        host = vm._inventory.get_host(name)
+        if host is None:
+            continue
+        variables = vm.get_vars(play=play, host=host, include_hostvars=False)
+        merged: Dict[str, Any] = {}
+        for entry in play.get_vars_files():
+            templar = Templar(loader=loader, variables={**variables, **merged})
+            for choice in entry if isinstance(entry, list) else [entry]:
+                try:
+                    file_name = templar.template(choice)
+                except AnsibleUndefinedVariable:
+                    raise Fallback("vars_files entry %r is undefined for %s: it runs through "
+                                   "Ansible's linear strategy" % (plain(entry), name)) from None
+                if not isinstance(file_name, str):
+                    raise Fallback("vars_files entry %r is not a file name" % (plain(entry),))
+                try:
+                    found = loader.path_dwim_relative_stack(play.get_search_path(), "vars",
+                                                            file_name)
+                    data = preprocess_vars(loader.load_from_file(
+                        found, unsafe=True, cache="vaulted", trusted_as_template=True))
+                except AnsibleFileNotFound:
+                    continue
+                for item in data or ():
+                    merged.update(plain(item))
+                break
+        per_host[plain(name)] = merged
+    shared: Dict[str, Any] = {}
+    if per_host:
+        first, *others = per_host.values()
+        shared = {k: v for k, v in first.items()
+                  if all(k in o and o[k] == v for o in others)}
+    differing = {host: {k: v for k, v in values.items() if k not in shared}
+                 for host, values in per_host.items()}
+    for values in differing.values():
+        if any(_has_template(v) for v in values.values()):
+            raise Fallback("a vars_files value that differs per host is a template: the play "
+                           "runs through Ansible's linear strategy")
+    return shared, {h: v for h, v in differing.items() if v}
+
+
+def _has_template(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(_has_template(k) or _has_template(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_template(v) for v in value)
+    return False
 
 
 def _play_location(play: Any) -> Tuple[str, int]:
@@ -603,6 +688,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     run = PlaybookRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
                       PlayLevel(), request["options"])
     run.memory = request["memory"]
+    run.host_vars_files = request.get("host_vars_files") or {}
     run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
     run._removed_in_play = set(request.get("removed") or ())
     base = run._executor(planned, list(request["hosts"]), connector)
@@ -936,7 +1022,7 @@ class _PlayRun:
                              become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
-                "options": options,
+                "options": options, "host_vars_files": self.converted.host_vars_files,
                 # ansible_play_hosts_all/ansible_play_hosts span every serial batch
                 "hosts_all": [plain(n) for n in (self.s._hosts_cache_all or names)],
                 "removed": [plain(n) for n in getattr(self.play, "_removed_hosts", ())

@@ -59,3 +59,55 @@ def test_hosts_add_host_creates_are_in_hostvars_groups_and_later_plays(ansible, 
     assert '"msg": "blue h3 added,more h1"' in batch.stdout
     assert batch.through_ansible == ["AnsibleStep 1 on 1 host(s)"], batch.log
     assert batch.steps == ["Batch 2-2 on 2 host(s)", "Batch 1-2 on 1 host(s)"], batch.log
+
+
+def test_templated_vars_files_are_resolved_per_host(ansible, ansible_python):
+    """``vars_files`` named per host (a template, a first-found list) run
+    natively: each host reads its own files, at vars_files precedence (above
+    play vars and inventory host vars, below set_fact and extra vars)."""
+    ansible.write("vars/h1.yml", "color: red\nsize: small\nonly_h1: yes\n")
+    ansible.write("vars/h2.yml", "color: green\nsize: large\n")
+    ansible.write("vars/tier-front.yml", "tier_msg: front door\nshared: from tier\n")
+    ansible.write("vars/tier-back.yml", "tier_msg: back office\nshared: from tier\n")
+    ansible.write("vars/common.yml", "shared: common wins\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            color: play color
+            size: play size
+          vars_files:
+            - "vars/{{ inventory_hostname }}.yml"
+            - ["vars/missing-{{ inventory_hostname }}.yml", "vars/tier-{{ tier }}.yml"]
+            - vars/common.yml
+            - ["vars/none-{{ tier }}.yml"]
+          tasks:
+            - name: what each host sees
+              debug:
+                msg: >-
+                  {{ color }} {{ size }} {{ only_h1 | default('-') }} {{ tier_msg }}
+                  {{ shared }} {{ over }}
+            - set_fact:
+                size: set by set_fact
+            - command: echo {{ color }} {{ size }}
+              register: out
+            - debug:
+                msg: "{{ out.stdout }} {{ hostvars[ansible_play_hosts | difference(
+                        [inventory_hostname]) | first].color | default('no play layer') }}"
+    """)
+    inventory = ansible.write(
+        "hosts.ini", "[web]\n"
+        "h1 ansible_connection=local ansible_python_interpreter=%s tier=front color=inv\n"
+        "h2 ansible_connection=local ansible_python_interpreter=%s tier=back over=inv\n"
+        % (ansible_python, ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-e", "over=extra"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "red small True front door common wins extra"' in batch.stdout
+    assert '"msg": "green large - back office common wins extra"' in batch.stdout
+    # hostvars of the other host: its inventory color (h1's) or none (h2 has
+    # none): vars_files are play variables, not in hostvars.
+    assert '"msg": "red set by set_fact no play layer"' in batch.stdout
+    assert '"msg": "green set by set_fact inv"' in batch.stdout
+    assert batch.through_ansible == [], batch.log
+    assert batch.steps, "the play did not run natively:\n%s" % batch.log
