@@ -145,6 +145,18 @@ class Converted:
     #: Per host, the ``vars_files`` values that differ between the play's hosts
     #: (templated file names); the IR's ``vars_files`` holds the shared ones.
     host_vars_files: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Fact gathering as an IR task of its own (it has options or a ``when``).
+    gather_ir: Optional[Task] = None
+    #: ``gathering = smart``: hosts that do not gather (their facts are cached).
+    skip_gather: Tuple[str, ...] = ()
+
+    def gather_index(self, program: Any) -> Optional[int]:
+        """The program entry that gathers facts (implicit or :attr:`gather_ir`)."""
+        for entry in program.entries:
+            if (entry.implicit and entry.task.action == "gather_facts") or \
+                    (self.gather_ir is not None and entry.task is self.gather_ir):
+                return entry.index
+        return None
 
     def fallback(self, task: Task) -> Optional[str]:
         """The planner's ``fallback`` predicate."""
@@ -384,19 +396,27 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         vars_files, host_vars_files = _per_host_vars_files(iterator, loader)
     else:
         vars_files, host_vars_files = _static_vars_files(play, loader), {}
-    if C.DEFAULT_GATHERING not in ("implicit", "explicit"):
-        raise Fallback("gathering = %s runs through Ansible's linear strategy"
-                       % C.DEFAULT_GATHERING)
+    gathering = C.DEFAULT_GATHERING
+    if gathering not in ("implicit", "explicit", "smart"):
+        raise Fallback("gathering = %s runs through Ansible's linear strategy" % gathering)
     blocks = list(iterator._blocks)
     converter = _Converter(play, caps_actions)
     setup = blocks.pop(0)
     gather_task = setup.block[0] if setup.block else None
-    if gather_task is not None and (gather_task.args or gather_task.when):
-        raise Fallback("fact gathering options run through Ansible's linear strategy")
     implied = play.gather_facts is None or bool(play.gather_facts)
     gather = gather_task is not None and (
-        (C.DEFAULT_GATHERING == "implicit" and implied)
-        or (C.DEFAULT_GATHERING == "explicit" and bool(play.gather_facts)))
+        (gathering in ("implicit", "smart") and implied)
+        or (gathering == "explicit" and bool(play.gather_facts)))
+    skip_gather = _smart_skip(iterator) if gather and gathering == "smart" else []
+    if skip_gather and len(skip_gather) == len(iterator._host_states):
+        gather = False  # every host has its facts: nobody gathers
+    gather_ir = None
+    if gather and (gather_task.args or gather_task.when):
+        # gather_subset/gather_timeout/fact_path, a playbook's conditional:
+        # the gathering is a task of its own (the runner's setup takes them;
+        # what it refuses runs through Ansible, for that task only).
+        gather_ir = converter.task(gather_task)
+        gather = False
     sections: List[List[Any]] = [[]]
     if play.force_handlers:
         # Ansible wraps each section in a block whose always is the flush (a
@@ -412,6 +432,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     if len(sections) != 4 or sections[-1]:
         raise Fallback("an unexpected play layout (%d sections)" % len(sections))
     pre, main, post = (converter.section(s) for s in sections[:3])
+    if gather_ir is not None:
+        pre = (gather_ir,) + pre
     handler_tasks = [h for b in play.handlers for h in b.block]
     handlers = tuple(converter.task(h, handler=True) for h in handler_tasks)
     defaults: Dict[str, Any] = {}
@@ -437,7 +459,16 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
                      handlers=tuple(handler_tasks), reasons=converter.reasons,
-                     host_vars_files=host_vars_files)
+                     host_vars_files=host_vars_files, gather_ir=gather_ir,
+                     skip_gather=tuple(skip_gather) if gather or gather_ir else ())
+
+
+def _smart_skip(iterator: Any) -> List[str]:
+    """``gathering = smart``: the play's hosts whose facts Ansible has gathered
+    already (``_ansible_facts_gathered`` in the fact cache, as the PlayIterator
+    asks), decided at the play's start like the iterator: they do not gather."""
+    vm = iterator._variable_manager
+    return [plain(name) for name in iterator._host_states if vm._facts_gathered_for_host(name)]
 
 
 def _forced_section(block: Any) -> List[Any]:
@@ -689,6 +720,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
                       PlayLevel(), request["options"])
     run.memory = request["memory"]
     run.host_vars_files = request.get("host_vars_files") or {}
+    run.skip = {host: frozenset(indexes) for host, indexes in (request.get("skip") or {}).items()}
     run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
     run._removed_in_play = set(request.get("removed") or ())
     base = run._executor(planned, list(request["hosts"]), connector)
@@ -763,6 +795,8 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
 
     reached: List[Tuple[str, bool]] = []
     for host in active:
+        if index in executor.ctx.skip.get(host, ()):
+            continue  # gathering = smart: this host's facts are gathered already
         walk = _ansible_walk(wire(host), index, None)
         if walk.reached is not None:
             reached.append((host, walk.reached))
@@ -1023,10 +1057,19 @@ class _PlayRun:
         return {"op": "play", "planned": self.planned, "inventory": inventory,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options, "host_vars_files": self.converted.host_vars_files,
+                "skip": self._skip(),
                 # ansible_play_hosts_all/ansible_play_hosts span every serial batch
                 "hosts_all": [plain(n) for n in (self.s._hosts_cache_all or names)],
                 "removed": [plain(n) for n in getattr(self.play, "_removed_hosts", ())
                             if n not in names]}
+
+    def _skip(self) -> Dict[str, List[int]]:
+        """Per host, the entries it does not run: gathering where ``gathering =
+        smart`` finds its facts gathered already."""
+        index = self.converted.gather_index(self.program) if self.converted.skip_gather else None
+        if index is None:
+            return {}
+        return {name: [index] for name in self.converted.skip_gather}
 
     def _inventory(self) -> Inventory:
         """ioc's copy of Ansible's inventory: every host (``groups`` and
@@ -1371,6 +1414,8 @@ class _PlayRun:
         action = self.ir_task.action
         if action in ("setup", "gather_facts"):
             self.vm.set_host_facts(host, plain(facts))
+            if action == "gather_facts":  # as Ansible's gather_facts action marks it
+                self.vm.set_host_facts(host, {"_ansible_facts_gathered": True})
         elif action == "set_fact":
             self.vm.set_nonpersistent_facts(host, plain(facts))
             if result.get("ansible_facts_cacheable") or self.ir_task.args.get("cacheable"):

@@ -226,6 +226,9 @@ class PlayContext:
     replace_inventory: Optional[Callable[[Any], None]] = None
     #: ``ansible_play_hosts_all`` as the current inventory makes it.
     play_hosts_all: Optional[Callable[[], List[str]]] = None
+    #: Per host, entries it does not run at all, no event (``gathering =
+    #: smart``: fact gathering where Ansible has gathered facts already).
+    skip: Mapping[str, FrozenSet[int]] = field(default_factory=dict)
 
 
 class PlayExecutor:
@@ -658,7 +661,7 @@ class PlayExecutor:
     def _call(self, host: str, step: Step, active: List[str],
               via: Optional[str] = None) -> HostCall:
         wire = self._wire(host, step, active)
-        first_key = (self._first_reportable(step), 0)
+        first_key = (self._first_reportable(step, self.ctx.skip.get(host, frozenset())), 0)
         where = step.where if isinstance(step, ControllerStep) else Where.TARGET
         if where == Where.CONTROLLER:
             return HostCall(host=host, spec=self.hosts[host].spec, wire=wire,
@@ -747,9 +750,9 @@ class PlayExecutor:
         blocks = tuple(to_wire(b) for b in self.plan.program.parents[entry.index])
         return Templar(HostRun(wire, emit=None).variables(to_wire(entry.task), Scope(blocks)))
 
-    def _first_reportable(self, step: Step) -> int:
+    def _first_reportable(self, step: Step, skip: FrozenSet[int] = frozenset()) -> int:
         for entry in self.plan.entries_of(step):
-            if not (entry.implicit and entry.is_flush):
+            if not (entry.implicit and entry.is_flush) and entry.index not in skip:
                 return entry.index
         return step.start
 
@@ -790,7 +793,7 @@ class PlayExecutor:
             if any(e.is_flush for e in self.plan.entries_of(step)) else [],
             "vars": shipped,
             "state": wire_state,
-            "options": self._options(step, active),
+            "options": self._options(step, active, host),
         }
 
     def play_vars(self, host: str) -> Mapping[str, Any]:
@@ -799,8 +802,12 @@ class PlayExecutor:
         own = (self.static_layers.get("host_play") or {}).get(host)
         return {**self.static_layers["play"], **own} if own else self.static_layers["play"]
 
-    def _options(self, step: Step, active: List[str]) -> Dict[str, Any]:
+    def _options(self, step: Step, active: List[str],
+                 host: Optional[str] = None) -> Dict[str, Any]:
         options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
+        skip = sorted(i for i in self.ctx.skip.get(host or "", ()) if step.start <= i < step.end)
+        if skip:
+            options["skip"] = skip
         if self.ctx.options.shape != "2.21":
             options["shape"] = self.ctx.options.shape
         if any(e.is_flush for e in self.plan.entries_of(step)):

@@ -73,6 +73,8 @@ class PlaybookRun:
         #: The current play's ``vars_files`` per host, where their names are
         #: templated (Ansible resolves them per host; the bridge does it).
         self.host_vars_files: Dict[str, Dict[str, Any]] = {}
+        #: The current play's entries a host does not run (``gathering = smart``).
+        self.skip: Dict[str, FrozenSet[int]] = {}
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -144,7 +146,8 @@ class PlaybookRun:
             outside_hostvars=self._outside_hostvars,
             inventory_vars=lambda name: self._inventory_layer(play, name),
             replace_inventory=self._replace_inventory,
-            play_hosts_all=lambda: self._hosts_all(play))
+            play_hosts_all=lambda: self._hosts_all(play),
+            skip=dict(self.skip))
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
                                            "extra": self.extra_vars,

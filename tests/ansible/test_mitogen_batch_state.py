@@ -111,3 +111,99 @@ def test_templated_vars_files_are_resolved_per_host(ansible, ansible_python):
     assert '"msg": "green set by set_fact inv"' in batch.stdout
     assert batch.through_ansible == [], batch.log
     assert batch.steps, "the play did not run natively:\n%s" % batch.log
+
+
+SMART_PLAYS = """
+- hosts: h1
+  tasks:
+    - debug:
+        msg: "{{ ansible_facts.hostname is defined }}"
+- name: only h2 gathers
+  hosts: web
+  tasks:
+    - debug:
+        msg: "{{ ansible_facts.hostname is defined }}"
+- name: nobody gathers
+  hosts: web
+  tasks:
+    - debug:
+        msg: "{{ ansible_facts.hostname is defined }}"
+"""
+
+
+def test_smart_gathering_gathers_only_where_facts_are_missing(ansible, ansible_python):
+    """``gathering = smart``: a host whose facts Ansible gathered already does
+    not gather again; the play runs natively with gathering for the others."""
+    ansible.write("play.yml", SMART_PLAYS)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory), env={"ANSIBLE_GATHERING": "smart"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    gathered = [block.split("\n\n")[0] for block in batch.stdout.split("TASK [Gathering Facts]")[1:]]
+    assert [line for block in gathered for line in block.splitlines()
+            if line.startswith("ok:")] == ["ok: [h1]", "ok: [h2]"]
+    assert batch.stdout.count("TASK [Gathering Facts]") == 2
+    assert batch.through_ansible == [], batch.log
+    assert batch.steps == ["Batch 0-2 on 1 host(s)", "Batch 0-2 on 2 host(s)",
+                           "Batch 1-1 on 2 host(s)"], batch.log
+
+
+def test_smart_gathering_through_ansible_for_the_hosts_without_facts(ansible, ansible_python):
+    """When the gathering itself runs through Ansible (a templated play
+    ``environment``), Ansible gathers for the hosts without facts only."""
+    ansible.write("play.yml", """
+        - hosts: h1
+          tasks:
+            - debug:
+                msg: "{{ ansible_facts.hostname is defined }}"
+        - hosts: web
+          vars:
+            my_env: {GREETING: hello}
+          environment: "{{ my_env }}"
+          gather_subset: [min]
+          tasks:
+            - command: printenv GREETING
+              register: out
+            - debug:
+                msg: "{{ out.stdout }} {{ ansible_facts.hostname is defined }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory), env={"ANSIBLE_GATHERING": "smart"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "hello True"') == 2
+    # the second play's gathering (entry 0) on h2 only, then its tasks (they
+    # inherit the templated environment too)
+    assert batch.through_ansible == ["AnsibleStep 0 on 1 host(s)", "AnsibleStep 2 on 2 host(s)",
+                                     "AnsibleStep 3 on 2 host(s)"], batch.log
+
+
+def test_fact_gathering_options_run_natively(ansible, ansible_python):
+    """gather_subset, gather_timeout and fact_path on the play, and a gathering
+    made conditional by ``import_playbook ... when``: the runner's setup takes
+    them; the plays run natively."""
+    ansible.write("facts.d/custom.fact", '{"answer": 42}\n')
+    ansible.write("options.yml", """
+        - hosts: web
+          gather_subset: [min]
+          gather_timeout: 20
+          fact_path: "{{ playbook_dir }}/facts.d"
+          tasks:
+            - debug:
+                msg: >-
+                  {{ ansible_local.custom.answer }} {{ ansible_facts.system }}
+                  {{ ansible_facts.hostname is defined }}
+    """)
+    ansible.write("play.yml", """
+        - import_playbook: options.yml
+        - import_playbook: options.yml
+          when: inventory_hostname == 'h1'
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "42 Linux True"') == 3
+    assert "skipping: [h2]" in batch.stdout
+    assert batch.through_ansible == [], batch.log
+    assert batch.steps == ["Batch 0-2 on 2 host(s)", "Batch 0-2 on 2 host(s)"], batch.log
