@@ -411,7 +411,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     if skip_gather and len(skip_gather) == len(iterator._host_states):
         gather = False  # every host has its facts: nobody gathers
     gather_ir = None
-    if gather and (gather_task.args or gather_task.when):
+    if gather and gather_task is not None and (gather_task.args or gather_task.when):
         # gather_subset/gather_timeout/fact_path, a playbook's conditional:
         # the gathering is a task of its own (the runner's setup takes them;
         # what it refuses runs through Ansible, for that task only).
