@@ -239,7 +239,8 @@ class PlaybookRun:
     def _inventory_layer(self, play: Play, host: str) -> Dict[str, Any]:
         """A host's inventory layer: role defaults, host and group vars, group_names."""
         inventory_vars = dict(play.role_defaults)
-        inventory_vars.update(inv.host_vars(self.inventory, host))
+        if host in self.inventory.hosts:  # (refresh_inventory may have dropped it)
+            inventory_vars.update(inv.host_vars(self.inventory, host))
         inventory_vars["group_names"] = inv.group_names(self.inventory, host)
         return inventory_vars
 
