@@ -63,8 +63,9 @@ _BRIDGE_INCLUDES = frozenset({"include_tasks", "include_role"})
 #: (their variables come back from Ansible's variable manager, their inventory
 #: changes from their results, as for ioc's own add_host/group_by).
 _BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
-#: refresh_inventory re-reads Ansible's inventory sources in the main process.
-_BRIDGE_META_UNSUPPORTED = frozenset({"refresh_inventory"})
+#: refresh_inventory re-reads Ansible's inventory sources in the main process:
+#: it runs there (``_execute_meta``), and ioc's copy of the inventory follows.
+_BRIDGE_META_PER_TASK = frozenset({"refresh_inventory"})
 
 
 # -- version gate -------------------------------------------------------------------
@@ -143,6 +144,21 @@ class Converted:
     reasons: Dict[int, str] = dataclasses.field(default_factory=dict)
     #: The converter that made ``play`` (it converts what dynamic includes load).
     converter: Any = None
+    #: Per host, the ``vars_files`` values that differ between the play's hosts
+    #: (templated file names); the IR's ``vars_files`` holds the shared ones.
+    host_vars_files: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Fact gathering as an IR task of its own (it has options or a ``when``).
+    gather_ir: Optional[Task] = None
+    #: ``gathering = smart``: hosts that do not gather (their facts are cached).
+    skip_gather: Tuple[str, ...] = ()
+
+    def gather_index(self, program: Any) -> Optional[int]:
+        """The program entry that gathers facts (implicit or :attr:`gather_ir`)."""
+        for entry in program.entries:
+            if (entry.implicit and entry.task.action == "gather_facts") or \
+                    (self.gather_ir is not None and entry.task is self.gather_ir):
+                return entry.index
+        return None
 
     def fallback(self, task: Task) -> Optional[str]:
         """The planner's ``fallback`` predicate."""
@@ -234,8 +250,8 @@ class _Converter:
         if dynamic and handler:
             self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
         raw = plain(task.args or {})
-        if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_UNSUPPORTED:
-            self.fail(task, "meta: %s runs through Ansible's linear strategy" % raw["_raw_params"])
+        if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
+            self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
         if "." in action or (action not in self.caps_actions and action != "meta"):
             self.refuse("module %s has no native ioc implementation" % action)
         if action in _BRIDGE_PER_TASK:
@@ -459,20 +475,31 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     from ansible import constants as C
 
     play = iterator._play
-    vars_files = _static_vars_files(play, loader)
-    if C.DEFAULT_GATHERING not in ("implicit", "explicit"):
-        raise Fallback("gathering = %s runs through Ansible's linear strategy"
-                       % C.DEFAULT_GATHERING)
+    if any(_templated_vars_file(entry) for entry in play.vars_files or ()):
+        vars_files, host_vars_files = _per_host_vars_files(iterator, loader)
+    else:
+        vars_files, host_vars_files = _static_vars_files(play, loader), {}
+    gathering = C.DEFAULT_GATHERING
+    if gathering not in ("implicit", "explicit", "smart"):
+        raise Fallback("gathering = %s runs through Ansible's linear strategy" % gathering)
     blocks = list(iterator._blocks)
     converter = _Converter(play, caps_actions, loader, iterator._variable_manager)
     setup = blocks.pop(0)
     gather_task = setup.block[0] if setup.block else None
-    if gather_task is not None and (gather_task.args or gather_task.when):
-        raise Fallback("fact gathering options run through Ansible's linear strategy")
     implied = play.gather_facts is None or bool(play.gather_facts)
     gather = gather_task is not None and (
-        (C.DEFAULT_GATHERING == "implicit" and implied)
-        or (C.DEFAULT_GATHERING == "explicit" and bool(play.gather_facts)))
+        (gathering in ("implicit", "smart") and implied)
+        or (gathering == "explicit" and bool(play.gather_facts)))
+    skip_gather = _smart_skip(iterator) if gather and gathering == "smart" else []
+    if skip_gather and len(skip_gather) == len(iterator._host_states):
+        gather = False  # every host has its facts: nobody gathers
+    gather_ir = None
+    if gather and gather_task is not None and (gather_task.args or gather_task.when):
+        # gather_subset/gather_timeout/fact_path, a playbook's conditional:
+        # the gathering is a task of its own (the runner's setup takes them;
+        # what it refuses runs through Ansible, for that task only).
+        gather_ir = converter.task(gather_task)
+        gather = False
     sections: List[List[Any]] = [[]]
     if play.force_handlers:
         # Ansible wraps each section in a block whose always is the flush (a
@@ -488,6 +515,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     if len(sections) != 4 or sections[-1]:
         raise Fallback("an unexpected play layout (%d sections)" % len(sections))
     pre, main, post = (converter.section(s) for s in sections[:3])
+    if gather_ir is not None:
+        pre = (gather_ir,) + pre
     handler_tasks = [h for b in play.handlers for h in b.block]
     handlers = tuple(converter.task(h, handler=True) for h in handler_tasks)
     defaults: Dict[str, Any] = {}
@@ -513,7 +542,17 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
                      handlers=tuple(handler_tasks), reasons=converter.reasons,
-                     converter=converter)
+                     converter=converter,
+                     host_vars_files=host_vars_files, gather_ir=gather_ir,
+                     skip_gather=tuple(skip_gather) if gather or gather_ir else ())
+
+
+def _smart_skip(iterator: Any) -> List[str]:
+    """``gathering = smart``: the play's hosts whose facts Ansible has gathered
+    already (``_ansible_facts_gathered`` in the fact cache, as the PlayIterator
+    asks), decided at the play's start like the iterator: they do not gather."""
+    vm = iterator._variable_manager
+    return [plain(name) for name in iterator._host_states if vm._facts_gathered_for_host(name)]
 
 
 def _forced_section(block: Any) -> List[Any]:
@@ -531,13 +570,10 @@ def _forced_section(block: Any) -> List[Any]:
 def _static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
     """The play's ``vars_files`` merged in order, read with Ansible's own loader.
 
-    A templated name (or a first-found list) is resolved per host by
-    Ansible's variable manager: such a play runs through linear.
+    (A templated name or a first-found list: :func:`_per_host_vars_files`.)
     """
     merged: Dict[str, Any] = {}
     for entry in play.vars_files or ():
-        if not isinstance(entry, str) or "{{" in entry or "{%" in entry:
-            raise Fallback("a templated vars_files entry runs through Ansible's linear strategy")
         data = loader.load_from_file(loader.path_dwim(entry), unsafe=True)
         if data is None:
             continue
@@ -545,6 +581,87 @@ def _static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
             raise Fallback("vars_files %s is not a mapping" % entry)
         merged.update(plain(data))
     return merged
+
+
+def _templated_vars_file(entry: Any) -> bool:
+    """A first-found list or a templated name: Ansible resolves it per host."""
+    return not isinstance(entry, str) or "{{" in entry or "{%" in entry
+
+
+def _per_host_vars_files(iterator: Any, loader: Any) -> Tuple[Dict[str, Any],
+                                                                Dict[str, Dict[str, Any]]]:
+    """``vars_files`` with templated names or first-found lists, resolved per host.
+
+    Exactly as Ansible's ``VariableManager.get_vars`` does it for a host: each
+    entry (a list: the first file found) templated with the host's
+    variables and the entries read before it, found with
+    ``path_dwim_relative_stack`` over the play's search path (``vars/``
+    included), read with Ansible's loader; a list where no file exists adds
+    nothing. Returns the values every host shares (the IR's ``vars_files``)
+    and, per host, those that differ. A name whose template is undefined for
+    a host (Ansible skips it with a warning, and may read it once facts are
+    gathered) or a differing value that is itself a template (the planner
+    could not see what it reads) still needs the linear strategy.
+    """
+    from ansible.errors import AnsibleFileNotFound, AnsibleUndefinedVariable
+    from ansible.vars.manager import preprocess_vars
+    try:
+        from ansible._internal._templating._engine import TemplateEngine as Templar
+    except ImportError:  # pragma: no cover - 2.19 has it too
+        from ansible.template import Templar  # type: ignore[no-redef]
+
+    play = iterator._play
+    vm = iterator._variable_manager
+    per_host: Dict[str, Dict[str, Any]] = {}
+    for name in iterator._host_states:
+        host = vm._inventory.get_host(name)
+        if host is None:
+            continue
+        variables = vm.get_vars(play=play, host=host, include_hostvars=False)
+        merged: Dict[str, Any] = {}
+        for entry in play.get_vars_files():
+            templar = Templar(loader=loader, variables={**variables, **merged})
+            for choice in entry if isinstance(entry, list) else [entry]:
+                try:
+                    file_name = templar.template(choice)
+                except AnsibleUndefinedVariable:
+                    raise Fallback("vars_files entry %r is undefined for %s: it runs through "
+                                   "Ansible's linear strategy" % (plain(entry), name)) from None
+                if not isinstance(file_name, str):
+                    raise Fallback("vars_files entry %r is not a file name" % (plain(entry),))
+                try:
+                    found = loader.path_dwim_relative_stack(play.get_search_path(), "vars",
+                                                            file_name)
+                    data = preprocess_vars(loader.load_from_file(
+                        found, unsafe=True, cache="vaulted", trusted_as_template=True))
+                except AnsibleFileNotFound:
+                    continue
+                for item in data or ():
+                    merged.update(plain(item))
+                break
+        per_host[plain(name)] = merged
+    shared: Dict[str, Any] = {}
+    if per_host:
+        first, *others = per_host.values()
+        shared = {k: v for k, v in first.items()
+                  if all(k in o and o[k] == v for o in others)}
+    differing = {host: {k: v for k, v in values.items() if k not in shared}
+                 for host, values in per_host.items()}
+    for values in differing.values():
+        if any(_has_template(v) for v in values.values()):
+            raise Fallback("a vars_files value that differs per host is a template: the play "
+                           "runs through Ansible's linear strategy")
+    return shared, {h: v for h, v in differing.items() if v}
+
+
+def _has_template(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(_has_template(k) or _has_template(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_template(v) for v in value)
+    return False
 
 
 def _play_location(play: Any) -> Tuple[str, int]:
@@ -620,7 +737,6 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], None],
                 receive: Optional[Callable[[], Any]] = None) -> Dict[str, Any]:
     from ioc.callbacks import Callback
-    from ioc.controller.connection import spec_for
     from ioc.controller.play import HostStatus, PlayExecutor, PlaySink
     from ioc.controller.playbook import PlaybookRun
     from ioc.model import Playbook
@@ -661,8 +777,6 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
             return super().run_step(step, active)
 
         def after_step(self, step, active, outcome):
-            if getattr(step, "where", None) == "ansible":
-                run.outside = None  # Ansible may have changed them (add_host, facts)
             if getattr(step, "where", None) == "ansible" and not getattr(step, "handlers", ()):
                 # Ansible itself gave every host what the task registered (a
                 # run_once result reaches all, a host-loop bypass's only the
@@ -710,43 +824,44 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
                       "ansible_done")
 
     class BridgeRun(PlaybookRun):
-        """The inventory beyond the play's hosts comes from the parent, when needed."""
+        """Variables of the inventory hosts the parent sent by name only come on demand."""
 
-        outside: Optional[Dict[str, Dict[str, Any]]] = None
+        def fetch(self, names: Sequence[str]) -> None:
+            """Ask the parent once for the variables of ``names`` it did not send."""
+            wanted = [n for n in names if n in self.inventory.hosts and n not in fetched
+                      and not self.inventory.hosts[n].vars]
+            if not wanted:
+                return
+            fetched.update(wanted)
+            hosts = dict(self.inventory.hosts)
+            for name, layers in parent(("outside", wanted), "outside_done")["hosts"].items():
+                hosts[name] = Host(name, {k: v for k, v in layers["inventory"].items()
+                                          if k != "group_names"})
+                memory = self.memory.setdefault(name, {})
+                for layer in ("facts", "runtime", "include_vars"):  # this run's own win
+                    memory[layer] = {**layers.get(layer, {}), **memory.get(layer, {})}
+            self.inventory = dataclasses.replace(self.inventory, hosts=hosts)
 
-        def fetch_outside(self) -> Dict[str, Dict[str, Any]]:
-            if self.outside is None:
-                names = request.get("outside") or []
-                self.outside = parent(("outside", names), "outside_done")["hosts"] \
-                    if names else {}
-            return self.outside
+        def _outside_hostvars(self, inside):
+            self.fetch([n for n in self.inventory.hosts if n not in inside])
+            return super()._outside_hostvars(inside)
 
-        def _outside_hosts(self, play, inside):
-            out = super()._outside_hosts(play, inside)
-            for name, layers in self.fetch_outside().items():
-                if name not in inside:
-                    memory = self.memory.get(name, {})  # delegate_facts since
-                    out[name] = dict(layers, **{
-                        layer: {**layers.get(layer, {}), **memory.get(layer, {})}
-                        for layer in ("facts", "runtime")})
-            return out
+        def _connection_of(self, play, name):
+            self.fetch([name])  # a delegate outside the play
+            return super()._connection_of(play, name)
 
         def _store_facts(self, host, values, layer="facts"):
             # delegate_facts for a host outside the play: Ansible keeps them too
             super()._store_facts(host, values, layer)
             send(("store", host, values, layer))
 
-        def _connection_of(self, play, name):
-            if name in (request.get("outside") or ()):
-                layers = self.fetch_outside().get(name, {})
-                return spec_for(name, {**play.role_defaults, **layers.get("inventory", {}),
-                                       **play.vars, **play.vars_files, **self.extra_vars})
-            return super()._connection_of(play, name)
-
+    fetched: set = set()
     planned = request["planned"]
     run = BridgeRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
                     PlayLevel(), request["options"])
     run.memory = request["memory"]
+    run.host_vars_files = request.get("host_vars_files") or {}
+    run.skip = {host: frozenset(indexes) for host, indexes in (request.get("skip") or {}).items()}
     run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
     run._removed_in_play = set(request.get("removed") or ())
     base = run._executor(planned, list(request["hosts"]), connector)
@@ -795,6 +910,9 @@ def _ansible_walk(wire: Dict[str, Any], index: int, given: Optional[Dict[str, An
                 return Failure(failed_task_wire(task), given["result"])
             return None
 
+        def run_meta(self, node, scope):  # a play-wide meta Ansible runs (refresh_inventory)
+            return self.run_task([node["i"], 0], node["t"], scope)
+
     walk = Walk()
     walk.run()
     return walk
@@ -819,6 +937,8 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
 
     reached: List[Tuple[str, bool]] = []
     for host in active:
+        if index in executor.ctx.skip.get(host, ()):
+            continue  # gathering = smart: this host's facts are gathered already
         walk = _ansible_walk(wire(host), index, None)
         if walk.reached is not None:
             reached.append((host, walk.reached))
@@ -832,6 +952,8 @@ def _run_through_ansible(executor: Any, step: Any, active: List[str],
         return outcome
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
     reply = ask(index, reached, bool(step.once))
+    if reply.get("inventory") is not None:  # refresh_inventory: Ansible's new inventory
+        executor.replace_inventory(reply["inventory"], reply.get("hosts_all"))
     for host, layers in (reply.get("vars") or {}).items():
         state = executor.hosts.get(host)
         if state is None:
@@ -1260,8 +1382,6 @@ class _PlayRun:
         self.is_handler = False
         self.handler_objects = list(self.converted.handlers)
         self.ended = False
-        #: Inventory hosts sent by name only (their variables on request).
-        self.outside: List[str] = []
         #: The current step's dynamic include results, as sent to the callbacks.
         self.include_results: List[Any] = []
         #: Per host, the item results of a looped include, until its final result.
@@ -1291,42 +1411,52 @@ class _PlayRun:
                              # -K / --become-password-file (variables still win).
                              become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
-                "outside": list(self.outside),
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
-                "options": options,
+                "options": options, "host_vars_files": self.converted.host_vars_files,
+                "skip": self._skip(),
                 # ansible_play_hosts_all/ansible_play_hosts span every serial batch
                 "hosts_all": [plain(n) for n in (self.s._hosts_cache_all or names)],
                 "removed": [plain(n) for n in getattr(self.play, "_removed_hosts", ())
                             if n not in names]}
 
+    def _skip(self) -> Dict[str, List[int]]:
+        """Per host, the entries it does not run: gathering where ``gathering =
+        smart`` finds its facts gathered already."""
+        index = self.converted.gather_index(self.program) if self.converted.skip_gather else None
+        if index is None:
+            return {}
+        return {name: [index] for name in self.converted.skip_gather}
+
     def _inventory(self) -> Inventory:
+        """ioc's copy of Ansible's inventory: every host (``groups`` and
+        ``hostvars`` span the whole inventory), in Ansible's order; the
+        variables of the play's pattern, its hosts and their ``mitogen_via``
+        hosts, and of every host when the play reads other hosts' variables
+        (only then: ``get_vars`` per host costs)."""
         from ansible import constants as C
 
         inventory = self.s._inventory
-        hosts: Dict[str, Host] = {}
-        for host in inventory.get_hosts(self.play.hosts, ignore_restrictions=True) + \
-                [h for h in self.hosts.values()]:
-            if host.name in hosts:
-                continue
-            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
-        # The rest of the inventory by name only (``groups``, patterns): the
-        # dispatcher asks for their variables when a step reads their
-        # hostvars or connects to one (outside_hosts).
-        everyone = [plain(h.name) for h in inventory.get_hosts("all", ignore_restrictions=True)]
-        self.outside = [name for name in everyone if name not in hosts]
-        hosts = {name: hosts.get(name) or Host(name, {}) for name in everyone + list(hosts)}
-        # mitogen_via hosts (and theirs) need their connection settings too.
-        wanted = [str(h.vars["mitogen_via"]) for h in hosts.values() if h.vars.get("mitogen_via")]
+        play_hosts = inventory.get_hosts(self.play.hosts, ignore_restrictions=True) + \
+            list(self.hosts.values())
+        known = {h.name: h for h in inventory.get_hosts("all", ignore_limits=True,
+                                                        ignore_restrictions=True)}
+        for host in play_hosts:  # the implicit localhost is in no group
+            known.setdefault(host.name, host)
+        everyone = _reads_hostvars(self.planned.plan)
+        variables: Dict[str, Dict[str, Any]] = {}
+        wanted = list(known.values()) if everyone else list(play_hosts)
         while wanted:
-            name = wanted.pop()
-            host = inventory.get_host(name)
-            if host is None or (name in hosts and name not in self.outside):
+            host = wanted.pop(0)
+            if host.name in variables:
                 continue
-            if name in self.outside:
-                self.outside.remove(name)
-            hosts[plain(host.name)] = Host(plain(host.name), self._host_vars(host, C))
-            if hosts[plain(host.name)].vars.get("mitogen_via"):
-                wanted.append(str(hosts[plain(host.name)].vars["mitogen_via"]))
+            variables[host.name] = self._host_vars(host, C)
+            # mitogen_via hosts (and theirs) need their connection settings too.
+            via = variables[host.name].get("mitogen_via")
+            if via and inventory.get_host(str(via)) is not None:
+                via_host = inventory.get_host(str(via))
+                known.setdefault(via_host.name, via_host)
+                wanted.append(via_host)
+        hosts = {plain(name): Host(plain(name), variables.get(name, {})) for name in known}
         groups = {}
         for name, group in inventory.groups.items():
             groups[plain(name)] = Group(plain(name), hosts=tuple(
@@ -1422,6 +1552,8 @@ class _PlayRun:
         self.is_handler = False
         rescuable = dict(reached)
         hosts = [self.hosts[name] for name, _ in reached]
+        if entry.task.action == "meta":
+            return self._meta_through_ansible(task, hosts)
         iterator, tqm, strategy = self.iterator, self.tqm, self.s
         before = {name: self._layers(name) for name in self.hosts}
         # Every play host's: a failed run_once task marks them all failed.
@@ -1687,6 +1819,27 @@ class _PlayRun:
         tqm._unreachable_hosts.update(unreachable_hosts)
         return {"hosts": outcomes, "vars": changed}
 
+    def _meta_through_ansible(self, task: Any, hosts: List[Any]) -> Dict[str, Any]:
+        """A play-wide meta action (refresh_inventory) as linear runs it: once,
+        for the first host, by the strategy's ``_execute_meta`` (which sends the
+        task start and resets the hosts caches; no result callback, no stats).
+
+        The reply carries the inventory as Ansible now has it, for the
+        dispatcher to take over: later native tasks see its groups, host
+        variables and connections.
+        """
+        results = self.s._execute_meta(task, self.play_context, self.iterator, hosts[0])
+        inventory = self.s._inventory
+        # Ansible made new Host objects: the play's hosts are its new ones.
+        self.hosts = {name: inventory.get_host(name) or host for name, host in self.hosts.items()}
+        outcomes = {}
+        for task_result in results:
+            host, outcome, _, _ = _outcome(task_result)
+            outcome["notify"] = []
+            outcomes[host] = outcome
+        return {"hosts": outcomes, "vars": {}, "inventory": self._inventory(),
+                "hosts_all": [plain(n) for n in self.s._hosts_cache_all or ()]}
+
     def _task_vars(self, host: Any) -> Tuple[Dict[str, Any], Any]:
         try:
             from ansible._internal._templating._engine import TemplateEngine as Templar
@@ -1854,6 +2007,8 @@ class _PlayRun:
         action = self.ir_task.action
         if action in ("setup", "gather_facts"):
             self.vm.set_host_facts(host, plain(facts))
+            if action == "gather_facts":  # as Ansible's gather_facts action marks it
+                self.vm.set_host_facts(host, {"_ansible_facts_gathered": True})
         elif action == "set_fact":
             self.vm.set_nonpersistent_facts(host, plain(facts))
             if result.get("ansible_facts_cacheable") or self.ir_task.args.get("cacheable"):
@@ -1940,6 +2095,11 @@ def _include_failed(strategy: Any, included_file: Any, ex: Exception) -> Dict[st
         tqm.send_callback("v2_runner_on_failed", r)
         out[plain(r.host.name)] = str(utr.msg)
     return out
+
+
+def _reads_hostvars(plan: Any) -> bool:
+    """Whether any step of ``plan`` reads other hosts' variables (``hostvars``)."""
+    return not plan.hostvars or any(attrs is None or attrs for attrs in plan.hostvars)
 
 
 def _bypasses(task: Any) -> bool:

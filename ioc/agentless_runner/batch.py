@@ -125,6 +125,9 @@ class HostRun(object):
         self.tree = batch["tree"]
         self.handlers = batch.get("handlers", [])
         self.options = batch.get("options", {})
+        #: Entries this host does not run at all (no event): ``gathering =
+        #: smart`` leaves out fact gathering where facts are gathered already.
+        self.skip = frozenset(self.options.get("skip") or ())
         results.SHAPE[0] = self.options.get("shape", "2.21")
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
@@ -212,6 +215,8 @@ class HostRun(object):
             return None
         if index >= self.end:
             raise BatchEnd()
+        if index in self.skip:
+            return None
         task = node["t"]
         if task["action"] == "meta":
             return self.run_meta(node, scope)

@@ -228,11 +228,19 @@ class PlayContext:
     replan: Optional[Callable[[Play], Plan]] = None
     #: A host's current ``group_names`` (group_by/add_host change them).
     group_names: Optional[Callable[[str], List[str]]] = None
-    #: The inventory's hosts outside this executor (not in the play, or in
-    #: another serial batch), for ``hostvars``: name -> their variable layers
-    #: (``inventory`` with ``group_names``, ``facts``, ``runtime``,
-    #: ``include_vars``), as of now. None: only the executor's hosts.
-    outside_hosts: Optional[Callable[[Sequence[str]], Dict[str, Dict[str, Any]]]] = None
+    #: ``hostvars`` of the inventory's hosts outside this executor (hosts
+    #: add_host or refresh_inventory brought, other serial batches), given
+    #: the names the executor has itself.
+    outside_hostvars: Optional[Callable[[FrozenSet[str]], Dict[str, Dict[str, Any]]]] = None
+    #: A host's inventory layer as the run has it now (after refresh_inventory).
+    inventory_vars: Optional[Callable[[str], Dict[str, Any]]] = None
+    #: Installs another inventory (Ansible re-read its sources); None: cannot.
+    replace_inventory: Optional[Callable[[Any], None]] = None
+    #: ``ansible_play_hosts_all`` as the current inventory makes it.
+    play_hosts_all: Optional[Callable[[], List[str]]] = None
+    #: Per host, entries it does not run at all, no event (``gathering =
+    #: smart``: fact gathering where Ansible has gathered facts already).
+    skip: Mapping[str, FrozenSet[int]] = field(default_factory=dict)
 
 
 class PlayExecutor:
@@ -256,7 +264,7 @@ class PlayExecutor:
         self._rescuable = _rescuable_blocks(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
         self.removed = removed
-        #: ``ctx.outside_hosts`` for the current step (fetched when a step reads hostvars).
+        #: ``hostvars`` of inventory hosts outside the play, once per step.
         self._outside: Optional[Dict[str, Dict[str, Any]]] = None
 
     # -- the loop ----------------------------------------------------------------
@@ -612,6 +620,28 @@ class PlayExecutor:
         for meta in ("clear_host_errors", "refresh_inventory"):
             if meta in metas:
                 self.ctx.play_meta(meta, active)
+        if "refresh_inventory" in metas:
+            self.inventory_changed()
+
+    def replace_inventory(self, inventory: Any, hosts_all: Optional[List[str]] = None) -> None:
+        """Ansible re-read its inventory (``meta: refresh_inventory``): take it over."""
+        if self.ctx.replace_inventory is None:
+            raise RuntimeError("this run cannot replace its inventory")
+        self.ctx.replace_inventory(inventory)
+        self.inventory_changed(hosts_all)
+
+    def inventory_changed(self, hosts_all: Optional[List[str]] = None) -> None:
+        """After refresh_inventory: the play's hosts take their new inventory
+        variables and connections (the play keeps its hosts, as linear's
+        iterator does), ``ansible_play_hosts_all`` the pattern's new hosts."""
+        for name, state in self.hosts.items():
+            if self.ctx.inventory_vars is not None:
+                state.inventory_vars = self.ctx.inventory_vars(name)
+            state.spec = self.ctx.connection_of(name)
+        if hosts_all is None and self.ctx.play_hosts_all is not None:
+            hosts_all = self.ctx.play_hosts_all()
+        if hosts_all is not None:
+            self.magic = {**self.magic, "ansible_play_hosts_all": list(hosts_all)}
 
     def _any_errors_fatal(self, step: Step) -> bool:
         play_wide = _set(self.plan.program.play.any_errors_fatal)
@@ -655,7 +685,7 @@ class PlayExecutor:
     def _call(self, host: str, step: Step, active: List[str],
               via: Optional[str] = None) -> HostCall:
         wire = self._wire(host, step, active)
-        first_key = (self._first_reportable(step), 0)
+        first_key = (self._first_reportable(step, self.ctx.skip.get(host, frozenset())), 0)
         where = step.where if isinstance(step, ControllerStep) else Where.TARGET
         if where == Where.CONTROLLER:
             return HostCall(host=host, spec=self.hosts[host].spec, wire=wire,
@@ -695,7 +725,7 @@ class PlayExecutor:
             return None
         state = self.hosts[host]
         wire = {"host": host, "start": step.start, "end": step.end, "tree": [],
-                "vars": {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+                "vars": {"inventory": state.inventory_vars, "play": self.play_vars(host),
                          "extra": self.static_layers["extra"],
                          "magic": {**self.magic, "inventory_hostname": host,
                                    "group_names": state.inventory_vars.get("group_names", [])}},
@@ -766,9 +796,9 @@ class PlayExecutor:
         blocks = tuple(to_wire(b) for b in self.plan.program.parents[entry.index])
         return Templar(HostRun(wire, emit=None).variables(to_wire(entry.task), Scope(blocks)))
 
-    def _first_reportable(self, step: Step) -> int:
+    def _first_reportable(self, step: Step, skip: FrozenSet[int] = frozenset()) -> int:
         for entry in self.plan.entries_of(step):
-            if not (entry.implicit and entry.is_flush):
+            if not (entry.implicit and entry.is_flush) and entry.index not in skip:
                 return entry.index
         return step.start
 
@@ -786,7 +816,7 @@ class PlayExecutor:
                          h for h in self.magic.get("ansible_play_hosts_all", self.order)
                          if h not in self.removed
                          and (h not in self.hosts or self.hosts[h].active)])
-        static = {"inventory": state.inventory_vars, "play": self.static_layers["play"],
+        static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"]}
         names = None if self.reads is None else closure.close_over(
             self.reads, [static["extra"], state.included, static["play"], static["inventory"]])
@@ -809,11 +839,21 @@ class PlayExecutor:
             if any(e.is_flush for e in self.plan.entries_of(step)) else [],
             "vars": shipped,
             "state": wire_state,
-            "options": self._options(step, active),
+            "options": self._options(step, active, host),
         }
 
-    def _options(self, step: Step, active: List[str]) -> Dict[str, Any]:
+    def play_vars(self, host: str) -> Mapping[str, Any]:
+        """The play layer ``host`` sees: play vars, then vars_files (per host
+        when their names are templated: ``static_layers["host_play"]``)."""
+        own = (self.static_layers.get("host_play") or {}).get(host)
+        return {**self.static_layers["play"], **own} if own else self.static_layers["play"]
+
+    def _options(self, step: Step, active: List[str],
+                 host: Optional[str] = None) -> Dict[str, Any]:
         options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
+        skip = sorted(i for i in self.ctx.skip.get(host or "", ()) if step.start <= i < step.end)
+        if skip:
+            options["skip"] = skip
         if self.ctx.options.shape != "2.21":
             options["shape"] = self.ctx.options.shape
         if any(e.is_flush for e in self.plan.entries_of(step)):
@@ -841,30 +881,26 @@ class PlayExecutor:
         return out
 
     def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
-        """Other hosts' variables as of this step's start (L6.6), as far as read:
-        the play's hosts, and every other inventory host (``hostvars`` spans the
-        inventory, as Ansible's does)."""
+        """Other hosts' variables as of this step's start (L6.6), as far as read."""
         out: Dict[str, Any] = {}
-        layers = [(name, other.inventory_vars, other.facts, other.included, other.runtime)
-                  for name, other in self.hosts.items()]
-        if self.ctx.outside_hosts is not None:
-            if self._outside is None:  # once per step: it does not change within one
-                self._outside = self.ctx.outside_hosts(self.order)
-            layers += [(name, v.get("inventory", {}), v.get("facts", {}),
-                        v.get("include_vars", {}), v.get("runtime", {}))
-                       for name, v in self._outside.items()]
-        for name, inventory_vars, facts, included, runtime in layers:
+        for name, other in self.hosts.items():
             if name == host:
                 continue
-            facts_layer = {**facts, "ansible_facts": {
-                (k[8:] if k.startswith("ansible_") else k): v for k, v in facts.items()}}
-            merged = {**inventory_vars, **facts_layer, **self.static_layers["play"],
-                      **included, **runtime, **self.static_layers["extra"],
-                      "inventory_hostname": name}
+            facts_layer = {**other.facts, "ansible_facts": {
+                (k[8:] if k.startswith("ansible_") else k): v for k, v in other.facts.items()}}
+            # No play variables: Ansible's HostVars have no play context.
+            merged = {**other.inventory_vars, **facts_layer, **other.included, **other.runtime,
+                      **self.static_layers["extra"], "inventory_hostname": name}
             if self.ctx.group_names is not None:
                 merged["group_names"] = self.ctx.group_names(name)
             out[name] = merged if attrs is None else {
                 k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
+        if self.ctx.outside_hostvars is not None:
+            if self._outside is None:
+                self._outside = self.ctx.outside_hostvars(frozenset(self.hosts))
+            for name, merged in self._outside.items():
+                out[name] = merged if attrs is None else {
+                    k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         return out
 
     def _attach_payloads(self, wire: Dict[str, Any], step: Step, connection: str) -> None:

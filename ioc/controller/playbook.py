@@ -5,7 +5,7 @@ import logging
 import os
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set
 
 from ioc import inventory as inv
 from ioc.callbacks import Callback, Stats
@@ -73,6 +73,11 @@ class PlaybookRun:
         #: The current play's hosts (all serial batches) and those it lost so far.
         self._play_hosts_all: List[str] = []
         self._removed_in_play: Set[str] = set()
+        #: The current play's ``vars_files`` per host, where their names are
+        #: templated (Ansible resolves them per host; the bridge does it).
+        self.host_vars_files: Dict[str, Dict[str, Any]] = {}
+        #: The current play's entries a host does not run (``gathering = smart``).
+        self.skip: Dict[str, FrozenSet[int]] = {}
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -146,10 +151,16 @@ class PlaybookRun:
             store_facts=self._store_facts, play_meta=self._play_meta,
             load_include=None if self.load_include is None else self._load_include,
             replan=self._replan,
-            outside_hosts=lambda inside: self._outside_hosts(play, inside))
+            outside_hostvars=self._outside_hostvars,
+            inventory_vars=lambda name: self._inventory_layer(play, name),
+            replace_inventory=self._replace_inventory,
+            play_hosts_all=lambda: self._hosts_all(play),
+            skip=dict(self.skip))
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
-                                           "extra": self.extra_vars},
+                                           "extra": self.extra_vars,
+                                           "host_play": {h: self.host_vars_files[h] for h in hosts
+                                                         if h in self.host_vars_files}},
                             magic=self._magic(play, hosts),
                             removed=frozenset(self._removed_in_play))
 
@@ -188,7 +199,33 @@ class PlaybookRun:
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
         return spec_for(name, {**play.role_defaults, **hostvars, **play.vars, **play.vars_files,
-                               **self.extra_vars})
+                               **self.host_vars_files.get(name, {}), **self.extra_vars})
+
+    def _replace_inventory(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+
+    def _hosts_all(self, play: Play) -> List[str]:
+        """``ansible_play_hosts_all`` from the current inventory (after refresh_inventory)."""
+        self._play_hosts_all = [h for h in inv.match_hosts(self.inventory, play.hosts, self.limit)
+                                if h not in self.lost]
+        return list(self._play_hosts_all)
+
+    def _outside_hostvars(self, inside: FrozenSet[str]) -> Dict[str, Dict[str, Any]]:
+        """``hostvars`` of inventory hosts the play's executor does not have, as
+        Ansible's ``HostVars`` make them (no play variables: no play context)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for name in self.inventory.hosts:
+            if name in inside:
+                continue
+            memory = self.memory.get(name, {})
+            facts = memory.get("facts", {})
+            facts_layer = {**facts, "ansible_facts": {
+                (k[8:] if k.startswith("ansible_") else k): v for k, v in facts.items()}}
+            out[name] = {**inv.host_vars(self.inventory, name), **facts_layer,
+                         **memory.get("include_vars", {}), **memory.get("runtime", {}),
+                         **self.extra_vars, "inventory_hostname": name,
+                         "group_names": inv.group_names(self.inventory, name)}
+        return out
 
     def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
         if "add_host" in result:
@@ -211,30 +248,24 @@ class PlaybookRun:
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
 
-    def _host_state(self, play: Play, host: str) -> HostState:
+    def _inventory_layer(self, play: Play, host: str) -> Dict[str, Any]:
+        """A host's inventory layer: role defaults, host and group vars, group_names."""
         inventory_vars = dict(play.role_defaults)
-        inventory_vars.update(inv.host_vars(self.inventory, host))
-        merged = {**inventory_vars, **play.vars, **play.vars_files, **self.extra_vars}
+        if host in self.inventory.hosts:  # (refresh_inventory may have dropped it)
+            inventory_vars.update(inv.host_vars(self.inventory, host))
         inventory_vars["group_names"] = inv.group_names(self.inventory, host)
+        return inventory_vars
+
+    def _host_state(self, play: Play, host: str) -> HostState:
+        inventory_vars = self._inventory_layer(play, host)
+        merged = {**{k: v for k, v in inventory_vars.items() if k != "group_names"},
+                  **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
+                  **self.extra_vars}
         memory = self.memory.get(host, {})
         return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars,
                          facts=dict(memory.get("facts", {})),
                          runtime=dict(memory.get("runtime", {})),
                          included=dict(memory.get("include_vars", {})))
-
-    def _outside_hosts(self, play: Play, inside: Sequence[str]) -> Dict[str, Dict[str, Any]]:
-        """Every inventory host but ``inside``, with its layers (see PlayContext.outside_hosts)."""
-        out: Dict[str, Dict[str, Any]] = {}
-        skip = set(inside)
-        for name in self.inventory.hosts:
-            if name in skip:
-                continue
-            memory = self.memory.get(name, {})
-            out[name] = {"inventory": {**play.role_defaults, **inv.host_vars(self.inventory, name),
-                                       "group_names": inv.group_names(self.inventory, name)},
-                         "facts": memory.get("facts", {}), "runtime": memory.get("runtime", {}),
-                         "include_vars": memory.get("include_vars", {})}
-        return out
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {

@@ -73,6 +73,8 @@ PLAYBOOKS_219 = (
     "include_role_dynamic",
     "loop_control",
     "loop_item_failure",
+    "meta_refresh_inventory",
+    "meta_refresh_inventory_changes",
     "no_log",
     "outside_the_play",
     "reference_p8",
