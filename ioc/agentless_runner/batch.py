@@ -792,6 +792,11 @@ class HostRun(object):
             queued.discard(number)
             failure = self.run_handler(index, number, handler, scope, queued)
             if failure is not None:
+                if scope.rescuable:
+                    # An explicit flush in a block with a rescue: the rescue
+                    # takes the host, and the handlers it was still to run
+                    # stay notified (announced already) for the next flush.
+                    self.notified.extend(n for n in sorted(queued) if n not in self.notified)
                 return failure
         return None
 

@@ -68,6 +68,7 @@ PLAYBOOKS_219 = (
     "failure_later_plays",
     "handlers_flush",
     "handlers_listen_order",
+    "handlers_rescued_flush",
     "include_dynamic",
     "include_dynamic_failures",
     "include_role_dynamic",
