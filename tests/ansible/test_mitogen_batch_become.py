@@ -1,7 +1,10 @@
 """mitogen_batch with become, ssh settings from ansible.cfg / the CLI, and mitogen_via.
 
 Each run is compared with the linear strategy's, as in test_mitogen_batch.py.
-The become users are the throwaway ones of tests/integration/test_become.py.
+The become users are throwaway ones like those of
+tests/integration/test_become.py, under names of their own: the two files
+may run at the same time on different pytest workers, and each removes its
+users when it is done.
 """
 from __future__ import annotations
 
@@ -10,12 +13,15 @@ import os
 import pytest
 
 from tests.ansible.test_mitogen_batch import Ansible, ansible_python, assert_same_output  # noqa: F401 (fixture)
-from tests.integration.test_become import A, B, B_PASSWORD, TARGET_PYTHON, WRONG_PASSWORD
+from tests.integration.test_become import B_PASSWORD, TARGET_PYTHON, WRONG_PASSWORD
 from tests.integration.test_via import OWNER
 from tests.support import users
 from tests.support.sshd import CLIENT_OPTIONS
 
 pytestmark = pytest.mark.integration
+
+A = "ioc_abec_a"
+B = "ioc_abec_b"
 
 
 @pytest.fixture(scope="module")
