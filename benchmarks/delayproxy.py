@@ -90,6 +90,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import signal
 import socket
 import sys
 import threading
@@ -449,6 +450,10 @@ def main(argv: Optional[List[str]] = None) -> int:
               "%(bytes_c2s)d bytes up, %(bytes_s2c)d bytes down, %(duration).3fs" % d
               + (" (%s)" % d["error"] if d["error"] else ""), flush=True)
 
+    # Ctrl-C (SIGINT) ends the relay even when it was started from a
+    # background job, which inherits SIGINT ignored (Python then installs no
+    # KeyboardInterrupt handler of its own).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     host, port = args.target
     proxy = DelayProxy(host, port, args.delay_ms / 1000.0, listen_host=args.bind,
                        listen_port=args.listen,

@@ -1554,19 +1554,47 @@ class _PlayRun:
         hosts = [self.hosts[name] for name, _ in reached]
         if entry.task.action == "meta":
             return self._meta_through_ansible(task, hosts)
-        iterator, tqm, strategy = self.iterator, self.tqm, self.s
-        before = {name: self._layers(name) for name in self.hosts}
-        # Every play host's: a failed run_once task marks them all failed.
-        saved = {name: iterator.get_state_for_host(name).copy() for name in self.hosts}
-        removed = list(self.play._removed_hosts)
-        failed_hosts, unreachable_hosts = dict(tqm._failed_hosts), dict(tqm._unreachable_hosts)
+        iterator = self.iterator
+        snapshot = self._snapshot()
+        results = self._queue(task, hosts, once, lambda: self.tqm.send_callback(
+            "v2_playbook_on_task_start", task, is_conditional=False))
+        outcomes: Dict[str, Dict[str, Any]] = {}
+        rescued: Dict[str, Any] = {}
+        for task_result in results:
+            host, outcome, raw, failed_task = _outcome(task_result)
+            state = iterator.get_state_for_host(host)
+            saved = snapshot["saved"]
+            earlier = saved[host].handler_notifications if host in saved else []
+            outcome["notify"] = [plain(n) for n in state.handler_notifications if n not in earlier]
+            outcomes[host] = outcome
+            if outcome["status"] == "failed" and not outcome["ignored"] and rescuable.get(host):
+                rescued[host] = (failed_task, raw)
+        return self._restore(outcomes, rescued, snapshot)
+
+    def _snapshot(self) -> Dict[str, Any]:
+        """What ``_restore`` puts back after Ansible ran a task: every play host's
+        variable layers and iterator state (a failed run_once task marks them
+        all failed), ``_removed_hosts``, the TQM's failed/unreachable hosts."""
+        tqm = self.tqm
+        return {"before": {name: self._layers(name) for name in self.hosts},
+                "saved": {name: self.iterator.get_state_for_host(name).copy()
+                          for name in self.hosts},
+                "removed": list(self.play._removed_hosts),
+                "failed_hosts": dict(tqm._failed_hosts),
+                "unreachable_hosts": dict(tqm._unreachable_hosts)}
+
+    def _queue(self, task: Any, hosts: List[Any], once: bool,
+               start: Callable[[], None]) -> List[Any]:
+        """Queue ``task`` for ``hosts`` and collect the results, as linear's loop does
+        (``start`` sends the task's start callback once its name is templated)."""
+        strategy, iterator = self.s, self.iterator
         results: List[Any] = []
         for number, host in enumerate(hosts):
             task_vars, templar = self._task_vars(host)
             run_once = _bypasses(task) or bool(templar.template(task.run_once))
             if number == 0:
                 self._template_name(host.name)
-                self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
+                start()
             strategy._blocked_hosts[host.name] = True
             strategy._queue_task(host, task, task_vars, self.play_context)
             del task_vars
@@ -1575,39 +1603,40 @@ class _PlayRun:
             if run_once or once:
                 break
             results.extend(strategy._process_pending_results(
-                iterator, max_passes=max(1, int(len(tqm._workers) * 0.1))))
+                iterator, max_passes=max(1, int(len(self.tqm._workers) * 0.1))))
         if strategy._pending_results > 0:
             results.extend(strategy._wait_on_pending_results(iterator))
         strategy.update_active_connections(results)
-        outcomes: Dict[str, Dict[str, Any]] = {}
-        rescued: Dict[str, Any] = {}
-        for task_result in results:
-            host, outcome, raw, failed_task = _outcome(task_result)
-            state = iterator.get_state_for_host(host)
-            earlier = saved[host].handler_notifications if host in saved else []
-            outcome["notify"] = [plain(n) for n in state.handler_notifications if n not in earlier]
-            outcomes[host] = outcome
-            if outcome["status"] == "failed" and not outcome["ignored"] and rescuable.get(host):
-                # Ansible's iterator never walked the block: ioc rescues this failure.
-                tqm._stats.decrement("failures", host)
-                tqm._stats.increment("rescued", host)
-                rescued[host] = (failed_task, raw)
+        return results
+
+    def _restore(self, outcomes: Dict[str, Any], rescued: Dict[str, Any],
+                 snapshot: Dict[str, Any]) -> Dict[str, Any]:
+        """After Ansible ran a task or handler: put back what ioc decides itself.
+
+        A failure ioc's block rescues (Ansible's iterator never walked the
+        block) counts ``rescued`` and gives the rescue linear's
+        ``ansible_failed_*``; the iterator's host states, ``_removed_hosts`` and
+        the TQM's failed/unreachable hosts are restored. The reply: each host's
+        outcome and every play host's variables that changed.
+        """
+        tqm = self.tqm
         changed = {}
         for name in self.hosts:
-            delta = _delta(before[name], self._layers(name))
+            delta = _delta(snapshot["before"][name], self._layers(name))
             if delta:
                 changed[name] = delta
         for host, (failed_task, raw) in rescued.items():
-            # What linear gives the rescue (ioc's own walk gives its native tasks the same).
+            tqm._stats.decrement("failures", host)
+            tqm._stats.increment("rescued", host)
             self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": failed_task,
                                                    "ansible_failed_result": raw})
-        for name, state in saved.items():
-            iterator.set_state_for_host(name, state)
-        self.play._removed_hosts[:] = removed
+        for name, state in snapshot["saved"].items():
+            self.iterator.set_state_for_host(name, state)
+        self.play._removed_hosts[:] = snapshot["removed"]
         tqm._failed_hosts.clear()
-        tqm._failed_hosts.update(failed_hosts)
+        tqm._failed_hosts.update(snapshot["failed_hosts"])
         tqm._unreachable_hosts.clear()
-        tqm._unreachable_hosts.update(unreachable_hosts)
+        tqm._unreachable_hosts.update(snapshot["unreachable_hosts"])
         return {"hosts": outcomes, "vars": changed}
 
     def splice_includes(self, index: int, active: List[str]) -> Dict[str, Any]:
@@ -1751,11 +1780,8 @@ class _PlayRun:
         self.is_handler = True
         rescuable = dict(reached)
         hosts = [self.hosts[name] for name, _ in reached]
-        iterator, tqm, strategy = self.iterator, self.tqm, self.s
-        before = {name: self._layers(name) for name in self.hosts}
-        saved = {name: iterator.get_state_for_host(name).copy() for name in self.hosts}
-        removed = list(self.play._removed_hosts)
-        failed_hosts, unreachable_hosts = dict(tqm._failed_hosts), dict(tqm._unreachable_hosts)
+        iterator = self.iterator
+        snapshot = self._snapshot()
         known = {id(h): list(h.notified_hosts) for h in self.handler_objects}
         # Ansible's view of who is notified of what, from ioc's notifications.
         for other_number, other in enumerate(self.handler_objects):
@@ -1765,26 +1791,9 @@ class _PlayRun:
             state = iterator.get_state_for_host(name)
             state.pre_flushing_run_state = state.run_state
             state.run_state = IteratingStates.HANDLERS
-        results: List[Any] = []
         try:
-            for position, host in enumerate(hosts):
-                task_vars, templar = self._task_vars(host)
-                run_once = _bypasses(task) or bool(templar.template(task.run_once))
-                if position == 0:
-                    self._template_name(host.name)
-                    tqm.send_callback("v2_playbook_on_handler_task_start", task)
-                strategy._blocked_hosts[host.name] = True
-                strategy._queue_task(host, task, task_vars, self.play_context)
-                del task_vars
-                if position == 0:
-                    task.run_once = run_once  # after queueing the first host, as linear does
-                if run_once or once:
-                    break
-                results.extend(strategy._process_pending_results(
-                    iterator, max_passes=max(1, int(len(tqm._workers) * 0.1))))
-            if strategy._pending_results > 0:
-                results.extend(strategy._wait_on_pending_results(iterator))
-            strategy.update_active_connections(results)
+            results = self._queue(task, hosts, once, lambda: self.tqm.send_callback(
+                "v2_playbook_on_handler_task_start", task))
             now = {id(h): {getattr(x, "name", x) for x in h.notified_hosts}
                    for h in self.handler_objects}
         finally:
@@ -1799,25 +1808,8 @@ class _PlayRun:
                 if host in now[id(other)] and n not in (notified.get(host) or ())]
             outcomes[host] = outcome
             if outcome["status"] == "failed" and not outcome["ignored"] and rescuable.get(host):
-                tqm._stats.decrement("failures", host)
-                tqm._stats.increment("rescued", host)
                 rescued[host] = (failed_task, raw)
-        changed = {}
-        for name in self.hosts:
-            delta = _delta(before[name], self._layers(name))
-            if delta:
-                changed[name] = delta
-        for host, (failed_task, raw) in rescued.items():
-            self.vm.set_nonpersistent_facts(host, {"ansible_failed_task": failed_task,
-                                                   "ansible_failed_result": raw})
-        for name, state in saved.items():
-            iterator.set_state_for_host(name, state)
-        self.play._removed_hosts[:] = removed
-        tqm._failed_hosts.clear()
-        tqm._failed_hosts.update(failed_hosts)
-        tqm._unreachable_hosts.clear()
-        tqm._unreachable_hosts.update(unreachable_hosts)
-        return {"hosts": outcomes, "vars": changed}
+        return self._restore(outcomes, rescued, snapshot)
 
     def _meta_through_ansible(self, task: Any, hosts: List[Any]) -> Dict[str, Any]:
         """A play-wide meta action (refresh_inventory) as linear runs it: once,
