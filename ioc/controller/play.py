@@ -264,8 +264,11 @@ class PlayExecutor:
         self._rescuable = _rescuable_blocks(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
         self.removed = removed
-        #: ``hostvars`` of inventory hosts outside the play, once per step.
-        self._outside: Optional[Dict[str, Dict[str, Any]]] = None
+        #: Every host's ``hostvars`` entry, by the attributes read (see
+        #: ``_other_hostvars``): built once for all the calls made together.
+        self._hostvars: Dict[Optional[FrozenSet[str]], Dict[str, Any]] = {}
+        #: The runner's tree and handlers for a step, the same for every host.
+        self._shape: Tuple[Any, Any, Dict[str, Any]] = (None, None, {})
 
     # -- the loop ----------------------------------------------------------------
 
@@ -279,7 +282,7 @@ class PlayExecutor:
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
-            self._outside = None
+            self._hostvars = {}
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
             number += 1
@@ -321,6 +324,7 @@ class PlayExecutor:
         outcome.ends = sink.ends
         for call in calls:
             self._settle(call, outcome)
+        self._hostvars = {}  # hosts' variables changed: later calls of the step see them
         return outcome
 
     def _run_per_item(self, step: ControllerStep, hosts: List[str],
@@ -394,6 +398,7 @@ class PlayExecutor:
                 if number >= len(delegates[call.host]) - 1 or call.host in outcome.trouble:
                     outcome.ends = {**outcome.ends, **sink.ends}
                     self._settle(call, outcome)
+            self._hostvars = {}
         return outcome
 
     def make_sink(self) -> PlaySink:
@@ -833,14 +838,23 @@ class PlayExecutor:
             "host": host,
             "start": step.start,
             "end": step.end,
-            "tree": wire_tree(self.plan.program.tree, step.start, step.end),
-            # handlers run (and are matched to notifications) only at a flush
-            "handlers": self._handlers_wire()
-            if any(e.is_flush for e in self.plan.entries_of(step)) else [],
+            "tree": self._step_shape(step)["tree"],
+            "handlers": self._step_shape(step)["handlers"],
             "vars": shipped,
             "state": wire_state,
             "options": self._options(step, active, host),
         }
+
+    def _step_shape(self, step: Step) -> Dict[str, Any]:
+        """The runner's tree for ``step`` and the handlers it gets (only a flush
+        runs and matches handlers): built once per plan and step, not per host."""
+        plan, last, shape = self._shape
+        if plan is not self.plan or last is not step:
+            flush = any(e.is_flush for e in self.plan.entries_of(step))
+            shape = {"tree": wire_tree(self.plan.program.tree, step.start, step.end),
+                     "handlers": self._handlers_wire() if flush else []}
+            self._shape = (self.plan, step, shape)
+        return shape
 
     def play_vars(self, host: str) -> Mapping[str, Any]:
         """The play layer ``host`` sees: play vars, then vars_files (per host
@@ -882,10 +896,15 @@ class PlayExecutor:
 
     def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
         """Other hosts' variables as of this step's start (L6.6), as far as read."""
+        every = self._hostvars.get(attrs)
+        if every is None:
+            every = self._hostvars[attrs] = self._every_hostvars(attrs)
+        return {name: values for name, values in every.items() if name != host}
+
+    def _every_hostvars(self, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
+        """Every host's ``hostvars`` entry: the play's, then the inventory's others."""
         out: Dict[str, Any] = {}
         for name, other in self.hosts.items():
-            if name == host:
-                continue
             facts_layer = {**other.facts, "ansible_facts": {
                 (k[8:] if k.startswith("ansible_") else k): v for k, v in other.facts.items()}}
             # No play variables: Ansible's HostVars have no play context.
@@ -896,9 +915,7 @@ class PlayExecutor:
             out[name] = merged if attrs is None else {
                 k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         if self.ctx.outside_hostvars is not None:
-            if self._outside is None:
-                self._outside = self.ctx.outside_hostvars(frozenset(self.hosts))
-            for name, merged in self._outside.items():
+            for name, merged in self.ctx.outside_hostvars(frozenset(self.hosts)).items():
                 out[name] = merged if attrs is None else {
                     k: v for k, v in merged.items() if k in attrs or k == "inventory_hostname"}
         return out
