@@ -447,7 +447,15 @@ def _load_task_file(path: str, task: Any, play: Any, loader: Any, vm: Any) -> Li
     blocks = load_list_of_blocks(data, play=play, parent_block=ti_copy.build_parent_block(),
                                  role=task._role, use_handlers=False, loader=loader,
                                  variable_manager=vm)
-    return [b.filter_tagged_tasks(vm.get_vars(play=play, task=b.get_first_parent_include()))
+    return _tag_filtered(blocks, play, vm)
+
+
+def _tag_filtered(blocks: Sequence[Any], play: Any, vm: Any, hosts: Any = None,
+                  hosts_all: Any = None) -> List[Any]:
+    """Included blocks filtered on tags as linear filters them (with the variables
+    of the include each came from)."""
+    return [b.filter_tagged_tasks(vm.get_vars(play=play, task=b.get_first_parent_include(),
+                                              _hosts=hosts, _hosts_all=hosts_all))
             for b in blocks]
 
 
@@ -849,6 +857,10 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
         def _connection_of(self, play, name):
             self.fetch([name])  # a delegate outside the play
             return super()._connection_of(play, name)
+
+        def _replace_inventory(self, inventory):
+            super()._replace_inventory(inventory)
+            fetched.clear()  # Ansible re-read its sources: ask again
 
         def _store_facts(self, host, values, layer="facts"):
             # delegate_facts for a host outside the play: Ansible keeps them too
@@ -1429,10 +1441,11 @@ class _PlayRun:
 
     def _inventory(self) -> Inventory:
         """ioc's copy of Ansible's inventory: every host (``groups`` and
-        ``hostvars`` span the whole inventory), in Ansible's order; the
+        ``hostvars`` span the whole inventory), in Ansible's order, with the
         variables of the play's pattern, its hosts and their ``mitogen_via``
-        hosts, and of every host when the play reads other hosts' variables
-        (only then: ``get_vars`` per host costs)."""
+        hosts. The others' (``get_vars`` per host costs) the dispatcher asks
+        for, with their facts, once a step reads their hostvars or connects to
+        one (``outside_hosts``)."""
         from ansible import constants as C
 
         inventory = self.s._inventory
@@ -1442,9 +1455,8 @@ class _PlayRun:
                                                         ignore_restrictions=True)}
         for host in play_hosts:  # the implicit localhost is in no group
             known.setdefault(host.name, host)
-        everyone = _reads_hostvars(self.planned.plan)
         variables: Dict[str, Dict[str, Any]] = {}
-        wanted = list(known.values()) if everyone else list(play_hosts)
+        wanted = list(play_hosts)
         while wanted:
             host = wanted.pop(0)
             if host.name in variables:
@@ -1750,13 +1762,9 @@ class _PlayRun:
                 kwargs["handle_stats_and_callbacks"] = False  # 2.19: this strategy reports
             new_blocks = s._load_included_file(included_file, **kwargs)
         iterator.handlers = [h for b in iterator._play.handlers for h in b.block]
-        final = []
-        for new_block in new_blocks:
-            task_vars = self.vm.get_vars(play=iterator._play,
-                                         task=new_block.get_first_parent_include(),
-                                         _hosts=s._hosts_cache, _hosts_all=s._hosts_cache_all)
-            final.append(new_block.filter_tagged_tasks(task_vars))
-        return final
+        return _tag_filtered(new_blocks, iterator._play, self.vm, s._hosts_cache,
+                             s._hosts_cache_all)
+
     def handler_through_ansible(self, index: int, number: int, reached: List[Tuple[str, bool]],
                                 once: bool, notified: Dict[str, List[int]]) -> Dict[str, Any]:
         """Run handler ``number`` of the flush at ``index`` through Ansible, as linear does.
@@ -2087,11 +2095,6 @@ def _include_failed(strategy: Any, included_file: Any, ex: Exception) -> Dict[st
         tqm.send_callback("v2_runner_on_failed", r)
         out[plain(r.host.name)] = str(utr.msg)
     return out
-
-
-def _reads_hostvars(plan: Any) -> bool:
-    """Whether any step of ``plan`` reads other hosts' variables (``hostvars``)."""
-    return not plan.hostvars or any(attrs is None or attrs for attrs in plan.hostvars)
 
 
 def _bypasses(task: Any) -> bool:
