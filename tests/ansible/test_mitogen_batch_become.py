@@ -8,8 +8,6 @@ users when it is done.
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.ansible.test_mitogen_batch import Ansible, ansible_python, assert_same_output  # noqa: F401 (fixture)
@@ -26,19 +24,9 @@ B = "ioc_abec_b"
 
 @pytest.fixture(scope="module")
 def accounts(sshd):
-    users.require_sudo()
-    users.make_user(A)
-    users.make_user(B, B_PASSWORD)
-    users.sudo_rule(B, "%s ALL=(ALL) ALL" % B)
-    # linear's modules would create it and warn about it; ioc has no remote tmp.
-    users.make_remote_tmp(A)
-    mode = users.open_keys_to_all(sshd.tmpdir)
-    try:
-        yield sshd
-    finally:
-        os.chmod(sshd.tmpdir, mode)
-        users.remove_user(A)
-        users.remove_user(B)
+    # remote_tmp: linear's modules would create it and warn about it; ioc has no remote tmp.
+    with users.become_accounts(sshd, A, B, B_PASSWORD, remote_tmp=True) as ready:
+        yield ready
 
 
 @pytest.fixture
@@ -51,6 +39,15 @@ def bare_inventory(sshd, hosts, extra=""):
     return "[web]\n" + "".join(
         "%s ansible_host=%s ansible_port=%d ansible_python_interpreter=%s %s\n"
         % (h, sshd.host, sshd.port, TARGET_PYTHON, extra) for h in hosts)
+
+
+def inventory_as_b(sshd, hosts_and_extras):
+    """Each host logs in as B with the sshd's key and ssh options, plus its own extra vars."""
+    common = "ansible_user=%s ansible_ssh_private_key_file=%s ansible_ssh_common_args='%s'" % (
+        B, sshd.client_key, CLIENT_OPTIONS)
+    return "[web]\n" + "".join(
+        "%s ansible_host=%s ansible_port=%d ansible_python_interpreter=%s %s %s\n"
+        % (h, sshd.host, sshd.port, TARGET_PYTHON, common, extra) for h, extra in hosts_and_extras)
 
 
 BECOME_PLAY = """
@@ -97,13 +94,9 @@ def test_a_wrong_become_password_fails_that_host_like_linear(ansible, accounts):
             - name: who
               command: id -un
     """)
-    common = "ansible_user=%s ansible_ssh_private_key_file=%s ansible_ssh_common_args='%s'" % (
-        B, accounts.client_key, CLIENT_OPTIONS)
-    inventory = ansible.write("hosts.ini", "[web]\n" + "".join(
-        "%s ansible_host=%s ansible_port=%d ansible_python_interpreter=%s %s %s\n"
-        % (h, accounts.host, accounts.port, TARGET_PYTHON, common, extra) for h, extra in (
-            ("h1", "ansible_become_password=%s" % WRONG_PASSWORD),
-            ("h2", "ansible_become_password=%s" % B_PASSWORD))))
+    inventory = ansible.write("hosts.ini", inventory_as_b(accounts, [
+        ("h1", "ansible_become_password=%s" % WRONG_PASSWORD),
+        ("h2", "ansible_become_password=%s" % B_PASSWORD)]))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 2, linear.stdout + linear.stderr
     assert 'fatal: [h1]: FAILED! => {"changed": false, "msg": "Task failed: Incorrect sudo ' \
@@ -140,13 +133,9 @@ def test_without_its_identity_a_host_fails_like_linear(ansible, accounts):
             - name: last
               command: id -un
     """)
-    common = "ansible_user=%s ansible_ssh_private_key_file=%s ansible_ssh_common_args='%s'" % (
-        B, accounts.client_key, CLIENT_OPTIONS)
-    inventory = ansible.write("hosts.ini", "[web]\n" + "".join(
-        "%s ansible_host=%s ansible_port=%d ansible_python_interpreter=%s %s %s\n"
-        % (h, accounts.host, accounts.port, TARGET_PYTHON, common, extra) for h, extra in (
-            ("h1", "ansible_become_password=%s" % WRONG_PASSWORD),
-            ("h2", "ansible_become_password=%s" % B_PASSWORD), ("h3", ""))))
+    inventory = ansible.write("hosts.ini", inventory_as_b(accounts, [
+        ("h1", "ansible_become_password=%s" % WRONG_PASSWORD),
+        ("h2", "ansible_become_password=%s" % B_PASSWORD), ("h3", "")]))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 2, linear.stdout + linear.stderr
     assert "rescued Task failed: Incorrect sudo password" in linear.stdout
@@ -168,9 +157,7 @@ def test_ask_become_pass_reaches_the_runner(ansible, accounts):
             - debug:
                 msg: "{{ who.stdout }}"
     """)
-    inventory = ansible.write("hosts.ini", bare_inventory(
-        accounts, ["h1"], "ansible_user=%s ansible_ssh_private_key_file=%s "
-        "ansible_ssh_common_args='%s'" % (B, accounts.client_key, CLIENT_OPTIONS)))
+    inventory = ansible.write("hosts.ini", inventory_as_b(accounts, [("h1", "")]))
     password_file = ansible.write("become.pw", B_PASSWORD + "\n")
     args = ["--become-password-file", str(password_file)]
     linear, batch = ansible.both("play.yml", str(inventory), args=args)

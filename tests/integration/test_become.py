@@ -9,7 +9,6 @@ pyenv interpreter lives under ``/root``, which other users cannot enter.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -35,17 +34,8 @@ TARGET_PYTHON = "/usr/bin/python3"
 
 @pytest.fixture(scope="module")
 def accounts(sshd):
-    users.require_sudo()
-    users.make_user(A)
-    users.make_user(B, B_PASSWORD)
-    users.sudo_rule(B, "%s ALL=(ALL) ALL" % B)  # a password is required
-    mode = users.open_keys_to_all(sshd.tmpdir)
-    try:
-        yield sshd
-    finally:
-        os.chmod(sshd.tmpdir, mode)
-        users.remove_user(A)
-        users.remove_user(B)
+    with users.become_accounts(sshd, A, B, B_PASSWORD) as ready:
+        yield ready
 
 
 def inventory(sshd, hosts=("h1", "h2"), extra="", user=None):

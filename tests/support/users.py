@@ -7,14 +7,19 @@ the user logging in, so :func:`open_keys_to_all` lets every user read the
 fixture's public ``authorized_keys`` (its directory gets ``o+x`` only: the
 private client key in it stays readable by root alone). A ``sudoers.d``
 rule from :func:`sudo_rule` is removed by :func:`remove_user` too.
+:func:`become_accounts` sets up (and afterwards removes) the pair of users
+the become tests use, under names each test module chooses.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import subprocess
-from typing import Optional
+from typing import Iterator, Optional
+
+from tests.support.sshd import SSHServer
 
 SUDOERS_DIR = "/etc/sudoers.d"
 
@@ -71,3 +76,27 @@ def user_id(name: str) -> int:
 def make_remote_tmp(name: str) -> None:
     """``~/.ansible/tmp`` of ``name``, as Ansible's modules want it (no warning)."""
     _run("su", name, "-c", "mkdir -p -m 700 ~/.ansible/tmp")
+
+
+@contextlib.contextmanager
+def become_accounts(sshd: SSHServer, plain: str, with_password: str, password: str,
+                    remote_tmp: bool = False) -> Iterator[SSHServer]:
+    """Users ``plain`` (no password) and ``with_password`` (may sudo to anyone by
+    giving ``password``, and may log in to ``sshd`` with its client key);
+    yields ``sshd`` and removes both users afterwards. Each test module passes
+    names of its own: modules may run at the same time on different workers.
+    ``remote_tmp``: create ``plain``'s ``~/.ansible/tmp`` (see :func:`make_remote_tmp`).
+    """
+    require_sudo()
+    make_user(plain)
+    make_user(with_password, password)
+    sudo_rule(with_password, "%s ALL=(ALL) ALL" % with_password)  # a password is required
+    if remote_tmp:
+        make_remote_tmp(plain)
+    mode = open_keys_to_all(sshd.tmpdir)
+    try:
+        yield sshd
+    finally:
+        os.chmod(sshd.tmpdir, mode)
+        remove_user(plain)
+        remove_user(with_password)
