@@ -233,6 +233,12 @@ class _Converter:
         #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
         self.reasons: Dict[int, str] = {}
         self._why: Optional[str] = None
+        #: Ansible's modules the converted tasks run in the runner.
+        from ansible.utils.display import Display
+        from ioc.ansible import modules
+        self.modules = modules.ModuleSet(internal=modules.run_wide_args(Display().verbosity))
+        self._module_why: Optional[str] = None
+        self._options: Optional[Mapping[str, Any]] = None
 
     def fail(self, task: Any, why: str) -> None:
         """A construct that sends the whole play to linear."""
@@ -252,8 +258,10 @@ class _Converter:
         raw = plain(task.args or {})
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
             self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
-        if "." in action or (action not in self.caps_actions and action != "meta"):
-            self.refuse("module %s has no native ioc implementation" % action)
+        module_key = self.ansible_module(task, action, raw)
+        if module_key is None and (
+                "." in action or (action not in self.caps_actions and action != "meta")):
+            self.refuse(self._module_why or "module %s has no native ioc implementation" % action)
         if action in _BRIDGE_PER_TASK:
             self.refuse("%s acts on Ansible's controller state" % action)
         for keyword in ("async_val", "timeout"):
@@ -313,6 +321,7 @@ class _Converter:
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
             # The planner cuts after it; what it loads comes from Ansible, not this scope.
             include_scope=IncludeScope(path=ir_location.path) if dynamic else None,
+            module=module_key,
         )
         if dynamic:
             self._why = None  # the include itself runs nothing: always native
@@ -322,6 +331,40 @@ class _Converter:
             # Ansible, their other handlers natively.
             self.reasons[id(ir)] = self._why
         return ir
+
+    def ansible_module(self, task: Any, action: str, args: Mapping[str, Any]) -> Optional[str]:
+        """The module key when the task runs Ansible's own module code in the runner.
+
+        That is every plain module (no action plugin of its own) that ioc
+        does not run itself, or whose arguments ioc's own module does not all
+        take: the runner then runs Ansible's module for that task instead.
+        """
+        from ioc.ansible import modules
+
+        self._module_why = None
+        native = "." not in action and action in self.caps_actions
+        if action in ("meta",) or (native and self._native_accepts(action, args)):
+            return None
+        resolved = modules.resolve(task.action, getattr(task, "collections", None))
+        if resolved is None:
+            return None
+        if resolved.action_plugin is not None:
+            self._module_why = ("%s runs the action plugin %s on the controller"
+                                % (task.action, resolved.action_plugin))
+            return None
+        key, why = self.modules.add(resolved, task.action.rpartition(".")[2])
+        self._module_why = why
+        return key
+
+    def _native_accepts(self, action: str, args: Mapping[str, Any]) -> bool:
+        from ioc.controller.capabilities import runner_capabilities
+
+        if self._options is None:
+            self._options = runner_capabilities().options
+        accepted = self._options.get(action)
+        return accepted is None or all(
+            not isinstance(k, str) or k.startswith("_") or k in accepted or "{{" in k
+            for k in args)
 
     def register(self, task: Any) -> Optional[str]:
         """``register: name``; 2.21 keeps it as ``{name: <the task's result>}``."""
@@ -808,6 +851,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
             active = [h for h in self.order if self.hosts[h].active]
             reply = parent(("include", entry.index, active), "include_done")
             if reply.get("planned") is not None:
+                self.ctx.modules = reply.get("modules") or self.ctx.modules
                 self.adopt_plan(reply["planned"].plan)
             for host, message in (reply.get("failed") or {}).items():
                 self._fail_include(host, entry, message)
@@ -872,6 +916,7 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     run = BridgeRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
                     PlayLevel(), request["options"])
     run.memory = request["memory"]
+    run.modules = request.get("modules")
     run.host_vars_files = request.get("host_vars_files") or {}
     run.skip = {host: frozenset(indexes) for host, indexes in (request.get("skip") or {}).items()}
     run._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
@@ -1423,6 +1468,7 @@ class _PlayRun:
                              # -K / --become-password-file (variables still win).
                              become_password=plain(self.play_context.become_pass) or None)
         return {"op": "play", "planned": self.planned, "inventory": inventory,
+                "modules": self.converted.converter.modules,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options, "host_vars_files": self.converted.host_vars_files,
                 "skip": self._skip(),
@@ -1711,7 +1757,7 @@ class _PlayRun:
         self.program = plan.program
         origin = self.converted.origin
         self.handler_objects = [origin[id(h)] for h in play.handlers]
-        return {"planned": self.planned, "failed": failed}
+        return {"planned": self.planned, "failed": failed, "modules": converter.modules}
 
     def outside_hosts(self, names: Sequence[str]) -> Dict[str, Dict[str, Any]]:
         """Variable layers of inventory hosts outside the play, as Ansible has them now."""

@@ -121,6 +121,10 @@ class Task:
     action_written: Optional[str] = None
     #: Dynamic includes only: how to load the included tasks at run time.
     include_scope: Optional[IncludeScope] = None
+    #: Set when the task runs Ansible's own module code on the target: the
+    #: key of the module's payload in the run's module set (built on the
+    #: controller by ``ioc.ansible.modules``); None for ioc's own actions.
+    module: Optional[str] = None
 
     @property
     def display_name(self) -> str:

@@ -26,7 +26,7 @@ import time
 import traceback
 from collections import ChainMap
 
-from ioc.agentless_runner import actions, results
+from ioc.agentless_runner import actions, ansible_module, results
 from ioc.agentless_runner.lookups import Lookups, listify
 from ioc.agentless_runner.templating import (ConditionalResultError, Templar, TemplateError,
                                              UndefinedVariableError, Verbatim)
@@ -145,6 +145,9 @@ class HostRun(object):
         self.blocks_out = {}
         self._facts_layer = None
         BLOBS.update(batch.get("blobs") or {})
+        #: Specs of Ansible's modules this batch's tasks run (their files are
+        #: blobs): module key -> spec, see ansible_module.py.
+        self.modules = batch.get("modules") or {}
         #: Controller files per task ("<index>" or "h<handler>"): src -> entry.
         self.files = batch.get("files") or {}
         self.file_key = None
@@ -621,7 +624,17 @@ class HostRun(object):
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
                               files=self.controller_files())
+        if task.get("module"):
+            return results.normalize(self.run_ansible_module(task, args, ctx))
         return results.normalize(actions.run(task["action"], args, ctx))
+
+    def run_ansible_module(self, task, args, ctx):
+        """Ansible's own module for ``task``, from the payload shipped with the batch."""
+        spec = self.modules.get(task["module"])
+        if spec is None:
+            return results.failed_result("ioc: no payload for module %s was shipped to this host"
+                                         % task["module"])
+        return ansible_module.run(spec, args, ctx, blob)
 
     def _emit_diff(self, key, task, result, templar):
         """``on_file_diff`` comes before the result it belongs to (L3.5)."""
@@ -893,7 +906,7 @@ def _with_content(entry):
 
 def _blob(entry):
     try:
-        return bytes(BLOBS[entry["digest"]])
+        return blob(entry["digest"])
     except KeyError:
         raise ValueError("controller file %s was not shipped (digest %s)"
                          % (entry.get("path"), entry.get("digest")))
@@ -1001,3 +1014,8 @@ def _as_bool(value):
     if isinstance(value, str):
         return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
     return bool(value)
+
+
+def blob(digest):
+    """The content of a shipped file (KeyError when it was never shipped)."""
+    return bytes(BLOBS[digest])

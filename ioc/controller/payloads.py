@@ -21,7 +21,7 @@ import os
 import shlex
 import stat
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
 
 import mitogen.core
 
@@ -74,6 +74,35 @@ class PayloadCache:
         digest = hashlib.sha1(content).hexdigest()
         self.files[path] = (digest, content, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size)
         return digest, content, stat.S_IMODE(st.st_mode)
+
+
+class ModulePayloads(Protocol):
+    """Ansible's module payloads (``ioc.ansible.modules.ModuleSet``), as the controller sees them."""
+
+    #: module key -> the runner's spec of it.
+    specs: Dict[str, Dict[str, Any]]
+    #: digest -> content of every file some spec names.
+    files: Dict[str, bytes]
+
+    def digests(self, key: str) -> List[str]:
+        """Every file digest module ``key`` needs on the target."""
+
+
+def collect_modules(cache: PayloadCache, connection: str, modules: ModulePayloads,
+                    keys: Sequence[str], blobs: Dict[str, mitogen.core.Blob]
+                    ) -> Dict[str, Dict[str, Any]]:
+    """Specs of modules ``keys``; their files the connection lacks go into ``blobs``.
+
+    Files are shared across modules (``module_utils/basic.py``...) and, like
+    controller files, cross the network once per connection per run.
+    """
+    sent = cache.sent.setdefault(connection, set())
+    for key in keys:
+        for digest in modules.digests(key):
+            if digest not in sent:
+                blobs[digest] = mitogen.core.Blob(modules.files[digest])
+                sent.add(digest)
+    return {key: modules.specs[key] for key in keys}
 
 
 def collect(cache: PayloadCache, host: str, hostrun: HostRun,

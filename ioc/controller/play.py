@@ -15,6 +15,7 @@ from ioc.controller import bootstrap, closure, fetched, lookups, payloads
 from ioc.controller import connection
 from ioc.controller.connection import BecomeSpec, ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, context_key, dispatch
+from ioc.controller.payloads import ModulePayloads
 from ioc.controller.transport import TransportReport
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
@@ -241,6 +242,9 @@ class PlayContext:
     #: Per host, entries it does not run at all, no event (``gathering =
     #: smart``: fact gathering where Ansible has gathered facts already).
     skip: Mapping[str, FrozenSet[int]] = field(default_factory=dict)
+    #: Ansible's module payloads for tasks whose ``module`` is set (an
+    #: ``ioc.ansible.modules.ModuleSet``); None when Ansible is not used.
+    modules: Optional[ModulePayloads] = None
 
 
 class PlayExecutor:
@@ -711,6 +715,7 @@ class PlayExecutor:
             return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                             error=str(exc))
         self._attach_payloads(wire, step, context_key(via, become))
+        self._attach_modules(wire, step, context_key(via, become))
         self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                         modules=self._modules_of(step), become=become)
@@ -927,6 +932,20 @@ class PlayExecutor:
         wire["files"], wire["blobs"] = payloads.collect(
             self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
             self.plan.program.play.basedir)
+
+    def _attach_modules(self, wire: Dict[str, Any], step: Step, connection: str) -> None:
+        """Specs of Ansible's modules the step runs; files the connection lacks, once."""
+        modules = self.ctx.modules
+        if modules is None:
+            return
+        entries = self.plan.entries_of(step)
+        tasks = [e.task for e in entries]
+        if any(e.is_flush for e in entries):
+            tasks += [h for _, h in self._native_handlers()]
+        keys = sorted({t.module for t in tasks if t.module is not None})
+        if keys:
+            wire["modules"] = payloads.collect_modules(
+                self.ctx.payloads, connection, modules, keys, wire.setdefault("blobs", {}))
 
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program

@@ -11,7 +11,7 @@ from ioc import inventory as inv
 from ioc.callbacks import Callback, Stats
 from ioc.controller.capabilities import runner_capabilities
 from ioc.controller.connection import ConnectionSpec, Connector, spec_for
-from ioc.controller.payloads import PayloadCache
+from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import HostState, HostStatus, PlayContext, PlayExecutor, RunOptions
 from ioc.controller.transport import TransportReport
 from ioc.model import Inventory, Play, Playbook
@@ -58,6 +58,9 @@ class PlaybookRun:
         self.stats = Stats()
         self.transport = TransportReport()
         self.payload_cache = PayloadCache()
+        #: Ansible's module payloads for tasks that run Ansible's module code
+        #: (``Task.module``); set by the front end when Ansible is importable.
+        self.modules: Optional[ModulePayloads] = None
         #: Hosts that failed or became unreachable leave every later play (L1.5).
         self.lost: Dict[str, HostStatus] = {}
         #: ansible-playbook's exit code comes from these, not from the recap
@@ -155,7 +158,7 @@ class PlaybookRun:
             inventory_vars=lambda name: self._inventory_layer(play, name),
             replace_inventory=self._replace_inventory,
             play_hosts_all=lambda: self._hosts_all(play),
-            skip=dict(self.skip))
+            skip=dict(self.skip), modules=self.modules)
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
                                            "extra": self.extra_vars,

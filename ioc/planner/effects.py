@@ -581,7 +581,8 @@ def writes_of(task: Task) -> FrozenSet[str]:
                 out.add(DYNAMIC)
             else:
                 out.add(key)
-    elif action in FACT_ACTIONS:
+    elif action in FACT_ACTIONS or task.module is not None:
+        # Any of Ansible's modules may return ``ansible_facts`` (getent, ...).
         out.add(FACTS)
     elif action == "include_vars":
         out.add(INCLUDE_VARS)

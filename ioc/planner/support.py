@@ -123,9 +123,10 @@ def check_task(task: Task, caps: Capabilities) -> None:
         what = task.args.get("_raw_params")
         if what not in SUPPORTED_META:
             raise PlanError("meta: %s is not supported yet" % what, where)
-    elif action not in caps.actions:
+    elif task.module is None and action not in caps.actions:
         raise PlanError("couldn't resolve module/action '%s'" % action, where)
-    _check_options(task, caps)
+    if task.module is None:  # Ansible's own module checks its arguments itself
+        _check_options(task, caps)
     method = task.become_method
     if method is not None and "{{" not in str(method) and \
             str(method).replace("ansible.builtin.", "").replace("ansible.legacy.", "") \

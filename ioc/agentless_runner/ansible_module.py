@@ -1,0 +1,195 @@
+"""Ansible's own modules, run by the runner on the target.
+
+A task whose action is an Ansible module that ioc does not implement itself
+(builtin, from a collection or from a ``library/`` directory) carries a
+*module spec* built on the controller by ``ioc.ansible.modules`` from
+Ansible's own ``module_common`` (the same AnsiballZ payload Ansible would
+send)::
+
+    {"name": "getent", "fqn": "ansible.modules.getent",
+     "profile": "legacy", "wrapper": "<digest>",
+     "entries": [["ansible/__init__.py", "<digest>"], ...]}
+
+The files (the module, the ``module_utils`` it imports, Ansible's AnsiballZ
+wrapper) travel as blobs by content digest, once per host per run, like
+controller files; ``module_utils`` shared by several modules travel once.
+
+Execution is Ansible's: a fresh interpreter (the runner's own, i.e. the
+host's ``ansible_python_interpreter``) runs Ansible's AnsiballZ wrapper code
+with the payload zip and the JSON arguments, exactly as ``ansible-playbook``
+runs it with pipelining (same wrapper, same loader, same ``_ansible_*``
+arguments, the task's environment, the runner's become identity). Its stdout
+is parsed as ``ActionBase._parse_returned_data`` parses it. No round trip:
+everything it needs is already on the host when the batch starts.
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+#: Keys the controller's ``_update_module_args`` adds; the controller fills
+#: the run-wide ones (``_ansible_version``, ``_ansible_verbosity``...) in the
+#: spec's ``internal``, the runner the per-task ones.
+_PER_TASK = ("_ansible_check_mode", "_ansible_no_log", "_ansible_diff", "_ansible_module_name")
+
+#: Internal result keys that survive ``remove_internal_keys`` (the runner and
+#: the callbacks read them).
+_KEEP_INTERNAL = frozenset({"_ansible_no_log", "_ansible_verbose_always",
+                            "_ansible_verbose_override"})
+
+#: Zips assembled on this host, by module fqn and payload digest list.
+_ZIPS = {}
+
+#: The trailer that makes Ansible's wrapper code run one module: its
+#: arguments arrive on standard input as one JSON document.
+_TRAILER = """
+import json as _ioc_json, sys as _ioc_sys, datetime as _ioc_dt
+_ioc_kw = _ioc_json.loads(_ioc_sys.stdin.buffer.read().decode("utf-8"))
+_ioc_kw["date_time"] = _ioc_dt.datetime(*_ioc_kw["date_time"])
+_ansiballz_main(**_ioc_kw)
+"""
+
+
+class ModuleSpecError(Exception):
+    """The payload a spec names is not on this host (a controller bug)."""
+
+
+def run(spec, args, ctx, blob):
+    """Run Ansible's module ``spec`` with templated ``args``; a result dict.
+
+    ``blob(digest)`` returns the bytes of a shipped file. ``ctx`` is the
+    task's :class:`~ioc.agentless_runner.context.ModuleContext`.
+    """
+    try:
+        payload = _zip(spec, blob)
+        wrapper = blob(spec["wrapper"]).decode("utf-8")
+    except (KeyError, ModuleSpecError) as exc:
+        return {"failed": True, "changed": False,
+                "msg": "ioc: the payload of module %s is missing on this host: %s"
+                       % (spec.get("name"), exc)}
+    params = module_args(spec, args, ctx)
+    stdin = json.dumps({
+        "zip_data": _b64(payload),
+        "ansible_module": spec["name"],
+        "module_fqn": spec["fqn"],
+        "params": json.dumps({"ANSIBLE_MODULE_ARGS": params}),
+        "profile": spec.get("profile", "legacy"),
+        "date_time": list(spec.get("date_time") or (2020, 1, 1, 0, 0, 0)),
+        "extensions": {},
+        "rlimit_nofile": int(spec.get("rlimit_nofile") or 0),
+    }).encode("utf-8")
+    return execute(wrapper + _TRAILER, stdin, ctx)
+
+
+def module_args(spec, args, ctx):
+    """The task's arguments plus the ``_ansible_*`` keys Ansible adds."""
+    params = dict(args)
+    params.update(spec.get("internal") or {})
+    params["_ansible_check_mode"] = bool(ctx.check_mode)
+    params["_ansible_no_log"] = bool(ctx.no_log) or bool(params.get("_ansible_no_log"))
+    params["_ansible_diff"] = bool(ctx.diff_mode)
+    params["_ansible_module_name"] = spec.get("module_name") or spec["name"]
+    params.setdefault("_ansible_tmpdir", None)
+    params.setdefault("_ansible_remote_tmp", "~/.ansible/tmp")
+    return params
+
+
+def execute(code, stdin, ctx):
+    """Run ``code`` in a fresh interpreter of this host; the parsed result."""
+    env = ctx.child_env()
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                cwd=_cwd(), start_new_session=True)
+    except OSError as exc:
+        return {"failed": True, "changed": False, "rc": 1,
+                "msg": "MODULE FAILURE: could not start %s: %s" % (sys.executable, exc)}
+    out, err = proc.communicate(stdin)
+    return parse_returned_data(out, err, proc.returncode)
+
+
+def _cwd():
+    """Where Ansible's pipelined modules start: the login directory."""
+    try:
+        os.getcwd()
+        return None
+    except OSError:
+        return os.path.expanduser("~")
+
+
+def parse_returned_data(stdout, stderr, rc):
+    """``ActionBase._parse_returned_data``: the module's JSON, or MODULE FAILURE."""
+    text = stdout.decode("utf-8", "surrogateescape")
+    err = stderr.decode("utf-8", "surrogateescape")
+    try:
+        data, junk = filter_non_json_lines(text)
+        result = json.loads(data)
+        if not isinstance(result, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        result = {"failed": True, "changed": False, "rc": rc,
+                  "module_stdout": text, "module_stderr": err,
+                  "msg": "MODULE FAILURE: No start of json char found\n"
+                         "See stdout/stderr for the exact error"}
+        if not text.strip():
+            result["msg"] = "MODULE FAILURE: No output\nSee stdout/stderr for the exact error"
+        return result
+    if junk:
+        result.setdefault("warnings", []).append(
+            "Module invocation had junk after the JSON data: %s" % junk.strip())
+    if err.strip() and "module_stderr" not in result:
+        result["module_stderr"] = err
+    return _remove_internal_keys(result)
+
+
+def filter_non_json_lines(data):
+    """The JSON object in a module's output and the junk after it.
+
+    Ansible's ``_filter_non_json_lines`` (objects only): lines before the
+    first one starting with ``{`` are dropped, as is everything after the
+    last line ending with ``}``.
+    """
+    lines = data.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("{")), None)
+    if start is None:
+        raise ValueError("No start of json char found")
+    lines = lines[start:]
+    end = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].rstrip().endswith("}")),
+               None)
+    if end is None:
+        raise ValueError("No end of json char found")
+    return "\n".join(lines[:end + 1]), "\n".join(lines[end + 1:])
+
+
+def _remove_internal_keys(result):
+    for key in [k for k in result if k.startswith("_ansible_") and k not in _KEEP_INTERNAL]:
+        del result[key]
+    return result
+
+
+def _zip(spec, blob):
+    """The module's AnsiballZ payload zip, assembled once per host."""
+    key = (spec["fqn"], tuple(digest for _, digest in spec["entries"]))
+    payload = _ZIPS.get(key)
+    if payload is None:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+            for name, digest in spec["entries"]:
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                zf.writestr(info, _get(blob, digest))
+        payload = _ZIPS[key] = buf.getvalue()
+    return payload
+
+
+def _get(blob, digest):
+    try:
+        return blob(digest)
+    except KeyError:
+        raise ModuleSpecError(digest)
+
+
+def _b64(data):
+    import base64
+    return base64.b64encode(data).decode("ascii")

@@ -1,0 +1,1 @@
+"""The mitogen_batch bridge and Ansible-side helpers (the only package that imports ansible)."""

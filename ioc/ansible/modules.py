@@ -1,0 +1,232 @@
+"""Ansible's own module code, packaged for the runner.
+
+A task whose action is a *plain module* (Ansible would run it with the
+``normal`` action plugin: no action plugin of its own) runs on the target
+from Ansible's module code. This module decides which tasks those are,
+exactly as ``TaskExecutor._get_action_handler_with_module_context`` does,
+and builds each module's AnsiballZ payload with ``module_common``'s own
+functions (``recursive_finder`` walks the ``module_utils`` it imports,
+``_add_module_to_zip`` adds the module), so the target runs the bytes
+``ansible-playbook`` would have sent.
+
+The payload is split into files by content digest (:class:`ModuleSet`):
+``ansible/module_utils/basic.py`` is the same for every module and crosses
+the network once per host per run. The runner
+(``ioc.agentless_runner.ansible_module``) reassembles the zip and runs
+Ansible's wrapper with it.
+
+Only Python modules ("new-style", AnsiballZ) run this way. Binary,
+old-style (``key=value`` args file), ``WANT_JSON`` and PowerShell modules
+are reported by :meth:`ModuleSet.add` as not supported, with the reason;
+the front end runs those through Ansible or refuses them.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What an action runs as, per Ansible's plugin loaders."""
+
+    #: The module's fully qualified name (``ansible.builtin.getent``).
+    fqcn: str
+    #: The module file on the controller.
+    path: str
+    #: None when the action is a plain module; else why not (the action plugin).
+    action_plugin: Optional[str] = None
+
+
+@dataclass
+class ModuleSet:
+    """Module payloads for the runner: specs by module key, files by digest."""
+
+    #: key -> wire spec (see ioc/agentless_runner/ansible_module.py).
+    specs: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    #: digest -> file content.
+    files: Dict[str, bytes] = field(default_factory=dict)
+    #: The ``_ansible_*`` arguments that are the same for every task of the run.
+    internal: Dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.internal = _plain(self.internal)
+
+    def add(self, resolved: Resolved, module_name: str) -> Tuple[Optional[str], Optional[str]]:
+        """Package ``resolved``; ``(key, None)`` or ``(None, why it cannot run)``."""
+        key = "%s@%s" % (resolved.fqcn, resolved.path)
+        if key in self.specs:
+            return key, None
+        try:
+            spec = _build(resolved, module_name, self.files)
+        except _Unsupported as exc:
+            return None, str(exc)
+        spec["internal"] = self.internal
+        self.specs[key] = _plain(spec)
+        return key, None
+
+    def digests(self, key: str) -> List[str]:
+        """Every file digest the module ``key`` needs on the target."""
+        spec = self.specs[key]
+        return [spec["wrapper"]] + [digest for _, digest in spec["entries"]]
+
+    def merge(self, other: "ModuleSet") -> None:
+        self.specs.update(other.specs)
+        self.files.update(other.files)
+
+
+class _Unsupported(Exception):
+    """A module the runner cannot run from Ansible's code (the message says why)."""
+
+
+def resolve(action: str, collections: Optional[Sequence[str]] = None) -> Optional[Resolved]:
+    """How Ansible would run ``action``; None when no module of that name exists.
+
+    Mirrors ``TaskExecutor._get_action_handler_with_module_context``: a
+    module that names an action plugin, or an action plugin of the action's
+    own name, means controller work (``action_plugin`` is set); otherwise the
+    ``normal`` action runs the module.
+    """
+    from ansible.plugins.loader import action_loader, module_loader
+
+    module = module_loader.find_plugin_with_context(action, collection_list=collections)
+    if not module.resolved:
+        return None
+    plugin = None
+    if module.action_plugin:
+        plugin = module.action_plugin
+    elif action_loader.has_plugin(action, collection_list=collections):
+        found = action_loader.find_plugin_with_context(action, collection_list=collections)
+        name = found.resolved_fqcn or action
+        if name not in ("ansible.builtin.normal", "ansible.legacy.normal"):
+            plugin = name
+    return Resolved(fqcn=module.resolved_fqcn or action, path=module.plugin_resolved_path,
+                    action_plugin=plugin)
+
+
+def run_wide_args(verbosity: int) -> Dict[str, Any]:
+    """The ``_ansible_*`` arguments ``ActionBase._update_module_args`` adds for every task."""
+    from ansible import constants as C
+    from ansible.release import __version__
+
+    out: Dict[str, Any] = {
+        "_ansible_debug": bool(C.DEFAULT_DEBUG),
+        "_ansible_verbosity": verbosity,
+        "_ansible_version": __version__,
+        "_ansible_syslog_facility": C.DEFAULT_SYSLOG_FACILITY,
+        "_ansible_selinux_special_fs": list(C.DEFAULT_SELINUX_SPECIAL_FS),
+        "_ansible_socket": None,
+        "_ansible_shell_executable": "/bin/sh",
+        "_ansible_keep_remote_files": False,
+        "_ansible_tmpdir": None,
+        "_ansible_remote_tmp": "~/.ansible/tmp",
+        "_ansible_ignore_unknown_opts": False,
+        "_ansible_target_log_info": None,
+    }
+    try:
+        from ansible.module_utils._internal import _traceback
+        out["_ansible_tracebacks_for"] = list(_traceback.traceback_for())
+    except (ImportError, AttributeError):  # pragma: no cover - older releases
+        pass
+    try:
+        out["_ansible_inject_invocation"] = C.config.get_config_value("INJECT_INVOCATION")
+    except Exception:  # 2.19 has no such setting
+        pass
+    return out
+
+
+def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = ()) -> None:
+    """Set up Ansible's plugin loaders outside ``ansible-playbook`` (for ioc-run).
+
+    ``library`` are extra module directories (``library/`` beside the
+    playbook and in each role), searched before the builtin modules, as
+    Ansible adds them when it loads a play and its roles.
+    """
+    from ansible.plugins.loader import add_all_plugin_dirs, init_plugin_loader, module_loader
+
+    init_plugin_loader(list(collections_paths))
+    for path in library:
+        module_loader.add_directory(path, with_subdir=False)
+        add_all_plugin_dirs(path.rsplit("/library", 1)[0] if path.endswith("/library") else path)
+
+
+_DATE = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _build(resolved: Resolved, module_name: str, files: Dict[str, bytes]) -> Dict[str, Any]:
+    """Ansible's AnsiballZ payload for ``resolved``, as a wire spec."""
+    from ansible.executor import module_common as mc
+
+    with open(resolved.path, "rb") as handle:
+        data = handle.read()
+    _check_style(mc, data, resolved)
+    try:
+        fqn = mc._get_ansible_module_fqn(resolved.path)
+    except ValueError:  # a module in a role's or playbook's library/
+        fqn = "ansible.legacy.%s" % module_name
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        metadata = _walk_module_utils(mc, module_name, fqn, resolved.path, data, zf)
+    entries = _split(buf.getvalue(), files)
+    wrapper = mc._get_ansiballz_code("#!/usr/bin/python").encode("utf-8")
+    wrapper_digest = _store(wrapper, files)
+    return {"name": module_name, "fqn": fqn, "fqcn": resolved.fqcn,
+            "profile": metadata.serialization_profile, "wrapper": wrapper_digest,
+            "entries": entries, "date_time": list(_DATE.utctimetuple()[:6])}
+
+
+def _check_style(mc: Any, data: bytes, resolved: Resolved) -> None:
+    if mc._is_binary(data):
+        raise _Unsupported("module %s is a binary module" % resolved.fqcn)
+    if mc.REPLACER in data:
+        return
+    if mc.NEW_STYLE_PYTHON_MODULE_RE.search(data):
+        return
+    if resolved.path.endswith(".ps1"):
+        raise _Unsupported("module %s is a PowerShell module" % resolved.fqcn)
+    raise _Unsupported("module %s is not a Python (AnsiballZ) module" % resolved.fqcn)
+
+
+def _walk_module_utils(mc: Any, module_name: str, fqn: str, path: str, data: bytes,
+                       zf: zipfile.ZipFile) -> Any:
+    """``recursive_finder`` + ``_add_module_to_zip``, as ``_find_module_utils`` calls them."""
+    from ansible._internal._ansiballz import _builder
+    from ansible._internal._datatag._tags import Origin
+
+    if mc.REPLACER in data:
+        data = data.replace(mc.REPLACER, b"from ansible.module_utils.basic import *")
+    extensions = _builder.ExtensionManager.create(task_vars={})
+    metadata = mc.recursive_finder(module_name, fqn, Origin(path=path).tag(data), zf, _DATE,
+                                   extensions)
+    mc._add_module_to_zip(zf, _DATE, fqn, data, path, extensions)
+    return metadata
+
+
+def _split(payload: bytes, files: Dict[str, bytes]) -> List[List[str]]:
+    """The zip's members as ``[name, digest]``, contents stored in ``files``."""
+    out: List[List[str]] = []
+    with zipfile.ZipFile(io.BytesIO(payload)) as zf:
+        for info in zf.infolist():
+            out.append([info.filename, _store(zf.read(info), files)])
+    return out
+
+
+def _store(content: bytes, files: Dict[str, bytes]) -> str:
+    digest = hashlib.sha1(content).hexdigest()
+    files.setdefault(digest, content)
+    return digest
+
+
+def _plain(value: Any) -> Any:
+    """Builtins only (Ansible tags its strings; mitogen ships builtins only)."""
+    return json.loads(json.dumps(value))
+
+
+def modules_of(specs: Mapping[str, Dict[str, Any]]) -> List[str]:
+    """The module names of ``specs`` (for diagnostics)."""
+    return sorted(spec["fqcn"] for spec in specs.values())
