@@ -342,6 +342,8 @@ class _Converter:
         from ioc.ansible import modules
 
         self._module_why = None
+        if action in ("gather_facts", "setup"):
+            return self.fact_module()
         native = "." not in action and action in self.caps_actions
         if action in ("meta",) or (native and self._native_accepts(action, args)):
             return None
@@ -354,6 +356,24 @@ class _Converter:
             return None
         key, why = self.modules.add(resolved, task.action.rpartition(".")[2])
         self._module_why = why
+        return key
+
+    def fact_module(self) -> Optional[str]:
+        """Ansible's ``setup`` for fact gathering: Ansible's fact set, key for key.
+
+        None (ioc's own gathering, or Ansible's for that task) unless
+        ``FACTS_MODULES`` is the default ``smart``, which on a non-network
+        host means ``ansible.legacy.setup``.
+        """
+        from ansible import constants as C
+        from ioc.ansible import modules
+
+        if list(C.config.get_config_value("FACTS_MODULES")) != ["smart"]:
+            return None
+        resolved = modules.resolve("ansible.legacy.setup")
+        if resolved is None:
+            return None
+        key, self._module_why = self.modules.add(resolved, "setup")
         return key
 
     def _native_accepts(self, action: str, args: Mapping[str, Any]) -> bool:
@@ -590,6 +610,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         # Fact gathering runs under the play's become, as Ansible's own gather task.
         become=become_keywords(gather_task) if gather_task is not None else {},
         basedir=plain(loader.get_basedir()),
+        gather_module=converter.fact_module() if gather else None,
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
                      handlers=tuple(handler_tasks), reasons=converter.reasons,

@@ -182,6 +182,9 @@ class Play:
     #: Merged ``defaults/`` of every role in the play: lowest precedence.
     role_defaults: Mapping[str, Any] = field(default_factory=dict)
     gather_facts: bool = True
+    #: The module key of Ansible's ``setup`` when fact gathering runs Ansible's
+    #: own module (``Task.module``); None: ioc's own ``setup``.
+    gather_module: Optional[str] = None
     pre_tasks: Tuple[Node, ...] = ()
     tasks: Tuple[Node, ...] = ()
     post_tasks: Tuple[Node, ...] = ()

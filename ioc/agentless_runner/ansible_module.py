@@ -83,6 +83,47 @@ def run(spec, args, ctx, blob):
     return execute(wrapper + _TRAILER, stdin, ctx)
 
 
+def normal(action, spec, args, ctx, blob):
+    """What Ansible's ``normal`` action plugin returns for a plain module."""
+    result = run(spec, args, ctx, blob)
+    if action == "setup":  # keeps --verbose from showing the facts, as Ansible's does
+        result["_ansible_verbose_override"] = True
+    return result
+
+
+def gather(spec, args, ctx, blob):
+    """``gather_facts`` with Ansible's ``setup``: its action plugin's result, one module.
+
+    As ``plugins/action/gather_facts.py`` runs the one fact module of the
+    default ``FACTS_MODULES = smart``: arguments with a ``None`` value are
+    dropped, the facts, warnings and deprecations are kept, a failed or
+    skipped module is reported under its name, and the facts are marked
+    gathered.
+    """
+    name = "ansible.legacy.setup"
+    mod_args = dict((k, v) for k, v in args.items() if v is not None and k != "parallel")
+    res = run(spec, mod_args, ctx, blob)
+    result = {"ansible_facts": {}}
+    if res.get("failed"):
+        result["failed_modules"] = {name: res}
+        result["failed"] = True
+        result["msg"] = "The following modules failed to execute: %s." % name
+        if "exception" in res:
+            result["exception"] = res["exception"]
+    elif res.get("skipped"):
+        result["msg"] = "The following modules were skipped: %s." % name
+        result["skipped_modules"] = {name: res}
+        result["skipped"] = True
+    else:
+        result["ansible_facts"] = res.get("ansible_facts", {})
+        for key in ("warnings", "deprecations"):
+            if res.get(key):
+                result[key] = res[key]
+    result["ansible_facts"]["_ansible_facts_gathered"] = True
+    result["_ansible_verbose_override"] = True
+    return result
+
+
 def module_args(spec, args, ctx):
     """The task's arguments plus the ``_ansible_*`` keys Ansible adds."""
     params = dict(args)

@@ -634,7 +634,9 @@ class HostRun(object):
         if spec is None:
             return results.failed_result("ioc: no payload for module %s was shipped to this host"
                                          % task["module"])
-        return ansible_module.run(spec, args, ctx, blob)
+        if task["action"] == "gather_facts":
+            return ansible_module.gather(spec, args, ctx, blob)
+        return ansible_module.normal(task["action"], spec, args, ctx, blob)
 
     def _emit_diff(self, key, task, result, templar):
         """``on_file_diff`` comes before the result it belongs to (L3.5)."""

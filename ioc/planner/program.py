@@ -85,7 +85,8 @@ def compile_play(play: Play, tags: Optional[TagFilter] = None) -> Program:
     for section in SECTIONS:
         nodes: Tuple[Node, ...] = tuple(_select(getattr(play, section), tags))
         if section == "pre_tasks" and play.gather_facts and tags.selects(_gather_tags(play)):
-            tree.append(numberer.entry(gather_task(play.location, play.become), section,
+            tree.append(numberer.entry(gather_task(play.location, play.become,
+                                                   play.gather_module), section,
                                        implicit=True))
         if play.force_handlers and nodes:
             # L5.7: force_handlers wraps the section in a block whose always
@@ -149,10 +150,11 @@ def _fields(task: Task) -> dict:
     return {f.name: getattr(task, f.name) for f in dataclasses.fields(task)}
 
 
-def gather_task(location: Location, become: Optional[Mapping[str, Any]] = None) -> Task:
+def gather_task(location: Location, become: Optional[Mapping[str, Any]] = None,
+                module: Optional[str] = None) -> Task:
     """The implicit fact gathering; it runs under the play's ``become`` (as in Ansible)."""
     return Task(action="gather_facts", args={}, location=location, name="Gathering Facts",
-                **dict(become or {}))
+                module=module, **dict(become or {}))
 
 
 def flush_task(location: Location) -> Task:
