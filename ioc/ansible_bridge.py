@@ -2508,6 +2508,8 @@ def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:
             utr.loop_item_label = value
         elif key == "_ansible_verbose_always":
             utr.verbose_always = bool(value)
+        elif key == "_ansible_verbose_override":
+            utr.verbose_override = bool(value)
         elif key == "_ansible_delegated_vars":
             utr.callback_delegated_vars_subset = value
     return utr

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import getpass
 import json
 import logging
 import os
 import sys
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from ioc import __version__, loader
 from ioc.callbacks import Callback, CallbackSet
@@ -105,6 +106,33 @@ def print_plans(planned_plays: Sequence[Any], form: str) -> None:
         sys.stdout.write("".join(plan_to_dot(plan, graph) for plan, graph in graphs))
 
 
+def ansible_modules(verbosity: int) -> Any:
+    """Ansible's module library when ansible-core is importable here, else None.
+
+    With it, a task whose module ioc does not implement (or whose options
+    ioc's module lacks) runs Ansible's own module on the target, and facts
+    are gathered by Ansible's ``setup``; without it such a task is refused
+    before anything runs.
+    """
+    from ioc.ansible.modules import attacher_for_ioc_run
+    from ioc.controller.capabilities import runner_capabilities
+
+    caps = runner_capabilities()
+    return attacher_for_ioc_run(caps.actions, caps.options, verbosity)
+
+
+def include_loader(attacher: Any) -> Callable[..., Any]:
+    """``loader.load_include``, marking what it loads as the playbook was marked."""
+    if attacher is None:
+        return loader.load_include
+
+    def load(play: Any, task: Any, args: Any, extra_vars: Any) -> Any:
+        included = loader.load_include(play, task, args, extra_vars)
+        return dataclasses.replace(included, nodes=attacher.nodes(included.nodes),
+                                   handlers=attacher.nodes(included.handlers))
+    return load
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
@@ -112,6 +140,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         extra = loader.parse_extra_vars(args.extra_vars)
         playbook = loader.load_playbook(args.playbook, extra_vars=extra)
+        attacher = ansible_modules(args.verbose)
+        if attacher is not None:
+            playbook = attacher.playbook(playbook)
         tags = TagFilter.parse(args.tags, args.skip_tags)
         if args.plan:
             print_plans(plan_playbook(playbook, per_task=args.per_task, tags=tags), args.plan_format)
@@ -129,7 +160,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          become_password=become_password),
                               limit=args.limit, per_task=args.per_task, tags=tags,
                               reload_inventory=lambda: load_inventory(args.inventory, playbook_dir),
-                              load_include=loader.load_include)
+                              load_include=include_loader(attacher))
+            run.modules = attacher.modules if attacher is not None else None
             return run.run()
     except (LoadError, PlanError) as exc:
         print("ERROR! %s" % exc, file=sys.stderr)

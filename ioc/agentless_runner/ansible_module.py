@@ -28,6 +28,9 @@ import os
 import subprocess
 import sys
 import zipfile
+import zlib
+
+from ioc.agentless_runner import results
 
 #: Keys the controller's ``_update_module_args`` adds; the controller fills
 #: the run-wide ones (``_ansible_version``, ``_ansible_verbosity``...) in the
@@ -64,7 +67,7 @@ def run(spec, args, ctx, blob):
     """
     try:
         payload = _zip(spec, blob)
-        wrapper = blob(spec["wrapper"]).decode("utf-8")
+        wrapper = _get(blob, spec["wrapper"]).decode("utf-8")
     except (KeyError, ModuleSpecError) as exc:
         return {"failed": True, "changed": False,
                 "msg": "ioc: the payload of module %s is missing on this host: %s"
@@ -182,7 +185,35 @@ def parse_returned_data(stdout, stderr, rc):
             "Module invocation had junk after the JSON data: %s" % junk.strip())
     if err.strip() and "module_stderr" not in result:
         result["module_stderr"] = err
-    return _remove_internal_keys(result)
+    return _normalize_exception(_remove_internal_keys(result))
+
+
+def _normalize_exception(result):
+    """A module's ``exception`` as Ansible's result carries it.
+
+    An exception the module did not catch arrives as an encoded
+    ``ErrorSummary``: its message becomes the task's (``Task failed: Module
+    failed: ...``, as ansible-core 2.21 words it). ansible-core 2.21 gives
+    every failed result an ``exception`` (the traceback only when asked for).
+    """
+    exc = result.get("exception")
+    if isinstance(exc, dict) and exc.get("__ansible_type") == "ErrorSummary":
+        event = exc.get("event") or {}
+        result.setdefault("msg", "Task failed: Module failed: %s" % _event_message(event))
+        result["exception"] = event.get("formatted_traceback") or results.TRACEBACK_UNAVAILABLE
+    elif result.get("failed") and "exception" not in result and not results.legacy():
+        result["exception"] = results.TRACEBACK_UNAVAILABLE
+    return result
+
+
+def _event_message(event):
+    """An error event's message with its causes, as Ansible joins them."""
+    parts = []
+    while isinstance(event, dict):
+        if event.get("msg"):
+            parts.append(str(event["msg"]))
+        event = event.get("chain", {}).get("event") if isinstance(event.get("chain"), dict) else None
+    return ": ".join(parts)
 
 
 def filter_non_json_lines(data):
@@ -225,10 +256,12 @@ def _zip(spec, blob):
 
 
 def _get(blob, digest):
+    """A payload file: shipped zlib-compressed under a ``z`` digest."""
     try:
-        return blob(digest)
+        data = blob(digest)
     except KeyError:
         raise ModuleSpecError(digest)
+    return zlib.decompress(data) if digest.startswith("z") else data
 
 
 def _b64(data):

@@ -975,7 +975,8 @@ def _native_type_name(value):
 
 
 def _strip_prefix(name):
-    return name[8:] if name.startswith("ansible_") else name
+    """A fact's name in ``ansible_facts`` (``namespace_facts``: ``ansible_local`` keeps it)."""
+    return name[8:] if name.startswith("ansible_") and name != "ansible_local" else name
 
 
 def _evaluator(view):

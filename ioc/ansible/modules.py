@@ -27,6 +27,7 @@ import hashlib
 import io
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -49,7 +50,7 @@ class ModuleSet:
 
     #: key -> wire spec (see ioc/agentless_runner/ansible_module.py).
     specs: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    #: digest -> file content.
+    #: digest -> file content, zlib-compressed (digests start with ``z``).
     files: Dict[str, bytes] = field(default_factory=dict)
     #: The ``_ansible_*`` arguments that are the same for every task of the run.
     internal: Dict[str, Any] = field(default_factory=dict)
@@ -217,8 +218,10 @@ def _split(payload: bytes, files: Dict[str, bytes]) -> List[List[str]]:
 
 
 def _store(content: bytes, files: Dict[str, bytes]) -> str:
-    digest = hashlib.sha1(content).hexdigest()
-    files.setdefault(digest, content)
+    """Keep ``content`` zlib-compressed under ``z<sha1>`` (Ansible deflates its zip too)."""
+    digest = "z" + hashlib.sha1(content).hexdigest()
+    if digest not in files:
+        files[digest] = zlib.compress(content, 6)
     return digest
 
 
@@ -230,3 +233,112 @@ def _plain(value: Any) -> Any:
 def modules_of(specs: Mapping[str, Dict[str, Any]]) -> List[str]:
     """The module names of ``specs`` (for diagnostics)."""
     return sorted(spec["fqcn"] for spec in specs.values())
+
+
+# -- ioc-run: the IR's tasks that run Ansible's modules --------------------------------
+
+
+class Attacher:
+    """Marks the IR tasks that run Ansible's own module code (``ioc-run``).
+
+    The same rule as the ``mitogen_batch`` converter: a plain module that
+    ioc does not implement, or whose options ioc's module does not all take,
+    runs Ansible's module; fact gathering is Ansible's ``setup``. Modules
+    with an action plugin of their own stay ioc's (or are refused by the
+    planner, naming the task). ``library/`` beside the playbook and in each
+    role is searched first, as Ansible does.
+    """
+
+    def __init__(self, native_actions: Iterable[str],
+                 native_options: Mapping[str, Iterable[str]], verbosity: int = 0) -> None:
+        self.native = frozenset(native_actions)
+        self.options = {k: frozenset(v) for k, v in native_options.items()}
+        self.modules = ModuleSet(internal=run_wide_args(verbosity))
+        self._library: set = set()
+
+    def playbook(self, playbook: Any) -> Any:
+        """``playbook`` with ``Task.module``/``Play.gather_module`` set where they apply."""
+        import dataclasses
+        import os
+
+        base = os.path.dirname(os.path.abspath(playbook.path))
+        self.add_library(os.path.join(base, "library"))
+        return dataclasses.replace(playbook, plays=tuple(self.play(p) for p in playbook.plays))
+
+    def play(self, play: Any) -> Any:
+        import dataclasses
+
+        sections = {name: self.nodes(getattr(play, name))
+                    for name in ("pre_tasks", "tasks", "post_tasks", "handlers")}
+        gather = self.fact_module() if play.gather_facts else None
+        return dataclasses.replace(play, gather_module=gather, **sections)
+
+    def nodes(self, nodes: Sequence[Any]) -> Tuple[Any, ...]:
+        import dataclasses
+        from ioc.model import Block
+
+        out = []
+        for node in nodes:
+            if isinstance(node, Block):
+                out.append(dataclasses.replace(node, block=self.nodes(node.block),
+                                               rescue=self.nodes(node.rescue),
+                                               always=self.nodes(node.always)))
+            else:
+                out.append(self.task(node))
+        return tuple(out)
+
+    def task(self, task: Any) -> Any:
+        import dataclasses
+        import os
+
+        if task.role_path:
+            self.add_library(os.path.join(task.role_path, "library"))
+        key = self.module_key(task.action, task.args)
+        return task if key is None else dataclasses.replace(task, module=key)
+
+    def module_key(self, action: str, args: Mapping[str, Any]) -> Optional[str]:
+        short = action
+        for prefix in ("ansible.builtin.", "ansible.legacy."):
+            if short.startswith(prefix):
+                short = short[len(prefix):]
+        if short in ("gather_facts", "setup"):
+            return self.fact_module()
+        if short == "meta" or (short in self.native and self._accepts(short, args)):
+            return None
+        resolved = resolve(action)
+        if resolved is None or resolved.action_plugin is not None:
+            return None
+        key, _ = self.modules.add(resolved, short.rpartition(".")[2])
+        return key
+
+    def fact_module(self) -> Optional[str]:
+        resolved = resolve("ansible.legacy.setup")
+        if resolved is None:
+            return None
+        key, _ = self.modules.add(resolved, "setup")
+        return key
+
+    def add_library(self, path: str) -> None:
+        import os
+        from ansible.plugins.loader import module_loader
+
+        if path not in self._library and os.path.isdir(path):
+            self._library.add(path)
+            module_loader.add_directory(path, with_subdir=False)
+
+    def _accepts(self, action: str, args: Mapping[str, Any]) -> bool:
+        accepted = self.options.get(action)
+        return accepted is None or not isinstance(args, Mapping) or all(
+            not isinstance(k, str) or k.startswith("_") or k in accepted or "{{" in k
+            for k in args)
+
+
+def attacher_for_ioc_run(native_actions: Iterable[str], native_options: Mapping[str, Iterable[str]],
+                         verbosity: int = 0) -> Optional[Attacher]:
+    """An :class:`Attacher` when ansible-core is importable here, else None."""
+    try:
+        import ansible.plugins.loader  # noqa: F401
+    except ImportError:
+        return None
+    init_loader()
+    return Attacher(native_actions, native_options, verbosity)

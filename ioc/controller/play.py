@@ -911,7 +911,7 @@ class PlayExecutor:
         out: Dict[str, Any] = {}
         for name, other in self.hosts.items():
             facts_layer = {**other.facts, "ansible_facts": {
-                (k[8:] if k.startswith("ansible_") else k): v for k, v in other.facts.items()}}
+                (k[8:] if k.startswith("ansible_") and k != "ansible_local" else k): v for k, v in other.facts.items()}}
             # No play variables: Ansible's HostVars have no play context.
             merged = {**other.inventory_vars, **facts_layer, **other.included, **other.runtime,
                       **self.static_layers["extra"], "inventory_hostname": name}

@@ -223,7 +223,7 @@ class PlaybookRun:
             memory = self.memory.get(name, {})
             facts = memory.get("facts", {})
             facts_layer = {**facts, "ansible_facts": {
-                (k[8:] if k.startswith("ansible_") else k): v for k, v in facts.items()}}
+                (k[8:] if k.startswith("ansible_") and k != "ansible_local" else k): v for k, v in facts.items()}}
             out[name] = {**inv.host_vars(self.inventory, name), **facts_layer,
                          **memory.get("include_vars", {}), **memory.get("runtime", {}),
                          **self.extra_vars, "inventory_hostname": name,

@@ -293,7 +293,8 @@ if __name__ == "__main__":
 '''
 
 
-#: A module ioc has no native implementation of: it runs through Ansible.
+#: A ``library/`` module: a plain module, so the runner runs it from Ansible's
+#: own module code (see test_mitogen_batch_modules.py).
 GREET_MODULE = '''
 #!/usr/bin/python
 from ansible.module_utils.basic import AnsibleModule
@@ -312,6 +313,27 @@ def main():
 if __name__ == "__main__":
     main()
 '''
+
+#: An action plugin of the same name: controller work that ioc's runner cannot
+#: do, so a ``greet`` task runs through Ansible's own task machinery.
+GREET_ACTION = '''
+from ansible.plugins.action import ActionBase
+
+
+class ActionModule(ActionBase):
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        result.update(self._execute_module(module_name="greet", module_args=self._task.args,
+                                           task_vars=task_vars))
+        return result
+'''
+
+
+def write_foreign_greet(ansible: "Ansible") -> None:
+    """``greet``: a module with an action plugin of its own (runs through Ansible)."""
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("action_plugins/greet.py", GREET_ACTION)
+
 
 MIXED_PLAY = """
 - hosts: web
@@ -363,7 +385,7 @@ MIXED_PLAY = """
 
 def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, ansible_python):
     """Per-task fallback: only the ``library/`` module's tasks run through Ansible."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", MIXED_PLAY)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     linear, batch = ansible.both("play.yml", str(inventory))
@@ -394,7 +416,7 @@ def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, a
 
 def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
     """Ansible's own ssh connection for the fallback task, mitogen's for the batches."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", MIXED_PLAY)
     inventory = ansible.write("hosts.ini", sshd.inventory_ini(["h1", "h2"], group="web",
                                                               python=ansible_python))
@@ -488,7 +510,7 @@ def test_include_vars_and_pause_run_through_ansible(ansible, ansible_python):
 
 def test_a_host_unreachable_in_a_task_run_through_ansible(ansible, ansible_python):
     """Ansible finds the host unreachable; ioc drops it, later plays do not see it."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -549,7 +571,7 @@ def test_add_host_and_group_by_run_through_ansible(ansible, ansible_python):
 
 def test_a_failed_templated_run_once_through_ansible_stops_every_host(ansible, ansible_python):
     """Ansible decides the templated run_once; when that one host fails, linear fails all."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -576,7 +598,7 @@ def test_a_failed_templated_run_once_through_ansible_stops_every_host(ansible, a
 
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
     """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", MIXED_PLAY + """
 - name: second
   hosts: web
@@ -618,7 +640,7 @@ def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_
 
 def test_failures_of_tasks_run_through_ansible_read_like_linear(ansible, ansible_python):
     """ignore_errors, run_once, a block with only always, a failure that ends the host."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false

@@ -18,7 +18,7 @@ from typing import List
 
 import pytest
 
-from tests.ansible.test_mitogen_batch import (GREET_MODULE, ROOT, Result, ansible,  # noqa: F401
+from tests.ansible.test_mitogen_batch import (write_foreign_greet, ROOT, Result, ansible,  # noqa: F401
                                               ansible_python, assert_same_output,
                                               local_inventory)
 
@@ -36,7 +36,7 @@ def native_flush_calls(result: Result) -> List[str]:
 
 
 def run(ansible, ansible_python, play: str, hosts=("h1", "h2", "h3"), args=()):
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", play)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, hosts))
     linear, batch = ansible.both("play.yml", str(inventory), args=list(args))
@@ -100,7 +100,7 @@ def test_a_library_handler_runs_through_ansible_between_native_handlers(ansible,
 
 
 def test_the_plan_and_vv_say_which_handler_runs_through_ansible(ansible, ansible_python):
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("play.yml", MIXED)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     python = ansible.python

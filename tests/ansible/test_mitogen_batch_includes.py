@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ansible.test_mitogen_batch import GREET_MODULE, ansible, ansible_python, \
+from tests.ansible.test_mitogen_batch import write_foreign_greet, ansible, ansible_python, \
     assert_same_output, local_inventory  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def test_included_tasks_run_natively_and_a_foreign_one_through_ansible(ansible,
                                                                        ansible_python):
     """An included file with a ``library/`` module task: only that task goes through Ansible."""
-    ansible.write("library/greet.py", GREET_MODULE)
+    write_foreign_greet(ansible)
     ansible.write("tasks/mixed.yml", """
         - name: native in the include
           command: echo {{ part }} on {{ inventory_hostname }}
