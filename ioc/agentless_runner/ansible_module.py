@@ -30,7 +30,7 @@ import sys
 import zipfile
 import zlib
 
-from ioc.agentless_runner import results
+from ioc.agentless_runner import forkserver, results
 
 #: Keys the controller's ``_update_module_args`` adds; the controller fills
 #: the run-wide ones (``_ansible_version``, ``_ansible_verbosity``...) in the
@@ -73,6 +73,11 @@ def run(spec, args, ctx, blob):
                 "msg": "ioc: the payload of module %s is missing on this host: %s"
                        % (spec.get("name"), exc)}
     params = module_args(spec, args, ctx)
+    req = {"name": spec["name"], "fqn": spec["fqn"], "profile": spec.get("profile", "legacy"),
+           "params": json.dumps({"ANSIBLE_MODULE_ARGS": params})}
+    ran = forkserver.run(req, payload, ctx.child_env(), _cwd())
+    if ran is not None:
+        return parse_returned_data(*ran)
     stdin = json.dumps({
         "zip_data": _b64(payload),
         "ansible_module": spec["name"],
