@@ -281,6 +281,7 @@ class _Converter:
         if role is not None:
             variables.update(plain(role.get_vars(include_params=False)))
         variables.update(plain(task.get_vars()))
+        variables.update(_parent_role_vars(task))
         loop_control = getattr(task, "loop_control", None)
         control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
         ir_location = _location(task)
@@ -319,6 +320,8 @@ class _Converter:
             **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
+            role_collection=plain(getattr(role, "_role_collection", None)) or None
+            if role is not None else None,
             # The planner cuts after it; what it loads comes from Ansible, not this scope.
             include_scope=IncludeScope(path=ir_location.path) if dynamic else None,
             module=module_key,
@@ -480,6 +483,16 @@ class _Converter:
             else:
                 out.extend(nodes)
         return tuple(out)
+
+
+def _parent_role_vars(task: Any) -> Dict[str, Any]:
+    """``ansible_parent_role_names``/``paths`` of a role included from a role (IncludeRole)."""
+    try:
+        params = task.get_include_params()
+    except AttributeError:
+        return {}
+    return {k: plain(params[k]) for k in ("ansible_parent_role_names", "ansible_parent_role_paths")
+            if k in params}
 
 
 def _parent_include(task: Any) -> Any:

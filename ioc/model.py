@@ -116,6 +116,9 @@ class Task:
     role: Optional[str] = None
     #: Directory of that role, exposed as ``role_path``.
     role_path: Optional[str] = None
+    #: The collection of a collection role (``role`` is then its FQCN), as
+    #: ``ansible_collection_name``; None for a role from a roles path.
+    role_collection: Optional[str] = None
     #: The action as written when it differs from ``action``
     #: (``ansible.builtin.debug``): an unnamed task is shown by it.
     action_written: Optional[str] = None

@@ -319,8 +319,7 @@ class HostRun(object):
         maps = [Verbatim(overlay)] if overlay else []
         magic = dict(self.magic)
         if task.get("role_path"):
-            magic["role_path"] = task["role_path"]
-            magic["role_name"] = task.get("role")
+            magic.update(_role_vars(task))
         maps.append(magic)
         maps.append(self.extra)
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
@@ -972,6 +971,16 @@ def _native_type_name(value):
         if isinstance(value, base):
             return base.__name__
     return type(value).__name__
+
+
+def _role_vars(task):
+    """A role task's magic variables, as ``VariableManager`` sets them."""
+    role = task.get("role")
+    collection = task.get("role_collection")
+    short = role[len(collection) + 1:] if collection and role and \
+        role.startswith(collection + ".") else role
+    return {"role_path": task["role_path"], "role_name": short, "ansible_role_name": role,
+            "ansible_collection_name": collection}
 
 
 def _strip_prefix(name):

@@ -138,3 +138,31 @@ def test_a_module_with_its_own_action_plugin_still_runs_through_ansible(ansible,
     linear, batch = ansible.both("play.yml", inventory)
     assert_same_output(linear, batch)
     assert batch.through_ansible == ["AnsibleStep 2 on 2 host(s)"], batch.log
+
+
+def test_roles_see_their_magic_variables_as_ansible_sets_them(ansible, ansible_python, python39):
+    """role_name, ansible_role_name (the FQCN of a collection role), ansible_collection_name,
+    role_path and, in a role included from a role, ansible_parent_role_names/paths."""
+    ansible.write("roles/plain.role/tasks/main.yml", """
+        - debug:
+            msg: "{{ role_name }} {{ ansible_role_name }} {{ ansible_collection_name }}"
+        - include_role:
+            name: ns.coll.inner
+        """)
+    ansible.write("collections/ansible_collections/ns/coll/roles/inner/tasks/main.yml", """
+        - debug:
+            msg: >-
+              {{ role_name }} {{ ansible_role_name }} {{ ansible_collection_name }}
+              {{ role_path | basename }} {{ ansible_parent_role_names }}
+              {{ ansible_parent_role_paths | map('basename') | list }}
+        """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          roles: [plain.role]
+        """)
+    inventory = str(ansible.write("hosts", old_target_inventory(python39)))
+    linear, batch = ansible.both("play.yml", inventory)
+    assert_same_output(linear, batch)
+    assert "inner ns.coll.inner ns.coll inner ['plain.role'] ['plain.role']" in batch.stdout
+    assert batch.through_ansible == [], batch.log
