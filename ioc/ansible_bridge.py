@@ -347,6 +347,12 @@ class _Converter:
         self._module_why = None
         if action in ("gather_facts", "setup"):
             return self.fact_module()
+        if action == "service" and task.action in ("service", "ansible.builtin.service",
+                                                   "ansible.legacy.service"):
+            key, self._module_why = self.modules.add_service()
+            return key
+        if action in modules.PREFER_ANSIBLE:
+            args = {"<prefer Ansible's module>": None}
         native = "." not in action and action in self.caps_actions
         if action in ("meta",) or (native and self._native_accepts(action, args)):
             return None

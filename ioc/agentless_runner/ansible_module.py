@@ -99,6 +99,40 @@ def normal(action, spec, args, ctx, blob):
     return result
 
 
+#: What Ansible's ``service`` action drops (with a warning) for each module.
+_SERVICE_UNUSED = {"systemd": ("pattern", "runlevel", "sleep", "arguments", "args")}
+
+
+def service(spec, args, ctx, blob, specs, service_mgr):
+    """Ansible's ``service`` action plugin, on the target.
+
+    The module is the ``use`` argument, else the host's ``service_mgr``
+    fact, else what ``setup`` finds now; one that is not a known module
+    means ``service``. ``spec["candidates"]`` names the shipped modules.
+    """
+    candidates = spec["candidates"]
+    module = str(args.get("use", "auto")).lower()
+    if module == "auto" and service_mgr:
+        module = str(service_mgr)
+    if module == "auto":
+        facts = run(specs[candidates["setup"]],
+                    {"gather_subset": "!all", "filter": "ansible_service_mgr"}, ctx, blob)
+        module = (facts.get("ansible_facts") or {}).get("ansible_service_mgr") or "auto"
+    if module not in candidates or module == "setup":
+        module = "service"
+    new_args = dict((k, v) for k, v in args.items() if k != "use")
+    warnings = []
+    for unused in _SERVICE_UNUSED.get(module, ()):
+        if unused in new_args:
+            del new_args[unused]
+            warnings.append('Ignoring "%s" as it is not used in "%s"' % (unused, module))
+    sub = dict(specs[candidates[module]], module_name="ansible.legacy." + module)
+    result = normal(module, sub, new_args, ctx, blob)
+    if warnings:
+        result["warnings"] = warnings + list(result.get("warnings") or [])
+    return result
+
+
 def gather(spec, args, ctx, blob):
     """``gather_facts`` with Ansible's ``setup``: its action plugin's result, one module.
 

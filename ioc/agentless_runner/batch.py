@@ -635,6 +635,9 @@ class HostRun(object):
                                          % task["module"])
         if task["action"] == "gather_facts":
             return ansible_module.gather(spec, args, ctx, blob)
+        if spec.get("dispatch") == "service":
+            return ansible_module.service(spec, args, ctx, blob, self.modules,
+                                          self.facts.get("ansible_service_mgr"))
         return ansible_module.normal(task["action"], spec, args, ctx, blob)
 
     def _emit_diff(self, key, task, result, templar):

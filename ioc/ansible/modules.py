@@ -71,10 +71,47 @@ class ModuleSet:
         self.specs[key] = _plain(spec)
         return key, None
 
+    def add_service(self) -> Tuple[Optional[str], Optional[str]]:
+        """The ``service`` action: its candidate modules, chosen on the target.
+
+        Ansible's ``service`` action plugin picks the module from the host's
+        ``service_mgr`` fact (running ``setup`` for it when facts were not
+        gathered): ``systemd``, ``sysvinit`` (``update-rc.d`` and friends on
+        a host whose PID 1 is not systemd), ``openwrt_init`` or else
+        ``service``. Every candidate travels with the batch (they share
+        their ``module_utils``) and the runner makes the same choice.
+        """
+        key = "dispatch:service"
+        if key in self.specs:
+            return key, None
+        candidates: Dict[str, str] = {}
+        for name in ("systemd", "sysvinit", "openwrt_init", "service", "setup"):
+            resolved = resolve("ansible.legacy." + name)
+            if resolved is None:  # (the action runs the module itself, whatever its plugin)
+                continue
+            sub, why = self.add(resolved, name)
+            if sub is None:
+                return None, why
+            candidates[name] = sub
+        if "service" not in candidates or "setup" not in candidates:
+            return None, "ansible.legacy.service or setup cannot be found"
+        self.specs[key] = {"dispatch": "service", "candidates": candidates}
+        return key, None
+
     def digests(self, key: str) -> List[str]:
         """Every file digest the module ``key`` needs on the target."""
         spec = self.specs[key]
+        if "dispatch" in spec:
+            out: List[str] = []
+            for sub in spec["candidates"].values():
+                out += [d for d in self.digests(sub) if d not in out]
+            return out
         return [spec["wrapper"]] + [digest for _, digest in spec["entries"]]
+
+    def closure(self, key: str) -> List[str]:
+        """``key`` and the keys of the modules it dispatches to."""
+        spec = self.specs[key]
+        return [key] + list(spec.get("candidates", {}).values())
 
     def merge(self, other: "ModuleSet") -> None:
         self.specs.update(other.specs)
@@ -238,6 +275,14 @@ def modules_of(specs: Mapping[str, Dict[str, Any]]) -> List[str]:
 # -- ioc-run: the IR's tasks that run Ansible's modules --------------------------------
 
 
+#: ioc has its own implementation of these, but Ansible's module is the one
+#: a host runs when ansible-core is present: system state whose semantics
+#: ioc's port covers only in part (SysV init scripts, apt's policy, user
+#: password ageing, ...). ioc's own serve ``ioc-run`` without ansible-core.
+PREFER_ANSIBLE = frozenset({"systemd", "systemd_service", "user", "group", "apt", "pip",
+                            "cron", "wait_for", "ping"})
+
+
 class Attacher:
     """Marks the IR tasks that run Ansible's own module code (``ioc-run``).
 
@@ -303,6 +348,10 @@ class Attacher:
                 short = short[len(prefix):]
         if short in ("gather_facts", "setup"):
             return self.fact_module()
+        if short == "service":
+            return self.modules.add_service()[0]
+        if short in PREFER_ANSIBLE:
+            args = {"<prefer Ansible's module>": None}
         if short == "meta" or (short in self.native and self._accepts(short, args)):
             return None
         resolved = resolve(action)

@@ -102,7 +102,12 @@ def collect_modules(cache: PayloadCache, connection: str, modules: ModulePayload
             if digest not in sent:
                 blobs[digest] = mitogen.core.Blob(modules.files[digest])
                 sent.add(digest)
-    return {key: modules.specs[key] for key in keys}
+    specs: Dict[str, Dict[str, Any]] = {}
+    for key in keys:  # a dispatching action (service) brings the specs it chooses from
+        spec = specs[key] = modules.specs[key]
+        for sub in spec.get("candidates", {}).values():
+            specs[sub] = modules.specs[sub]
+    return specs
 
 
 def collect(cache: PayloadCache, host: str, hostrun: HostRun,

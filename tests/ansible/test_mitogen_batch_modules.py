@@ -8,6 +8,8 @@ console, recap and exit code are linear's. Fact gathering is Ansible's
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.ansible.test_mitogen_batch import GREET_MODULE, ansible, ansible_python, \
@@ -166,3 +168,71 @@ def test_roles_see_their_magic_variables_as_ansible_sets_them(ansible, ansible_p
     assert_same_output(linear, batch)
     assert "inner ns.coll.inner ns.coll inner ['plain.role'] ['plain.role']" in batch.stdout
     assert batch.through_ansible == [], batch.log
+
+
+SYSV_SCRIPT = """#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          {name}
+# Required-Start:    $remote_fs
+# Required-Stop:     $remote_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: ioc test service
+### END INIT INFO
+case "$1" in
+  start) touch {flag} ;;
+  stop) rm -f {flag} ;;
+  status) [ -f {flag} ] ;;
+  *) exit 0 ;;
+esac
+"""
+
+
+def test_service_enabled_on_a_host_without_systemd_runs_ansibles_module(ansible, ansible_python,
+                                                                       python39, tmp_path):
+    """PID 1 here is not systemd: Ansible's service action picks sysvinit (update-rc.d);
+    the runner makes the same choice on the target, inside the batch."""
+    name = "ioc-test-%s" % tmp_path.name.replace("_", "-")[-20:]
+    script = SYSV_SCRIPT.format(name=name, flag=tmp_path / "running")
+    ansible.write("init.sh", script)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - copy:
+                src: init.sh
+                dest: /etc/init.d/%(name)s
+                mode: "0755"
+            - service:
+                name: %(name)s
+                state: started
+                enabled: true
+              register: started
+            - debug:
+                msg: "{{ started.changed }} {{ started.state }} {{ started.enabled }}"
+            - name: again, nothing changes
+              service:
+                name: %(name)s
+                state: started
+                enabled: true
+            - shell: ls /etc/rc2.d | grep -c %(name)s
+              register: links
+              changed_when: false
+            - service:
+                name: %(name)s
+                state: stopped
+                enabled: false
+            - file:
+                path: /etc/init.d/%(name)s
+                state: absent
+            - command: update-rc.d %(name)s remove
+        """ % {"name": name})
+    inventory = str(ansible.write("hosts", old_target_inventory(python39, hosts=("h1",))))
+    try:
+        linear, batch = ansible.both("play.yml", inventory)
+    finally:
+        (Path("/etc/init.d") / name).unlink(missing_ok=True)
+    assert_same_output(linear, batch)
+    assert '"msg": "True started True"' in batch.stdout
+    assert batch.rc == 0 and batch.through_ansible == [], batch.log
+    assert len(batch.steps) == 1, batch.log
