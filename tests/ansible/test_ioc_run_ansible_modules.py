@@ -1,0 +1,73 @@
+"""``ioc-run`` with ansible-core importable: Ansible's own modules and facts, in batches.
+
+The same playbook under ``ansible-playbook`` (linear) and under ``ioc-run``
+run by an interpreter that has ansible-core (2.21 and 2.19): the recap, the
+task statuses and the files on the host are the same, and ioc-run needs one
+runner call for the whole play. Without ansible-core, ioc-run refuses such a
+task before connecting (tests/unit/test_cli_plan.py covers refusals).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from tests.ansible.test_mitogen_batch import GREET_MODULE, ROOT, ansible, ansible_python  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+
+def run_ioc(python: str, workdir, playbook: str, inventory: str):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([python, "-m", "ioc", "-i", inventory, playbook], cwd=str(workdir),
+                          env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def statuses(stdout: str):
+    """(task banner, status line) pairs and the recap: what a reader compares."""
+    keep = re.compile(r"^(TASK \[|PLAY RECAP|ok:|changed:|failed:|fatal:|skipping:|h\d +:)")
+    return [re.sub(r"\*+$", "", line).rstrip() for line in stdout.splitlines()
+            if keep.match(line)]
+
+
+def test_ioc_run_runs_ansibles_modules_and_gathers_ansibles_facts(ansible, ansible_python,
+                                                                  python39, tmp_path):
+    ansible.write("library/greet.py", GREET_MODULE)
+    ansible.write("play.yml", """
+        - hosts: web
+          tasks:
+            - name: facts are Ansible's
+              debug:
+                msg: "{{ ansible_facts.lsb is defined }} {{ ansible_facts.devices is defined }}"
+            - getent:
+                database: passwd
+                key: root
+            - greet:
+                who: "{{ ansible_facts.getent_passwd.root[4] }}"
+                changed: true
+              register: g
+            - copy:
+                content: "{{ g.greeting }}\\n"
+                dest: "%s/{{ inventory_hostname }}.txt"
+            - greet:
+                fail: true
+              ignore_errors: true
+        """ % tmp_path)
+    inventory = str(ansible.write("hosts", "[web]\n" + "".join(
+        "%s ansible_connection=local ansible_python_interpreter=%s\n" % (h, python39)
+        for h in ("h1", "h2"))))
+    linear = ansible.run("play.yml", inventory, "linear")
+    expected = {h: (tmp_path / ("%s.txt" % h)).read_text() for h in ("h1", "h2")}
+    for h in ("h1", "h2"):
+        (tmp_path / ("%s.txt" % h)).unlink()
+    ioc = run_ioc(ansible_python, ansible.workdir, "play.yml", inventory)
+    assert ioc.returncode == linear.rc == 0, ioc.stdout + ioc.stderr
+    assert statuses(ioc.stdout) == statuses(linear.stdout)
+    assert '"msg": "True True"' in ioc.stdout
+    assert {h: (tmp_path / ("%s.txt" % h)).read_text() for h in ("h1", "h2")} == expected \
+        == {"h1": "hello /root\n", "h2": "hello /root\n"}
+    assert "ioc: 1 batch(es)" in ioc.stdout
