@@ -259,38 +259,24 @@ def test_registered_values_facts_and_set_fact_reach_later_plays(ansible, ansible
           hosts: web
           gather_facts: false
           tasks:
-            - hello:
+            - greet:
+                who: there
               register: greeted
             - debug:
                 msg: "{{ first.stdout }} {{ derived }} {{ greeted.greeting }}"
     """)
-    ansible.write("library/hello.py", HELLO_MODULE)
+    write_foreign_greet(ansible)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert "one-h1 one-h1-derived 3" in batch.stdout
     assert "one-h1-derived 0" in batch.stdout
-    assert "one-h2 one-h2-derived hello" in batch.stdout
-    # Plays 1 and 2 are one batch each; play 3 runs its module ioc lacks through
+    assert "one-h2 one-h2-derived hello there" in batch.stdout
+    # Plays 1 and 2 are one batch each; play 3 runs its action plugin through
     # Ansible, then its debug task natively.
     assert len(batch.steps) == 3, batch.log
     assert batch.through_ansible == ["AnsibleStep 1 on 2 host(s)"], batch.log
-
-
-HELLO_MODULE = '''
-#!/usr/bin/python
-from ansible.module_utils.basic import AnsibleModule
-
-
-def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    module.exit_json(changed=False, greeting="hello")
-
-
-if __name__ == "__main__":
-    main()
-'''
 
 
 #: A ``library/`` module: a plain module, so the runner runs it from Ansible's
