@@ -4,12 +4,13 @@ A new mitogen context imports what it lacks from the controller, one round
 trip per module. Over a 150 ms link that is seconds before the first task.
 So the controller:
 
-* makes its own ``ioc``, ``jinja2`` and ``markupsafe`` authoritative
+* makes its own ``ioc``, ``jinja2``, ``markupsafe`` and PyYAML authoritative
   (mitogen *overrides*): the target never runs a different version it
   happens to have installed, and never probes its own site-packages first;
-* *blocks* the optional imports that are expected to fail (C speedups,
-  PyYAML for the YAML filters), so the target refuses them itself instead of
-  asking and waiting for a "no";
+* *blocks* the optional imports that are expected to fail (the C speedups of
+  markupsafe and PyYAML), so the target refuses them itself instead of
+  asking and waiting for a "no" -- PyYAML then runs its pure-Python part,
+  exactly as on a host without libyaml;
 * sends the runner's import closure right after the connection is up
   (``forward_modules``), ahead of the first call on the same stream, so the
   call finds every module already there; the implementation of each module
@@ -35,9 +36,9 @@ from ioc.agentless_runner import modules as runner_modules
 LOG = logging.getLogger(__name__)
 
 #: Packages the target always takes from the controller.
-OVERRIDES = ("ioc", "jinja2", "markupsafe")
+OVERRIDES = ("ioc", "jinja2", "markupsafe", "yaml")
 #: Imports the runner may attempt that must fail fast on the target.
-BLOCKS = ("markupsafe._speedups", "yaml", "_yaml")
+BLOCKS = ("markupsafe._speedups", "yaml.cyaml", "yaml._yaml", "_yaml")
 #: Imported lazily by jinja2 (the first template error rewrites a traceback),
 #: or by name (extensions), so no import scan finds them.
 LAZY = ("jinja2.debug", "jinja2.ext", "markupsafe._native")

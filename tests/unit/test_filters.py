@@ -384,7 +384,7 @@ def test_from_json():
     assert check("'{\"a\": [1, null]}' | from_json") == {"a": [1, None]}
 
 
-# -- YAML (with PyYAML when present, and the built-in fallback) -------------------------------------
+# -- YAML --------------------------------------------------------------------------------------------
 
 
 def test_to_yaml_uses_flow_style_for_scalar_collections():
@@ -404,128 +404,15 @@ def test_from_yaml_all():
     assert check("'a: 1\n---\nb: 2\n' | from_yaml_all") == [{"a": 1}, {"b": 2}]
 
 
-@pytest.mark.parametrize("value, expected", [
-    ({"b": 1, "a": "x"}, "{a: x, b: 1}\n"),
-    ({"a": [1, 2], "b": {"c": None}}, "a: [1, 2]\nb: {c: null}\n"),
-    ([], "[]\n"),
-    ("plain", "plain\n...\n"),
-    ("yes", "'yes'\n"),
-    ("", "''\n"),
-    ("it's: here", "'it''s: here'\n"),
-    ("tab\there", '"tab\\there"\n'),
-    ([1.5, True, None, "1"], "[1.5, true, null, '1']\n"),
-])
-def test_to_yaml_without_pyyaml(value, expected):
-    assert filters.to_yaml(value) == expected
-
-
-def test_to_nice_yaml_without_pyyaml():
-    value = {"users": [{"name": "a", "groups": ["x", "y"]}], "n": 1}
-    assert filters.to_nice_yaml(value) == (
-        "n: 1\nusers:\n-   groups:\n    - x\n    - y\n    name: a\n")
-
-
-def test_yaml_emitter_folds_long_lines_like_pyyaml():
-    text = " ".join(["word"] * 30)
-    assert filters.to_nice_yaml({"k": text}, indent=2) == "k: %s\n  %s\n" % (
-        " ".join(["word"] * 16), " ".join(["word"] * 14))
-
-
-def test_yaml_emitter_matches_pyyaml_on_varied_data():
-    yaml = pytest.importorskip("yaml")
-    data = {"s": ["a", "yes", "1.0", "x: y", "- z", "#c", "a #b", "multi\nline", "é", ""],
-            "n": [1, -2, 1.5, 1e20, float("inf"), True, None], "e": {}, "l": [[1], {"k": []}],
-            1: "int key", "long": "lorem ipsum " * 12}
-    for kwargs in (dict(default_flow_style=None), dict(default_flow_style=False, indent=4)):
-        expected = yaml.dump(data, Dumper=yaml.SafeDumper, allow_unicode=True, **kwargs)
-        assert filters.yaml_dump(data, **kwargs) == expected
-
-
-YAML_DOCUMENT = """\
-# a playbook-like document
-name: test   # trailing comment
-enabled: yes
-count: 0x10
-mode: 0644
-ratio: 1.5
-nothing: ~
-empty:
-items:
-- one
-- "two\\tq"
-- 'it''s'
-- {a: 1, b: [x, y]}
-- key: v
-  other: w
-nested:
-  deeper:
-    list:
-      - 1
-      - 2
-script: |
-  echo 1
-  echo 2
-folded: >-
-  one
-  two
-
-  three
-plain: a long
-  continued line
-"""
-
-
-def test_from_yaml_without_pyyaml():
-    assert filters.from_yaml(YAML_DOCUMENT) == {
-        "name": "test", "enabled": True, "count": 16, "mode": 420, "ratio": 1.5,
-        "nothing": None, "empty": None,
-        "items": ["one", "two\tq", "it's", {"a": 1, "b": ["x", "y"]}, {"key": "v", "other": "w"}],
-        "nested": {"deeper": {"list": [1, 2]}},
-        "script": "echo 1\necho 2\n", "folded": "one two\nthree", "plain": "a long continued line",
-    }
-
-
-def test_from_yaml_matches_pyyaml():
-    yaml = pytest.importorskip("yaml")
-    assert filters.yaml_load_all(YAML_DOCUMENT) == [yaml.safe_load(YAML_DOCUMENT)]
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("", None),
-    ("# only a comment\n", None),
-    ("just text", "just text"),
-    ("[1, 2]", [1, 2]),
-    ("k: |+\n  keep\n\n", {"k": "keep\n\n"}),
-    ("k: \"a\\\n  b\"", {"k": "ab"}),
-    ("- - a\n  - b\n- c\n", [["a", "b"], "c"]),
-    ("a: 1:30\nb: .inf\nc: Off\nd: '~'\n", {"a": 90, "b": math.inf, "c": False, "d": "~"}),
-])
-def test_from_yaml_subset_cases(text, expected):
-    assert filters.from_yaml(text) == expected
-
-
-def test_from_yaml_all_without_pyyaml():
-    assert filters.from_yaml_all("---\na: 1\n---\n- b\n...\n") == [{"a": 1}, ["b"]]
-
-
-def test_from_yaml_keeps_timestamps_as_strings_without_pyyaml():
-    assert filters.from_yaml("d: 2020-01-01") == {"d": "2020-01-01"}
-
-
-def test_from_yaml_rejects_anchors_without_pyyaml():
-    with pytest.raises(filters.YAMLParseError, match="anchors"):
-        filters.from_yaml("a: &x 1\nb: *x\n")
-
-
-def test_from_yaml_reports_bad_indentation():
-    with pytest.raises(filters.YAMLParseError, match="line"):
-        filters.from_yaml("a:\n    b: 1\n  c: 2\n")
-
-
-def test_yaml_round_trip_without_pyyaml():
+def test_yaml_filters_take_what_pyyaml_takes():
+    """PyYAML is the YAML library, on the controller and on every target."""
+    assert filters.from_yaml("a: &x 1\nb: *x\n") == {"a": 1, "b": 1}
+    assert filters.from_yaml("v: !unsafe '{{ x }}'") == {"v": "{{ x }}"}
+    assert filters.from_yaml_all(None) == []
+    assert filters.from_yaml(None) is None
+    assert filters.to_yaml(("a", "b")) == "[a, b]\n"
     data = {"a": ["x", "yes", "", "multi\nline\n", {"b": None}], "c": 1.0, "d": "  pad "}
     assert filters.from_yaml(filters.to_nice_yaml(data)) == data
-    assert filters.from_yaml(filters.to_yaml(data)) == data
 
 
 # -- encodings, hashes, paths, math ---------------------------------------------------------------
