@@ -52,8 +52,13 @@ def skipped_result(false_condition):
 
 def normalize(result):
     """Fill in the keys every result has: ``changed`` and ``failed`` (ansible-core 2.21
-    registers ``failed: false`` on skipped results too)."""
+    registers ``failed: false`` on skipped results too), and the ``stdout_lines``/
+    ``stderr_lines`` the task executor splits from any ``stdout``/``stderr``."""
     result.setdefault("changed", False)
+    for stream in ("stdout", "stderr"):
+        if stream in result and stream + "_lines" not in result:
+            result[stream + "_lines"] = (result[stream] or "").splitlines() \
+                if isinstance(result[stream] or "", str) else []
     if legacy() and result.get("skipped") and not result.get("failed"):
         result.pop("failed", None)
         return result

@@ -44,7 +44,8 @@ def module_entry(fn):
         try:
             result = fn(dict(args or {}), ctx)
         except ModuleError as e:
-            result = dict(e.result)
+            # fail_json, like exit_json, adds the path's details (add_path_info)
+            result = add_path_info(dict(e.result))
             result["failed"] = True
             result["msg"] = e.msg
         result.setdefault("changed", False)
@@ -528,16 +529,6 @@ def get_bin_path(name, env=None, opt_dirs=()):
     return None
 
 
-def require_bin(name, ctx, opt_dirs=()):
-    """get_bin_path that fails like ``get_bin_path(name, required=True)``."""
-    path = get_bin_path(name, ctx.child_env(), opt_dirs)
-    if path is None:
-        raise ModuleError("Failed to find required executable \"%s\" in paths: %s"
-                          % (name, os.pathsep.join(list(opt_dirs) + [
-                              ctx.child_env().get("PATH", os.defpath)] + list(_SBIN_DIRS))))
-    return path
-
-
 def run_text(ctx, argv, data=None, cwd=None, env=None):
     """Run ``argv`` (no shell, no expansion) with ``ctx.child_env()``; ``(rc, out, err)`` as str.
 
@@ -556,29 +547,6 @@ def run_text(ctx, argv, data=None, cwd=None, env=None):
     except OSError as e:
         return 127, "", str(e)
     return rc, to_text(out), to_text(err)
-
-
-def run_text_detached(ctx, argv, env=None):
-    """Like :func:`run_text` for commands that may leave a daemon behind.
-
-    Output goes to temp files rather than pipes, and the command gets its
-    own session, so a daemon an init script starts neither holds our pipes
-    open (we would wait for it forever) nor dies with the runner. This is
-    what AnsibleModule's service module gets from its double fork.
-    """
-    child = ctx.child_env()
-    if env:
-        child.update(env)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            rc = subprocess.call([str(a) for a in argv], env=child, close_fds=True,
-                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                 start_new_session=True)
-        except OSError as e:
-            return 127, "", str(e)
-        out.seek(0)
-        err.seek(0)
-        return rc, to_text(out.read()), to_text(err.read())
 
 
 # --------------------------------------------------------------------------
@@ -662,38 +630,6 @@ def read_bytes(path):
     """The content of ``path`` (bytes)."""
     with open(path, "rb") as f:
         return f.read()
-
-
-def opt_list(args, name, default=None):
-    """``args[name]`` as a list of str like Ansible's ``type='list'`` (a str splits on ',')."""
-    value = args.get(name)
-    if value is None:
-        return list(default) if default is not None else None
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",")] if value else []
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [str(value)]
-    raise ModuleError("argument '%s' is of type %s and we were unable to convert to list: "
-                      "%s cannot be converted to a list" % (name, type(value), type(value)))
-
-
-def opt_int(args, name, default=None):
-    """``args[name]`` as an int like Ansible's ``type='int'``."""
-    value = args.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise ModuleError("argument '%s' is of type %s and we were unable to convert to int: "
-                          "%s cannot be converted to an int" % (name, type(value), type(value)))
-    if isinstance(value, int):
-        return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise ModuleError("argument '%s' is of type %s and we were unable to convert to int: "
-                          "%s cannot be converted to an int" % (name, type(value), type(value)))
 
 
 def attribute_diff(path, mode, owner, group, check_mode):

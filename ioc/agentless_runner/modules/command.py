@@ -120,8 +120,8 @@ def _execute(args, ctx, r, cmd, shell, cwd):
     except OSError as e:
         # AnsibleModule.run_command's fail_json: no start/end/delta, not changed.
         failed = {"changed": False, "rc": e.errno, "stdout": "", "stderr": "",
-                  "cmd": _common.clean_args(cmd)}
-        return _fail(failed, str(e))
+                  "cmd": _common.clean_args(cmd), "exception": results.TRACEBACK_UNAVAILABLE}
+        return _fail(failed, "Error executing command.")
     end = datetime.datetime.now()
     r.update(rc=rc, stdout=_common.to_text(out), stderr=_common.to_text(err),
              start=str(start), end=str(end), delta=str(end - start))

@@ -72,9 +72,6 @@ def _finish(result, diff_mode):
     """Drop the diff unless asked for, then add path info like exit_json."""
     if not diff_mode:
         result.pop("diff", None)
-    path = result.get("path", result.get("dest"))
-    if path is not None and not os.path.exists(path) and "state" not in result:
-        result["state"] = "absent"  # exit_json's add_path_info (also for a dangling link)
     return _common.add_path_info(result)
 
 

@@ -15,11 +15,11 @@ def read(source):
         return _common.read_bytes(source)
     except (IOError, OSError) as e:
         if e.errno == errno.ENOENT:
-            msg = "file not found: %s" % source
+            msg = "File not found: %s" % source
         elif e.errno == errno.EACCES:
             msg = "file is not readable: %s" % source
         elif e.errno == errno.EISDIR:
-            msg = "source is a directory and must be a file: %s" % source
+            msg = "Source is a directory and must be a file: %s" % source
         else:
             msg = "unable to slurp file: %s" % e
         raise ModuleError(msg)
