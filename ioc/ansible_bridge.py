@@ -260,7 +260,8 @@ class _Converter:
             self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
         module_key = self.ansible_module(task, action, raw)
         if module_key is None and (
-                "." in action or (action not in self.caps_actions and action != "meta")):
+                "." in action or action in ("gather_facts", "setup")
+                or (action not in self.caps_actions and action != "meta")):
             self.refuse(self._module_why or "module %s has no native ioc implementation" % action)
         if action in _BRIDGE_PER_TASK:
             self.refuse("%s acts on Ansible's controller state" % action)
@@ -346,13 +347,15 @@ class _Converter:
 
         self._module_why = None
         if action in ("gather_facts", "setup"):
-            return self.fact_module()
-        if action == "service" and task.action in ("service", "ansible.builtin.service",
-                                                   "ansible.legacy.service"):
-            key, self._module_why = self.modules.add_service()
+            key = self.fact_module()
+            if key is None and self._module_why is None:
+                self._module_why = "fact gathering with FACTS_MODULES other than smart"
             return key
-        if action in modules.PREFER_ANSIBLE:
-            args = {"<prefer Ansible's module>": None}
+        if action in modules.DISPATCHED and task.action in (
+                action, "ansible.builtin." + action, "ansible.legacy." + action) and not (
+                action in self.caps_actions and self._native_accepts(action, args)):
+            key, self._module_why = self.modules.add_dispatch(action)
+            return key
         native = "." not in action and action in self.caps_actions
         if action in ("meta",) or (native and self._native_accepts(action, args)):
             return None
@@ -584,10 +587,12 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     if skip_gather and len(skip_gather) == len(iterator._host_states):
         gather = False  # every host has its facts: nobody gathers
     gather_ir = None
-    if gather and gather_task is not None and (gather_task.args or gather_task.when):
+    if gather and gather_task is not None and (gather_task.args or gather_task.when
+                                               or converter.fact_module() is None):
         # gather_subset/gather_timeout/fact_path, a playbook's conditional:
-        # the gathering is a task of its own (the runner's setup takes them;
-        # what it refuses runs through Ansible, for that task only).
+        # the gathering is a task of its own (Ansible's setup takes them in
+        # the runner; FACTS_MODULES other than smart runs through Ansible,
+        # for that task only).
         gather_ir = converter.task(gather_task)
         gather = False
     sections: List[List[Any]] = [[]]

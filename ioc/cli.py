@@ -107,12 +107,11 @@ def print_plans(planned_plays: Sequence[Any], form: str) -> None:
 
 
 def ansible_modules(verbosity: int) -> Any:
-    """Ansible's module library when ansible-core is importable here, else None.
+    """Ansible's module library: every module a task names that ioc does not run itself.
 
-    With it, a task whose module ioc does not implement (or whose options
-    ioc's module lacks) runs Ansible's own module on the target, and facts
-    are gathered by Ansible's ``setup``; without it such a task is refused
-    before anything runs.
+    A task whose module ioc does not implement (or whose options ioc's
+    module lacks) runs Ansible's own module on the target, and facts are
+    gathered by Ansible's ``setup``: ansible-core is a dependency of ioc.
     """
     from ioc.ansible.modules import attacher_for_ioc_run
     from ioc.controller.capabilities import runner_capabilities
@@ -123,9 +122,6 @@ def ansible_modules(verbosity: int) -> Any:
 
 def include_loader(attacher: Any) -> Callable[..., Any]:
     """``loader.load_include``, marking what it loads as the playbook was marked."""
-    if attacher is None:
-        return loader.load_include
-
     def load(play: Any, task: Any, args: Any, extra_vars: Any) -> Any:
         included = loader.load_include(play, task, args, extra_vars)
         return dataclasses.replace(included, nodes=attacher.nodes(included.nodes),
@@ -141,8 +137,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         extra = loader.parse_extra_vars(args.extra_vars)
         playbook = loader.load_playbook(args.playbook, extra_vars=extra)
         attacher = ansible_modules(args.verbose)
-        if attacher is not None:
-            playbook = attacher.playbook(playbook)
+        playbook = attacher.playbook(playbook)
         tags = TagFilter.parse(args.tags, args.skip_tags)
         if args.plan:
             print_plans(plan_playbook(playbook, per_task=args.per_task, tags=tags), args.plan_format)
@@ -161,7 +156,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                               limit=args.limit, per_task=args.per_task, tags=tags,
                               reload_inventory=lambda: load_inventory(args.inventory, playbook_dir),
                               load_include=include_loader(attacher))
-            run.modules = attacher.modules if attacher is not None else None
+            run.modules = attacher.modules
             return run.run()
     except (LoadError, PlanError) as exc:
         print("ERROR! %s" % exc, file=sys.stderr)

@@ -3,7 +3,7 @@ import sys
 import time
 import traceback
 
-from ioc.agentless_runner import modules
+from ioc.agentless_runner import modules, results
 from ioc.agentless_runner.context import ModuleContext as Context
 from ioc.agentless_runner.context import ModuleError
 
@@ -24,8 +24,6 @@ def run(action, args, ctx):
         return _include_vars(args, ctx)
     if action in ("include_tasks", "include_role"):
         return _include(action, args)
-    if action == "gather_facts":
-        action = "setup"
     try:
         module = modules.get(action)
     except KeyError:
@@ -46,7 +44,15 @@ def run(action, args, ctx):
                   "exception": traceback.format_exc()}
     if action == "debug":
         result["_ansible_verbose_always"] = True
+    elif result.get("failed") and action in _PLAIN_MODULES and "exception" not in result \
+            and not results.legacy():
+        result["exception"] = results.TRACEBACK_UNAVAILABLE  # as 2.21 gives every module failure
     return result
+
+
+#: ioc's modules that are Ansible modules without controller work of their own.
+_PLAIN_MODULES = frozenset({"command", "shell", "file", "stat", "lineinfile", "blockinfile",
+                            "replace", "slurp"})
 
 
 def _add_host(args):

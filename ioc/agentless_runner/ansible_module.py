@@ -91,81 +91,6 @@ def run(spec, args, ctx, blob):
     return execute(wrapper + _TRAILER, stdin, ctx)
 
 
-def normal(action, spec, args, ctx, blob):
-    """What Ansible's ``normal`` action plugin returns for a plain module."""
-    result = run(spec, args, ctx, blob)
-    if action == "setup":  # keeps --verbose from showing the facts, as Ansible's does
-        result["_ansible_verbose_override"] = True
-    return result
-
-
-#: What Ansible's ``service`` action drops (with a warning) for each module.
-_SERVICE_UNUSED = {"systemd": ("pattern", "runlevel", "sleep", "arguments", "args")}
-
-
-def service(spec, args, ctx, blob, specs, service_mgr):
-    """Ansible's ``service`` action plugin, on the target.
-
-    The module is the ``use`` argument, else the host's ``service_mgr``
-    fact, else what ``setup`` finds now; one that is not a known module
-    means ``service``. ``spec["candidates"]`` names the shipped modules.
-    """
-    candidates = spec["candidates"]
-    module = str(args.get("use", "auto")).lower()
-    if module == "auto" and service_mgr:
-        module = str(service_mgr)
-    if module == "auto":
-        facts = run(specs[candidates["setup"]],
-                    {"gather_subset": "!all", "filter": "ansible_service_mgr"}, ctx, blob)
-        module = (facts.get("ansible_facts") or {}).get("ansible_service_mgr") or "auto"
-    if module not in candidates or module == "setup":
-        module = "service"
-    new_args = dict((k, v) for k, v in args.items() if k != "use")
-    warnings = []
-    for unused in _SERVICE_UNUSED.get(module, ()):
-        if unused in new_args:
-            del new_args[unused]
-            warnings.append('Ignoring "%s" as it is not used in "%s"' % (unused, module))
-    sub = dict(specs[candidates[module]], module_name="ansible.legacy." + module)
-    result = normal(module, sub, new_args, ctx, blob)
-    if warnings:
-        result["warnings"] = warnings + list(result.get("warnings") or [])
-    return result
-
-
-def gather(spec, args, ctx, blob):
-    """``gather_facts`` with Ansible's ``setup``: its action plugin's result, one module.
-
-    As ``plugins/action/gather_facts.py`` runs the one fact module of the
-    default ``FACTS_MODULES = smart``: arguments with a ``None`` value are
-    dropped, the facts, warnings and deprecations are kept, a failed or
-    skipped module is reported under its name, and the facts are marked
-    gathered.
-    """
-    name = "ansible.legacy.setup"
-    mod_args = dict((k, v) for k, v in args.items() if v is not None and k != "parallel")
-    res = run(spec, mod_args, ctx, blob)
-    result = {"ansible_facts": {}}
-    if res.get("failed"):
-        result["failed_modules"] = {name: res}
-        result["failed"] = True
-        result["msg"] = "The following modules failed to execute: %s." % name
-        if "exception" in res:
-            result["exception"] = res["exception"]
-    elif res.get("skipped"):
-        result["msg"] = "The following modules were skipped: %s." % name
-        result["skipped_modules"] = {name: res}
-        result["skipped"] = True
-    else:
-        result["ansible_facts"] = res.get("ansible_facts", {})
-        for key in ("warnings", "deprecations"):
-            if res.get(key):
-                result[key] = res[key]
-    result["ansible_facts"]["_ansible_facts_gathered"] = True
-    result["_ansible_verbose_override"] = True
-    return result
-
-
 def module_args(spec, args, ctx):
     """The task's arguments plus the ``_ansible_*`` keys Ansible adds."""
     params = dict(args)
@@ -222,8 +147,6 @@ def parse_returned_data(stdout, stderr, rc):
     if junk:
         result.setdefault("warnings", []).append(
             "Module invocation had junk after the JSON data: %s" % junk.strip())
-    if err.strip() and "module_stderr" not in result:
-        result["module_stderr"] = err
     return _normalize_exception(_remove_internal_keys(result))
 
 

@@ -26,7 +26,7 @@ import time
 import traceback
 from collections import ChainMap
 
-from ioc.agentless_runner import actions, ansible_module, results
+from ioc.agentless_runner import actions, ansible_actions, results
 from ioc.agentless_runner.lookups import Lookups, listify
 from ioc.agentless_runner.templating import (ConditionalResultError, Templar, TemplateError,
                                              UndefinedVariableError, Verbatim)
@@ -633,12 +633,8 @@ class HostRun(object):
         if spec is None:
             return results.failed_result("ioc: no payload for module %s was shipped to this host"
                                          % task["module"])
-        if task["action"] == "gather_facts":
-            return ansible_module.gather(spec, args, ctx, blob)
-        if spec.get("dispatch") == "service":
-            return ansible_module.service(spec, args, ctx, blob, self.modules,
-                                          self.facts.get("ansible_service_mgr"))
-        return ansible_module.normal(task["action"], spec, args, ctx, blob)
+        return ansible_actions.run(task["action"], spec, args, ctx, blob, self.modules,
+                                   self.facts)
 
     def _emit_diff(self, key, task, result, templar):
         """``on_file_diff`` comes before the result it belongs to (L3.5)."""

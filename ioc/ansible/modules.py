@@ -71,31 +71,36 @@ class ModuleSet:
         self.specs[key] = _plain(spec)
         return key, None
 
-    def add_service(self) -> Tuple[Optional[str], Optional[str]]:
-        """The ``service`` action: its candidate modules, chosen on the target.
+    def add_dispatch(self, action: str) -> Tuple[Optional[str], Optional[str]]:
+        """An action plugin whose module the runner picks (or prepares) on the target.
 
-        Ansible's ``service`` action plugin picks the module from the host's
-        ``service_mgr`` fact (running ``setup`` for it when facts were not
-        gathered): ``systemd``, ``sysvinit`` (``update-rc.d`` and friends on
-        a host whose PID 1 is not systemd), ``openwrt_init`` or else
-        ``service``. Every candidate travels with the batch (they share
-        their ``module_utils``) and the runner makes the same choice.
+        ``service`` and ``package`` choose their module from a fact
+        (``service_mgr``, ``pkg_mgr``: ``setup`` is asked on the target when
+        facts were not gathered), ``shell`` runs ``command`` with a flag,
+        ``unarchive`` copies the archive over first. Every candidate module
+        Ansible could resolve travels with the batch (they share their
+        ``module_utils``) and ``ioc.agentless_runner.ansible_actions`` does
+        what the action plugin does.
         """
-        key = "dispatch:service"
+        key = "dispatch:" + action
         if key in self.specs:
             return key, None
+        names, required = dispatch_candidates(action)
         candidates: Dict[str, str] = {}
-        for name in ("systemd", "sysvinit", "openwrt_init", "service", "setup"):
+        for name in names:
             resolved = resolve("ansible.legacy." + name)
             if resolved is None:  # (the action runs the module itself, whatever its plugin)
                 continue
             sub, why = self.add(resolved, name)
             if sub is None:
-                return None, why
+                if name in required:
+                    return None, why
+                continue
             candidates[name] = sub
-        if "service" not in candidates or "setup" not in candidates:
-            return None, "ansible.legacy.service or setup cannot be found"
-        self.specs[key] = {"dispatch": "service", "candidates": candidates}
+        missing = [name for name in required if name not in candidates]
+        if missing:
+            return None, "ansible.legacy.%s cannot be found" % missing[0]
+        self.specs[key] = {"dispatch": action, "candidates": candidates}
         return key, None
 
     def digests(self, key: str) -> List[str]:
@@ -145,6 +150,26 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None) -> Optiona
             plugin = name
     return Resolved(fqcn=module.resolved_fqcn or action, path=module.plugin_resolved_path,
                     action_plugin=plugin)
+
+
+#: Actions the runner completes on the target around Ansible's module (see
+#: :meth:`ModuleSet.add_dispatch`); each names its required candidates.
+DISPATCHED = ("service", "package", "shell", "unarchive")
+
+
+def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
+    """The modules ``action``'s plugin may run, and those it cannot do without."""
+    if action == "service":
+        return ["systemd", "sysvinit", "openwrt_init", "service", "setup"], ("service", "setup")
+    if action == "package":
+        from ansible.module_utils.facts.system.pkg_mgr import PKG_MGRS
+        names = sorted({manager["name"] for manager in PKG_MGRS} | {"dnf5"})
+        return names + ["setup"], ("setup",)
+    if action == "shell":
+        return ["command"], ("command",)
+    if action == "unarchive":
+        return ["unarchive"], ("unarchive",)
+    raise ValueError("no dispatch for %s" % action)
 
 
 def run_wide_args(verbosity: int) -> Dict[str, Any]:
@@ -275,14 +300,6 @@ def modules_of(specs: Mapping[str, Dict[str, Any]]) -> List[str]:
 # -- ioc-run: the IR's tasks that run Ansible's modules --------------------------------
 
 
-#: ioc has its own implementation of these, but Ansible's module is the one
-#: a host runs when ansible-core is present: system state whose semantics
-#: ioc's port covers only in part (SysV init scripts, apt's policy, user
-#: password ageing, ...). ioc's own serve ``ioc-run`` without ansible-core.
-PREFER_ANSIBLE = frozenset({"systemd", "systemd_service", "user", "group", "apt", "pip",
-                            "cron", "wait_for", "ping"})
-
-
 class Attacher:
     """Marks the IR tasks that run Ansible's own module code (``ioc-run``).
 
@@ -348,10 +365,8 @@ class Attacher:
                 short = short[len(prefix):]
         if short in ("gather_facts", "setup"):
             return self.fact_module()
-        if short == "service":
-            return self.modules.add_service()[0]
-        if short in PREFER_ANSIBLE:
-            args = {"<prefer Ansible's module>": None}
+        if short in DISPATCHED and not (short in self.native and self._accepts(short, args)):
+            return self.modules.add_dispatch(short)[0]
         if short == "meta" or (short in self.native and self._accepts(short, args)):
             return None
         resolved = resolve(action)
@@ -383,11 +398,29 @@ class Attacher:
 
 
 def attacher_for_ioc_run(native_actions: Iterable[str], native_options: Mapping[str, Iterable[str]],
-                         verbosity: int = 0) -> Optional[Attacher]:
-    """An :class:`Attacher` when ansible-core is importable here, else None."""
+                         verbosity: int = 0) -> Attacher:
+    """The :class:`Attacher` for ``ioc-run``: Ansible's module library, set up here.
+
+    ansible-core is a dependency of ioc; a broken installation without it is
+    an :class:`~ioc.errors.IocError` that says so, before anything runs.
+    """
     try:
         import ansible.plugins.loader  # noqa: F401
-    except ImportError:
-        return None
+    except ImportError as exc:
+        from ioc.errors import IocError
+        raise IocError("ioc-run needs ansible-core for Ansible's modules (%s): "
+                       "pip install 'ansible-core>=2.19'" % exc)
     init_loader()
     return Attacher(native_actions, native_options, verbosity)
+
+
+def attach(playbook: Any, verbosity: int = 0) -> Any:
+    """``playbook`` as ``ioc-run`` runs it: the tasks that run Ansible's modules marked.
+
+    For callers that plan a loaded playbook themselves (tests, benchmarks);
+    ``ioc-run`` keeps its :class:`Attacher` for what dynamic includes load.
+    """
+    from ioc.controller.capabilities import runner_capabilities
+
+    caps = runner_capabilities()
+    return attacher_for_ioc_run(caps.actions, caps.options, verbosity).playbook(playbook)

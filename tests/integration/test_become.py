@@ -231,11 +231,11 @@ def test_a_become_runner_gets_its_modules_from_its_parent_not_over_the_wan(accou
     spec = spec_for("t", hostvars)
     connector = Connector()
     batch = {"v": 1, "host": "t", "start": 0, "end": 2, "state": {}, "vars": {},
-             "tree": [{"i": 0, "t": {"action": "setup", "args": {}}},
+             "tree": [{"i": 0, "t": {"action": "stat", "args": {"path": "/"}}},
                       {"i": 1, "t": {"action": "command", "args": {"_raw_params": "id -un"}}}]}
 
     def run(ctx):
-        bootstrap.preload(connector.router, ctx, bootstrap.action_modules(["setup", "command"]))
+        bootstrap.preload(connector.router, ctx, bootstrap.action_modules(["stat", "command"]))
         events = mitogen.core.Receiver(connector.router)
         ctx.call(runner_batch.run_batch, batch, events.to_sender())
         done = []

@@ -13,7 +13,7 @@ from ioc.controller.connection import Connector, spec_for
 pytestmark = pytest.mark.integration
 
 BATCH = {"v": 1, "host": "t", "start": 0, "end": 2, "state": {}, "vars": {},
-         "tree": [{"i": 0, "t": {"action": "setup", "args": {}}},
+         "tree": [{"i": 0, "t": {"action": "stat", "args": {"path": "/"}}},
                   {"i": 1, "t": {"action": "debug", "args": {"msg": "{{ [1, 2] | to_nice_yaml }}"}}}]}
 
 
@@ -23,7 +23,7 @@ def run_first_batch(hostvars):
         ctx = connector.context("t", spec_for("t", hostvars))
         # As the controller does before each batch: the implementations of the
         # batch's modules travel with it.
-        bootstrap.preload(connector.router, ctx, bootstrap.action_modules(["setup", "debug"]))
+        bootstrap.preload(connector.router, ctx, bootstrap.action_modules(["stat", "debug"]))
         events = mitogen.core.Receiver(connector.router)
         ctx.call(runner_batch.run_batch, BATCH, events.to_sender())
         done = []
@@ -58,7 +58,7 @@ def test_a_target_receives_only_the_module_implementations_it_uses():
     assert not any(n.startswith("ioc.agentless_runner.modules.") for n in names)
     assert set(bootstrap.action_modules(["copy"])) >= {"ioc.agentless_runner.modules.copy",
                                                        "ioc.agentless_runner.modules._common"}
-    assert "ioc.agentless_runner.modules.apt" not in bootstrap.action_modules(["copy"])
+    assert "ioc.agentless_runner.modules.stat" not in bootstrap.action_modules(["copy"])
 
 
 def test_the_controllers_ioc_wins_over_one_installed_on_the_target():

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ioc import loader
+from ioc.ansible.modules import attach
 from ioc.agentless_runner.batch import HostRun
 from ioc.controller.capabilities import runner_capabilities
 from ioc.model import WIRE_VERSION, to_wire
@@ -51,7 +52,7 @@ def run_text(tmp_path: Path, text: str, host: str = "h1", per_task: bool = False
     """Load ``text`` as a playbook and run its first play's batches for ``host``."""
     path = tmp_path / "play.yml"
     path.write_text(text)
-    play = loader.load_playbook(str(path), extra_vars=extra or {}).plays[0]
+    play = attach(loader.load_playbook(str(path), extra_vars=extra or {})).plays[0]
     plan = plan_play(play, runner_capabilities(), per_task=per_task)
     out = HostResult()
     state: Dict[str, Any] = {}

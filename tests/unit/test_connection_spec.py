@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ioc import loader
+from ioc.ansible.modules import attach
 from ioc.agentless_runner.templating import Templar
 from ioc.controller.capabilities import runner_capabilities
 from ioc.controller.connection import (BecomeSpec, ConnectionSpec, become_for, resolve_via,
@@ -18,7 +19,7 @@ from tests.unit.test_planner_schedule import shape, tasks
 def plan_of(tmp_path, text):
     path = tmp_path / "play.yml"
     path.write_text(text)
-    return plan_play(loader.load_playbook(str(path)).plays[0], runner_capabilities())
+    return plan_play(attach(loader.load_playbook(str(path))).plays[0], runner_capabilities())
 
 
 # -- become_for: Ansible's precedence and defaults -------------------------------------

@@ -1,4 +1,4 @@
-"""debug, assert, fail and ping."""
+"""debug, assert and fail."""
 import pytest
 
 from ioc.agentless_runner import modules
@@ -98,13 +98,6 @@ def test_fail():
     assert run("fail", {"msg": "custom"})["msg"] == "custom"
 
 
-def test_ping():
-    assert run("ping", {}) == {"ping": "pong", "changed": False}
-    assert run("ping", {"data": "x"})["ping"] == "x"
-    with pytest.raises(Exception, match="boom"):
-        run("ping", {"data": "crash"})
-
-
 def test_unknown_option_rejected():
-    r = run("ping", {"bogus": 1})
-    assert r["failed"] and "Unsupported parameters for (ping) module: bogus" in r["msg"]
+    r = run("fail", {"bogus": 1})
+    assert r["failed"] and "Unsupported parameters for (fail) module: bogus" in r["msg"]

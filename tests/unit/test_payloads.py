@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 
 from ioc import loader
+from ioc.ansible.modules import attach
 from ioc.agentless_runner.batch import HostRun
 from ioc.controller import fetched, payloads
 from ioc.controller.capabilities import runner_capabilities
@@ -14,7 +15,7 @@ from ioc.planner import plan_play
 def collect_for(tmp_path, text, cache=None, host="h1", extra=None):
     book = tmp_path / "play.yml"
     book.write_text(text)
-    play = loader.load_playbook(str(book)).plays[0]
+    play = attach(loader.load_playbook(str(book))).plays[0]
     program = plan_play(play, runner_capabilities()).program
     wire = {"v": WIRE_VERSION, "host": host, "start": 0, "end": len(program.entries),
             "tree": [], "vars": {"inventory": {}, "play": dict(play.vars), "extra": extra or {},

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from ioc import loader
+from ioc.ansible.modules import attach
 from ioc.controller.capabilities import runner_capabilities
 from ioc.planner import ControllerStep, explain, plan_play
 from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json, relative
@@ -36,7 +37,7 @@ REGENERATE = os.environ.get("IOC_REGENERATE_GOLDEN") == "1"
 
 def plans_of(path):
     caps = runner_capabilities()
-    return [plan_play(play, caps) for play in loader.load_playbook(str(path)).plays]
+    return [plan_play(play, caps) for play in attach(loader.load_playbook(str(path))).plays]
 
 
 def render_json(path) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ioc import loader
+from ioc.ansible.modules import attach
 from ioc.controller.capabilities import runner_capabilities
 from ioc.errors import PlanError
 from ioc.planner import ControllerStep, explain, plan_play
@@ -12,7 +13,7 @@ from ioc.planner import ControllerStep, explain, plan_play
 def plan_of(tmp_path, text, per_task=False):
     path = tmp_path / "play.yml"
     path.write_text(text)
-    play = loader.load_playbook(str(path)).plays[0]
+    play = attach(loader.load_playbook(str(path))).plays[0]
     return plan_play(play, runner_capabilities(), per_task=per_task)
 
 

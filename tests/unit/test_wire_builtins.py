@@ -14,6 +14,7 @@ from typing import Any, Iterator, List, Tuple
 
 import ioc.controller.play as play_module
 from ioc import loader
+from ioc.ansible.modules import attach
 from ioc.callbacks import Callback
 from ioc.cli import load_inventory
 from ioc.controller.play import RunOptions
@@ -74,7 +75,7 @@ def test_every_value_of_every_batch_is_a_builtin(tmp_path, monkeypatch):
             """,
     })
     extra = loader.parse_extra_vars(["@%s" % (tmp_path / "extra.yml")])
-    playbook = loader.load_playbook(str(tmp_path / "site.yml"), extra_vars=extra)
+    playbook = attach(loader.load_playbook(str(tmp_path / "site.yml"), extra_vars=extra))
     inventory = load_inventory([str(tmp_path / "hosts.yml")], str(tmp_path))
 
     batches: List[Any] = []
