@@ -71,7 +71,7 @@ def ioc_ssh_argv(hostvars: Dict[str, object], *command: str) -> List[str]:
     """The ``ssh`` argv ioc's connection to a host with ``hostvars`` starts,
     running ``command`` instead of mitogen's bootstrap.
 
-    Built by ioc's own :func:`ioc.controller.connection.spec_for` and
+    Built by ioc's own :func:`ioc.transport.spec.spec_for` and
     mitogen's own ``mitogen.ssh.Connection.get_boot_command`` (``-o LogLevel
     ERROR``, ``Compression yes``, ``ServerAliveInterval 15``, ``BatchMode
     yes``, the host key options, then the user's ssh arguments), so a
@@ -81,7 +81,7 @@ def ioc_ssh_argv(hostvars: Dict[str, object], *command: str) -> List[str]:
     import mitogen.parent
     import mitogen.ssh
 
-    from ioc.controller.connection import spec_for
+    from ioc.transport.spec import spec_for
 
     spec = spec_for("probe", hostvars)
 

@@ -804,7 +804,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     "hosts": {host: outcome}, "vars": {host: layers}}``: the parent ran the
     task through Ansible's own machinery (see :func:`_run_through_ansible`).
     """
-    from ioc.controller.connection import Connector
+    from ioc.transport.connector import Connector
 
     connector: Optional[Connector] = None
     try:

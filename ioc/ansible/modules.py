@@ -203,6 +203,9 @@ def run_wide_args(verbosity: int) -> Dict[str, Any]:
     return out
 
 
+_LOADER_READY: List[bool] = []
+
+
 def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = ()) -> None:
     """Set up Ansible's plugin loaders outside ``ansible-playbook`` (for ioc-run).
 
@@ -212,7 +215,9 @@ def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = 
     """
     from ansible.plugins.loader import add_all_plugin_dirs, init_plugin_loader, module_loader
 
-    init_plugin_loader(list(collections_paths))
+    if not _LOADER_READY:  # Ansible's collection finder can be set up once per process
+        init_plugin_loader(list(collections_paths))
+        _LOADER_READY.append(True)
     for path in library:
         module_loader.add_directory(path, with_subdir=False)
         add_all_plugin_dirs(path.rsplit("/library", 1)[0] if path.endswith("/library") else path)

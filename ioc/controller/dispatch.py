@@ -17,9 +17,9 @@ import mitogen.core
 import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
-from ioc.controller import bootstrap
-from ioc.controller.connection import (BecomeFailed, BecomeSpec, ConnectionSpec, Connector,
-                                      Unreachable)
+from ioc.transport import bootstrap
+from ioc.transport.spec import BecomeSpec, ConnectionSpec
+from ioc.transport.connector import BecomeFailed, Connector, Unreachable
 from ioc.planner.schedule import IDENTITY_NEUTRAL
 
 LOG = logging.getLogger(__name__)

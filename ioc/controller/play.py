@@ -11,18 +11,19 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 from ioc.agentless_runner.batch import HostRun, Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller import bootstrap, closure, fetched, lookups, payloads
-from ioc.controller import connection
-from ioc.controller.connection import BecomeSpec, ConnectionSpec, Connector
+from ioc.controller import closure, fetched, lookups, payloads
 from ioc.controller.dispatch import HostCall, context_key, dispatch
 from ioc.controller.payloads import ModulePayloads
-from ioc.controller.transport import TransportReport
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
 from ioc.planner.program import Entry, NumberedBlock, splice_after
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Key, Replay, StepSink
+from ioc.transport import bootstrap
+from ioc.transport.connector import Connector
+from ioc.transport.report import TransportReport
+from ioc.transport.spec import BecomeSpec, ConnectionSpec, become_for, resolve_via
 
 LOG = logging.getLogger(__name__)
 
@@ -709,7 +710,7 @@ class PlayExecutor:
             wire["vars"]["magic"].update(_delegated_vars(via, spec))
         try:
             if spec.via:
-                spec = connection.resolve_via(via, spec, self.ctx.connection_of)
+                spec = resolve_via(via, spec, self.ctx.connection_of)
             become = self._become(host, step, via)
         except (TemplateError, ConnectionSetupError) as exc:
             return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
@@ -749,7 +750,7 @@ class PlayExecutor:
                             if not k.startswith("ansible_become")},
                          **{k: v for k, v in delegate.items() if k.startswith("ansible_become")}}
         templar = Templar(variables)
-        return connection.become_for({k: getattr(task, k) for k in BECOME_KEYWORDS}, variables,
+        return become_for({k: getattr(task, k) for k in BECOME_KEYWORDS}, variables,
                                      templar.template, self.ctx.options.become_password,
                                      where="%s: " % task.location)
 

@@ -10,10 +10,11 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 from ioc import inventory as inv
 from ioc.callbacks import Callback, Stats
 from ioc.controller.capabilities import runner_capabilities
-from ioc.controller.connection import ConnectionSpec, Connector, spec_for
+from ioc.transport.spec import ConnectionSpec, spec_for
+from ioc.transport.connector import Connector
 from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import HostState, HostStatus, PlayContext, PlayExecutor, RunOptions
-from ioc.controller.transport import TransportReport
+from ioc.transport.report import TransportReport
 from ioc.model import Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, TagFilter, plan_play
 

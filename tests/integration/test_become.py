@@ -18,8 +18,9 @@ import mitogen.core
 import pytest
 
 from ioc.agentless_runner import batch as runner_batch
-from ioc.controller import bootstrap
-from ioc.controller.connection import BecomeSpec, Connector, spec_for
+from ioc.transport import bootstrap
+from ioc.transport.spec import BecomeSpec, spec_for
+from ioc.transport.connector import Connector
 from tests.integration.test_end_to_end import ROOT, Run, ioc_run
 from tests.support import users
 

@@ -7,8 +7,9 @@ import mitogen.core
 import pytest
 
 from ioc.agentless_runner import batch as runner_batch
-from ioc.controller import bootstrap
-from ioc.controller.connection import Connector, spec_for
+from ioc.transport import bootstrap
+from ioc.transport.spec import spec_for
+from ioc.transport.connector import Connector
 
 pytestmark = pytest.mark.integration
 

@@ -34,14 +34,18 @@ PLANNER = frozenset({STDLIB, "jinja2", "ioc.model", "ioc.errors", "ioc.planner"}
 PLANNER_GRAPH = PLANNER | {"networkx"}
 # Runs on the target: nothing but these, not even bare ``mitogen`` or
 # ``mitogen.master``/``mitogen.parent`` (they are not on the target).
-RUNNER = frozenset({STDLIB, "mitogen.core", "jinja2", "markupsafe", "ioc.agentless_runner"})
+RUNNER = frozenset({STDLIB, "mitogen.core", "jinja2", "markupsafe", "yaml",
+                    "ioc.agentless_runner"})
 # ioc/__init__.py is executed on the target whenever ioc.agentless_runner is
 # imported there: it must be as self-contained as the runner.
 IOC_PACKAGE = frozenset({STDLIB})
 REPLAY_CALLBACKS = frozenset({STDLIB, "ioc.model", "ioc.callbacks", "ioc.replay"})
+#: How the controller reaches targets: mitogen, and the runner's code it ships.
+TRANSPORT = frozenset({STDLIB, "mitogen", "ioc.errors", "ioc.agentless_runner",
+                       "ioc.transport"})
 CONTROLLER = frozenset({
     STDLIB, "mitogen", "ioc.model", "ioc.errors", "ioc.planner", "ioc.agentless_runner",
-    "ioc.controller", "ioc.replay", "ioc.callbacks", "ioc.inventory",
+    "ioc.controller", "ioc.transport", "ioc.replay", "ioc.callbacks", "ioc.inventory",
 })
 BRIDGE = frozenset({STDLIB, "ansible", "ioc"})
 STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible_bridge"})
@@ -74,6 +78,8 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
         return RUNNER
     if rel == "ioc/replay.py" or rel.startswith("ioc/callbacks/"):
         return REPLAY_CALLBACKS
+    if rel.startswith("ioc/transport/"):
+        return TRANSPORT
     if rel.startswith("ioc/controller/"):
         return CONTROLLER
     if rel == "ioc/ansible_bridge.py" or rel.startswith("ioc/ansible/"):
@@ -249,12 +255,12 @@ def _check_source(tmp_path, rel_path: str, source: str) -> List[str]:
     ("ioc/agentless_runner/batch.py", "from ioc import model\n", False),
     ("ioc/agentless_runner/modules/copy.py", "from ..context import ModuleError\n", True),
     ("ioc/agentless_runner/templating.py", "import jinja2\nfrom markupsafe import Markup\n", True),
-    # no exception for "optional" imports: the target runs the same code everywhere
-    ("ioc/agentless_runner/filters.py",
-     "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", False),
-    ("ioc/agentless_runner/filters.py", "import yaml\n", False),
-    ("ioc/agentless_runner/templating.py",
-     "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n", False),
+    # PyYAML travels with the runner; networkx and the controller's mitogen do not
+    ("ioc/agentless_runner/filters.py", "import yaml\n", True),
+    ("ioc/agentless_runner/filters.py", "import networkx\n", False),
+    ("ioc/agentless_runner/templating.py", "import mitogen.master\n", False),
+    ("ioc/transport/connector.py", "import mitogen.parent\nfrom ioc.transport import spec\n", True),
+    ("ioc/transport/connector.py", "from ioc.controller import play\n", False),
     ("ioc/callbacks/console.py", "from ioc.replay import Event\nimport json\n", True),
     ("ioc/callbacks/console.py", "import mitogen.core\n", False),
     ("ioc/controller/ssh.py", "import mitogen.parent\nfrom ioc.planner import plan\n", True),

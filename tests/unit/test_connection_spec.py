@@ -7,9 +7,8 @@ from ioc import loader
 from ioc.ansible.modules import attach
 from ioc.agentless_runner.templating import Templar
 from ioc.controller.capabilities import runner_capabilities
-from ioc.controller.connection import (BecomeSpec, ConnectionSpec, become_for, resolve_via,
-                                       spec_for)
-from ioc.controller.transport import TransportReport
+from ioc.transport.spec import BecomeSpec, ConnectionSpec, become_for, resolve_via, spec_for
+from ioc.transport.report import TransportReport
 from ioc.errors import ConnectionSetupError, PlanError
 from ioc.planner import explain, plan_play
 

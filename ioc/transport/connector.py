@@ -1,9 +1,5 @@
-"""Connections to targets: a mitogen context per inventory host.
+"""Connections to targets: a mitogen context per inventory host and identity.
 
-Settings come from the host's inventory variables, named as in Ansible
-(``ansible_connection``, ``ansible_host``, ``ansible_port``, ``ansible_user``,
-``ansible_ssh_private_key_file``, ``ansible_ssh_args``, ``ansible_ssh_common_args``,
-``ansible_ssh_extra_args``, ``ansible_python_interpreter``, ``mitogen_via``).
 One context is kept per inventory host for the whole run; that context *is*
 the ephemeral runner: a Python process in RAM on the target that mitogen
 started over SSH and that ends when the run ends.
@@ -19,215 +15,18 @@ connection from the named host's runner instead of from the controller
 from __future__ import annotations
 
 import logging
-import os
-import shlex
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from dataclasses import replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import mitogen.core
 import mitogen.master
 import mitogen.parent
 
-from ioc.controller import bootstrap
-from ioc.errors import ConnectionSetupError
+from ioc.transport import bootstrap
+from ioc.transport.spec import BecomeSpec, ConnectionSpec
 
 LOG = logging.getLogger(__name__)
-
-_FALSE = ("false", "no", "0", "off", "n", "f")
-
-
-@dataclass(frozen=True)
-class ConnectionSpec:
-    """How to reach one host; derived from its variables, compared for reuse."""
-
-    transport: str
-    hostname: str
-    port: Optional[int] = None
-    user: Optional[str] = None
-    identity_file: Optional[str] = None
-    ssh_args: Tuple[str, ...] = ()
-    python: Optional[str] = None
-    check_host_keys: str = "enforce"
-    timeout: float = 10.0
-    retries: int = 1
-    #: Name the target's process shows in ``ps`` (no slashes).
-    remote_name: str = field(default="ioc", compare=False)
-    #: ``mitogen_via``: the inventory host whose runner starts this connection.
-    via: Optional[str] = None
-    #: That host's connection, filled in by :func:`resolve_via`.
-    via_spec: Optional["ConnectionSpec"] = None
-
-
-@dataclass(frozen=True)
-class BecomeSpec:
-    """One ``become`` identity on a host: a context of its own (see module doc)."""
-
-    method: str = "sudo"
-    user: str = "root"
-    flags: Tuple[str, ...] = ()
-    exe: Optional[str] = None
-    #: Never printed: not in ``repr`` (so not in logs or error messages).
-    password: Optional[str] = field(default=None, repr=False)
-
-    def describe(self) -> str:
-        return "%s:%s" % (self.method, self.user)
-
-
-BECOME_METHODS = ("sudo", "su")
-#: Ansible's default ``become_flags`` per method (its become plugins' defaults).
-DEFAULT_FLAGS = {"sudo": "-H -S -n", "su": ""}
-#: Variables that override the ``become*`` keywords (Ansible's
-#: ``MAGIC_VARIABLE_MAPPING``: variables win over keywords).
-BECOME_VARS = {
-    "become": ("ansible_become",),
-    "become_method": ("ansible_become_method",),
-    "become_user": ("ansible_become_user",),
-    "become_flags": ("ansible_become_flags",),
-    "become_exe": ("ansible_become_exe",),
-    "password": ("ansible_become_password", "ansible_become_pass"),
-}
-
-
-def become_for(keywords: Mapping[str, Any], variables: Mapping[str, Any],
-               template: Callable[[Any], Any] = lambda v: v,
-               password: Optional[str] = None, where: str = "") -> Optional[BecomeSpec]:
-    """The identity a task runs as on one host, or None for the connection's own.
-
-    ``keywords`` are the task's effective ``become*`` keywords; ``variables``
-    the host's variables, whose ``ansible_become*`` override them as in
-    Ansible; ``template`` renders a templated value; ``password`` is the
-    run's ``--ask-become-pass`` answer, the lowest source of the password.
-    """
-    settings: Dict[str, Any] = {k: keywords.get(k) for k in BECOME_VARS if k != "password"}
-    settings["password"] = password
-    for key, names in BECOME_VARS.items():
-        for name in names:
-            if variables.get(name) is not None:
-                settings[key] = variables[name]
-                break
-    if not _truthy(template(settings["become"])):
-        return None
-    method = short_method(str(template(settings["become_method"]) or "sudo"))
-    if method not in BECOME_METHODS:
-        raise ConnectionSetupError("%sbecome_method %r is not supported (%s are)"
-                                   % (where, method, " and ".join(BECOME_METHODS)))
-    flags = settings["become_flags"]
-    flags = DEFAULT_FLAGS[method] if flags is None else template(flags)
-    secret = settings["password"]
-    secret = None if secret is None else template(secret)
-    exe = settings["become_exe"]
-    return BecomeSpec(method=method, user=str(template(settings["become_user"]) or "root"),
-                      flags=tuple(shlex.split(str(flags or ""))),
-                      exe=str(template(exe)) if exe else None,
-                      password=None if secret in (None, "") else str(secret))
-
-
-def short_method(method: str) -> str:
-    """``ansible.builtin.sudo`` (and ``ansible.legacy.*``) is ``sudo``."""
-    for prefix in ("ansible.builtin.", "ansible.legacy."):
-        if method.startswith(prefix):
-            return method[len(prefix):]
-    return method
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("yes", "on", "true", "1", "y", "t")
-    return bool(value)
-
-
-def resolve_via(name: str, spec: ConnectionSpec,
-                connection_of: Callable[[str], ConnectionSpec]) -> ConnectionSpec:
-    """``spec`` with its ``mitogen_via`` chain filled in (``via_spec``), loops refused."""
-    chain = [name]
-    resolved: List[Tuple[str, ConnectionSpec]] = [(name, spec)]
-    while resolved[-1][1].via:
-        hop = resolved[-1][1].via
-        if hop in chain:
-            raise ConnectionSetupError("host %s: mitogen_via loops: %s"
-                                       % (name, " -> ".join(chain + [hop])))
-        chain.append(hop)
-        resolved.append((hop, connection_of(hop)))
-    out: Optional[ConnectionSpec] = None
-    for _, hop_spec in reversed(resolved):
-        out = replace(hop_spec, via_spec=out)
-    assert out is not None  # resolved starts with the host itself
-    return out
-
-
-def spec_for(name: str, hostvars: Mapping[str, Any]) -> ConnectionSpec:
-    """The connection of inventory host ``name`` given its variables."""
-    via = _opt_name(hostvars.get("mitogen_via"))
-    if via == name:
-        via = None
-    transport = str(hostvars.get("ansible_connection") or "ssh")
-    if transport in ("smart", "paramiko", "ssh", "mitogen_ssh"):
-        transport = "ssh"
-    elif transport in ("local", "mitogen_local"):
-        transport = "local"
-    else:
-        raise ConnectionSetupError("host %s: connection type %r is not supported "
-                                   "(local and ssh are)" % (name, transport))
-    python = hostvars.get("ansible_python_interpreter")
-    if transport == "local":
-        return ConnectionSpec(transport="local", hostname=name,
-                              python=str(python) if python else sys.executable, via=via)
-    args = []
-    for key in ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        if hostvars.get(key):
-            args.extend(shlex.split(str(hostvars[key])))
-    return ConnectionSpec(
-        transport="ssh",
-        hostname=str(hostvars.get("ansible_host") or name),
-        port=int(hostvars["ansible_port"]) if hostvars.get("ansible_port") else None,
-        user=_opt_str(hostvars.get("ansible_user") or hostvars.get("ansible_ssh_user")),
-        identity_file=_opt_str(hostvars.get("ansible_ssh_private_key_file")),
-        ssh_args=tuple(args),
-        python=str(python) if python else "python3",
-        check_host_keys=_host_key_mode(hostvars, args),
-        timeout=float(hostvars.get("ansible_timeout") or hostvars.get("ansible_ssh_timeout") or 10),
-        retries=int(hostvars.get("ansible_ssh_retries", 1)),
-        via=via,
-    )
-
-
-def _opt_name(value: Any) -> Optional[str]:
-    """``mitogen_via``'s host: ``host``, or ``user@host`` as ansible_mitogen writes it
-    (the user part, a become user there, is not supported and refused)."""
-    if value in (None, ""):
-        return None
-    text = str(value).strip()
-    if "@" in text:
-        raise ConnectionSetupError("mitogen_via=%s: only an inventory host name is supported "
-                                   "(no user@ part)" % text)
-    return text
-
-
-def _opt_str(value: Any) -> Optional[str]:
-    return None if value is None else os.path.expanduser(str(value))
-
-
-def _host_key_mode(hostvars: Mapping[str, Any], args: list) -> str:
-    """mitogen's ``check_host_keys`` for Ansible's host key settings.
-
-    mitogen puts its own ``StrictHostKeyChecking`` before the user's ssh
-    arguments, and ssh keeps the first value it sees, so the user's choice
-    has to be translated rather than passed through.
-    """
-    setting = hostvars.get("ansible_host_key_checking",
-                           os.environ.get("ANSIBLE_HOST_KEY_CHECKING"))
-    if setting is not None and str(setting).lower() in _FALSE:
-        return "ignore"
-    joined = " ".join(args).replace("=", " ").lower()
-    if "stricthostkeychecking no" in joined:
-        return "ignore"
-    if "stricthostkeychecking accept-new" in joined:
-        return "accept"
-    return "enforce"
 
 
 class Unreachable(Exception):
