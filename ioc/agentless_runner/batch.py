@@ -27,7 +27,11 @@ import traceback
 from collections import ChainMap
 
 from ioc.agentless_runner import actions, ansible_actions, results
-from ioc.agentless_runner.lookups import Lookups, listify
+from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, LoopTypeError,
+                                       Scope, as_bool, safe_template, template_name)
+from ioc.agentless_runner.handlers import HandlerRun
+from ioc.agentless_runner.lookups import Lookups
+from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.templating import (ConditionalResultError, Templar, TemplateError,
                                              UndefinedVariableError, Verbatim)
 
@@ -60,62 +64,8 @@ def runner_info():
             "source": __file__, "calls": CALLS[0]}
 
 
-#: Metas whose `when` ansible-core does not evaluate.
-_META_WITHOUT_WHEN = frozenset({"noop", "refresh_inventory", "reset_connection"})
-#: What the skip_reason of a skipped meta adds (strategy/__init__.py _execute_meta).
-_META_SKIP_SUFFIX = {
-    "flush_handlers": ", not running handlers for %(host)s",
-    "clear_facts": ", not clearing facts and fact cache for %(host)s",
-    "clear_host_errors": ", not clearing host error state for %(host)s",
-    "end_batch": ", continuing current batch",
-    "end_play": ", continuing play",
-    "end_host": ", continuing execution for %(host)s",
-    "end_role": ", continuing role %(role)s for %(host)s",
-}
-
-
-class LoopTypeError(Exception):
-    """The loop expression did not give a list."""
-
-
-class BatchEnd(Exception):
-    """The next task belongs to a later batch: unwind, recording block state."""
-
-
-class EndHost(Exception):
-    """``meta: end_host`` ran: the host leaves the play without failing."""
-
-
-class EndRole(Exception):
-    """``meta: end_role`` ran: the host skips the rest of the current role."""
-
-
-class Failure(object):
-    """An unrescued failure travelling up the block tree."""
-
-    __slots__ = ("task", "result")
-
-    def __init__(self, task, result):
-        self.task = task
-        self.result = result
-
-
-class Scope(object):
-    """The lexical context of a task: enclosing blocks, innermost last."""
-
-    __slots__ = ("blocks", "rescuable")
-
-    def __init__(self, blocks=(), rescuable=False):
-        self.blocks = blocks
-        #: True while any enclosing block has a rescue for this part (L4.3).
-        self.rescuable = rescuable
-
-    def enter(self, block, rescuable):
-        return Scope(self.blocks + (block,), self.rescuable or rescuable)
-
-
-class HostRun(object):
-    """The state of one host while its batch runs."""
+class HostRun(HandlerRun, LoopRun):
+    """The state of one host while its batch runs (its loops and handlers: the mixins)."""
 
     def __init__(self, batch, emit):
         self.emit = emit
@@ -416,85 +366,6 @@ class HostRun(object):
             return results.failed_result(str(exc))
         return self.run_loop(key, task, scope, templar, items)
 
-    def loop_items(self, task, templar):
-        items = templar.template(task["loop"])
-        kind = task.get("loop_with")
-        if kind is not None:
-            # with_<lookup>: the loop terms go to the lookup, which returns the items.
-            query = templar.variables["query"]
-            items = query(kind, *listify(items))
-        if not isinstance(items, list):
-            raise LoopTypeError("The `loop` value must resolve to a 'list', not '%s'."
-                                % _native_type_name(items))
-        return items
-
-    def run_loop(self, key, task, scope, templar, items):
-        control = task.get("loop_control") or {}
-        loop_var = control.get("loop_var", "item")
-        index_var = control.get("index_var")
-        pause = float(control.get("pause") or 0)
-        register = task.get("register")
-        item_results = []
-        notify = []
-        live = {}
-        # ``delegate_to`` naming the loop item: the controller runs one item
-        # per call on that item's delegate, handing over the earlier results.
-        only = self.options.get("item_slice")
-        if only is not None:
-            item_results = list(only.get("prior") or ())
-            notify = list(only.get("notify") or ())
-            if register and item_results:
-                live[register] = item_results[-1]
-        for index, item in enumerate(items):
-            if only is not None and index != only["index"]:
-                continue
-            if index and pause:
-                time.sleep(pause)
-            self._item = index
-            overlay = dict(live)
-            overlay[loop_var] = item
-            overlay["ansible_loop_var"] = loop_var
-            if index_var:
-                overlay[index_var] = index
-                overlay["ansible_index_var"] = index_var
-            if control.get("extended"):
-                overlay["ansible_loop"] = _loop_info(
-                    items, index, allitems=_as_bool(control.get("extended_allitems", True)))
-            item_templar = Templar(self.variables(task, scope, overlay))
-            # What ansible-core records on every result of this item, its
-            # retries included: the loop variables and the label.
-            item_keys = {loop_var: item, "ansible_loop_var": loop_var}
-            if index_var:
-                item_keys[index_var] = index
-                item_keys["ansible_index_var"] = index_var
-            if "ansible_loop" in overlay:
-                item_keys["ansible_loop"] = overlay["ansible_loop"]
-            label = control.get("label")
-            if label is not None:
-                item_keys["_ansible_item_label"] = _safe_template(item_templar, label)
-            result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
-            result.update(item_keys)
-            self._emit_diff(key, task, result, item_templar)
-            self.emit({"e": "item", "k": key, "status": results.status_of(result),
-                       "result": self._visible(task, result, item_templar)})
-            if results.status_of(result) == "ok":
-                self.apply_effects(task, result)
-            item_results.append(results.public(result))
-            if register:
-                live[register] = item_results[-1]  # L2.7: the previous item's result
-            if not result.get("skipped"):
-                # ansible-core keeps each ran item's templated notify and applies
-                # them all when the task as a whole changed
-                notify.extend(_safe_template(item_templar, n) for n in task.get("notify", ()))
-        self._item = None
-        if only is not None and not only.get("final"):
-            return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
-                only.get("prior") or ()) else None, "notify": notify}}
-        out = results.aggregate_loop(item_results)
-        if task.get("notify"):
-            out["_ioc_notify"] = notify
-        return out
-
     def check_when(self, task, templar):
         """None when every `when` holds; the skip result otherwise (or a failure)."""
         origins = task.get("when_origins") or ()
@@ -688,171 +559,6 @@ class HostRun(object):
         else:
             self.add_facts(facts)
 
-    def add_notifications(self, task, templar, names=None):
-        """Queue the task's notifications; ``names`` are a loop's, templated per item."""
-        if names is None:
-            names = [_safe_template(templar, n) for n in task.get("notify", ())]
-        for name in names:
-            if self._in_flush is not None:
-                self._notify_from_handler(name)
-            elif name not in self.notified:
-                self.notified.append(name)
-
-    # -- meta and handlers -----------------------------------------------------
-
-    def run_meta(self, node, scope):
-        task = node["t"]
-        action = task["args"].get("_raw_params")
-        key = [node["i"], 0]
-        if action == "flush_handlers" and self.options.get("flush_resume"):
-            # The controller resumes a flush this host stopped in (or that it
-            # already finished: then there is nothing to do here).
-            return self.resume_flush(node, scope)
-        templar = Templar(self.variables(task, scope))
-        if not node.get("implicit"):
-            # noop, refresh_inventory and reset_connection ignore `when` (Ansible warns)
-            skipped = None if action in _META_WITHOUT_WHEN else self.check_when(task, templar)
-            self.emit({"e": "start", "k": key, "name": template_name(task, templar),
-                       "meta": action})
-            if skipped is not None:
-                if not skipped.get("failed"):
-                    skipped = self._meta_skipped(action, task)
-                self.emit({"e": "done", "k": key, "status": results.status_of(skipped),
-                           "result": skipped, "ignored": False, "rescued": False})
-                return None
-        if action == "flush_handlers":
-            return self.flush_handlers(node, scope)
-        # noop and end_host act here; play-wide metas and reset_connection are
-        # acted on by the controller when it sees this result.
-        self.emit({"e": "done", "k": key, "status": "ok", "result": {"meta": action},
-                   "ignored": False, "rescued": False})
-        if action == "end_host":
-            raise EndHost()
-        if action == "end_role":
-            raise EndRole()
-        return None
-
-    def _meta_skipped(self, action, task):
-        """The linear strategy's result for a meta whose `when` is false."""
-        reason = "%s conditional evaluated to False" % action
-        msg = action
-        suffix = _META_SKIP_SUFFIX.get(action)
-        if suffix:
-            reason += suffix % {"host": self.host, "role": task.get("role")}
-        if action == "end_host":
-            msg = ("end_host conditional evaluated to false, continuing execution for %s"
-                   % self.host)
-        return {"changed": False, "skipped": True, "skip_reason": reason, "msg": msg}
-
-    def flush_handlers(self, node, scope):
-        """Run notified handlers in definition order (L5.2–L5.6).
-
-        ``self.notified`` holds names notified by tasks, and the numbers of
-        handlers a handler notified that could not run in its flush: those
-        were announced already (a notify event) and run at the next flush
-        without another one, as a handler's ``notified_hosts`` in Ansible.
-        """
-        index = node["i"]
-        pending = self.notified
-        self.notified = []
-        queued = set(n for n in pending if isinstance(n, int))
-        for name in pending:
-            if not isinstance(name, int):
-                self._queue_handlers(name, index, queued)
-        self._drop_once_handlers(queued)
-        if not node.get("implicit"):
-            self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
-                       "ignored": False, "rescued": False})
-        return self.run_queued(index, scope, queued)
-
-    def resume_flush(self, node, scope):
-        """Go on with the flush this host stopped in (``self.flushing``)."""
-        if self.flushing is None:
-            return None
-        queued = set(self.flushing)
-        self.flushing = None
-        self._drop_once_handlers(queued)
-        return self.run_queued(node["i"], scope, queued)
-
-    def _drop_once_handlers(self, queued):
-        """L5.8: a run_once handler runs on the first notified host only (the
-        controller chose it when the flush's step started); the others drop it."""
-        for number, chosen in (self.options.get("once_handlers") or {}).items():
-            if chosen != self.host:
-                queued.discard(int(number))
-
-    def run_queued(self, index, scope, queued):
-        """Run the queued handlers in definition order, up to the next foreign one.
-
-        A handler marked ``"foreign"`` runs elsewhere (through Ansible, for
-        every host notified of it) once every host has run the handlers
-        before it (L5.4): the host stops before the first queued handler at
-        or after the first foreign handler from ``flush_from`` on, keeps its
-        queue (``flushing``) and the controller resumes the flush later.
-        """
-        start = self.options.get("flush_from", 0)
-        bound = None
-        for number, handler in enumerate(self.handlers):
-            if number >= start and handler.get("foreign"):
-                bound = number
-                break
-        for number, handler in enumerate(self.handlers):
-            if number not in queued:
-                continue
-            if self.stops_before(number, bound):
-                self.flushing = sorted(queued)
-                raise BatchEnd()
-            queued.discard(number)
-            failure = self.run_handler(index, number, handler, scope, queued)
-            if failure is not None:
-                if scope.rescuable:
-                    # An explicit flush in a block with a rescue: the rescue
-                    # takes the host, and the handlers it was still to run
-                    # stay notified (announced already) for the next flush.
-                    self.notified.extend(n for n in sorted(queued) if n not in self.notified)
-                return failure
-        return None
-
-    def stops_before(self, number, bound):
-        """Whether the flush stops before queued handler ``number`` (``bound``: the
-        first foreign handler not yet passed, or None)."""
-        return bound is not None and number >= bound
-
-    def _matching_handlers(self, name):
-        return matching_handlers(self.handlers, name)
-
-    def _queue_handlers(self, name, index, queued):
-        """Queue every handler answering to ``name``; emit notify events."""
-        for number in self._matching_handlers(name):
-            if number not in queued:
-                queued.add(number)
-                self.emit({"e": "notify", "k": [index, 0], "handler": number})
-
-    def run_handler(self, index, number, handler, scope, queued):
-        key = [index, 1 + number]
-        self.file_key = "h%d" % number
-        self._in_flush = (number, queued, key)
-        try:
-            return self.run_task(key, handler, scope, is_handler=True)
-        finally:
-            self._in_flush = None
-
-    def _notify_from_handler(self, name):
-        """L5.6: a handler's notification applies at once, inside its step.
-
-        A later-defined handler runs in this flush; an earlier one (or the
-        handler itself) is announced now and runs at the next flush.
-        """
-        number, queued, key = self._in_flush
-        for other in self._matching_handlers(name):
-            if other in queued or other in self.notified:
-                continue  # already notified for this host: no event
-            self.emit({"e": "notify", "k": key, "handler": other})
-            if other > number:
-                queued.add(other)
-            else:
-                self.notified.append(other)
-
     # -- small helpers -----------------------------------------------------------
 
     def _visible(self, task, result, templar):
@@ -865,22 +571,12 @@ class HostRun(object):
         if value is None:
             return False
         try:
-            return _as_bool(templar.template(value))
+            return as_bool(templar.template(value))
         except TemplateError:
             return False
 
     def _flag(self, value, templar, default):
-        return default if value is None else _as_bool(templar.template(value))
-
-
-def template_name(task, templar):
-    """The task name as the banner shows it, templated for this host (L1.10)."""
-    name = task.get("name")
-    if not name:
-        base = task.get("action_written") or task["action"]
-    else:
-        base = _safe_template(templar, name)
-    return "%s : %s" % (task["role"], base) if task.get("role") else base
+        return default if value is None else as_bool(templar.template(value))
 
 
 def failed_task_wire(task, templar=None):
@@ -888,7 +584,7 @@ def failed_task_wire(task, templar=None):
     the strategy templates it before the task runs)."""
     name = task.get("name") or ""
     if templar is not None and name:
-        name = _safe_template(templar, name)
+        name = safe_template(templar, name)
     return {"name": name, "action": task["action"],
             "args": task.get("args", {}), "when": list(task.get("when", ())),
             "register": task.get("register"), "location": task.get("location")}
@@ -912,13 +608,6 @@ def _blob(entry):
                          % (entry.get("path"), entry.get("digest")))
 
 
-def _handler_names(handler):
-    names = [handler.get("name")]
-    if handler.get("role") and handler.get("name"):
-        names.append("%s : %s" % (handler["role"], handler["name"]))
-    return names
-
-
 def lookup_scope(file_key, item):
     """The key of one task's (and loop item's) controller lookup answers.
 
@@ -927,24 +616,6 @@ def lookup_scope(file_key, item):
     task and item, see ``controller/lookups.py``).
     """
     return "%s:%s" % (file_key, "-" if item is None else item)
-
-
-def matching_handlers(handlers, name):
-    """Numbers of the (wire) handlers ``name`` notifies: the first by name, all that listen."""
-    matched_name = False
-    for number, handler in enumerate(handlers):
-        by_name = not matched_name and name in _handler_names(handler)
-        if by_name or name in handler.get("listen", ()):
-            matched_name = matched_name or by_name
-            yield number
-
-
-def _safe_template(templar, value):
-    try:
-        out = templar.template(value)
-    except TemplateError as exc:
-        return "%s << error 1 - %s >>" % (value, exc)
-    return out if isinstance(out, str) else str(out)
 
 
 def _failure_wire(failure):
@@ -963,13 +634,6 @@ def _conditional_error(exc):
     if isinstance(exc, ConditionalResultError):
         return str(exc)
     return "Error while evaluating conditional: %s" % (exc,)
-
-
-def _native_type_name(value):
-    for base in (dict, list, str, bool, int, float):
-        if isinstance(value, base):
-            return base.__name__
-    return type(value).__name__
 
 
 def _role_vars(task):
@@ -997,34 +661,12 @@ def _evaluator(view):
     return value
 
 
-def _loop_info(items, index, allitems=True):
-    length = len(items)
-    info = {
-        "index": index + 1, "index0": index, "first": index == 0,
-        "last": index == length - 1, "length": length,
-        "revindex": length - index, "revindex0": length - index - 1,
-    }
-    if allitems:
-        info["allitems"] = items
-    if index:
-        info["previtem"] = items[index - 1]
-    if index < length - 1:
-        info["nextitem"] = items[index + 1]
-    return info
-
-
 def _drop_omitted(value):
     if isinstance(value, dict):
         return {k: _drop_omitted(v) for k, v in value.items() if v != OMIT}
     if isinstance(value, list):
         return [_drop_omitted(v) for v in value if v != OMIT]
     return value
-
-
-def _as_bool(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
-    return bool(value)
 
 
 def blob(digest):

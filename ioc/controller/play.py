@@ -8,7 +8,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from ioc.agentless_runner.batch import HostRun, Scope, matching_handlers
+from ioc.agentless_runner.batch import HostRun
+from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads

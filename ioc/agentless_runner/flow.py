@@ -1,0 +1,97 @@
+"""The signals and small values a host's walk through its task tree is made of.
+
+A batch's walk (``batch.HostRun``) unwinds with exceptions: :class:`BatchEnd`
+at a fence (the next task is another batch's), :class:`EndHost` and
+:class:`EndRole` for the metas; an unrescued failure travels up the block
+tree as a :class:`Failure` value, and :class:`Scope` is what encloses a task.
+The helpers here are shared by the walk, its loops and its handlers.
+"""
+from ioc.agentless_runner.templating import TemplateError
+
+
+class LoopTypeError(Exception):
+    """The loop expression did not give a list."""
+
+
+class BatchEnd(Exception):
+    """The next task belongs to a later batch: unwind, recording block state."""
+
+
+class EndHost(Exception):
+    """``meta: end_host`` ran: the host leaves the play without failing."""
+
+
+class EndRole(Exception):
+    """``meta: end_role`` ran: the host skips the rest of the current role."""
+
+
+class Failure(object):
+    """An unrescued failure travelling up the block tree."""
+
+    __slots__ = ("task", "result")
+
+    def __init__(self, task, result):
+        self.task = task
+        self.result = result
+
+
+class Scope(object):
+    """The lexical context of a task: enclosing blocks, innermost last."""
+
+    __slots__ = ("blocks", "rescuable")
+
+    def __init__(self, blocks=(), rescuable=False):
+        self.blocks = blocks
+        #: True while any enclosing block has a rescue for this part (L4.3).
+        self.rescuable = rescuable
+
+    def enter(self, block, rescuable):
+        return Scope(self.blocks + (block,), self.rescuable or rescuable)
+
+
+def template_name(task, templar):
+    """The task name as the banner shows it, templated for this host (L1.10)."""
+    name = task.get("name")
+    if not name:
+        base = task.get("action_written") or task["action"]
+    else:
+        base = safe_template(templar, name)
+    return "%s : %s" % (task["role"], base) if task.get("role") else base
+
+
+def matching_handlers(handlers, name):
+    """Numbers of the (wire) handlers ``name`` notifies: the first by name, all that listen."""
+    matched_name = False
+    for number, handler in enumerate(handlers):
+        by_name = not matched_name and name in _handler_names(handler)
+        if by_name or name in handler.get("listen", ()):
+            matched_name = matched_name or by_name
+            yield number
+
+
+def _handler_names(handler):
+    names = [handler.get("name")]
+    if handler.get("role") and handler.get("name"):
+        names.append("%s : %s" % (handler["role"], handler["name"]))
+    return names
+
+
+def safe_template(templar, value):
+    try:
+        out = templar.template(value)
+    except TemplateError as exc:
+        return "%s << error 1 - %s >>" % (value, exc)
+    return out if isinstance(out, str) else str(out)
+
+
+def native_type_name(value):
+    for base in (dict, list, str, bool, int, float):
+        if isinstance(value, base):
+            return base.__name__
+    return type(value).__name__
+
+
+def as_bool(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
+    return bool(value)

@@ -1,0 +1,113 @@
+"""Loops on the target: a task's items, each with its own ``when``, retries and result.
+
+A mixin of :class:`ioc.agentless_runner.batch.HostRun`. ``loop``/``with_*``
+give the items; every item runs as a single execution of the task
+(``run_single``) with the loop variables, ``loop_control`` (``loop_var``,
+``index_var``, ``label``, ``pause``, ``extended``) and the previous item's
+registered result in scope (L2.7), and is reported as it ends.
+"""
+import time
+
+from ioc.agentless_runner import results
+from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
+from ioc.agentless_runner.lookups import listify
+from ioc.agentless_runner.templating import Templar
+
+
+class LoopRun(object):
+    """The items of one looped task (see the module doc)."""
+
+    def loop_items(self, task, templar):
+        items = templar.template(task["loop"])
+        kind = task.get("loop_with")
+        if kind is not None:
+            # with_<lookup>: the loop terms go to the lookup, which returns the items.
+            query = templar.variables["query"]
+            items = query(kind, *listify(items))
+        if not isinstance(items, list):
+            raise LoopTypeError("The `loop` value must resolve to a 'list', not '%s'."
+                                % native_type_name(items))
+        return items
+
+    def run_loop(self, key, task, scope, templar, items):
+        control = task.get("loop_control") or {}
+        loop_var = control.get("loop_var", "item")
+        index_var = control.get("index_var")
+        pause = float(control.get("pause") or 0)
+        register = task.get("register")
+        item_results = []
+        notify = []
+        live = {}
+        # ``delegate_to`` naming the loop item: the controller runs one item
+        # per call on that item's delegate, handing over the earlier results.
+        only = self.options.get("item_slice")
+        if only is not None:
+            item_results = list(only.get("prior") or ())
+            notify = list(only.get("notify") or ())
+            if register and item_results:
+                live[register] = item_results[-1]
+        for index, item in enumerate(items):
+            if only is not None and index != only["index"]:
+                continue
+            if index and pause:
+                time.sleep(pause)
+            self._item = index
+            overlay = dict(live)
+            overlay[loop_var] = item
+            overlay["ansible_loop_var"] = loop_var
+            if index_var:
+                overlay[index_var] = index
+                overlay["ansible_index_var"] = index_var
+            if control.get("extended"):
+                overlay["ansible_loop"] = _loop_info(
+                    items, index, allitems=as_bool(control.get("extended_allitems", True)))
+            item_templar = Templar(self.variables(task, scope, overlay))
+            # What ansible-core records on every result of this item, its
+            # retries included: the loop variables and the label.
+            item_keys = {loop_var: item, "ansible_loop_var": loop_var}
+            if index_var:
+                item_keys[index_var] = index
+                item_keys["ansible_index_var"] = index_var
+            if "ansible_loop" in overlay:
+                item_keys["ansible_loop"] = overlay["ansible_loop"]
+            label = control.get("label")
+            if label is not None:
+                item_keys["_ansible_item_label"] = safe_template(item_templar, label)
+            result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            result.update(item_keys)
+            self._emit_diff(key, task, result, item_templar)
+            self.emit({"e": "item", "k": key, "status": results.status_of(result),
+                       "result": self._visible(task, result, item_templar)})
+            if results.status_of(result) == "ok":
+                self.apply_effects(task, result)
+            item_results.append(results.public(result))
+            if register:
+                live[register] = item_results[-1]  # L2.7: the previous item's result
+            if not result.get("skipped"):
+                # ansible-core keeps each ran item's templated notify and applies
+                # them all when the task as a whole changed
+                notify.extend(safe_template(item_templar, n) for n in task.get("notify", ()))
+        self._item = None
+        if only is not None and not only.get("final"):
+            return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
+                only.get("prior") or ()) else None, "notify": notify}}
+        out = results.aggregate_loop(item_results)
+        if task.get("notify"):
+            out["_ioc_notify"] = notify
+        return out
+
+
+def _loop_info(items, index, allitems=True):
+    length = len(items)
+    info = {
+        "index": index + 1, "index0": index, "first": index == 0,
+        "last": index == length - 1, "length": length,
+        "revindex": length - index, "revindex0": length - index - 1,
+    }
+    if allitems:
+        info["allitems"] = items
+    if index:
+        info["previtem"] = items[index - 1]
+    if index < length - 1:
+        info["nextitem"] = items[index + 1]
+    return info
