@@ -275,3 +275,19 @@ def _check_source(tmp_path, rel_path: str, source: str) -> List[str]:
 def test_checker(tmp_path, rel_path, source, ok):
     bad = _check_source(tmp_path, rel_path, source)
     assert (not bad) == ok, bad
+
+
+def test_the_architecture_doc_draws_the_rooms_the_code_has():
+    """docs/architecture.md's room diagram and table are generated from the code
+    (``python scripts/rooms.py --write``); a move that forgets them fails here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rooms", ROOT / "scripts" / "rooms.py")
+    rooms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rooms)  # type: ignore[union-attr]
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc[doc.index(rooms.BEGIN):doc.index(rooms.END) + len(rooms.END)]
+    assert section == rooms.render(), "run: python scripts/rooms.py --write"
+    empty = [line for line in section.splitlines()
+             if line.startswith("| `ioc/") and line.endswith("|  |")]
+    assert not empty, "rooms without a docstring saying what they are for: %s" % empty
