@@ -23,7 +23,7 @@ from ioc.ansible.version import check_ansible_version, strategy_dir
 
 
 def print_plans(argv: Sequence[str]) -> int:
-    """``--plan``: each play's mitogen_batch plan, from ansible-playbook's arguments; runs nothing."""
+    """``--plan``: each play's plan for ansible-playbook's arguments; runs nothing."""
     check_ansible_version()
     from ansible import context
     from ansible.cli.playbook import PlaybookCLI

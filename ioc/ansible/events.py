@@ -21,7 +21,7 @@ becomes what the linear strategy would have done at that point:
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.includes import announce_included

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, Mapping, Sequence
 
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
