@@ -1,13 +1,14 @@
 """Ansible strategy plugin ``mitogen_batch``: inversion of control for Ansible users.
 
-In ansible.cfg (``python -m ioc.ansible_bridge --strategy-dir`` prints the
+In ansible.cfg (``python -m ioc.ansible --strategy-dir`` prints the
 directory)::
 
     [defaults]
     strategy_plugins = /path/to/ioc/strategy_plugin
     strategy = mitogen_batch
 
-This file stays a shim: the logic lives in ``ioc.ansible_bridge``.
+This file stays a shim: the logic lives in the package ``ioc.ansible``
+(``ioc.ansible.strategy``).
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ DOCUMENTATION = """
 """
 
 try:
-    import ioc.ansible_bridge  # noqa: F401
+    import ioc.ansible.strategy  # noqa: F401
 except ImportError:  # a checkout that was not pip-installed: ioc lives next to this directory
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from ioc.ansible_bridge import StrategyModule  # noqa: E402,F401
+from ioc.ansible.strategy import StrategyModule  # noqa: E402,F401

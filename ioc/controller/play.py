@@ -250,7 +250,16 @@ class PlayContext:
 
 
 class PlayExecutor:
-    """Runs the steps of one play's plan across its hosts (one serial batch)."""
+    """Runs the steps of one play's plan across its hosts (one serial batch).
+
+    The one play executor of both front ends. What ``mitogen_batch`` does
+    differently is four methods its dispatcher overrides
+    (``ioc.ansible.dispatcher.BridgeExecutor``, tested apart in
+    ``tests/unit/test_ansible_dispatcher.py``): :meth:`make_sink` (where the
+    replayed events go), :meth:`run_step` (a step that runs through Ansible),
+    :meth:`after_step` (what the controller decides after a step) and
+    :meth:`splice_includes` (who loads what a dynamic include included).
+    """
 
     def __init__(self, plan: Plan, hosts: Dict[str, HostState], ctx: PlayContext,
                  static_layers: Mapping[str, Any], magic: Mapping[str, Any],
@@ -408,7 +417,7 @@ class PlayExecutor:
         return outcome
 
     def make_sink(self) -> PlaySink:
-        """The sink a step's replay feeds (the Ansible bridge forwards from here)."""
+        """The sink a step's replay feeds (mitogen_batch's forwards to Ansible's callbacks)."""
         return PlaySink(self.plan, self.ctx.callbacks, self.ctx.stats)
 
     def _observe(self, host: str, event: Event, outcome: StepOutcome,

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from ioc.ansible_bridge import SUPPORTED_ANSIBLE, version_problem
+from ioc.ansible.version import SUPPORTED_ANSIBLE, version_problem
 from tests.conformance.test_conformance import ANSIBLE_CORE, ANSIBLE_CORE_219, \
     ansible_python as find_ansible_python
 
@@ -583,7 +583,7 @@ def test_a_failed_templated_run_once_through_ansible_stops_every_host(ansible, a
 
 
 def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_python):
-    """``python -m ioc.ansible_bridge --plan <ansible-playbook args>`` plans, runs nothing."""
+    """``python -m ioc.ansible --plan <ansible-playbook args>`` plans, runs nothing."""
     write_foreign_greet(ansible)
     ansible.write("play.yml", MIXED_PLAY + """
 - name: second
@@ -606,7 +606,7 @@ def test_the_plan_command_says_which_tasks_run_through_ansible(ansible, ansible_
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update({"ANSIBLE_CONFIG": str(ansible.config), "PYTHONPATH": str(ROOT)})
-    r = subprocess.run([ansible_python, "-m", "ioc.ansible_bridge", "--plan", "-i",
+    r = subprocess.run([ansible_python, "-m", "ioc.ansible", "--plan", "-i",
                         str(inventory), "play.yml"], cwd=str(ansible.workdir), env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -772,7 +772,7 @@ def test_an_unsupported_ansible_core_is_one_clear_error(ansible_python):
     code = textwrap.dedent("""
         import ansible.release
         ansible.release.__version__ = "2.18.6"
-        import ioc.ansible_bridge as bridge
+        import ioc.ansible.strategy as bridge
         try:
             bridge.StrategyModule
         except Exception as exc:

@@ -104,7 +104,7 @@ def test_the_plan_and_vv_say_which_handler_runs_through_ansible(ansible, ansible
     ansible.write("play.yml", MIXED)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
     python = ansible.python
-    plan = subprocess.run([python, "-m", "ioc.ansible_bridge", "--plan", "-i", str(inventory),
+    plan = subprocess.run([python, "-m", "ioc.ansible", "--plan", "-i", str(inventory),
                            "play.yml"], cwd=str(ansible.workdir), capture_output=True, text=True,
                           timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
                                             "ANSIBLE_CONFIG": str(ansible.config)})

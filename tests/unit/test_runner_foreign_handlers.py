@@ -1,7 +1,7 @@
 """The runner never runs a handler marked foreign: a flush stops before it and resumes.
 
 The mitogen_batch bridge runs such a handler through Ansible between two
-runner calls (see ``_run_flush_through_ansible``); these tests drive the
+runner calls (see ``ioc.ansible.through_ansible.FlushThroughAnsible``); these tests drive the
 runner's side directly: where it stops, what it keeps, how it goes on.
 """
 from __future__ import annotations

@@ -1,0 +1,476 @@
+"""Ansible's tasks and blocks → ioc's IR, task by task.
+
+:class:`Converter` turns each Ansible ``Task`` (or handler) the linear
+``PlayIterator`` would walk into an :class:`ioc.model.Task`, keyword for
+keyword (``when`` with its origins, loops, ``register``, ``become*``, role
+variables...), and blocks into IR blocks (a role's tasks in one block that
+carries its parameters). Every IR task remembers the Ansible task it came
+from (``Converter.origin``): the parent sends that one's callbacks.
+
+Three verdicts per task:
+
+* **native** — ioc's runner runs it; when its module is a plain Ansible
+  module ioc does not implement (or whose options ioc's does not all take),
+  the runner runs *Ansible's* module code (``Task.module``, built by
+  :mod:`ioc.ansible.modules`);
+* **through Ansible** — :meth:`Converter.refuse` records why
+  (``Converter.reasons``): the planner makes the task a ``Where.ANSIBLE``
+  step (see :mod:`ioc.ansible.through_ansible`);
+* **the whole play through linear** — :meth:`Converter.fail` raises
+  :class:`Fallback` with the reason.
+
+An ``include_tasks`` whose file is known before it runs is loaded now and
+inlined (:meth:`Converter.static_include`); other includes stay dynamic
+(:mod:`ioc.ansible.includes`). The play as a whole (sections, fact
+gathering, ``vars_files``) is :mod:`ioc.ansible.play`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ioc.ansible.values import plain
+from ioc.model import Block, IncludeScope, Location, Play, Task
+
+_BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
+#: Dynamic task lists: the runner runs the include, the parent loads what each
+#: host included with Ansible's own ``IncludedFile`` machinery, and both sides
+#: splice the loaded tasks in after it (``ioc.ansible.includes.Includes.splice``).
+BRIDGE_INCLUDES = frozenset({"include_tasks", "include_role"})
+#: Actions that run through Ansible's own task machinery, one task at a time
+#: (their variables come back from Ansible's variable manager, their inventory
+#: changes from their results, as for ioc's own add_host/group_by).
+_BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
+#: refresh_inventory re-reads Ansible's inventory sources in the main process:
+#: it runs there (``_execute_meta``), and ioc's copy of the inventory follows.
+_BRIDGE_META_PER_TASK = frozenset({"refresh_inventory"})
+
+
+class Fallback(Exception):
+    """The play needs something ioc cannot run natively; the reason says what."""
+
+
+@dataclasses.dataclass
+class Converted:
+    """A play in IR and, for every IR task, the Ansible task it came from."""
+
+    play: Play
+    origin: Dict[int, Any]
+    #: Ansible's implicit fact-gathering task (the first iterator block's).
+    gather: Any = None
+    handlers: Tuple[Any, ...] = ()
+    #: id(IR task) -> why it runs through Ansible rather than natively.
+    reasons: Dict[int, str] = dataclasses.field(default_factory=dict)
+    #: The converter that made ``play`` (it converts what dynamic includes load).
+    converter: Any = None
+    #: Per host, the ``vars_files`` values that differ between the play's hosts
+    #: (templated file names); the IR's ``vars_files`` holds the shared ones.
+    host_vars_files: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Fact gathering as an IR task of its own (it has options or a ``when``).
+    gather_ir: Optional[Task] = None
+    #: ``gathering = smart``: hosts that do not gather (their facts are cached).
+    skip_gather: Tuple[str, ...] = ()
+
+    def gather_index(self, program: Any) -> Optional[int]:
+        """The program entry that gathers facts (implicit or :attr:`gather_ir`)."""
+        for entry in program.entries:
+            if (entry.implicit and entry.task.action == "gather_facts") or \
+                    (self.gather_ir is not None and entry.task is self.gather_ir):
+                return entry.index
+        return None
+
+    def fallback(self, task: Task) -> Optional[str]:
+        """The planner's ``fallback`` predicate."""
+        return self.reasons.get(id(task))
+
+
+def short_action(task: Any) -> str:
+    name = str(getattr(task, "resolved_action", None) or task.action)
+    for prefix in _BUILTIN_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def _location(task: Any) -> Location:
+    path = plain(task.get_path()) if hasattr(task, "get_path") else ""
+    if path and ":" in path:
+        head, _, tail = path.rpartition(":")
+        if tail.isdigit():
+            return Location(head, int(tail))
+    return Location(path or "<unknown>")
+
+
+def _as_list(value: Any) -> List[Any]:
+    """A keyword Ansible keeps as written: a scalar is a one-element list."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bool, int, float)):
+        return [value]
+    return list(value)
+
+
+def _conditions(value: Any) -> Tuple[Any, ...]:
+    out = []
+    for cond in _as_list(value):
+        out.append(bool(cond) if isinstance(cond, bool) else str.__str__(str(cond))
+                   if not isinstance(cond, str) else plain(cond))
+    return tuple(out)
+
+
+def _condition_origins(value: Any) -> Tuple[str, ...]:
+    """Where each condition was written, as Ansible's data tags say (``path:line:col``).
+
+    ansible-core names that position when a condition is not boolean; ""
+    where the condition carries no origin (or the release tags none).
+    """
+    try:
+        from ansible._internal._datatag._tags import Origin
+    except ImportError:  # pragma: no cover - every supported release has data tags
+        return ()
+    out = []
+    for cond in _as_list(value):
+        origin = Origin.get_tag(cond) if isinstance(cond, str) else None
+        out.append(str(origin) if origin is not None and origin.path and origin.line_num
+                   else "")
+    return tuple(out) if any(out) else ()
+
+
+def _opt_conditions(value: Any) -> Optional[Tuple[Any, ...]]:
+    return _conditions(value) if _as_list(value) else None
+
+
+class Converter:
+    """Converts one play's Ansible tasks and blocks (and what its includes load) to IR."""
+
+    def __init__(self, play: Any, caps_actions: frozenset, loader: Any = None,
+                 variable_manager: Any = None) -> None:
+        self.play = play
+        self.caps_actions = caps_actions
+        #: With these, an include_tasks whose file is known is inlined (static_include).
+        self.loader = loader
+        self.vm = variable_manager
+        self.origin: Dict[int, Any] = {}
+        #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
+        self.reasons: Dict[int, str] = {}
+        self._why: Optional[str] = None
+        #: Ansible's modules the converted tasks run in the runner.
+        from ansible.utils.display import Display
+        from ioc.ansible import modules
+        self.modules = modules.ModuleSet(internal=modules.run_wide_args(Display().verbosity))
+        self._module_why: Optional[str] = None
+        self._options: Optional[Mapping[str, Any]] = None
+
+    def fail(self, task: Any, why: str) -> None:
+        """A construct that sends the whole play to linear."""
+        raise Fallback("%s (%s)" % (why, _location(task)))
+
+    def refuse(self, why: str) -> None:
+        """A construct that sends this one task through Ansible (the first reason counts)."""
+        if self._why is None:
+            self._why = why
+
+    def task(self, task: Any, handler: bool = False) -> Task:
+        self._why = None
+        action = short_action(task)
+        dynamic = action in BRIDGE_INCLUDES
+        if dynamic and handler:
+            self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
+        raw = plain(task.args or {})
+        if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
+            self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
+        module_key = self.ansible_module(task, action, raw)
+        if module_key is None and (
+                "." in action or action in ("gather_facts", "setup")
+                or (action not in self.caps_actions and action != "meta")):
+            self.refuse(self._module_why or "module %s has no native ioc implementation" % action)
+        if action in _BRIDGE_PER_TASK:
+            self.refuse("%s acts on Ansible's controller state" % action)
+        for keyword in ("async_val", "timeout"):
+            if getattr(task, keyword, None):
+                self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
+        if getattr(task, "module_defaults", None):
+            self.refuse("module_defaults is not supported natively")
+        environment: Dict[str, Any] = {}
+        for env in task.environment or ():
+            if not isinstance(env, Mapping):
+                self.refuse("a templated environment is not supported natively")
+                environment = {}
+                break
+            environment.update(plain(env))
+        variables = {}
+        role = getattr(task, "_role", None)
+        if role is not None:
+            variables.update(plain(role.get_vars(include_params=False)))
+        variables.update(plain(task.get_vars()))
+        variables.update(_parent_role_vars(task))
+        loop_control = getattr(task, "loop_control", None)
+        control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
+        ir_location = _location(task)
+        ir = Task(
+            action=action,
+            args=raw,
+            location=ir_location,
+            name=plain(task.name) or None,
+            when=_conditions(task.when),
+            when_origins=_condition_origins(task.when),
+            loop=plain(task.loop),
+            loop_with=plain(task.loop_with) or None,
+            loop_control=control if isinstance(control, dict) else {},
+            register=self.register(task),
+            changed_when=_opt_conditions(task.changed_when),
+            failed_when=_opt_conditions(task.failed_when),
+            until=_opt_conditions(task.until),
+            retries=plain(task.retries),
+            delay=plain(task.delay) if task.until else None,
+            ignore_errors=plain(task.ignore_errors) or None,
+            ignore_unreachable=plain(task.ignore_unreachable) or None,
+            notify=tuple(str(n) for n in plain(_as_list(task.notify))),
+            listen=tuple(str(n) for n in plain(_as_list(getattr(task, "listen", None))))
+            if handler else (),
+            vars=variables,
+            no_log=plain(task.no_log) or None,
+            environment=environment or None,
+            # Ansible's defaults are the CLI's --check/--diff: always explicit here.
+            check_mode=bool(task.check_mode),
+            diff=bool(task.diff),
+            delegate_to=plain(task.delegate_to) or None,
+            delegate_facts=plain(task.delegate_facts) or None,
+            run_once=plain(task.run_once) or None,
+            any_errors_fatal=plain(task.any_errors_fatal) or None,
+            throttle=plain(task.throttle) or None,
+            **become_keywords(task),
+            role=plain(role.get_name()) if role is not None else None,
+            role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
+            role_collection=plain(getattr(role, "_role_collection", None)) or None
+            if role is not None else None,
+            # The planner cuts after it; what it loads comes from Ansible, not this scope.
+            include_scope=IncludeScope(path=ir_location.path) if dynamic else None,
+            module=module_key,
+        )
+        if dynamic:
+            self._why = None  # the include itself runs nothing: always native
+        self.origin[id(ir)] = task
+        if self._why is not None:
+            # A handler too: the flushes that can reach it run it through
+            # Ansible, their other handlers natively.
+            self.reasons[id(ir)] = self._why
+        return ir
+
+    def ansible_module(self, task: Any, action: str, args: Mapping[str, Any]) -> Optional[str]:
+        """The module key when the task runs Ansible's own module code in the runner.
+
+        That is every plain module (no action plugin of its own) that ioc
+        does not run itself, or whose arguments ioc's own module does not all
+        take: the runner then runs Ansible's module for that task instead.
+        """
+        from ioc.ansible import modules
+
+        self._module_why = None
+        if action in ("gather_facts", "setup"):
+            key = self.fact_module()
+            if key is None and self._module_why is None:
+                self._module_why = "fact gathering with FACTS_MODULES other than smart"
+            return key
+        if action in modules.DISPATCHED and task.action in (
+                action, "ansible.builtin." + action, "ansible.legacy." + action) and not (
+                action in self.caps_actions and self._native_accepts(action, args)):
+            key, self._module_why = self.modules.add_dispatch(action)
+            return key
+        native = "." not in action and action in self.caps_actions
+        if action in ("meta",) or (native and self._native_accepts(action, args)):
+            return None
+        resolved = modules.resolve(task.action, getattr(task, "collections", None))
+        if resolved is None:
+            return None
+        if resolved.action_plugin is not None:
+            self._module_why = ("%s runs the action plugin %s on the controller"
+                                % (task.action, resolved.action_plugin))
+            return None
+        key, why = self.modules.add(resolved, task.action.rpartition(".")[2])
+        self._module_why = why
+        return key
+
+    def fact_module(self) -> Optional[str]:
+        """Ansible's ``setup`` for fact gathering: Ansible's fact set, key for key.
+
+        None (ioc's own gathering, or Ansible's for that task) unless
+        ``FACTS_MODULES`` is the default ``smart``, which on a non-network
+        host means ``ansible.legacy.setup``.
+        """
+        from ansible import constants as C
+        from ioc.ansible import modules
+
+        if list(C.config.get_config_value("FACTS_MODULES")) != ["smart"]:
+            return None
+        resolved = modules.resolve("ansible.legacy.setup")
+        if resolved is None:
+            return None
+        key, self._module_why = self.modules.add(resolved, "setup")
+        return key
+
+    def _native_accepts(self, action: str, args: Mapping[str, Any]) -> bool:
+        from ioc.controller.capabilities import runner_capabilities
+
+        if self._options is None:
+            self._options = runner_capabilities().options
+        accepted = self._options.get(action)
+        return accepted is None or all(
+            not isinstance(k, str) or k.startswith("_") or k in accepted or "{{" in k
+            for k in args)
+
+    def register(self, task: Any) -> Optional[str]:
+        """``register: name``; 2.21 keeps it as ``{name: <the task's result>}``."""
+        value = task.register
+        if not value:
+            return None
+        if isinstance(value, str):
+            return plain(value)
+        if len(value) == 1:
+            (name, expression), = value.items()
+            if plain(expression) == "_task.polymorphic_result":
+                return plain(name)
+        self.refuse("register projections are not supported natively")
+        return None
+
+    def nodes(self, items: Sequence[Any]) -> List[Any]:
+        """Ansible blocks/tasks → IR nodes; blocks without rescue/always are inlined."""
+        from ansible.playbook.block import Block as AnsibleBlock
+
+        out: List[Any] = []
+        for item in items:
+            if isinstance(item, AnsibleBlock):
+                out.extend(self.block(item))
+            elif self._implicit_meta(item):
+                continue
+            else:
+                ir = self.task(item)
+                inlined = self.static_include(item, ir) if ir.include_scope is not None else None
+                out.append(inlined if inlined is not None else ir)
+        return out
+
+    def static_include(self, task: Any, ir: Task) -> Optional[Block]:
+        """An ``include_tasks`` whose file is known before it runs, as a block it heads.
+
+        Its file name is not templated, it does not loop and no include
+        encloses it, so every host that runs it includes the same file, found
+        where ``IncludedFile.process_include_results`` will find it. The file
+        is loaded now, as the strategy's ``_load_included_file`` loads it, and
+        its tasks follow the include in the same batch: no cut, no round trip.
+        The parent announces it after its results, as linear does (L7.8).
+        Anything unusual (a file that does not load) stays dynamic.
+        """
+        from ansible.errors import AnsibleError
+
+        name = (task.args or {}).get("_raw_params")
+        if self.loader is None or ir.action != "include_tasks" or task.loop or \
+                task.loop_with or not isinstance(name, str) or "{{" in name or "{%" in name \
+                or _parent_include(task) is not None:
+            return None
+        role = getattr(task, "_role", None)
+        if role is not None:
+            path = self.loader.path_dwim_relative(role._role_path, "tasks", name, is_role=True)
+        else:
+            path = self.loader.path_dwim(name)
+        try:
+            blocks = _load_task_file(path, task, self.play, self.loader, self.vm)
+            nodes = self.section(blocks)
+        except (AnsibleError, OSError):
+            return None
+        head = dataclasses.replace(ir, include_scope=None)
+        self.origin[id(head)] = task
+        return Block(block=nodes, location=ir.location, implicit=True, include=head)
+
+    @staticmethod
+    def _implicit_meta(task: Any) -> bool:
+        return bool(getattr(task, "implicit", False)) and short_action(task) == "meta" and \
+            (task.args or {}).get("_raw_params") in ("role_complete", "end_role", "noop")
+
+    def block(self, block: Any) -> List[Any]:
+        body = self.nodes(block.block)
+        if not block.rescue and not block.always:
+            return body
+        return [Block(block=tuple(body), rescue=tuple(self.nodes(block.rescue)),
+                      always=tuple(self.nodes(block.always)), location=_location(block),
+                      name=plain(block.name) or None)]
+
+    def section(self, blocks: Sequence[Any], included: bool = False) -> Tuple[Any, ...]:
+        """A section's top-level blocks; each role's tasks in one block with its params.
+
+        ``included``: the blocks of an ``include_role``, whose defaults are
+        private to its tasks (the play's roles' defaults are ``Play.role_defaults``).
+        """
+        out: List[Any] = []
+        for block in blocks:
+            role = getattr(block, "_role", None)
+            nodes = self.block(block)
+            if role is not None:
+                params = plain(role.get_role_params()) if hasattr(role, "get_role_params") else {}
+                defaults = plain(role.get_default_vars()) if included else {}
+                out.append(Block(block=tuple(nodes), location=_location(block), params=params,
+                                 implicit=True, role=plain(role.get_name()), defaults=defaults,
+                                 role_path=plain(getattr(role, "_role_path", None))))
+            else:
+                out.extend(nodes)
+        return tuple(out)
+
+
+def _parent_role_vars(task: Any) -> Dict[str, Any]:
+    """``ansible_parent_role_names``/``paths`` of a role included from a role (IncludeRole)."""
+    try:
+        params = task.get_include_params()
+    except AttributeError:
+        return {}
+    return {k: plain(params[k]) for k in ("ansible_parent_role_names", "ansible_parent_role_paths")
+            if k in params}
+
+
+def _parent_include(task: Any) -> Any:
+    """The include (task or role) ``task`` was loaded from, if any."""
+    from ansible.playbook.task_include import TaskInclude
+
+    parent = getattr(task, "_parent", None)
+    while parent is not None:
+        if isinstance(parent, TaskInclude):
+            return parent
+        parent = getattr(parent, "_parent", None)
+    return None
+
+
+def _load_task_file(path: str, task: Any, play: Any, loader: Any, vm: Any) -> List[Any]:
+    """A task file ``task`` (an include_tasks) includes, loaded and tag-filtered as
+    ``StrategyBase._load_included_file`` and linear load it."""
+    from ansible.errors import AnsibleError
+    from ansible.playbook.helpers import load_list_of_blocks
+
+    data = loader.load_from_file(path, trusted_as_template=True)
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise AnsibleError("included task files must contain a list of tasks")
+    ti_copy = task.copy(exclude_parent=True)
+    ti_copy._parent = task._parent
+    blocks = load_list_of_blocks(data, play=play, parent_block=ti_copy.build_parent_block(),
+                                 role=task._role, use_handlers=False, loader=loader,
+                                 variable_manager=vm)
+    return tag_filtered(blocks, play, vm)
+
+
+def tag_filtered(blocks: Sequence[Any], play: Any, vm: Any, hosts: Any = None,
+                  hosts_all: Any = None) -> List[Any]:
+    """Included blocks filtered on tags as linear filters them (with the variables
+    of the include each came from)."""
+    return [b.filter_tagged_tasks(vm.get_vars(play=play, task=b.get_first_parent_include(),
+                                              _hosts=hosts, _hosts_all=hosts_all))
+            for b in blocks]
+
+
+def become_keywords(task: Any) -> Dict[str, Any]:
+    """The task's effective ``become*`` keywords (``--become``/``-b`` and
+    ``--become-user`` are Ansible's defaults for them), as the IR holds them."""
+    out: Dict[str, Any] = {}
+    for keyword in ("become", "become_user", "become_method", "become_flags", "become_exe"):
+        value = plain(getattr(task, keyword, None))
+        if value not in (None, ""):
+            out[keyword] = value
+    return out

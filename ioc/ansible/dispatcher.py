@@ -1,0 +1,251 @@
+"""The dispatcher subprocess: ioc's controller running a play for ``mitogen_batch``.
+
+``python -m ioc.ansible --serve`` (:func:`serve`) reads play requests from
+the parent (:mod:`ioc.ansible.pipe`) and runs each with the same
+:class:`~ioc.controller.play.PlayExecutor` that runs ``ioc-run``'s plays.
+mitogen's broker lives in this process only; ``ansible`` is never imported
+here.
+
+What differs from ``ioc-run`` is a handful of named hooks, each a method of
+a class below that talks to the parent through a
+:class:`~ioc.ansible.pipe.ParentLink` (and is tested apart in
+``tests/unit/test_ansible_dispatcher.py``):
+
+* :class:`BridgeExecutor` (the play executor):
+
+  - ``make_sink`` — the replayed events go to the parent
+    (:class:`ForwardingSink`), whose Ansible callbacks show them;
+  - ``run_step`` — a ``Where.ANSIBLE`` step and a flush that reaches
+    foreign handlers run through Ansible (:mod:`ioc.ansible.through_ansible`);
+  - ``after_step`` — a task Ansible ran once (run_once, or an action that
+    bypasses the host loop) and that failed stops the other hosts; the
+    variables it set came back from Ansible already, so nothing is copied;
+  - ``splice_includes`` — the parent loads what a dynamic include included,
+    with Ansible's own machinery, and sends the new plan;
+
+* :class:`BridgeRun` (the playbook run around it): the variables of
+  inventory hosts the parent did not send come from the parent on demand
+  (``fetch``), and ``delegate_facts`` for a host outside the play reaches
+  Ansible's variable manager too (``_store_facts``);
+* :class:`PlayLevel` — play-level callbacks go to the parent.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, BinaryIO, Dict, FrozenSet, IO, List, Optional, Sequence, Set
+
+from ioc.ansible.pipe import ParentLink
+from ioc.ansible.through_ansible import FlushThroughAnsible, run_through_ansible
+from ioc.callbacks import Callback, Stats
+from ioc.transport.connector import Connector
+from ioc.transport.spec import ConnectionSpec
+from ioc.controller.play import HostStatus, PlayExecutor, PlaySink, StepOutcome
+from ioc.controller.playbook import PlannedPlay, PlaybookRun
+from ioc.model import Host, Inventory, Play, Playbook
+from ioc.planner import ControllerStep, Plan, Where
+from ioc.planner.schedule import Step
+from ioc.replay import Event, Key
+
+LOG = logging.getLogger(__name__)
+
+
+def serve(inp: BinaryIO, out: IO[bytes]) -> None:
+    """``--serve``: run each play request with ioc's controller, stream events back.
+
+    One :class:`~ioc.transport.connector.Connector` serves every play of
+    the run; the protocol is :mod:`ioc.ansible.pipe`'s. A play that fails
+    in ioc's code ends with ``("error", text)``: the parent raises it as an
+    AnsibleError.
+    """
+    link = ParentLink(inp, out)
+    connector: Optional[Connector] = None
+    try:
+        while True:
+            try:
+                request = link.next_request()
+            except EOFError:
+                return
+            if request.get("op") != "play":
+                continue
+            if connector is None:
+                connector = Connector(forks=request["options"].forks)
+            try:
+                summary = serve_play(request, connector, link)
+            except Exception as exc:  # the parent reports it as Ansible would
+                LOG.exception("dispatcher failed")
+                link.error("%s: %s" % (type(exc).__name__, exc))
+            else:
+                link.done(summary)
+    finally:
+        if connector is not None:
+            connector.shutdown()
+
+
+def serve_play(request: Dict[str, Any], connector: Connector,
+               link: ParentLink) -> Dict[str, Any]:
+    """Run one play request; the summary the parent settles Ansible's state from."""
+    run = BridgeRun(link, request)
+    executor = run.bridge_executor(request["planned"], list(request["hosts"]), connector)
+    executor.run()
+    return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
+                          "included": s.included, "marked": s.marked}
+                      for h, s in executor.hosts.items()},
+            "ended": executor.ended, "max_fail_hit": executor.max_fail_hit}
+
+
+class ForwardingSink(PlaySink):
+    """The replay's sink: every released event goes to the parent, in linear order.
+
+    Callbacks here go nowhere (the parent sends Ansible's); the recap counts
+    and the ends are kept, as the executor needs them.
+    """
+
+    def __init__(self, plan: Plan, stats: Stats, link: ParentLink) -> None:
+        super().__init__(plan, Callback(), stats)
+        self.link = link
+
+    def step_start(self, key: Key, hosts: Sequence[str], first: Event) -> None:
+        self.link.step_start(key, hosts, first)
+        super().step_start(key, hosts, first)
+
+    def host_event(self, host: str, event: Event) -> None:
+        self.link.event(host, event)
+        super().host_event(host, event)
+
+    def host_left(self, host: str, event: Event) -> None:
+        self.link.left(host, event)
+        super().host_left(host, event)
+
+    def step_end(self, key: Key) -> None:
+        self.link.step_end(key)
+        super().step_end(key)
+
+
+class PlayLevel(Callback):
+    """The play-level callbacks the executor sends, forwarded to the parent."""
+
+    def __init__(self, link: ParentLink) -> None:
+        self.link = link
+
+    def no_hosts_remaining(self) -> None:
+        self.link.callback("no_hosts_remaining")
+
+    def warning(self, message: str) -> None:
+        self.link.callback("warning", (message,))
+
+
+class BridgeExecutor(PlayExecutor):
+    """The play executor with ``mitogen_batch``'s hooks (see the module's docstring)."""
+
+    def __init__(self, base: PlayExecutor, link: ParentLink) -> None:
+        super().__init__(base.plan, base.hosts, base.ctx, base.static_layers, base.magic,
+                         base.removed)
+        self.link = link
+        #: Of the last ``Where.ANSIBLE`` step: (hosts that reached the task,
+        #: hosts Ansible ran it for), for :meth:`after_step`.
+        self.ansible_hosts: tuple = ([], [])
+
+    def make_sink(self) -> PlaySink:
+        return ForwardingSink(self.plan, self.ctx.stats, self.link)
+
+    def run_step(self, step: Step, active: List[str]) -> StepOutcome:
+        if isinstance(step, ControllerStep) and step.handlers:
+            return FlushThroughAnsible(self, step, active, self.link).run()
+        if isinstance(step, ControllerStep) and step.where == Where.ANSIBLE:
+            outcome, reached, ran = run_through_ansible(self, step, active, self.link)
+            self.ansible_hosts = (reached, ran)
+            return outcome
+        return super().run_step(step, active)
+
+    def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
+        if isinstance(step, ControllerStep) and step.where == Where.ANSIBLE and not step.handlers:
+            # Ansible itself gave every host what the task registered (a
+            # run_once result reaches all, a host-loop bypass's only the
+            # first: the variables came back as they are). When Ansible ran
+            # it once (run_once, templated or not, or a bypass) and that
+            # host failed, linear fails every host: ioc stops the others.
+            reached, ran = self.ansible_hosts
+            once = step.once or (len(ran) == 1 and len(reached) > 1)
+            if once and ran and ran[0] in outcome.failed:
+                for host in active:
+                    if host != ran[0] and self.hosts[host].active:
+                        self.hosts[host].status = HostStatus.STOPPED
+            step = dataclasses.replace(step, once=False)
+        super().after_step(step, active, outcome)
+
+    def splice_includes(self, step: Step, outcome: StepOutcome) -> int:
+        # The parent loads what the hosts included with Ansible's own
+        # IncludedFile machinery, splices it into its copy of the play,
+        # plans it again and sends the plan: both sides number alike.
+        entry = next(e for e in self.plan.entries_of(step) if e.task.include_scope is not None)
+        active = [h for h in self.order if self.hosts[h].active]
+        reply = self.link.load_includes(entry.index, active)
+        if reply.get("planned") is not None:
+            self.ctx.modules = reply.get("modules") or self.ctx.modules
+            self.adopt_plan(reply["planned"].plan)
+        for host, message in (reply.get("failed") or {}).items():
+            self._fail_include(host, entry, message)
+        return self._next_step(entry.index)
+
+
+class BridgeRun(PlaybookRun):
+    """The playbook run around one play request, with the parent's inventory.
+
+    What ``ioc-run`` keeps across plays (facts and registered values, the
+    play's hosts in every serial batch, those it lost) comes with the
+    request, from Ansible. Variables of the inventory hosts the parent sent
+    by name only come on demand (:meth:`fetch`).
+    """
+
+    def __init__(self, link: ParentLink, request: Dict[str, Any]) -> None:
+        super().__init__(Playbook(path="", plays=()), request["inventory"],
+                         request["extra_vars"], PlayLevel(link), request["options"])
+        self.link = link
+        #: Hosts whose variables the parent sent on demand (asked once each).
+        self.fetched: Set[str] = set()
+        self.memory = request["memory"]
+        self.modules = request.get("modules")
+        self.host_vars_files = request.get("host_vars_files") or {}
+        self.skip = {host: frozenset(indexes)
+                     for host, indexes in (request.get("skip") or {}).items()}
+        self._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
+        self._removed_in_play = set(request.get("removed") or ())
+
+    def bridge_executor(self, planned: PlannedPlay, hosts: List[str],
+                        connector: Connector) -> BridgeExecutor:
+        """The play's executor, with the bridge's hooks."""
+        return BridgeExecutor(self._executor(planned, hosts, connector), self.link)
+
+    def fetch(self, names: Sequence[str]) -> None:
+        """Ask the parent once for the variables of ``names`` it did not send."""
+        wanted = [n for n in names if n in self.inventory.hosts and n not in self.fetched
+                  and not self.inventory.hosts[n].vars]
+        if not wanted:
+            return
+        self.fetched.update(wanted)
+        hosts = dict(self.inventory.hosts)
+        for name, layers in self.link.outside_hosts(wanted).items():
+            hosts[name] = Host(name, {k: v for k, v in layers["inventory"].items()
+                                      if k != "group_names"})
+            memory = self.memory.setdefault(name, {})
+            for layer in ("facts", "runtime", "include_vars"):  # this run's own win
+                memory[layer] = {**layers.get(layer, {}), **memory.get(layer, {})}
+        self.inventory = dataclasses.replace(self.inventory, hosts=hosts)
+
+    def _outside_hostvars(self, inside: FrozenSet[str]) -> Dict[str, Dict[str, Any]]:
+        self.fetch([n for n in self.inventory.hosts if n not in inside])
+        return super()._outside_hostvars(inside)
+
+    def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
+        self.fetch([name])  # a delegate outside the play
+        return super()._connection_of(play, name)
+
+    def _replace_inventory(self, inventory: Inventory) -> None:
+        super()._replace_inventory(inventory)
+        self.fetched.clear()  # Ansible re-read its sources: ask again
+
+    def _store_facts(self, host: str, values: Dict[str, Any], layer: str = "facts") -> None:
+        # delegate_facts for a host outside the play: Ansible keeps them too
+        super()._store_facts(host, values, layer)
+        self.link.store(host, values, layer)

@@ -1,0 +1,216 @@
+"""ioc's replayed events → Ansible's callbacks, stats and variables (parent side).
+
+The dispatcher streams the runner's events already in linear order
+(``step_start``, per-host ``event``, ``left``, ``step_end``); here each one
+becomes what the linear strategy would have done at that point:
+
+* the callback, with Ansible's real ``Host`` and ``Task`` (or ``Handler``)
+  objects and a real task result (:func:`ioc.ansible.results.task_result`):
+  ``v2_playbook_on_task_start`` (the task's name templated as linear does),
+  ``v2_runner_on_start``, ``v2_runner_item_on_*``, ``v2_runner_retry``,
+  ``v2_runner_on_ok/failed/skipped/unreachable``, ``v2_on_file_diff``,
+  ``v2_playbook_on_notify``;
+* the recap counters in ``tqm._stats`` (ok, changed, failures, rescued,
+  ignored, skipped, dark);
+* the variables in Ansible's variable manager: facts and ``set_fact`` values
+  as each result is replayed, registered values, and the authoritative state
+  each host's runner reported at the end of its step (``host_left``);
+* ``included: <file> for <hosts>`` after an inlined include's results
+  (:func:`ioc.ansible.includes.announce_included`); a dynamic include's
+  results are kept for :meth:`ioc.ansible.includes.Includes.splice`.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from ioc.ansible.convert import BRIDGE_INCLUDES
+from ioc.ansible.includes import announce_included
+from ioc.ansible.results import task_result
+from ioc.ansible.state import PlayState
+from ioc.ansible.values import plain
+
+
+class EventReplay:
+    """Sends the callbacks of one native play's replayed events, as linear would."""
+
+    def __init__(self, state: PlayState) -> None:
+        self.state = state
+        self.tqm = state.tqm
+        self.vm = state.vm
+        #: ``meta: end_play`` ran: the iterator ends the play (``PlayRun.finish``).
+        self.ended = False
+        #: The current step's dynamic include results, as sent to the callbacks.
+        self.include_results: List[Any] = []
+        #: Per host, the item results of a looped include, until its final result.
+        self.include_items: Dict[str, List[Dict[str, Any]]] = {}
+
+    def take_include_results(self) -> List[Any]:
+        """The include results kept so far (for ``Includes.splice``); none are kept after."""
+        results, self.include_results = self.include_results, []
+        return results
+
+    def announce_includes(self) -> None:
+        """After an inlined include's results: ``included: <file> for <hosts>``."""
+        task = self.state.ir_task
+        if not self.include_results or task is None or task.include_scope is not None:
+            return  # nothing ran, or a dynamic include (Includes.splice announces it)
+        announce_included(self.state, self.take_include_results())
+
+    def play_level(self, name: str, args: Sequence[Any]) -> None:
+        from ansible.utils.display import Display
+
+        if name == "no_hosts_remaining":
+            self.tqm.send_callback("v2_playbook_on_no_hosts_remaining")
+        elif name == "warning":
+            Display().warning(args[0])
+
+    def step_start(self, key: Tuple[int, int], hosts: List[str], first: Dict[str, Any]) -> None:
+        from ansible.playbook.handler import Handler
+
+        self.announce_includes()
+        state = self.state
+        if key[1] == 0:
+            entry = state.program.entry(key[0])
+            state.ir_task = entry.task
+            self.include_results = []
+            if entry.implicit:
+                state.task = state.converted.gather if entry.task.action == "gather_facts" \
+                    else None
+            else:
+                state.task = state.converted.origin[id(entry.task)]
+        else:
+            state.ir_task = state.program.handlers[key[1] - 1]
+            state.task = state.handler_objects[key[1] - 1]
+        if state.task is None or state.ir_task.action == "meta":
+            return
+        state.template_name(hosts[0] if hosts else None)
+        if isinstance(state.task, Handler):
+            self.tqm.send_callback("v2_playbook_on_handler_task_start", state.task)
+        else:
+            self.tqm.send_callback("v2_playbook_on_task_start", state.task, is_conditional=False)
+
+    def host_event(self, name: str, event: Dict[str, Any]) -> None:
+        state = self.state
+        host = state.hosts[name]
+        kind = event["e"]
+        if kind == "notify":  # also from implicit steps (a flush)
+            handler = state.handler_objects[event["handler"]]
+            self.tqm.send_callback("v2_playbook_on_notify", handler, host)
+            return
+        task = state.task
+        if task is None:
+            return
+        action = state.ir_task.action
+        if kind == "start":
+            if event.get("meta"):
+                self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
+            else:
+                self.tqm.send_callback("v2_runner_on_start", host, task)
+        elif kind == "item":
+            status = event["status"]
+            if action in BRIDGE_INCLUDES:  # what each item included
+                self.include_items.setdefault(name, []).append(event["result"])
+            self.tqm.send_callback("v2_runner_item_on_%s" % status,
+                                   task_result(host, task, event["result"], action, status,
+                                               item=True))
+        elif kind == "retry":
+            self.tqm.send_callback("v2_runner_retry",
+                                   task_result(host, task, event["result"], action, "ok",
+                                               retry=True))
+        elif kind in ("done", "unreachable", "crash"):
+            self.final(host, event)
+
+    def final(self, host: Any, event: Dict[str, Any]) -> None:
+        """A host's final result for the current task: stats, variables, the callback."""
+        task, action = self.state.task, self.state.ir_task.action
+        if event["e"] != "done" and not event.get("started"):
+            self.tqm.send_callback("v2_runner_on_start", host, task)
+        status = event["status"]
+        result = event.get("result") or {}
+        ignored = bool(event.get("ignored"))
+        items = self.include_items.pop(host.name, None)
+        if items and isinstance(result.get("results"), list) and \
+                len(items) == len(result["results"]):
+            # The aggregate keeps the items' public keys only: the include's
+            # items as their events had them (what each included).
+            result = dict(result, results=items)
+        if action == "meta":
+            if status == "ok":
+                if result.get("meta") == "end_play":
+                    self.ended = True
+                return
+        elif not (status == "ok" and action in BRIDGE_INCLUDES):
+            # An include's ok counts once per file it included (announce_includes).
+            self._count(host.name, status, bool(result.get("changed")), ignored,
+                        bool(event.get("rescued")))
+        if status == "ok":
+            self._remember(host.name, result)
+        self._apply_register(host.name, result)
+        method = {"ok": "v2_runner_on_ok", "skipped": "v2_runner_on_skipped",
+                  "failed": "v2_runner_on_failed",
+                  "unreachable": "v2_runner_on_unreachable"}[status]
+        shown = task_result(host, task, result, action, status, ignored=ignored)
+        if action in BRIDGE_INCLUDES:
+            self.include_results.append(shown)
+        if status == "failed":
+            self.tqm.send_callback(method, shown, ignore_errors=ignored)
+        else:
+            if status == "ok" and result.get("diff") \
+                    and (self.state.strategy._diff or task.diff) \
+                    and not isinstance(result.get("results"), list):
+                self.tqm.send_callback("v2_on_file_diff", shown)
+            self.tqm.send_callback(method, shown)
+
+    def _count(self, host: str, status: str, changed: bool, ignored: bool, rescued: bool) -> None:
+        stats = self.tqm._stats
+        if status == "failed":
+            if ignored:
+                stats.increment("ok", host)
+                stats.increment("ignored", host)
+                if changed:
+                    stats.increment("changed", host)
+            else:
+                stats.increment("rescued" if rescued else "failures", host)
+        elif status == "unreachable":
+            if ignored:
+                stats.increment("ok", host)
+                stats.increment("ignored", host)
+            else:
+                stats.increment("dark", host)
+        elif status == "skipped":
+            stats.increment("skipped", host)
+        else:
+            stats.increment("ok", host)
+            if changed:
+                stats.increment("changed", host)
+
+    def _remember(self, host: str, result: Dict[str, Any]) -> None:
+        """Facts and set_fact values reach Ansible as soon as the result is replayed."""
+        facts = result.get("ansible_facts")
+        if not isinstance(facts, dict):
+            return
+        action = self.state.ir_task.action
+        if action in ("setup", "gather_facts"):
+            self.vm.set_host_facts(host, plain(facts))
+            if action == "gather_facts":  # as Ansible's gather_facts action marks it
+                self.vm.set_host_facts(host, {"_ansible_facts_gathered": True})
+        elif action == "set_fact":
+            self.vm.set_nonpersistent_facts(host, plain(facts))
+            if result.get("ansible_facts_cacheable") or self.state.ir_task.args.get("cacheable"):
+                self.vm.set_host_facts(host, plain(facts))
+
+    def _apply_register(self, host: str, result: Dict[str, Any]) -> None:
+        name = self.state.ir_task.register
+        if name:
+            value = {k: v for k, v in plain(result).items() if not k.startswith("_ioc_")}
+            self.vm.set_nonpersistent_facts(host, {name: value})
+
+    def host_left(self, name: str, end: Dict[str, Any]) -> None:
+        """The authoritative state a host's runner reported at the end of its step."""
+        state = end.get("state") or {}
+        if state.get("facts"):
+            self.vm.set_host_facts(name, plain(state["facts"]))
+        if state.get("runtime"):
+            self.vm.set_nonpersistent_facts(name, plain(state["runtime"]))
+        for key, value in (state.get("include_vars") or {}).items():
+            self.vm.set_host_variable(name, key, plain(value))

@@ -1,0 +1,202 @@
+"""The pipe between ``ansible-playbook`` (the parent) and ioc's dispatcher subprocess.
+
+mitogen's broker must never live in a process Ansible forks (its workers
+fork the parent), so ioc's controller runs in a child, ``python -m
+ioc.ansible --serve`` (:mod:`ioc.ansible.dispatcher`), started once per
+``ansible-playbook`` run and kept for its plays. The two talk over the
+child's stdin/stdout: each message is a 4-byte big-endian length and a
+pickle (both sides are the same ioc, the same Python).
+
+The parent sends one request per play::
+
+    {"op": "play", "planned": PlannedPlay, "inventory": Inventory, "modules",
+     "extra_vars", "hosts", "memory", "options", "host_vars_files", "skip",
+     "hosts_all", "removed"}
+
+and reads tuples until ``("done", summary)`` or ``("error", text)``. The
+dispatcher *tells* the parent what the replay releases, in linear order:
+
+* ``("step_start", key, hosts, first)``, ``("event", host, event)``,
+  ``("left", host, end)``, ``("step_end", key)`` — a step's runner events;
+* ``("callback", name, args)`` — a play-level callback (no hosts remaining,
+  a warning);
+* ``("store", host, values, layer)`` — ``delegate_facts`` for a host outside
+  the play.
+
+and *asks* it, waiting for the answer (``op``):
+
+* ``("ansible", index, [(host, rescuable)], once)`` → ``ansible_done`` —
+  run a ``Where.ANSIBLE`` task through Ansible (:mod:`ioc.ansible.through_ansible`);
+* ``("ansible_handler", index, number, reached, once, notified)`` →
+  ``ansible_done`` — run a handler of a flush through Ansible;
+* ``("include", index, active)`` → ``include_done`` — load what a dynamic
+  include included and send the new plan (:mod:`ioc.ansible.includes`);
+* ``("outside", names)`` → ``outside_done`` — the variables of inventory
+  hosts outside the play (:mod:`ioc.ansible.hostvars`).
+
+:class:`Dispatcher` is the parent's end, :class:`ParentLink` the dispatcher's.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from typing import IO, Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ioc.ansible.version import source_root
+
+
+def write_message(stream: IO[bytes], obj: Any) -> None:
+    """Send ``obj``: its pickle's length, then the pickle."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack(">I", len(data)) + data)
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> Any:
+    """The next message; EOFError when the other end closed the pipe."""
+    head = stream.read(4)
+    if len(head) < 4:
+        raise EOFError
+    (size,) = struct.unpack(">I", head)
+    data = b""
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return pickle.loads(data)
+
+
+class Dispatcher:
+    """The parent's handle on the ``--serve`` subprocess (one per ansible-playbook run)."""
+
+    _instance: Optional["Dispatcher"] = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root(), env.get("PYTHONPATH")]))
+        debug = env.get("IOC_BRIDGE_LOG")
+        self._log = open(debug, "ab") if debug else subprocess.DEVNULL
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ioc.ansible", "--serve"] +
+            (["--log", debug] if debug else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
+            close_fds=True)
+
+    @classmethod
+    def get(cls) -> "Dispatcher":
+        with cls._lock:
+            if cls._instance is None or cls._instance.proc.poll() is not None:
+                cls._instance = Dispatcher()
+                atexit.register(cls._instance.close)
+            return cls._instance
+
+    def request(self, message: Dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        write_message(self.proc.stdin, message)
+
+    def replies(self) -> Iterator[Tuple[Any, ...]]:
+        assert self.proc.stdout is not None
+        while True:
+            try:
+                reply = read_message(self.proc.stdout)
+            except EOFError:
+                yield ("error", "the ioc dispatcher exited (status %s)" % self.proc.poll())
+                return
+            yield reply
+            if reply[0] in ("done", "error"):
+                return
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        if Dispatcher._instance is self:
+            Dispatcher._instance = None
+
+
+class ParentLink:
+    """The dispatcher's end of the pipe: one method per message it tells or asks.
+
+    A question (:meth:`run_task`, :meth:`run_handler`, :meth:`load_includes`,
+    :meth:`outside_hosts`) blocks until the parent answers; an answer of
+    another kind is a protocol error (RuntimeError).
+    """
+
+    def __init__(self, inp: BinaryIO, out: IO[bytes]) -> None:
+        self.inp = inp
+        self.out = out
+
+    def next_request(self) -> Dict[str, Any]:
+        """The parent's next request; EOFError once it closed the pipe."""
+        request: Dict[str, Any] = read_message(self.inp)
+        return request
+
+    def send(self, message: Tuple[Any, ...]) -> None:
+        write_message(self.out, message)
+
+    # -- told ------------------------------------------------------------------
+
+    def step_start(self, key: Sequence[int], hosts: Sequence[str], first: Dict[str, Any]) -> None:
+        self.send(("step_start", tuple(key), list(hosts), first))
+
+    def event(self, host: str, event: Dict[str, Any]) -> None:
+        self.send(("event", host, event))
+
+    def left(self, host: str, end: Dict[str, Any]) -> None:
+        self.send(("left", host, end))
+
+    def step_end(self, key: Sequence[int]) -> None:
+        self.send(("step_end", tuple(key)))
+
+    def callback(self, name: str, args: Tuple[Any, ...] = ()) -> None:
+        """A play-level callback: ``no_hosts_remaining``, ``warning``."""
+        self.send(("callback", name, args))
+
+    def store(self, host: str, values: Dict[str, Any], layer: str) -> None:
+        """``delegate_facts`` gave ``host`` (outside the play) facts: Ansible keeps them too."""
+        self.send(("store", host, values, layer))
+
+    def done(self, summary: Dict[str, Any]) -> None:
+        self.send(("done", summary))
+
+    def error(self, text: str) -> None:
+        self.send(("error", text))
+
+    # -- asked -----------------------------------------------------------------
+
+    def ask(self, message: Tuple[Any, ...], answer: str) -> Dict[str, Any]:
+        """Ask the parent (``message``) and wait for its ``answer``."""
+        self.send(message)
+        reply: Dict[str, Any] = read_message(self.inp)
+        if reply.get("op") != answer:
+            raise RuntimeError("unexpected request from the parent: %r" % (reply.get("op"),))
+        return reply
+
+    def run_task(self, index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
+        """Have Ansible run task ``index`` for ``reached`` (host, rescuable): their outcomes."""
+        return self.ask(("ansible", index, reached, once), "ansible_done")
+
+    def run_handler(self, index: int, number: int, reached: List[Tuple[str, bool]], once: bool,
+                    notified: Dict[str, List[Any]]) -> Dict[str, Any]:
+        """Have Ansible run handler ``number`` of the flush at ``index`` for ``reached``."""
+        return self.ask(("ansible_handler", index, number, reached, once, notified),
+                        "ansible_done")
+
+    def load_includes(self, index: int, active: List[str]) -> Dict[str, Any]:
+        """What the hosts of include ``index`` included: the new plan, hosts that failed."""
+        return self.ask(("include", index, active), "include_done")
+
+    def outside_hosts(self, names: List[str]) -> Dict[str, Dict[str, Any]]:
+        """Variable layers of inventory hosts outside the play, by name."""
+        hosts: Dict[str, Dict[str, Any]] = self.ask(("outside", names), "outside_done")["hosts"]
+        return hosts

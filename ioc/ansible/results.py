@@ -1,0 +1,324 @@
+"""Task results between ioc and Ansible, in the shapes each ansible-core release uses.
+
+**ioc → Ansible** (:func:`task_result`): a result the runner reported (a
+plain dict) becomes the object Ansible's callbacks receive from the linear
+strategy — on 2.21 a ``HostTaskResult`` around a ``UnifiedTaskResult``
+(built with ``from_action_result_dict``/``from_module_result_dict``, the
+error wording ``TaskExecutor`` gives a failure, loop items as
+``loop_results``, what a dynamic include included as fields); on 2.19/2.20
+a ``_RawTaskResult`` over the dict as that release's ``TaskExecutor`` leaves
+it (``include``/``include_args`` keys, its error wording per loop item, its
+retry counts). A failure of the connection before the task ran (a failed
+become, ``_ioc_task_error``) is worded as ``TaskExecutor`` words an
+``AnsibleError`` its connection raised.
+
+**Ansible → ioc** (:func:`outcome`): a result of a task Ansible ran for the
+dispatcher becomes the outcome the dispatcher applies (status, ignored,
+changed, the public result), plus what a rescue gets as
+``ansible_failed_result``/``ansible_failed_task``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ioc.ansible.convert import BRIDGE_INCLUDES
+from ioc.ansible.values import plain
+
+#: Results of these are "Action failed", not "Module failed" (as ioc's console says).
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
+                      "add_host", "group_by", "pause", "gather_facts"})
+
+
+def outcome(ansible_result: Any) -> Tuple[str, Dict[str, Any], Any, Any]:
+    """(host, outcome, Ansible's own result dict, the failed task as linear saves it).
+
+    The last two are what linear gives a rescue as ``ansible_failed_result``
+    and ``ansible_failed_task`` (2.21: ``dump_attrs()``, 2.19: ``serialize()``).
+    """
+    utr = getattr(ansible_result, "utr", None)
+    task = ansible_result.task
+    if utr is not None:  # ansible-core 2.21: HostTaskResult
+        failed, unreachable = bool(utr.failed), bool(utr.unreachable)
+        skipped, changed = bool(utr.skipped), bool(utr.changed)
+        ignored = bool(utr.ignore_errors) if failed else \
+            bool(utr.ignore_unreachable) if unreachable else False
+        raw = utr.as_result_dict()
+        failed_task = task.dump_attrs()
+    else:  # 2.19/2.20: _RawTaskResult, the task's own keywords decide (as their strategy)
+        failed, unreachable = ansible_result.is_failed(), ansible_result.is_unreachable()
+        skipped, changed = ansible_result.is_skipped(), ansible_result.is_changed()
+        ignored = bool(task.ignore_errors) if failed else \
+            bool(task.ignore_unreachable) if unreachable else False
+        raw = ansible_result._return_data
+        failed_task = task.serialize()
+    status = "failed" if failed else "unreachable" if unreachable else \
+        "skipped" if skipped else "ok"
+    result = {k: v for k, v in plain(raw or {}).items() if not str(k).startswith("_ansible_")}
+    return plain(ansible_result.host.name), {"status": status, "ignored": ignored,
+                                             "changed": changed, "result": result}, \
+        raw, failed_task
+
+
+def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, status: str,
+                ignored: bool = False, retry: bool = False, item: bool = False) -> Any:
+    """A task result as Ansible's callbacks receive it, for this ansible-core.
+
+    A dynamic include's result (and each of its loop items') also says what
+    it included, as TaskExecutor's does: ``IncludedFile.process_include_results``
+    reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
+    """
+    data = _public(result)
+    include = action in BRIDGE_INCLUDES
+    if status == "failed":
+        data.setdefault("failed", True)
+    elif status == "skipped":
+        data.setdefault("skipped", True)
+    elif status == "unreachable":
+        data.setdefault("unreachable", True)
+    try:
+        from ansible._internal import _task
+        from ansible._internal._task import HostTaskResult
+    except ImportError:  # ansible-core 2.19/2.20
+        if result.get("_ioc_task_error") and status == "failed":
+            data = _engine_error_219(task, data)
+        if include:
+            _include_keys_219(result, data, action, item)
+        return _raw_task_result(host, task, data, action, status, retry)
+    utr_class = _task.UnifiedTaskResult
+    items = data.pop("results", None) if task.loop or task.loop_with else None
+    engine = bool(result.get("_ioc_task_error")) and status == "failed"
+    if engine:
+        # The connection failed before the task ran (become): TaskExecutor's words.
+        utr = _engine_error(utr_class, task, data)
+    else:
+        utr = _utr(utr_class, data, action)
+    if include:
+        _include_fields(utr, result, action)
+    if isinstance(items, list):
+        utr.loop_results = [_utr(utr_class, dict(item), action) if isinstance(item, dict)
+                            else item for item in items]
+        if include:
+            for raw, item_utr in zip(result.get("results") or (), utr.loop_results):
+                if isinstance(raw, dict):
+                    _include_fields(item_utr, raw, action)
+    elif items is not None:
+        utr.result_data["results"] = items
+    if isinstance(items, list):
+        # 2.21 builds a loop's overall result from its items: it has no error of its own.
+        utr.exception = None
+    elif utr.failed and utr.exception and data.get("msg") and not engine:
+        # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
+        from ansible.errors import AnsibleTaskError
+
+        try:
+            try:
+                utr.maybe_raise_on_result()
+            except Exception as ex:
+                raise AnsibleTaskError(obj=task.get_ds()) from ex
+        except AnsibleTaskError as atex:
+            utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                                   source_is_module=False)
+    utr.ignore_errors = ignored
+    return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _public(result: Dict[str, Any]) -> Dict[str, Any]:
+    """``result`` without ioc's internal keys (its loop items' too)."""
+    data = {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+    if isinstance(data.get("results"), list):
+        data["results"] = [{k: v for k, v in item.items() if not k.startswith("_ioc_")}
+                           if isinstance(item, dict) else item for item in data["results"]]
+    return data
+
+
+def _include_target(raw: Mapping[str, Any], action: str) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(file, arguments) a runner's include result names, as TaskExecutor splits them."""
+    args = dict(raw.get("_ioc_include_args") or {})
+    if action == "include_tasks":
+        name = args.pop("_raw_params", None)
+        return (name if name is not None else raw.get("_ioc_included")), args
+    return None, args
+
+
+def _include_fields(utr: Any, raw: Mapping[str, Any], action: str) -> None:
+    """2.21: what an include (or one loop item of it) included, on its UnifiedTaskResult."""
+    if "_ioc_include_args" not in raw:
+        return  # skipped or failed: nothing included
+    utr.include_file, utr.include_args = _include_target(raw, action)
+    loop_var = raw.get("ansible_loop_var")
+    if loop_var:
+        utr.loop_var, utr.loop_item = loop_var, raw.get(loop_var)
+        index_var = raw.get("ansible_index_var")
+        if index_var:
+            utr.loop_index_var, utr.loop_index = index_var, raw.get(index_var)
+        if "ansible_loop" in raw:
+            utr.loop_extended = raw["ansible_loop"]
+        # 2.21 templates a label for every item (the item itself by default).
+        utr.loop_item_label = raw.get("_ansible_item_label", raw.get(loop_var))
+
+
+def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
+                      item: bool) -> None:
+    """2.19: the ``include``/``include_args`` keys its TaskExecutor returns, per item too
+    (``item``: ``raw`` is one loop item's result)."""
+    pairs = [(raw, data)]
+    if isinstance(raw.get("results"), list) and isinstance(data.get("results"), list):
+        pairs += list(zip(raw["results"], data["results"]))
+    for source, out in pairs:
+        if not isinstance(source, dict) or "_ioc_include_args" not in source:
+            continue
+        if item or out is not data:
+            out.pop("changed", None)  # an item is TaskExecutor's dict as it is
+        name, args = _include_target(source, action)
+        if name is not None:
+            out["include"] = name
+        out["include_args"] = args
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
+    """A result as TaskExecutor makes it from an AnsibleError its connection raised."""
+    from ansible.errors import AnsibleError, AnsibleTaskError
+
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            raise AnsibleError(message)
+        except AnsibleError as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                               source_is_module=False)
+    # A loop item keeps what identifies it (TaskExecutor's loop item context).
+    for key in ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop"):
+        if key in data:
+            utr.result_data[key] = data[key]
+    if "_ansible_item_label" in data:
+        utr.loop_item_label = data["_ansible_item_label"]
+    return utr
+
+
+#: What identifies a loop item's result; an engine error keeps it.
+_ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
+              "_ansible_item_label", "_ansible_no_log")
+
+
+def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+    """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
+    (a failed become), marked so ``_raw_task_result`` leaves it as it is."""
+    from ansible._internal._errors import _error_utils
+    from ansible.errors import AnsibleError, AnsibleTaskError
+
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            # (from None: called while handling the ImportError that chose 2.19)
+            raise AnsibleError(message) from None
+        except AnsibleError as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        out = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
+    out.setdefault("changed", False)
+    out.update({k: data[k] for k in _ITEM_KEYS if k in data})
+    if "results" in data:
+        out["results"] = data["results"]
+    out["_ioc_engine_error"] = True
+    return out
+
+
+def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
+                     status: str, retry: bool = False) -> Any:
+    """2.19/2.20: the ``_RawTaskResult`` a worker sends, over the result dict.
+
+    ``TaskQueueManager.send_callback`` turns it into the callbacks' copy
+    (``as_callback_task_result``: no ``failed``/``skipped`` keys, internal keys
+    stripped, ``no_log`` censored), as for linear's own results. A failure is
+    worded as 2.19's ``TaskExecutor._execute`` words it, per loop item too
+    (``_execute`` runs once per item): ``exception`` becomes the error summary
+    of "Task failed: Action failed: <msg>" / "Module failed: <msg>" with the
+    task's origin.
+
+    Every loop item has an ``_ansible_item_label`` (2.19 always templates one). A
+    retry (``v2_runner_retry``) is 2.19's: ``attempts`` is the attempt that
+    failed (2.21 and ioc count the one about to run), and inside a loop it
+    carries no loop variable (2.19 adds that once the item is done).
+    """
+    from ansible.executor.task_result import _RawTaskResult
+
+    data.pop("changed_when_result", None)  # 2.21's key; 2.19 only sets ``changed``
+    if data.get("results") == [] and "skipped_reason" in data:  # an empty loop: 2.19's words
+        data.pop("skip_reason", None)
+    if "ansible_loop_var" in data and not retry:  # 2.19 labels every item
+        data.setdefault("_ansible_item_label", data.get(data["ansible_loop_var"]))
+    if retry:
+        if isinstance(data.get("attempts"), int):
+            data["attempts"] -= 1
+        loop_var = data.pop("ansible_loop_var", None)
+        for key in (loop_var, "ansible_index_var", data.get("ansible_index_var"),
+                    "_ansible_item_label"):
+            if key:
+                data.pop(key, None)
+    engine = data.pop("_ioc_engine_error", False)
+    items = data.get("results") if task.loop or task.loop_with else None
+    if isinstance(items, list):
+        data["results"] = [_engine_error_219(task, item) if engine and isinstance(item, dict)
+                           and item.get("failed") else _result_dict_219(task, item, action)
+                           for item in items]
+        for item in data["results"]:
+            if isinstance(item, dict):
+                item.pop("_ioc_engine_error", None)
+    elif status == "failed" and not engine:
+        data = _executor_failure_219(task, data, action)
+    return _RawTaskResult(host, task, data, task.dump_attrs())
+
+
+def _result_dict_219(task: Any, item: Any, action: str) -> Any:
+    """One loop item's result as 2.19 keeps it in ``results``."""
+    if not isinstance(item, dict):
+        return item
+    item = dict(item)
+    item.pop("changed_when_result", None)
+    if "ansible_loop_var" in item:
+        item.setdefault("_ansible_item_label", item.get(item["ansible_loop_var"]))
+    return _executor_failure_219(task, item, action) if item.get("failed") else item
+
+
+def _executor_failure_219(task: Any, data: Dict[str, Any], action: str) -> Dict[str, Any]:
+    """A failed result dict as 2.19's TaskExecutor._execute leaves it."""
+    from ansible._internal._errors import _captured, _error_utils
+    from ansible.errors import AnsibleTaskError
+
+    if action not in _ACTIONS:  # ActionBase._execute_module normalises a module's result
+        _captured.AnsibleModuleCapturedError.normalize_result_exception(data)
+    try:
+        try:
+            _captured.AnsibleActionCapturedError.maybe_raise_on_result(data)
+        except Exception as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        data = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
+        data.setdefault("changed", False)
+    return data
+
+
+def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:
+    """A 2.21 UnifiedTaskResult from ioc's result dict (an action's or a module's)."""
+    if action in _ACTIONS:
+        return utr_class.from_action_result_dict(data)
+    module_data = {k: v for k, v in data.items() if not k.startswith("_ansible_")}
+    utr = utr_class.from_module_result_dict(module_data)
+    for key, value in data.items():
+        if key == "_ansible_no_log":
+            utr.no_log = bool(value)
+        elif key == "_ansible_item_label":
+            utr.loop_item_label = value
+        elif key == "_ansible_verbose_always":
+            utr.verbose_always = bool(value)
+        elif key == "_ansible_verbose_override":
+            utr.verbose_override = bool(value)
+        elif key == "_ansible_delegated_vars":
+            utr.callback_delegated_vars_subset = value
+    return utr

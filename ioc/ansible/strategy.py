@@ -1,0 +1,214 @@
+"""The ``mitogen_batch`` strategy: Ansible's linear strategy, one round trip per batch.
+
+``StrategyModule`` (built on first access, so that importing this module
+does not import ``ansible``; the version gate runs then) subclasses Ansible's
+``linear`` strategy. For each play it:
+
+1. converts and plans the play (:func:`ioc.ansible.play.plan_for`); a play
+   that needs linear as a whole (a :class:`~ioc.ansible.convert.Fallback`,
+   ``--step``, the task debugger) runs through the inherited ``run``;
+2. sends it to the dispatcher subprocess (:class:`~ioc.ansible.pipe.Dispatcher`)
+   and answers what the dispatcher tells and asks (:meth:`PlayRun.run`):
+   events go to :class:`~ioc.ansible.events.EventReplay`, tasks and handlers
+   that leave the batch to :class:`~ioc.ansible.ansible_tasks.AnsibleTasks`,
+   dynamic includes to :class:`~ioc.ansible.includes.Includes`, requests for
+   host variables to :class:`~ioc.ansible.hostvars.HostVarsExport`;
+3. settles Ansible's own state from the dispatcher's summary
+   (:meth:`PlayRun.finish`): failed and unreachable hosts, hosts done, the
+   play ended, ``max_fail_percentage``; ``StrategyBase.run`` does the rest
+   (the exit code, as linear's ``run`` would).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List
+
+from ioc.ansible.ansible_tasks import AnsibleTasks
+from ioc.ansible.convert import Fallback
+from ioc.ansible.events import EventReplay
+from ioc.ansible.hostvars import HostVarsExport
+from ioc.ansible.includes import Includes
+from ioc.ansible.pipe import Dispatcher
+from ioc.ansible.play import foreign_steps, plan_for
+from ioc.ansible.state import PlayState
+from ioc.ansible.values import plain
+from ioc.ansible.version import check_ansible_version
+
+
+def build_strategy_class() -> type:
+    """``StrategyModule``, after the version gate (imports ``ansible``)."""
+    check_ansible_version()
+    from ansible.plugins.strategy import StrategyBase
+    from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
+    from ansible.utils.display import Display
+
+    display = Display()
+
+    class StrategyModule(LinearStrategy):
+        """``strategy = mitogen_batch``: linear results, one round trip per batch."""
+
+        def run(self, iterator, play_context):  # type: ignore[override]
+            self._set_hosts_cache(iterator._play)
+            try:
+                native = self._prepare(iterator, play_context)
+            except Fallback as why:
+                display.vv("mitogen_batch: play %r runs with the linear strategy: %s"
+                           % (iterator._play.get_name(), why))
+                return super().run(iterator, play_context)
+            play_run = PlayRun(self, iterator, play_context, native)
+            if not play_run.state.hosts:  # nothing to run: linear's own bookkeeping
+                return super().run(iterator, play_context)
+            return StrategyBase.run(self, iterator, play_context, play_run.run())
+
+        def _prepare(self, iterator, play_context):
+            if self._step or getattr(self, "debugger_active", False):
+                raise Fallback("--step and the task debugger need the linear strategy")
+            converted, planned, text = plan_for(iterator, self._loader)
+            foreign = foreign_steps(planned.plan)
+            flushes = [step for step in foreign if step.handlers]
+            display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible%s"
+                       % (converted.play.name, len(planned.plan.steps),
+                          len(foreign) - len(flushes),
+                          ", %d flush(es) with handlers through Ansible" % len(flushes)
+                          if flushes else ""))
+            for step in foreign:
+                if step.handlers:  # a flush whose foreign handlers run through Ansible
+                    display.vv("mitogen_batch: flush %d %s" % (step.index, step.reason))
+                else:
+                    display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
+            display.vvv(text)
+            log = os.environ.get("IOC_BRIDGE_LOG")
+            if log:  # the plan beside the dispatcher's log of the steps it runs
+                with open(log, "a") as stream:
+                    stream.write(text + "\n")
+            return converted, planned
+
+    StrategyModule.__module__ = __name__
+    return StrategyModule
+
+
+class PlayRun:
+    """One native play: request the dispatcher, answer it, settle Ansible's state."""
+
+    def __init__(self, strategy: Any, iterator: Any, play_context: Any, native: Any) -> None:
+        self.state = PlayState(strategy, iterator, play_context, native)
+        self.hostvars = HostVarsExport(self.state)
+        self.includes = Includes(self.state)
+        self.events = EventReplay(self.state)
+        self.tasks = AnsibleTasks(self.state, self.hostvars)
+
+    def request(self) -> Dict[str, Any]:
+        """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""
+        from ansible import context
+        from ansible.release import __version__
+        from ioc.controller.play import RunOptions
+
+        state = self.state
+        names = [plain(n) for n in state.hosts]
+        inventory = self.hostvars.inventory()
+        memory = self.hostvars.memory(names)
+        cli = context.CLIARGS
+        options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
+                             forks=int(cli.get("forks") or 5),
+                             # results shaped as this release's linear shapes them
+                             shape="2.19" if __version__.startswith("2.19.") else "2.21",
+                             # -K / --become-password-file (variables still win).
+                             become_password=plain(state.play_context.become_pass) or None)
+        converted = state.converted
+        return {"op": "play", "planned": state.planned, "inventory": inventory,
+                "modules": converted.converter.modules,
+                "extra_vars": plain(state.vm.extra_vars), "hosts": names, "memory": memory,
+                "options": options, "host_vars_files": converted.host_vars_files,
+                "skip": self._skip(),
+                # ansible_play_hosts_all/ansible_play_hosts span every serial batch
+                "hosts_all": [plain(n) for n in (state.strategy._hosts_cache_all or names)],
+                "removed": [plain(n) for n in getattr(state.play, "_removed_hosts", ())
+                            if n not in names]}
+
+    def _skip(self) -> Dict[str, List[int]]:
+        """Per host, the entries it does not run: gathering where ``gathering =
+        smart`` finds its facts gathered already."""
+        converted = self.state.converted
+        index = converted.gather_index(self.state.program) if converted.skip_gather else None
+        if index is None:
+            return {}
+        return {name: [index] for name in converted.skip_gather}
+
+    def run(self) -> int:
+        """Run the play in the dispatcher; Ansible's result code for it."""
+        dispatcher = Dispatcher.get()
+        dispatcher.request(self.request())
+        summary = None
+        events, vm = self.events, self.state.vm
+        for reply in dispatcher.replies():
+            kind = reply[0]
+            if kind == "step_start":
+                events.step_start(*reply[1:])
+            elif kind == "event":
+                events.host_event(*reply[1:])
+            elif kind == "step_end":
+                events.announce_includes()
+            elif kind == "left":
+                events.host_left(*reply[1:])
+            elif kind == "callback":
+                events.play_level(reply[1], reply[2])
+            elif kind == "ansible":
+                dispatcher.request(dict(self.tasks.run_task(*reply[1:]), op="ansible_done"))
+            elif kind == "include":
+                index, active = reply[1:]
+                dispatcher.request(dict(self.includes.splice(
+                    index, active, events.take_include_results()), op="include_done"))
+            elif kind == "store":  # delegate_facts for a host outside the play
+                _, name, values, layer = reply
+                if layer == "facts":
+                    vm.set_host_facts(name, values)
+                else:
+                    vm.set_nonpersistent_facts(name, values)
+            elif kind == "outside":
+                dispatcher.request({"op": "outside_done",
+                                    "hosts": self.hostvars.outside_hosts(reply[1])})
+            elif kind == "ansible_handler":
+                dispatcher.request(dict(self.tasks.run_handler(*reply[1:]), op="ansible_done"))
+            elif kind == "done":
+                summary = reply[1]
+            elif kind == "error":
+                from ansible.errors import AnsibleError
+                raise AnsibleError("mitogen_batch: %s" % reply[1])
+        return self.finish(summary or {})
+
+    def finish(self, summary: Dict[str, Any]) -> int:
+        """Ansible's view of the play's hosts after it, from the dispatcher's summary."""
+        state = self.state
+        tqm, iterator = state.tqm, state.iterator
+        result = int(tqm.RUN_OK)
+        for name, host_summary in (summary.get("hosts") or {}).items():
+            host = state.hosts[name]
+            status = host_summary["status"]
+            if status in ("failed", "stopped"):
+                tqm._failed_hosts[name] = True
+                iterator.mark_host_failed(host)
+            elif status == "unreachable":
+                tqm._unreachable_hosts[name] = True
+                state.play._removed_hosts.append(name)
+            else:
+                # The linear iterator never walked this host: it is done.
+                from ansible.executor.play_iterator import IteratingStates
+
+                iterator.set_run_state_for_host(name, IteratingStates.COMPLETE)
+                if host_summary.get("marked"):
+                    # Rescued, yet on linear's failed list: later plays leave it out.
+                    tqm._failed_hosts[name] = True
+        if summary.get("max_fail_hit"):
+            result |= tqm.RUN_FAILED_BREAK_PLAY
+        if self.events.ended:
+            iterator.end_play = True
+        return result
+
+
+def __getattr__(name: str) -> Any:
+    """``StrategyModule`` is built (and ansible imported) on first access."""
+    if name == "StrategyModule":
+        cls = build_strategy_class()
+        globals()["StrategyModule"] = cls
+        return cls
+    raise AttributeError(name)

@@ -1,0 +1,31 @@
+"""Ansible's values as plain builtins.
+
+ansible-core wraps what it parses: tagged strings (``_AnsibleTaggedStr``),
+lazy containers, ``AnsibleUnsafe`` values. ioc's IR, the pickle pipe to the
+dispatcher and mitogen's wire take builtins only, so everything that leaves
+Ansible's objects for ioc goes through :func:`plain` first.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+def plain(value: Any) -> Any:
+    """``value`` as builtins only: Ansible's tagged/lazy containers and strings unwrapped."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    return str(value)
