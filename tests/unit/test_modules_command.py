@@ -76,7 +76,7 @@ def test_no_command_and_both_forms():
 def test_missing_executable():
     r = run("command", _raw_params="nosuch-ioc-binary x")
     assert r["failed"] is True and r["rc"] == 2 and r["changed"] is False
-    assert r["msg"] == "[Errno 2] No such file or directory: b'nosuch-ioc-binary'"
+    assert r["msg"] == "Error executing command."  # AnsibleModule.run_command's words
     assert r["stdout"] == "" and r["stdout_lines"] == []
 
 
