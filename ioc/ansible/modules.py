@@ -54,6 +54,14 @@ class ModuleSet:
     files: Dict[str, bytes] = field(default_factory=dict)
     #: The ``_ansible_*`` arguments that are the same for every task of the run.
     internal: Dict[str, Any] = field(default_factory=dict)
+    #: Build payloads when they are first shipped (:meth:`prepare`), not when
+    #: a task is marked: walking a module's ``module_utils`` costs ~0.5 s of
+    #: CPU, which ``--plan`` and modules a run never reaches need not pay.
+    #: ``mitogen_batch`` builds at once: its dispatcher, which ships them, has
+    #: not the parent's plugin paths.
+    lazy: bool = False
+    #: key -> (what to build, module name), while :attr:`lazy` defers it.
+    pending: Dict[str, Tuple[Resolved, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.internal = _plain(self.internal)
@@ -61,15 +69,26 @@ class ModuleSet:
     def add(self, resolved: Resolved, module_name: str) -> Tuple[Optional[str], Optional[str]]:
         """Package ``resolved``; ``(key, None)`` or ``(None, why it cannot run)``."""
         key = "%s@%s" % (resolved.fqcn, resolved.path)
-        if key in self.specs:
+        if key in self.specs or key in self.pending:
             return key, None
         try:
-            spec = _build(resolved, module_name, self.files)
+            _check_style(resolved)
         except _Unsupported as exc:
             return None, str(exc)
-        spec["internal"] = self.internal
-        self.specs[key] = _plain(spec)
+        self.pending[key] = (resolved, module_name)
+        if not self.lazy:
+            self.prepare([key])
         return key, None
+
+    def prepare(self, keys: Iterable[str]) -> None:
+        """Build the payloads of ``keys`` (and of the modules they dispatch to) not built yet."""
+        for key in keys:
+            if key in self.pending:
+                resolved, module_name = self.pending.pop(key)
+                spec = _build(resolved, module_name, self.files)
+                spec["internal"] = self.internal
+                self.specs[key] = _plain(spec)
+            self.prepare(self.specs[key].get("candidates", {}).values())
 
     def add_dispatch(self, action: str) -> Tuple[Optional[str], Optional[str]]:
         """An action plugin whose module the runner picks (or prepares) on the target.
@@ -88,7 +107,7 @@ class ModuleSet:
         names, required = dispatch_candidates(action)
         candidates: Dict[str, str] = {}
         for name in names:
-            resolved = resolve("ansible.legacy." + name)
+            resolved = resolve("ansible.legacy." + name) if _installed(name) else None
             if resolved is None:  # (the action runs the module itself, whatever its plugin)
                 continue
             sub, why = self.add(resolved, name)
@@ -105,6 +124,7 @@ class ModuleSet:
 
     def digests(self, key: str) -> List[str]:
         """Every file digest the module ``key`` needs on the target."""
+        self.prepare([key])
         spec = self.specs[key]
         if "dispatch" in spec:
             out: List[str] = []
@@ -121,6 +141,7 @@ class ModuleSet:
     def merge(self, other: "ModuleSet") -> None:
         self.specs.update(other.specs)
         self.files.update(other.files)
+        self.pending.update(other.pending)
 
 
 class _Unsupported(Exception):
@@ -170,6 +191,24 @@ def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
     if action == "unarchive":
         return ["unarchive"], ("unarchive",)
     raise ValueError("no dispatch for %s" % action)
+
+
+def _installed(name: str) -> bool:
+    """Whether ``ansible.legacy.<name>`` is there without asking the loader, which
+    warns about a redirect into a collection that is not installed."""
+    import importlib.util
+
+    from ansible.utils.collection_loader._collection_finder import _get_collection_metadata
+
+    routing = _get_collection_metadata("ansible.builtin").get("plugin_routing", {})
+    redirect = routing.get("modules", {}).get(name, {}).get("redirect")
+    if not redirect:
+        return True
+    collection = ".".join(redirect.split(".")[:2])
+    try:
+        return importlib.util.find_spec("ansible_collections." + collection) is not None
+    except ImportError:
+        return False
 
 
 def run_wide_args(verbosity: int) -> Dict[str, Any]:
@@ -232,7 +271,6 @@ def _build(resolved: Resolved, module_name: str, files: Dict[str, bytes]) -> Dic
 
     with open(resolved.path, "rb") as handle:
         data = handle.read()
-    _check_style(mc, data, resolved)
     try:
         fqn = mc._get_ansible_module_fqn(resolved.path)
     except ValueError:  # a module in a role's or playbook's library/
@@ -248,7 +286,12 @@ def _build(resolved: Resolved, module_name: str, files: Dict[str, bytes]) -> Dic
             "entries": entries, "date_time": list(_DATE.utctimetuple()[:6])}
 
 
-def _check_style(mc: Any, data: bytes, resolved: Resolved) -> None:
+def _check_style(resolved: Resolved) -> None:
+    """Only Python (AnsibleZ) modules run in the runner; the others are refused by name."""
+    from ansible.executor import module_common as mc
+
+    with open(resolved.path, "rb") as handle:
+        data = handle.read()
     if mc._is_binary(data):
         raise _Unsupported("module %s is a binary module" % resolved.fqcn)
     if mc.REPLACER in data:
@@ -320,7 +363,7 @@ class Attacher:
                  native_options: Mapping[str, Iterable[str]], verbosity: int = 0) -> None:
         self.native = frozenset(native_actions)
         self.options = {k: frozenset(v) for k, v in native_options.items()}
-        self.modules = ModuleSet(internal=run_wide_args(verbosity))
+        self.modules = ModuleSet(internal=run_wide_args(verbosity), lazy=True)
         self._library: set = set()
 
     def playbook(self, playbook: Any) -> Any:

@@ -87,6 +87,9 @@ class ModulePayloads(Protocol):
     def digests(self, key: str) -> List[str]:
         """Every file digest module ``key`` needs on the target."""
 
+    def prepare(self, keys: Iterable[str]) -> None:
+        """Build the payloads of ``keys`` if they are not built yet."""
+
 
 def collect_modules(cache: PayloadCache, connection: str, modules: ModulePayloads,
                     keys: Sequence[str], blobs: Dict[str, mitogen.core.Blob]
@@ -96,6 +99,7 @@ def collect_modules(cache: PayloadCache, connection: str, modules: ModulePayload
     Files are shared across modules (``module_utils/basic.py``...) and, like
     controller files, cross the network once per connection per run.
     """
+    modules.prepare(keys)
     sent = cache.sent.setdefault(connection, set())
     for key in keys:
         for digest in modules.digests(key):

@@ -74,6 +74,9 @@ class _Modules:
         spec = self.specs[key]
         return [spec["wrapper"]] + [d for _, d in spec["entries"]]
 
+    def prepare(self, keys) -> None:
+        pass  # built already
+
 
 def test_module_files_cross_each_connection_once_and_shared_files_once():
     cache, modules = PayloadCache(), _Modules()
@@ -97,3 +100,15 @@ def test_the_payload_zip_is_rebuilt_from_compressed_files():
     payload = ansible_module._zip(spec, files.__getitem__)
     with zipfile.ZipFile(io.BytesIO(payload)) as zf:
         assert zf.read("ansible/modules/t.py") == b"print(1)\n"
+
+
+def test_a_lazy_module_set_builds_a_payload_only_when_it_is_shipped():
+    """ioc-run marks tasks at load time; walking module_utils waits for shipping."""
+    from ioc.ansible import modules
+
+    modules.init_loader()
+    mset = modules.ModuleSet(lazy=True)
+    key, why = mset.add(modules.resolve("ansible.legacy.ping"), "ping")
+    assert why is None and key in mset.pending and key not in mset.specs
+    assert mset.digests(key) and key in mset.specs and not mset.pending
+    assert any(name.endswith("module_utils/basic.py") for name, _ in mset.specs[key]["entries"])
