@@ -32,6 +32,8 @@ import yaml
 from jinja2 import pass_environment
 from jinja2.runtime import Undefined
 
+from ioc.agentless_runner.template_errors import UndefinedVariableError
+
 __all__ = ["FILTERS", "FilterError", "names"]
 
 FILTERS = {}
@@ -93,7 +95,6 @@ def ternary(value, true_val, false_val, none_val=None):
 def mandatory(value, msg=None):
     """``value``, or an UndefinedVariableError if it is undefined."""
     if isinstance(value, Undefined):
-        from ioc.agentless_runner.templating import UndefinedVariableError
         if msg is None:
             name = getattr(value, "_undefined_name", None)
             msg = ("Mandatory variable %r not defined." % (name,) if name is not None

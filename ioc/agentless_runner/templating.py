@@ -33,6 +33,8 @@ from jinja2.parser import Parser
 from jinja2.runtime import Undefined
 
 from ioc.agentless_runner.filters import FILTERS
+from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
+                                                  UndefinedVariableError)
 from ioc.agentless_runner.tests_jinja import TESTS
 
 __all__ = [
@@ -55,25 +57,6 @@ _KEEP_LAZY = frozenset((
     # extract(container) reads one key of a possibly huge mapping (hostvars).
     "extract",
 ))
-
-
-class TemplateError(Exception):
-    """A templating failure; ``str()`` is the message a user sees."""
-
-    def __init__(self, message):
-        Exception.__init__(self, message)
-        self.message = message
-
-    def __str__(self):
-        return self.message
-
-
-class UndefinedVariableError(TemplateError):
-    """A template used a variable, key or attribute that does not exist."""
-
-
-class ConditionalResultError(TemplateError):
-    """A condition evaluated to something other than a bool."""
 
 
 def is_template(value):
