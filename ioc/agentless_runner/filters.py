@@ -228,28 +228,46 @@ def _unique(items):
     return result
 
 
+# Ansible computes these with sets when every item is hashable, so the
+# result comes in a set's iteration order (ints by value, strings by their
+# hash, which changes from process to process), and in list order otherwise.
+
+
 @_register("union")
 def union(a, b):
-    """Items of ``a`` then ``b``, without duplicates."""
-    return _unique(list(a) + list(b))
+    """Items of ``a`` and ``b``, without duplicates."""
+    try:
+        return list(set(a) | set(b))
+    except TypeError:
+        return _unique(list(a) + list(b))
 
 
 @_register("intersect")
 def intersect(a, b):
-    """Items of ``a`` also in ``b``, in ``a``'s order, without duplicates."""
-    return _unique(x for x in a if x in b)
+    """Items of ``a`` also in ``b``, without duplicates."""
+    try:
+        return list(set(a) & set(b))
+    except TypeError:
+        return _unique(x for x in a if x in b)
 
 
 @_register("difference")
 def difference(a, b):
     """Items of ``a`` not in ``b``, without duplicates."""
-    return _unique(x for x in a if x not in b)
+    try:
+        return list(set(a) - set(b))
+    except TypeError:
+        return _unique(x for x in a if x not in b)
 
 
 @_register("symmetric_difference")
 def symmetric_difference(a, b):
     """Items in exactly one of ``a`` and ``b``."""
-    return union(difference(a, b), difference(b, a))
+    try:
+        return list(set(a) ^ set(b))
+    except TypeError:
+        both = intersect(a, b)
+        return [x for x in union(a, b) if x not in both]
 
 
 @_register("flatten")
