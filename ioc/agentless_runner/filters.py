@@ -192,11 +192,43 @@ def quote(value):
     return shlex.quote(_text(value))
 
 
+_COMMENT_STYLES = {
+    "plain": {"decoration": "# "},
+    "erlang": {"decoration": "% "},
+    "c": {"decoration": "// "},
+    "cblock": {"beginning": "/*", "decoration": " * ", "end": " */"},
+    "xml": {"beginning": "<!--", "decoration": " - ", "end": "-->"},
+}
+
+
 @_register("comment")
-def comment(text, style="plain", decoration=None):
-    """Prefix every line with ``# `` (the ``plain`` style only)."""
-    prefix = "# " if decoration is None else decoration
-    return "\n".join((prefix + line).rstrip() for line in _text(text).split("\n"))
+def comment(text, style="plain", **options):
+    """``text`` as a comment block: Ansible's styles and every one of its options.
+
+    By default a line of the decoration without its trailing space frames the
+    text (``#``, then ``# line`` per line, then ``#``); ``beginning`` and
+    ``end`` add lines around that, ``prefix``/``postfix`` (``*_count`` times)
+    replace the framing lines, ``newline`` is the line separator.
+    """
+    if style not in _COMMENT_STYLES:
+        raise FilterError("Invalid style %r." % (style,))
+    params = _COMMENT_STYLES[style]
+    frame = options.get("decoration", params["decoration"]).rstrip()
+    p = {"newline": "\n", "beginning": "", "prefix": frame, "prefix_count": 1,
+         "decoration": "", "postfix": frame, "postfix_count": 1, "end": ""}
+    p.update(params)
+    p.update(options)
+    newline, decoration = p["newline"], p["decoration"]
+    head = "%s%s" % (p["beginning"], newline) if p["beginning"] else ""
+    if p["prefix"]:
+        line = newline if p["prefix"] == newline else p["prefix"] + newline
+        head += line * int(p["prefix_count"])
+    body = (decoration + text.replace(newline, newline + decoration)).replace(
+        decoration + newline, decoration.rstrip() + newline)
+    tail = newline.join([""] + [p["postfix"] for _ in range(p["postfix_count"])])
+    if p["end"]:
+        tail += newline + p["end"]
+    return head + body + tail
 
 
 # -- lists and sets -------------------------------------------------------------------

@@ -72,6 +72,17 @@ FOUND = [
     t("{{ x | difference(y) }}", x=[4, 2, 2, 1, 3], y=[1]),
     t("{{ x | symmetric_difference(y) }}", x=[4, 2, 1, 3, "b"], y=[0, 1]),
     t("{{ x | union(y) }}", x=[{"a": 1}, [1]], y=[[1], 2]),
+    # comment: every style and option
+    t("{{ 'a\nb' | comment }}"),
+    t("{{ 'a\n\nb' | comment('cblock') }}"),
+    t("{{ 'a' | comment('xml') }}"),
+    t("{{ 'a' | comment('erlang') }}"),
+    t("{{ 'a' | comment('c', decoration='; ') }}"),
+    t("{{ 'a' | comment(prefix='', postfix='') }}"),
+    t("{{ 'a' | comment(prefix='\n', prefix_count=2, postfix_count=0) }}"),
+    t("{{ 'a' | comment(beginning='<<', end='>>', decoration='') }}"),
+    t("{{ 'a' | comment('bogus') }}"),
+    t("{{ 'a' | comment(postfix_count='2') }}"),
 ]
 
 
