@@ -68,6 +68,11 @@ def _is_sequence(value):
     return isinstance(value, (list, tuple))
 
 
+def _class(value):
+    """How Ansible's messages name a value's type: ``<class 'str'>``."""
+    return "<class '%s'>" % type(value).__name__
+
+
 # -- booleans, types, defaults ---------------------------------------------------
 
 
@@ -382,17 +387,25 @@ def _merge_lists(old, new, list_merge):
 
 def merge_hash(x, y, recursive=True, list_merge="replace"):
     """``y`` merged over ``x`` (Ansible's merge_hash); neither is modified."""
+    if list_merge not in _LIST_MERGE:
+        raise FilterError("merge_hash: 'list_merge' argument can only be equal to 'replace', "
+                          "'keep', 'append', 'prepend', 'append_rp' or 'prepend_rp'")
     if not isinstance(x, dict) or not isinstance(y, dict):
-        raise FilterError("failed to combine variables, expected dicts but got a '%s' and a '%s'"
+        raise FilterError("failed to combine variables, expected dicts but got a '%s' and a '%s'."
                           % (type(x).__name__, type(y).__name__))
     if x == {} or x == y:
         return dict(y)
+    if y == {}:
+        return x
     x = dict(x)
     if not recursive and list_merge == "replace":
         x.update(y)
         return x
     for key, y_value in y.items():
-        x_value = x.get(key)
+        if key not in x:
+            x[key] = y_value
+            continue
+        x_value = x[key]
         if isinstance(x_value, dict) and isinstance(y_value, dict):
             x[key] = merge_hash(x_value, y_value, recursive, list_merge) if recursive else y_value
         elif isinstance(x_value, list) and isinstance(y_value, list):
@@ -404,28 +417,31 @@ def merge_hash(x, y, recursive=True, list_merge="replace"):
 
 @_register("combine")
 def combine(*terms, **kwargs):
-    """Merge dicts left to right; ``recursive`` and ``list_merge`` as Ansible's."""
+    """Merge dicts left to right; ``recursive`` and ``list_merge`` as Ansible's.
+
+    ``[d1, d2] | combine`` merges a list of dicts; a single term comes back
+    as it is, whatever it is, as in Ansible.
+    """
     recursive = kwargs.pop("recursive", False)
     list_merge = kwargs.pop("list_merge", "replace")
     if kwargs:
         raise FilterError("'recursive' and 'list_merge' are the only valid keyword arguments")
-    if list_merge not in _LIST_MERGE:
-        raise FilterError("'%s' is not a valid list_merge value" % (list_merge,))
     dicts = flatten(terms, levels=1)
     if not dicts:
         return {}
+    if len(dicts) == 1:
+        return dicts[0]
     result = dicts[-1]
     for d in reversed(dicts[:-1]):
         result = merge_hash(d, result, recursive, list_merge)
-    return dict(result)
+    return result
 
 
 @_register("dict2items")
 def dict2items(mydict, key_name="key", value_name="value"):
     """``{k: v}`` -> ``[{key: k, value: v}]``."""
     if not isinstance(mydict, dict):
-        raise FilterError("dict2items requires a dictionary, got %s instead."
-                          % type(mydict).__name__)
+        raise FilterError("dict2items requires a dictionary, got %s instead." % _class(mydict))
     return [{key_name: k, value_name: v} for k, v in mydict.items()]
 
 
@@ -433,15 +449,14 @@ def dict2items(mydict, key_name="key", value_name="value"):
 def items2dict(mylist, key_name="key", value_name="value"):
     """``[{key: k, value: v}]`` -> ``{k: v}``."""
     if not _is_sequence(mylist):
-        raise FilterError("items2dict requires a list, got %s instead."
-                          % type(mylist).__name__)
+        raise FilterError("items2dict requires a list, got %s instead." % _class(mylist))
     try:
         return dict((item[key_name], item[value_name]) for item in mylist)
-    except KeyError as exc:
-        raise FilterError("items2dict requires each dictionary in the list to contain "
-                          "the keys '%s' and '%s', missing %s" % (key_name, value_name, exc))
+    except KeyError:
+        raise FilterError("items2dict requires each dictionary in the list to contain the "
+                          "keys '%s' and '%s', got %s instead." % (key_name, value_name, mylist))
     except TypeError:
-        raise FilterError("items2dict requires a list of dictionaries")
+        raise FilterError("items2dict requires a list of dictionaries, got %s instead." % mylist)
 
 
 # -- JSON and YAML -------------------------------------------------------------------------

@@ -83,6 +83,16 @@ FOUND = [
     t("{{ 'a' | comment(beginning='<<', end='>>', decoration='') }}"),
     t("{{ 'a' | comment('bogus') }}"),
     t("{{ 'a' | comment(postfix_count='2') }}"),
+    # the messages and the edge cases of dict2items, items2dict and combine
+    t("{{ x | dict2items }}", x=[1]),
+    t("{{ x | items2dict }}", x={"a": 1}),
+    t("{{ x | items2dict }}", x=[{"a": 1}]),
+    t("{{ x | items2dict }}", x=[1]),
+    t("{{ x | combine(y) }}", x={"a": 1}, y=[1]),
+    t("{{ x | combine }}", x=[5]),
+    t("{{ x | combine(y, list_merge='bogus') }}", x={"a": [1]}, y={"a": [2]}),
+    t("{{ x | combine(y, list_merge='append_rp', recursive=true) }}",
+      x={"a": [1, 2], "b": {"c": [1]}}, y={"a": [2, 3], "b": {"c": [3]}}),
 ]
 
 
