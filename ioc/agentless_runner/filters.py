@@ -494,7 +494,26 @@ def from_json(value, *args, **kwargs):
 class _Dumper(yaml.SafeDumper):
     """Ansible's ``AnsibleDumper`` for plain data: any mapping is a dict, any
     other collection a list, and a ``str`` subclass (a template's Markup) a
-    string."""
+    string.
+
+    Ansible dumps with libyaml's emitter (PyYAML's ``CSafeDumper``, which
+    every PyYAML wheel carries); the target runs PyYAML's pure-Python one.
+    They differ in two places, and this emitter does as libyaml does: a
+    document that is a plain scalar ends without ``...``, and NEL (U+0085)
+    and characters beyond U+FFFF are not printable (the scalar is written
+    double-quoted, with escapes).
+    """
+
+    def write_plain(self, text, split=True):
+        yaml.SafeDumper.write_plain(self, text, split)
+        self.open_ended = False
+
+    def analyze_scalar(self, scalar):
+        analysis = yaml.SafeDumper.analyze_scalar(self, scalar)
+        if any(ch == "\x85" or ch > "\uffff" for ch in scalar):
+            analysis.allow_flow_plain = analysis.allow_block_plain = False
+            analysis.allow_single_quoted = analysis.allow_block = False
+        return analysis
 
 
 _Dumper.add_multi_representer(str, yaml.SafeDumper.represent_str)
@@ -517,9 +536,15 @@ def to_nice_yaml(value, indent=4, *args, default_flow_style=False, **kwargs):
 
 
 def _safe_loader():
-    """SafeLoader plus Ansible's ``!unsafe`` tag (the value, as text)."""
+    """SafeLoader plus Ansible's ``!unsafe`` tag (the value, as text), failing
+    on a character YAML forbids with libyaml's words, as Ansible's does."""
     class Loader(yaml.SafeLoader):
-        pass
+        def check_printable(self, data):
+            try:
+                yaml.SafeLoader.check_printable(self, data)
+            except yaml.reader.ReaderError as exc:
+                exc.reason = "control characters are not allowed"
+                raise
 
     Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
     return Loader

@@ -93,6 +93,11 @@ FOUND = [
     t("{{ x | combine(y, list_merge='bogus') }}", x={"a": [1]}, y={"a": [2]}),
     t("{{ x | combine(y, list_merge='append_rp', recursive=true) }}",
       x={"a": [1, 2], "b": {"c": [1]}}, y={"a": [2, 3], "b": {"c": [3]}}),
+    # YAML as libyaml (Ansible's CSafeDumper) writes and reads it
+    t("{{ x | to_yaml }}", x=None),
+    t("{{ x | to_nice_yaml }}", x="a"),
+    t("{{ x | to_nice_yaml }}", x=["\U0002A24E", "\x85", "a\tb", {"k": "\ufeff"}]),
+    t("{{ x | from_yaml }}", x="\x9b"),
 ]
 
 
