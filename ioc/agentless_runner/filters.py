@@ -57,8 +57,8 @@ def names():
 
 
 def _text(value):
-    if value is None:
-        return ""
+    """``value`` as text the way Ansible's ``to_text`` makes it: ``str()`` of a
+    non-string (``None`` is ``'None'``)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
     return value if isinstance(value, str) else str(value)
@@ -129,8 +129,8 @@ def _flags(ignorecase=False, multiline=False):
 
 @_register("split")
 def split(value, separator=None, maxsplit=-1):
-    """``str.split`` as a filter: ``'a,b' | split(',')``."""
-    return _text(value).split(separator, maxsplit)
+    """``str.split`` as a filter: ``'a,b' | split(',')`` (a string only, as Ansible's)."""
+    return str.split(value, separator, maxsplit)
 
 
 @_register("regex_replace")
@@ -141,8 +141,9 @@ def regex_replace(value="", pattern="", replacement="", ignorecase=False,
     compiled = re.compile(pattern, _flags(ignorecase, multiline))
     output, subs = compiled.subn(replacement, value, count=count)
     if mandatory_count and mandatory_count != subs:
+        # (Ansible's message reports ``count``, not the matches: kept as users see it)
         raise FilterError("'%s' should match %d times, but matches %d times in '%s'"
-                          % (pattern, mandatory_count, subs, value))
+                          % (pattern, mandatory_count, count, value))
     return output
 
 
@@ -188,13 +189,15 @@ def regex_escape(string, re_type="python"):
         return re.escape(string)
     if re_type == "posix_basic":
         return re.sub(r"([].[^$*\\])", r"\\\1", string)
+    if re_type == "posix_extended":
+        raise FilterError("Regex type (%s) not yet implemented" % re_type)
     raise FilterError("Invalid regex type (%s)" % re_type)
 
 
 @_register("quote")
 def quote(value):
     """Quote for a POSIX shell (``shlex.quote``)."""
-    return shlex.quote(_text(value))
+    return shlex.quote("" if value is None else _text(value))
 
 
 _COMMENT_STYLES = {
@@ -581,7 +584,8 @@ def b64encode(string, encoding="utf-8"):
 
 @_register("b64decode")
 def b64decode(string, encoding="utf-8"):
-    return base64.b64decode(_text(string)).decode(encoding, "surrogateescape")
+    data = base64.b64decode(_text(string).encode("utf-8", "surrogateescape"))
+    return data.decode(encoding, "surrogateescape")
 
 
 @_register("hash")
@@ -589,8 +593,8 @@ def hash_(data, hashtype="sha1"):
     """Hex digest of ``data`` with any hashlib algorithm."""
     try:
         digest = hashlib.new(hashtype)
-    except ValueError:
-        raise FilterError("unsupported hash type %s" % (hashtype,))
+    except Exception as exc:
+        raise FilterError(str(exc))
     digest.update(_text(data).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
@@ -609,51 +613,61 @@ def md5(data):
 @_register("to_uuid")
 def to_uuid(string, namespace="361E6D51-FAEC-444A-9079-341386DA8E2E"):
     """A name-based UUID in Ansible's namespace."""
-    return str(uuid.uuid5(uuid.UUID(str(namespace)), _text(string)))
+    try:
+        space = uuid.UUID(namespace)
+    except (AttributeError, ValueError) as exc:
+        raise FilterError("Invalid value '%s' for 'namespace': %s" % (_text(namespace), exc))
+    return str(uuid.uuid5(space, _text(string)))
+
+
+# Ansible calls os.path's functions on the value as it is: anything but a
+# string (or bytes) fails with os.path's TypeError.
 
 
 @_register("basename")
 def basename(path):
-    return os.path.basename(_text(path))
+    return os.path.basename(path)
 
 
 @_register("dirname")
 def dirname(path):
-    return os.path.dirname(_text(path))
+    return os.path.dirname(path)
 
 
 @_register("realpath")
 def realpath(path):
-    return os.path.realpath(_text(path))
+    return os.path.realpath(path)
 
 
 @_register("expanduser")
 def expanduser(path):
-    return os.path.expanduser(_text(path))
+    return os.path.expanduser(path)
 
 
 @_register("expandvars")
 def expandvars(path):
-    return os.path.expandvars(_text(path))
+    return os.path.expandvars(path)
 
 
 @_register("relpath")
 def relpath(path, start=os.curdir):
-    return os.path.relpath(_text(path), start)
+    return os.path.relpath(path, start)
 
 
 @_register("splitext")
 def splitext(path):
     """``['name', '.ext']``."""
-    return list(os.path.splitext(_text(path)))
+    return list(os.path.splitext(path))
 
 
 @_register("path_join")
 def path_join(paths):
     """``os.path.join`` of a list (a single string is returned as is)."""
     if isinstance(paths, str):
-        return paths
-    return os.path.join(*[_text(p) for p in paths])
+        return os.path.join(paths)
+    if _is_sequence(paths):
+        return os.path.join(*paths)
+    raise FilterError("|path_join expects string or sequence, got %s instead." % _class(paths))
 
 
 # -- math and time ---------------------------------------------------------------------------
@@ -677,14 +691,21 @@ def inversepower(x, base=2):
 @_register("to_datetime")
 def to_datetime(string, format="%Y-%m-%d %H:%M:%S"):
     """A ``datetime`` parsed with ``format`` (for date arithmetic in templates)."""
-    return datetime.datetime.strptime(_text(string), format)
+    return datetime.datetime.strptime(string, format)
 
 
 @_register("strftime")
 def strftime(string_format, second=None, utc=False):
     """Format ``second`` (epoch; default now) with ``string_format``."""
-    convert = time.gmtime if utc else time.localtime
-    return time.strftime(string_format, convert(None if second is None else float(second)))
+    if second is None:
+        second = time.time()
+    else:
+        try:
+            second = float(second)
+        except Exception:
+            raise FilterError("Invalid value for epoch value (%s)" % (second,))
+    zone = datetime.timezone.utc if utc else None
+    return datetime.datetime.fromtimestamp(second, tz=zone).strftime(string_format)
 
 
 # FQCN aliases: ``x | ansible.builtin.to_json``.

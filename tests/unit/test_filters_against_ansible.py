@@ -98,6 +98,26 @@ FOUND = [
     t("{{ x | to_nice_yaml }}", x="a"),
     t("{{ x | to_nice_yaml }}", x=["\U0002A24E", "\x85", "a\tb", {"k": "\ufeff"}]),
     t("{{ x | from_yaml }}", x="\x9b"),
+    # non-strings, as Ansible's filters take them
+    t("{{ x | basename }}", x=5),
+    t("{{ x | dirname }}", x=None),
+    t("{{ x | splitext }}", x=1.5),
+    t("{{ x | path_join }}", x=5),
+    t("{{ x | split }}", x=5),
+    t("{{ x | to_datetime }}", x=5),
+    t("{{ x | hash }}", x=None),
+    t("{{ x | md5 }}", x=True),
+    t("{{ x | checksum }}", x=1),
+    t("{{ x | to_uuid }}", x=None),
+    t("{{ x | regex_replace('N', 'c') }}", x=None),
+    t("{{ x | b64decode }}", x="YWI=\u00e9"),
+    # and their messages
+    t("{{ 'a' | to_uuid(namespace='bogus') }}"),
+    t("{{ 'a' | hash('bogus') }}"),
+    t("{{ '%Z %s' | strftime(5, utc=True) }}"),
+    t("{{ '%H' | strftime('x') }}"),
+    t("{{ 'a' | regex_replace('b', 'c', mandatory_count=1) }}"),
+    t("{{ 'a' | regex_escape('posix_extended') }}"),
 ]
 
 
