@@ -118,6 +118,15 @@ FOUND = [
     t("{{ '%H' | strftime('x') }}"),
     t("{{ 'a' | regex_replace('b', 'c', mandatory_count=1) }}"),
     t("{{ 'a' | regex_escape('posix_extended') }}"),
+    # tests: results, regex, version
+    cond("x is success", x=[]),
+    cond("x is changed", x={"results": []}),
+    cond("x is changed", x={"results": [{"changed": True}]}),
+    cond("x is regex('a', match_type='bogus')", x="a"),
+    cond("x is version('2.0', '<', version_type='semver')", x="v1.2.3"),
+    cond("x is version('1.2.3-alpha.10', 'lt')", x="v1.2.3"),
+    cond("x is version('1.0', '<', version_type='bogus')", x="1.0"),
+    cond("x is version('1.0', 'bogus')", x="1.0"),
 ]
 
 
