@@ -23,7 +23,7 @@ import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
-from ioc.agentless_runner.lookups import PURE, key, listify
+from ioc.agentless_runner.lookups import PURE, key, listify, shape
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
 from ioc.controller.payloads import candidates
 from ioc.model import Block, Task, to_wire
@@ -210,10 +210,7 @@ class _Recorder:
         return answer["value"]
 
     def lookup(self, plugin: str, *terms: Any, **kwargs: Any) -> Any:
-        values = self.results(plugin, terms, kwargs)
-        if kwargs.get("wantlist"):
-            return values
-        return values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+        return shape(self.results(plugin, terms, kwargs), kwargs.get("wantlist"))
 
     def query(self, plugin: str, *terms: Any, **kwargs: Any) -> List[Any]:
         return self.results(plugin, terms, kwargs)

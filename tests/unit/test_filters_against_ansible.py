@@ -127,6 +127,22 @@ FOUND = [
     cond("x is version('1.2.3-alpha.10', 'lt')", x="v1.2.3"),
     cond("x is version('1.0', '<', version_type='bogus')", x="1.0"),
     cond("x is version('1.0', 'bogus')", x="1.0"),
+    # pure lookups: lookup()'s shape and each plugin's own
+    t("{{ lookup('items') }}"),
+    t("{{ lookup('list', 1, 2) }}"),
+    t("{{ lookup('list', 'a', 'b') }}"),
+    t("{{ lookup('nested', 'ab', [1]) }}"),
+    t("{{ query('nested') }}"),
+    t("{{ query('together') }}"),
+    t("{{ query('indexed_items', [1, [2]], 3) }}"),
+    t("{{ query('dict', 5) }}"),
+    t("{{ query('sequence', '0x0a-0x0c') }}"),
+    t("{{ query('sequence', 'bogus') }}"),
+    t("{{ query('sequence', '4:host%02d') }}"),
+    t("{{ query('sequence', 'start=1 end=3 format=%d%d') }}"),
+    t("{{ query('subelements', [{'n': 1, 'l': [1, 2]}, {'n': 2, 'skipped': true}], 'l') }}"),
+    t("{{ query('subelements', [{'a': {'b': [1]}}], 'a.b') }}"),
+    t("{{ query('vars', 'nope') }}"),
 ]
 
 
