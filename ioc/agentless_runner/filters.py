@@ -32,7 +32,6 @@ import yaml
 from jinja2 import pass_environment
 from jinja2.runtime import Undefined
 
-from ioc.agentless_runner.template_errors import UndefinedVariableError
 
 __all__ = ["FILTERS", "FilterError", "names"]
 
@@ -98,13 +97,14 @@ def ternary(value, true_val, false_val, none_val=None):
 
 @_register("mandatory")
 def mandatory(value, msg=None):
-    """``value``, or an UndefinedVariableError if it is undefined."""
+    """``value``, or a FilterError if it is undefined (Ansible's is a filter
+    failure, not an undefined variable: ``default`` does not catch it)."""
     if isinstance(value, Undefined):
         if msg is None:
             name = getattr(value, "_undefined_name", None)
             msg = ("Mandatory variable %r not defined." % (name,) if name is not None
                    else "Mandatory variable not defined.")
-        raise UndefinedVariableError(msg)
+        raise FilterError(_text(msg))
     return value
 
 
@@ -112,12 +112,6 @@ def mandatory(value, msg=None):
 def type_debug(value):
     """The name of ``value``'s type (``dict``, ``list``, ``str``...)."""
     return type(value).__name__
-
-
-@_register("dict")
-def to_dict(value):
-    """``dict(value)``: a mapping from a list of pairs."""
-    return dict(value)
 
 
 # -- strings and regular expressions ------------------------------------------------

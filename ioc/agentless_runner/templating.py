@@ -22,6 +22,7 @@ Imports only the stdlib, jinja2 and markupsafe; runs on Python 3.9+.
 """
 import collections
 import collections.abc
+import datetime
 import functools
 import re
 import types
@@ -126,7 +127,11 @@ class _StrictUndefined(jinja2.StrictUndefined):
             return self._undefined_hint
         if self._undefined_obj is jinja2.utils.missing:
             return "%r is undefined" % (self._undefined_name,)
-        # ansible-core 2.21's Marker hint, for attributes and items alike
+        # ansible-core 2.21's Marker hints: a missing attribute or string key,
+        # or a missing element (a key of any other type)
+        if isinstance(self._undefined_name, int):
+            return "%s object has no element %r" % (
+                _native_type_name(self._undefined_obj), self._undefined_name)
         return "object of type %r has no attribute %r" % (
             _native_type_name(self._undefined_obj), self._undefined_name)
 
@@ -171,6 +176,27 @@ def to_builtin(value):
                           types.GeneratorType)):
         return [to_builtin(v) for v in value]
     return value
+
+
+def _listing(func):
+    """Wrap a filter so a generator it returns is a list, as Ansible's plugin
+    wrapper makes it: ``reject(...) | length`` works."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        result = func(*args, **kwargs)
+        return list(result) if isinstance(result, types.GeneratorType) else result
+
+    return wrapper
+
+
+def _now(utc=False, fmt=None):
+    """Ansible's ``now()``: the current datetime (naive; UTC with ``utc``),
+    formatted by ``fmt`` when given."""
+    if utc:
+        value = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    else:
+        value = datetime.datetime.now()
+    return value.strftime(fmt) if fmt else value
 
 
 def _materializing(func):
@@ -334,10 +360,11 @@ def environment():
     env.filters.update(FILTERS)
     for name, func in list(env.filters.items()):
         if name not in _KEEP_LAZY:
-            env.filters[name] = _materializing(func)
+            func = _materializing(func)
+        env.filters[name] = _listing(func)
     env.tests.update(TESTS)
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
-                       q=_lookup_on_target)
+                       q=_lookup_on_target, now=_now)
     return env
 
 
