@@ -25,6 +25,7 @@ import collections.abc
 import datetime
 import functools
 import re
+import threading
 import types
 
 import jinja2
@@ -379,6 +380,60 @@ def _text_environment(overrides):
 def _trailing_newlines(text):
     """How many '\\n' end ``text``."""
     return len(text) - len(text.rstrip("\n"))
+
+
+# -- plugins ioc does not have: answered by the controller ----------------------------
+
+#: Per thread: ``call(kind, name, args, kwargs)`` that runs a plugin ioc lacks
+#: (the runner's channel to the controller, see ``batch.run_batch``).
+_CALLER = threading.local()
+#: The process-wide fallback (on the controller: Ansible's plugins, directly).
+_DEFAULT_CALLER = [None]
+
+
+def use_plugin_caller(call, default=False):
+    """Route calls of foreign plugins to ``call`` in this thread (or, with
+    ``default``, in every thread that set none)."""
+    if default:
+        _DEFAULT_CALLER[0] = call
+    else:
+        _CALLER.call = call
+
+
+def declare_foreign(kind, names):
+    """Make each of ``names`` (``kind`` is ``filter`` or ``test``) a stand-in that
+    the controller answers (``ioc.controller.plugins``). ioc's own stay."""
+    env = environment()
+    table = env.filters if kind == "filter" else env.tests
+    for name in names:
+        if name not in table:
+            table[name] = _foreign(kind, name)
+
+
+def _foreign(kind, name):
+    def proxy(*args, **kwargs):
+        call = getattr(_CALLER, "call", None) or _DEFAULT_CALLER[0]
+        if call is None:
+            raise TemplateError("the %s plugin %r runs on the controller, which this "
+                                "template cannot reach" % (kind, name))
+        args = [_plugin_arg(a) for a in args]
+        kwargs = dict((k, _plugin_arg(v)) for k, v in kwargs.items())
+        try:
+            return call(kind, name, args, kwargs)
+        except TemplateError:
+            raise
+        except Exception as exc:
+            raise TemplateError(str(exc)) from None
+    proxy.__name__ = name
+    return proxy
+
+
+def _plugin_arg(value):
+    """Only builtins cross to the controller; an undefined argument fails here,
+    as Ansible fails a plugin given one."""
+    if isinstance(value, Undefined):
+        _fail_undefined(value)
+    return to_builtin(value)
 
 
 def known_filters():

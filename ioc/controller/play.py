@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 from ioc.agentless_runner.batch import HostRun, Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller import bootstrap, closure, fetched, lookups, payloads
+from ioc.controller import bootstrap, closure, fetched, lookups, payloads, plugins
 from ioc.controller import connection
 from ioc.controller.connection import BecomeSpec, ConnectionSpec, Connector
 from ioc.controller.dispatch import HostCall, context_key, dispatch
@@ -848,6 +848,7 @@ class PlayExecutor:
             "vars": shipped,
             "state": wire_state,
             "options": self._options(step, active, host),
+            "plugins": plugins.declared(),
         }
 
     def _step_shape(self, step: Step) -> Dict[str, Any]:
