@@ -956,6 +956,11 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
             super()._store_facts(host, values, layer)
             send(("store", host, values, layer))
 
+    from ioc.ansible import plugins as ansible_plugins
+    from ioc.controller import plugins
+
+    ansible_plugins.install()
+    plugins.declare(request.get("plugins") or {})
     fetched: set = set()
     planned = request["planned"]
     run = BridgeRun(Playbook(path="", plays=()), request["inventory"], request["extra_vars"],
@@ -1355,6 +1360,9 @@ def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
     from ioc.errors import IocError
     from ioc.planner import explain, plan_play
 
+    from ioc.ansible import plugins as ansible_plugins
+
+    ansible_plugins.install()  # filters, tests, lookups ioc lacks: Ansible's, in the batch
     caps = runner_capabilities()
     converted = play_to_ir(iterator, loader, frozenset(caps.actions))
     try:
@@ -1512,7 +1520,10 @@ class _PlayRun:
                              shape="2.19" if __version__.startswith("2.19.") else "2.21",
                              # -K / --become-password-file (variables still win).
                              become_password=plain(self.play_context.become_pass) or None)
+        from ioc.controller import plugins
+
         return {"op": "play", "planned": self.planned, "inventory": inventory,
+                "plugins": plugins.declared(),
                 "modules": self.converted.converter.modules,
                 "extra_vars": plain(self.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options, "host_vars_files": self.converted.host_vars_files,

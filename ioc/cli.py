@@ -125,10 +125,9 @@ def ansible_modules(verbosity: int) -> Any:
 def install_ansible_plugins() -> None:
     """Filters, tests and lookups ioc does not have run as Ansible's own plugins,
     answered by this process (``ioc.controller.plugins``)."""
-    from ioc.ansible.plugins import AnsiblePlugins
-    from ioc.controller import plugins
+    from ioc.ansible import plugins
 
-    plugins.install(AnsiblePlugins())
+    plugins.install()
 
 
 def include_loader(attacher: Any) -> Callable[..., Any]:

@@ -45,8 +45,14 @@ class AnsiblePlugins:
     """Resolves and calls Ansible's plugins by name (``ioc.controller.plugins.PluginHost``)."""
 
     def __init__(self) -> None:
-        from ansible.parsing.dataloader import DataLoader
+        import warnings
 
+        from ansible.parsing.dataloader import DataLoader
+        from ansible.plugins.loader import init_plugin_loader
+
+        with warnings.catch_warnings():  # already set up inside ansible-playbook
+            warnings.simplefilter("ignore")
+            init_plugin_loader()
         self._data_loader = DataLoader()
 
     def resolves(self, kind: str, name: str) -> bool:
@@ -79,6 +85,14 @@ class AnsiblePlugins:
             return plain(value)
         except Exception as exc:
             raise PluginFailure(_message(exc)) from None
+
+
+def install() -> None:
+    """Answer for the plugins ioc lacks from this process (once)."""
+    from ioc.controller import plugins
+
+    if not plugins.installed():
+        plugins.install(AnsiblePlugins())
 
 
 def _message(exc: BaseException) -> str:

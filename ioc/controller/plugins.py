@@ -100,6 +100,15 @@ def declared() -> Dict[str, List[str]]:
     return {kind: sorted(_USED[kind]) for kind in ("filter", "test") if _USED[kind]}
 
 
+def declare(names: Dict[str, List[str]]) -> None:
+    """Adopt foreign names another process's planner accepted (the mitogen_batch
+    dispatcher gets them with each play)."""
+    with _LOCK:
+        for kind, listed in names.items():
+            _USED[kind].update(listed)
+            templating.declare_foreign(kind, listed)
+
+
 def call(kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
     """Run one plugin call on the controller; raises PluginFailure."""
     host = _HOST[0]

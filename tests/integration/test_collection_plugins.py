@@ -26,8 +26,8 @@ PLAY = """
         msg: "{{ inventory_hostname | community.general.dict_kv('host') }}"
     - name: a collection test, per loop item
       debug:
-        msg: "{{ item }} {{ item is community.general.ansible_type('str') }}"
-      loop: ["a", 1]
+        msg: "{{ item }} {{ item is community.general.a_module }}"
+      loop: ["ansible.builtin.copy", "no.such.module"]
     - name: a collection lookup
       debug:
         msg: "{{ query('community.general.cartesian', [1, 2], ['a']) }}"
@@ -52,8 +52,8 @@ def test_collection_filters_tests_and_lookups_run_in_a_batch(tmp_path, sshd):
                   env=env)
     assert run.rc == 0, run.stdout + run.stderr
     assert '"msg": {\n        "host": "h1"\n    }' in run.stdout
-    assert '"msg": "a True"' in run.stdout
-    assert '"msg": "1 False"' in run.stdout
+    assert '"msg": "ansible.builtin.copy True"' in run.stdout
+    assert '"msg": "no.such.module False"' in run.stdout
     assert '"msg": [\n        [\n            1,\n            "a"\n        ],' in run.stdout
     assert "The filter plugin 'community.general.lists_mergeby' failed: At least one list " \
            "and index are needed." in run.stdout
