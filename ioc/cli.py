@@ -117,7 +117,17 @@ def ansible_modules(verbosity: int) -> Any:
     from ioc.controller.capabilities import runner_capabilities
 
     caps = runner_capabilities()
-    return attacher_for_ioc_run(caps.actions, caps.options, verbosity)
+    attacher = attacher_for_ioc_run(caps.actions, caps.options, verbosity)
+    install_ansible_plugins()
+    return attacher
+
+
+def install_ansible_plugins() -> None:
+    """Filters, tests and lookups ioc does not have run as Ansible's own plugins,
+    answered by this process (``ioc.controller.plugins``)."""
+    from ioc.ansible import plugins
+
+    plugins.install()
 
 
 def include_loader(attacher: Any) -> Callable[..., Any]:

@@ -26,7 +26,9 @@ import time
 import traceback
 from collections import ChainMap
 
-from ioc.agentless_runner import actions, ansible_actions, results
+import mitogen.core
+
+from ioc.agentless_runner import actions, ansible_actions, results, templating
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, LoopTypeError,
                                        Scope, as_bool, safe_template, template_name)
 from ioc.agentless_runner.handlers import HandlerRun
@@ -54,7 +56,29 @@ def run_batch(batch, sender):
         raise ValueError("ioc runner speaks wire version %d, got %r"
                          % (WIRE_VERSION, batch.get("v")))
     CALLS[0] += 1
+    plugins = batch.get("plugins") or {}
+    for kind in plugins:
+        templating.declare_foreign(kind, plugins[kind])
+    templating.use_plugin_caller(_controller_caller(sender) if plugins else None)
     HostRun(batch, sender.send).run()
+
+
+def _controller_caller(sender):
+    """Ask the controller to run a plugin ioc lacks: one round trip.
+
+    The request travels on the batch's own event stream with a reply handle
+    (mitogen's ``reply_to``); the controller's dispatch loop answers it with
+    ``ioc.controller.plugins.answer`` and does not forward it as an event.
+    """
+    def call(kind, name, args, kwargs):
+        msg = mitogen.core.Message.pickled(
+            {"e": "plugin", "kind": kind, "name": name, "args": args, "kwargs": kwargs},
+            handle=sender.dst_handle)
+        answer = sender.context.send_await(msg)
+        if "error" in answer:
+            raise TemplateError(answer["error"])
+        return answer["value"]
+    return call
 
 
 def runner_info():

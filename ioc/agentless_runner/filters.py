@@ -32,6 +32,7 @@ import yaml
 from jinja2 import pass_environment
 from jinja2.runtime import Undefined
 
+
 __all__ = ["FILTERS", "FilterError", "names"]
 
 FILTERS = {}
@@ -55,8 +56,8 @@ def names():
 
 
 def _text(value):
-    if value is None:
-        return ""
+    """``value`` as text the way Ansible's ``to_text`` makes it: ``str()`` of a
+    non-string (``None`` is ``'None'``)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
     return value if isinstance(value, str) else str(value)
@@ -64,6 +65,11 @@ def _text(value):
 
 def _is_sequence(value):
     return isinstance(value, (list, tuple))
+
+
+def _class(value):
+    """How Ansible's messages name a value's type: ``<class 'str'>``."""
+    return "<class '%s'>" % type(value).__name__
 
 
 # -- booleans, types, defaults ---------------------------------------------------
@@ -91,14 +97,14 @@ def ternary(value, true_val, false_val, none_val=None):
 
 @_register("mandatory")
 def mandatory(value, msg=None):
-    """``value``, or an UndefinedVariableError if it is undefined."""
+    """``value``, or a FilterError if it is undefined (Ansible's is a filter
+    failure, not an undefined variable: ``default`` does not catch it)."""
     if isinstance(value, Undefined):
-        from ioc.agentless_runner.templating import UndefinedVariableError
         if msg is None:
             name = getattr(value, "_undefined_name", None)
             msg = ("Mandatory variable %r not defined." % (name,) if name is not None
                    else "Mandatory variable not defined.")
-        raise UndefinedVariableError(msg)
+        raise FilterError(_text(msg))
     return value
 
 
@@ -106,12 +112,6 @@ def mandatory(value, msg=None):
 def type_debug(value):
     """The name of ``value``'s type (``dict``, ``list``, ``str``...)."""
     return type(value).__name__
-
-
-@_register("dict")
-def to_dict(value):
-    """``dict(value)``: a mapping from a list of pairs."""
-    return dict(value)
 
 
 # -- strings and regular expressions ------------------------------------------------
@@ -123,8 +123,8 @@ def _flags(ignorecase=False, multiline=False):
 
 @_register("split")
 def split(value, separator=None, maxsplit=-1):
-    """``str.split`` as a filter: ``'a,b' | split(',')``."""
-    return _text(value).split(separator, maxsplit)
+    """``str.split`` as a filter: ``'a,b' | split(',')`` (a string only, as Ansible's)."""
+    return str.split(value, separator, maxsplit)
 
 
 @_register("regex_replace")
@@ -135,8 +135,9 @@ def regex_replace(value="", pattern="", replacement="", ignorecase=False,
     compiled = re.compile(pattern, _flags(ignorecase, multiline))
     output, subs = compiled.subn(replacement, value, count=count)
     if mandatory_count and mandatory_count != subs:
+        # (Ansible's message reports ``count``, not the matches: kept as users see it)
         raise FilterError("'%s' should match %d times, but matches %d times in '%s'"
-                          % (pattern, mandatory_count, subs, value))
+                          % (pattern, mandatory_count, count, value))
     return output
 
 
@@ -182,20 +183,54 @@ def regex_escape(string, re_type="python"):
         return re.escape(string)
     if re_type == "posix_basic":
         return re.sub(r"([].[^$*\\])", r"\\\1", string)
+    if re_type == "posix_extended":
+        raise FilterError("Regex type (%s) not yet implemented" % re_type)
     raise FilterError("Invalid regex type (%s)" % re_type)
 
 
 @_register("quote")
 def quote(value):
     """Quote for a POSIX shell (``shlex.quote``)."""
-    return shlex.quote(_text(value))
+    return shlex.quote("" if value is None else _text(value))
+
+
+_COMMENT_STYLES = {
+    "plain": {"decoration": "# "},
+    "erlang": {"decoration": "% "},
+    "c": {"decoration": "// "},
+    "cblock": {"beginning": "/*", "decoration": " * ", "end": " */"},
+    "xml": {"beginning": "<!--", "decoration": " - ", "end": "-->"},
+}
 
 
 @_register("comment")
-def comment(text, style="plain", decoration=None):
-    """Prefix every line with ``# `` (the ``plain`` style only)."""
-    prefix = "# " if decoration is None else decoration
-    return "\n".join((prefix + line).rstrip() for line in _text(text).split("\n"))
+def comment(text, style="plain", **options):
+    """``text`` as a comment block: Ansible's styles and every one of its options.
+
+    By default a line of the decoration without its trailing space frames the
+    text (``#``, then ``# line`` per line, then ``#``); ``beginning`` and
+    ``end`` add lines around that, ``prefix``/``postfix`` (``*_count`` times)
+    replace the framing lines, ``newline`` is the line separator.
+    """
+    if style not in _COMMENT_STYLES:
+        raise FilterError("Invalid style %r." % (style,))
+    params = _COMMENT_STYLES[style]
+    frame = options.get("decoration", params["decoration"]).rstrip()
+    p = {"newline": "\n", "beginning": "", "prefix": frame, "prefix_count": 1,
+         "decoration": "", "postfix": frame, "postfix_count": 1, "end": ""}
+    p.update(params)
+    p.update(options)
+    newline, decoration = p["newline"], p["decoration"]
+    head = "%s%s" % (p["beginning"], newline) if p["beginning"] else ""
+    if p["prefix"]:
+        line = newline if p["prefix"] == newline else p["prefix"] + newline
+        head += line * int(p["prefix_count"])
+    body = (decoration + text.replace(newline, newline + decoration)).replace(
+        decoration + newline, decoration.rstrip() + newline)
+    tail = newline.join([""] + [p["postfix"] for _ in range(p["postfix_count"])])
+    if p["end"]:
+        tail += newline + p["end"]
+    return head + body + tail
 
 
 # -- lists and sets -------------------------------------------------------------------
@@ -227,28 +262,46 @@ def _unique(items):
     return result
 
 
+# Ansible computes these with sets when every item is hashable, so the
+# result comes in a set's iteration order (ints by value, strings by their
+# hash, which changes from process to process), and in list order otherwise.
+
+
 @_register("union")
 def union(a, b):
-    """Items of ``a`` then ``b``, without duplicates."""
-    return _unique(list(a) + list(b))
+    """Items of ``a`` and ``b``, without duplicates."""
+    try:
+        return list(set(a) | set(b))
+    except TypeError:
+        return _unique(list(a) + list(b))
 
 
 @_register("intersect")
 def intersect(a, b):
-    """Items of ``a`` also in ``b``, in ``a``'s order, without duplicates."""
-    return _unique(x for x in a if x in b)
+    """Items of ``a`` also in ``b``, without duplicates."""
+    try:
+        return list(set(a) & set(b))
+    except TypeError:
+        return _unique(x for x in a if x in b)
 
 
 @_register("difference")
 def difference(a, b):
     """Items of ``a`` not in ``b``, without duplicates."""
-    return _unique(x for x in a if x not in b)
+    try:
+        return list(set(a) - set(b))
+    except TypeError:
+        return _unique(x for x in a if x not in b)
 
 
 @_register("symmetric_difference")
 def symmetric_difference(a, b):
     """Items in exactly one of ``a`` and ``b``."""
-    return union(difference(a, b), difference(b, a))
+    try:
+        return list(set(a) ^ set(b))
+    except TypeError:
+        both = intersect(a, b)
+        return [x for x in union(a, b) if x not in both]
 
 
 @_register("flatten")
@@ -331,17 +384,25 @@ def _merge_lists(old, new, list_merge):
 
 def merge_hash(x, y, recursive=True, list_merge="replace"):
     """``y`` merged over ``x`` (Ansible's merge_hash); neither is modified."""
+    if list_merge not in _LIST_MERGE:
+        raise FilterError("merge_hash: 'list_merge' argument can only be equal to 'replace', "
+                          "'keep', 'append', 'prepend', 'append_rp' or 'prepend_rp'")
     if not isinstance(x, dict) or not isinstance(y, dict):
-        raise FilterError("failed to combine variables, expected dicts but got a '%s' and a '%s'"
+        raise FilterError("failed to combine variables, expected dicts but got a '%s' and a '%s'."
                           % (type(x).__name__, type(y).__name__))
     if x == {} or x == y:
         return dict(y)
+    if y == {}:
+        return x
     x = dict(x)
     if not recursive and list_merge == "replace":
         x.update(y)
         return x
     for key, y_value in y.items():
-        x_value = x.get(key)
+        if key not in x:
+            x[key] = y_value
+            continue
+        x_value = x[key]
         if isinstance(x_value, dict) and isinstance(y_value, dict):
             x[key] = merge_hash(x_value, y_value, recursive, list_merge) if recursive else y_value
         elif isinstance(x_value, list) and isinstance(y_value, list):
@@ -353,28 +414,31 @@ def merge_hash(x, y, recursive=True, list_merge="replace"):
 
 @_register("combine")
 def combine(*terms, **kwargs):
-    """Merge dicts left to right; ``recursive`` and ``list_merge`` as Ansible's."""
+    """Merge dicts left to right; ``recursive`` and ``list_merge`` as Ansible's.
+
+    ``[d1, d2] | combine`` merges a list of dicts; a single term comes back
+    as it is, whatever it is, as in Ansible.
+    """
     recursive = kwargs.pop("recursive", False)
     list_merge = kwargs.pop("list_merge", "replace")
     if kwargs:
         raise FilterError("'recursive' and 'list_merge' are the only valid keyword arguments")
-    if list_merge not in _LIST_MERGE:
-        raise FilterError("'%s' is not a valid list_merge value" % (list_merge,))
     dicts = flatten(terms, levels=1)
     if not dicts:
         return {}
+    if len(dicts) == 1:
+        return dicts[0]
     result = dicts[-1]
     for d in reversed(dicts[:-1]):
         result = merge_hash(d, result, recursive, list_merge)
-    return dict(result)
+    return result
 
 
 @_register("dict2items")
 def dict2items(mydict, key_name="key", value_name="value"):
     """``{k: v}`` -> ``[{key: k, value: v}]``."""
     if not isinstance(mydict, dict):
-        raise FilterError("dict2items requires a dictionary, got %s instead."
-                          % type(mydict).__name__)
+        raise FilterError("dict2items requires a dictionary, got %s instead." % _class(mydict))
     return [{key_name: k, value_name: v} for k, v in mydict.items()]
 
 
@@ -382,15 +446,14 @@ def dict2items(mydict, key_name="key", value_name="value"):
 def items2dict(mylist, key_name="key", value_name="value"):
     """``[{key: k, value: v}]`` -> ``{k: v}``."""
     if not _is_sequence(mylist):
-        raise FilterError("items2dict requires a list, got %s instead."
-                          % type(mylist).__name__)
+        raise FilterError("items2dict requires a list, got %s instead." % _class(mylist))
     try:
         return dict((item[key_name], item[value_name]) for item in mylist)
-    except KeyError as exc:
-        raise FilterError("items2dict requires each dictionary in the list to contain "
-                          "the keys '%s' and '%s', missing %s" % (key_name, value_name, exc))
+    except KeyError:
+        raise FilterError("items2dict requires each dictionary in the list to contain the "
+                          "keys '%s' and '%s', got %s instead." % (key_name, value_name, mylist))
     except TypeError:
-        raise FilterError("items2dict requires a list of dictionaries")
+        raise FilterError("items2dict requires a list of dictionaries, got %s instead." % mylist)
 
 
 # -- JSON and YAML -------------------------------------------------------------------------
@@ -428,7 +491,26 @@ def from_json(value, *args, **kwargs):
 class _Dumper(yaml.SafeDumper):
     """Ansible's ``AnsibleDumper`` for plain data: any mapping is a dict, any
     other collection a list, and a ``str`` subclass (a template's Markup) a
-    string."""
+    string.
+
+    Ansible dumps with libyaml's emitter (PyYAML's ``CSafeDumper``, which
+    every PyYAML wheel carries); the target runs PyYAML's pure-Python one.
+    They differ in two places, and this emitter does as libyaml does: a
+    document that is a plain scalar ends without ``...``, and NEL (U+0085)
+    and characters beyond U+FFFF are not printable (the scalar is written
+    double-quoted, with escapes).
+    """
+
+    def write_plain(self, text, split=True):
+        yaml.SafeDumper.write_plain(self, text, split)
+        self.open_ended = False
+
+    def analyze_scalar(self, scalar):
+        analysis = yaml.SafeDumper.analyze_scalar(self, scalar)
+        if any(ch == "\x85" or ch > "\uffff" for ch in scalar):
+            analysis.allow_flow_plain = analysis.allow_block_plain = False
+            analysis.allow_single_quoted = analysis.allow_block = False
+        return analysis
 
 
 _Dumper.add_multi_representer(str, yaml.SafeDumper.represent_str)
@@ -451,9 +533,15 @@ def to_nice_yaml(value, indent=4, *args, default_flow_style=False, **kwargs):
 
 
 def _safe_loader():
-    """SafeLoader plus Ansible's ``!unsafe`` tag (the value, as text)."""
+    """SafeLoader plus Ansible's ``!unsafe`` tag (the value, as text), failing
+    on a character YAML forbids with libyaml's words, as Ansible's does."""
     class Loader(yaml.SafeLoader):
-        pass
+        def check_printable(self, data):
+            try:
+                yaml.SafeLoader.check_printable(self, data)
+            except yaml.reader.ReaderError as exc:
+                exc.reason = "control characters are not allowed"
+                raise
 
     Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
     return Loader
@@ -490,7 +578,8 @@ def b64encode(string, encoding="utf-8"):
 
 @_register("b64decode")
 def b64decode(string, encoding="utf-8"):
-    return base64.b64decode(_text(string)).decode(encoding, "surrogateescape")
+    data = base64.b64decode(_text(string).encode("utf-8", "surrogateescape"))
+    return data.decode(encoding, "surrogateescape")
 
 
 @_register("hash")
@@ -498,8 +587,8 @@ def hash_(data, hashtype="sha1"):
     """Hex digest of ``data`` with any hashlib algorithm."""
     try:
         digest = hashlib.new(hashtype)
-    except ValueError:
-        raise FilterError("unsupported hash type %s" % (hashtype,))
+    except Exception as exc:
+        raise FilterError(str(exc))
     digest.update(_text(data).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
@@ -518,51 +607,61 @@ def md5(data):
 @_register("to_uuid")
 def to_uuid(string, namespace="361E6D51-FAEC-444A-9079-341386DA8E2E"):
     """A name-based UUID in Ansible's namespace."""
-    return str(uuid.uuid5(uuid.UUID(str(namespace)), _text(string)))
+    try:
+        space = uuid.UUID(namespace)
+    except (AttributeError, ValueError) as exc:
+        raise FilterError("Invalid value '%s' for 'namespace': %s" % (_text(namespace), exc))
+    return str(uuid.uuid5(space, _text(string)))
+
+
+# Ansible calls os.path's functions on the value as it is: anything but a
+# string (or bytes) fails with os.path's TypeError.
 
 
 @_register("basename")
 def basename(path):
-    return os.path.basename(_text(path))
+    return os.path.basename(path)
 
 
 @_register("dirname")
 def dirname(path):
-    return os.path.dirname(_text(path))
+    return os.path.dirname(path)
 
 
 @_register("realpath")
 def realpath(path):
-    return os.path.realpath(_text(path))
+    return os.path.realpath(path)
 
 
 @_register("expanduser")
 def expanduser(path):
-    return os.path.expanduser(_text(path))
+    return os.path.expanduser(path)
 
 
 @_register("expandvars")
 def expandvars(path):
-    return os.path.expandvars(_text(path))
+    return os.path.expandvars(path)
 
 
 @_register("relpath")
 def relpath(path, start=os.curdir):
-    return os.path.relpath(_text(path), start)
+    return os.path.relpath(path, start)
 
 
 @_register("splitext")
 def splitext(path):
     """``['name', '.ext']``."""
-    return list(os.path.splitext(_text(path)))
+    return list(os.path.splitext(path))
 
 
 @_register("path_join")
 def path_join(paths):
     """``os.path.join`` of a list (a single string is returned as is)."""
     if isinstance(paths, str):
-        return paths
-    return os.path.join(*[_text(p) for p in paths])
+        return os.path.join(paths)
+    if _is_sequence(paths):
+        return os.path.join(*paths)
+    raise FilterError("|path_join expects string or sequence, got %s instead." % _class(paths))
 
 
 # -- math and time ---------------------------------------------------------------------------
@@ -586,14 +685,21 @@ def inversepower(x, base=2):
 @_register("to_datetime")
 def to_datetime(string, format="%Y-%m-%d %H:%M:%S"):
     """A ``datetime`` parsed with ``format`` (for date arithmetic in templates)."""
-    return datetime.datetime.strptime(_text(string), format)
+    return datetime.datetime.strptime(string, format)
 
 
 @_register("strftime")
 def strftime(string_format, second=None, utc=False):
     """Format ``second`` (epoch; default now) with ``string_format``."""
-    convert = time.gmtime if utc else time.localtime
-    return time.strftime(string_format, convert(None if second is None else float(second)))
+    if second is None:
+        second = time.time()
+    else:
+        try:
+            second = float(second)
+        except Exception:
+            raise FilterError("Invalid value for epoch value (%s)" % (second,))
+    zone = datetime.timezone.utc if utc else None
+    return datetime.datetime.fromtimestamp(second, tz=zone).strftime(string_format)
 
 
 # FQCN aliases: ``x | ansible.builtin.to_json``.

@@ -1,8 +1,7 @@
 """Lookups as the target sees them.
 
 *Pure* lookups (``items``, ``list``, ``dict``, ``indexed_items``,
-``sequence``, ``subelements``, ``nested``, ``together``, ``flattened``,
-``vars``) depend only on their arguments and the host's variables, so they
+``sequence``, ``subelements``, ``nested``, ``together``, ``vars``: ansible-core's) depend only on their arguments and the host's variables, so they
 run right here, also as ``with_<name>`` loops.
 
 Every other lookup reads the *controller* (its files, its environment, its
@@ -13,12 +12,14 @@ table; a call the controller did not foresee (its arguments depend on values
 produced inside the batch, which the planner should have cut before) fails
 the task with a message that says so, instead of guessing.
 """
+import decimal
 import itertools
 import json
+import re
 
-from ioc.agentless_runner.templating import TemplateError
+from ioc.agentless_runner.template_errors import TemplateError, UndefinedVariableError
 
-__all__ = ["PURE", "key", "Lookups"]
+__all__ = ["PURE", "key", "Lookups", "shape"]
 
 
 def key(plugin, terms, kwargs):
@@ -33,105 +34,202 @@ def listify(terms):
     return [terms]
 
 
-def _items(terms, variables):
+# Each lookup below does what ansible-core's plugin of that name does, down to
+# how it treats odd input (a string where a list is expected is iterated).
+
+
+def _flatten(terms):
+    """One level of flattening (Ansible's ``LookupBase._flatten``)."""
     out = []
     for term in terms:
-        out.extend(term if isinstance(term, list) else [term])
+        if isinstance(term, (list, tuple)):
+            out.extend(term)
+        else:
+            out.append(term)
     return out
+
+
+def _items(terms, variables):
+    return _flatten(terms)
 
 
 def _dict(terms, variables):
     out = []
     for term in terms:
         if not isinstance(term, dict):
-            raise LookupFailure("with_dict expects a dict")
+            raise LookupFailure("the 'dict' lookup plugin expects a dictionary, got '%s' of type %s)"
+                                % (term, type(term)))
         out.extend({"key": k, "value": v} for k, v in term.items())
     return out
 
 
 def _indexed_items(terms, variables):
-    return [[i, x] for i, x in enumerate(_items(terms, variables))]
-
-
-def _flattened(terms, variables):
-    out = []
-
-    def walk(value):
-        if isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-        elif value is not None:
-            out.append(value)
-    walk(terms)
-    return out
+    items = _flatten(terms)
+    return [[i, x] for i, x in enumerate(items)]
 
 
 def _nested(terms, variables):
-    lists = [t if isinstance(t, list) else [t] for t in terms]
-    return [list(combo) for combo in itertools.product(*lists)]
+    if not terms:
+        raise LookupFailure("with_nested requires at least one element in the nested list")
+    result = terms[0]
+    for more in terms[1:]:
+        result = [_flatten([x, y]) for x in result for y in more]
+    return [_flatten(x) for x in result]
 
 
 def _together(terms, variables):
-    lists = [t if isinstance(t, list) else [t] for t in terms]
-    return [list(row) for row in itertools.zip_longest(*lists)]
+    if not terms:
+        raise LookupFailure("with_together requires at least one element in each list")
+    return [_flatten(row) for row in itertools.zip_longest(*terms)]
 
 
 def _subelements(terms, variables):
-    if len(terms) < 2:
-        raise LookupFailure("subelements lookup expects a list and a key")
-    items, name = terms[0], terms[1]
-    flags = terms[2] if len(terms) > 2 and isinstance(terms[2], dict) else {}
-    if isinstance(items, dict):
-        items = list(items.values())
+    def fail(msg=""):
+        raise LookupFailure("subelements lookup expects a list of two or three items, " + msg)
+    if not 2 <= len(terms) <= 3:
+        fail()
+    if not isinstance(terms[0], (list, dict)) or not isinstance(terms[1], str):
+        fail("first a dict or a list, second a string pointing to the subkey")
+    keys = terms[1].split(".")
+    if isinstance(terms[0], dict):
+        if terms[0].get("skipped", False) is not False:
+            return []
+        elements = list(terms[0].values())
+    else:
+        elements = terms[0]
+    flags = terms[2] if len(terms) == 3 else {}
+    if not isinstance(flags, dict) and not all(k in ("skip_missing",) for k in flags):
+        fail("the optional third item must be a dict with flags ('skip_missing',)")
     out = []
-    for item in items:
-        value = item
-        for part in str(name).split("."):
-            if not isinstance(value, dict) or part not in value:
-                if flags.get("skip_missing"):
-                    value = None
-                    break
-                raise LookupFailure("could not find '%s' key in iterated item '%s'" % (name, item))
-            value = value[part]
-        if value is None:
+    for element in elements:
+        if not isinstance(element, dict):
+            raise LookupFailure("subelements lookup expects a dictionary, got '%s'" % (element,))
+        if element.get("skipped", False) is not False:
             continue
-        if not isinstance(value, list):
-            raise LookupFailure("the key %s should point to a list, got '%s'" % (name, value))
-        out.extend([item, sub] for sub in value)
+        skip_missing = _boolean(flags.get("skip_missing", False))
+        # Ansible pops the list out of (its copy of) the element: item.0 lacks it
+        element = dict(element)
+        value, sublist = element, []
+        for key in keys:
+            last = key == keys[-1]
+            if key not in value:
+                if skip_missing:
+                    continue
+                raise LookupFailure("could not find '%s' key in iterated item '%s'" % (key, value))
+            if not last:
+                if not isinstance(value[key], dict):
+                    if skip_missing:
+                        continue
+                    raise LookupFailure("the key %s should point to a dictionary, got '%s'"
+                                        % (key, value[key]))
+                value[key] = dict(value[key])
+                value = value[key]
+            elif not isinstance(value[key], list):
+                raise LookupFailure("the key %s should point to a list, got '%s'" % (key, value[key]))
+            else:
+                sublist = value.pop(key, [])
+        out.extend([element, item] for item in sublist)
     return out
+
+
+def _boolean(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).lower() in ("y", "yes", "on", "1", "true", "t", "1.0")
+
+
+_NUM = "(0?x?[0-9a-f]+)"
+_SHORTCUT = re.compile("^(" + _NUM + "-)?" + _NUM + "(/" + _NUM + ")?(:(.+))?$", re.I)
+#: A frozenset as in Ansible: options are checked in its (hash) order, so the
+#: first invalid one reported is the one Ansible reports.
+_SEQUENCE_FIELDS = frozenset(("start", "end", "stride", "count", "format"))
 
 
 def _sequence(terms, variables):
     out = []
     for term in terms:
-        out.extend(_one_sequence(term))
+        options = _sequence_options(term)
+        out.extend(_one_sequence(options))
     return out
 
 
-def _one_sequence(term):
-    params = {"start": "1", "end": None, "count": None, "stride": "1", "format": "%d"}
-    text = str(term).strip()
-    if text and "=" not in text.split()[0]:
-        first, _, rest = text.partition(" ")
-        bounds, _, fmt = first.partition("/")
-        start, dash, end = bounds.rpartition("-") if "-" in bounds[1:] else ("1", "-", bounds)
-        params.update(start=start or "1", end=end)
-        if fmt:
-            params["format"] = fmt
-        text = rest
-    for word in text.split():
-        name, _, value = word.partition("=")
-        params[name] = value
-    start, stride = int(params["start"], 0), int(params["stride"], 0)
-    if params["count"] is not None:
-        end = start + (int(params["count"], 0) - 1) * stride
-    elif params["end"] is not None:
-        end = int(params["end"], 0)
+def _sequence_options(term):
+    options = {"start": 1, "end": None, "stride": 1, "count": None, "format": "%d"}
+    given = {}
+    match = _SHORTCUT.match(term)
+    if match:
+        _, start, end, _, stride, _, fmt = match.groups()
+        given = {k: v for k, v in (("start", start), ("end", end), ("stride", stride),
+                                   ("format", fmt)) if v is not None}
     else:
+        try:
+            pairs = _split_kv(term)
+        except Exception as exc:
+            raise LookupFailure("unknown error parsing with_sequence arguments: %r. Error was: %s"
+                                % (term, exc))
+        unknown = [k for k in pairs if k not in _SEQUENCE_FIELDS]
+        if unknown:
+            raise LookupFailure("unrecognized arguments to with_sequence: %s" % unknown)
+        given = pairs
+    for name in _SEQUENCE_FIELDS:
+        if given.get(name) is not None:
+            options[name] = given[name] if name == "format" else _integer(given[name])
+    return options
+
+
+def _split_kv(term):
+    """``k=v`` words; a word without ``=`` is Ansible's ``_raw_params``."""
+    pairs = {}
+    raw = []
+    for word in term.split():
+        name, eq, value = word.partition("=")
+        if eq:
+            pairs[name] = value
+        else:
+            raw.append(word)
+    if raw:
+        pairs["_raw_params"] = " ".join(raw)
+    return pairs
+
+
+def _integer(value):
+    """An option of type integer, as Ansible's config converts it."""
+    if isinstance(value, int):
+        return int(value)
+    try:
+        number = decimal.Decimal(value)
+        if number == int(number):
+            return int(number)
+    except (decimal.InvalidOperation, ValueError, TypeError):
+        pass
+    raise LookupFailure("Invalid value provided for 'integer': %r" % (value,))
+
+
+def _one_sequence(o):
+    if o["count"] is None and o["end"] is None:
         raise LookupFailure("must specify count or end in with_sequence")
-    step = stride if stride else 1
-    stop = end + (1 if step > 0 else -1)
-    return [params["format"] % i for i in range(start, stop, step)]
+    if o["count"] is not None and o["end"] is not None:
+        raise LookupFailure("can't specify both count and end in with_sequence")
+    if o["count"] is not None:
+        if o["count"] == 0:
+            return []
+        o["end"] = o["start"] + o["count"] * o["stride"] - 1
+    if o["stride"] > 0 and o["end"] < o["start"]:
+        raise LookupFailure("to count backwards make stride negative")
+    if o["stride"] < 0 and o["end"] > o["start"]:
+        raise LookupFailure("to count forward don't make stride negative")
+    if o["stride"] == 0:
+        return []
+    if o["format"].count("%") != 1:
+        raise LookupFailure("bad formatting string: %s" % o["format"])
+    adjust = 1 if o["stride"] >= 0 else -1
+    out = []
+    for number in range(o["start"], o["end"] + adjust, o["stride"]):
+        try:
+            out.append(o["format"] % number)
+        except (ValueError, TypeError):
+            raise LookupFailure("problem formatting %r with %r" % (number, o["format"]))
+    return out
 
 
 def _vars(terms, variables, default=None):
@@ -142,7 +240,7 @@ def _vars(terms, variables, default=None):
         elif default is not None:
             out.append(default)
         else:
-            raise LookupFailure("No variable found with this name: %s" % term)
+            raise UndefinedVariableError("No variable named '%s' was found." % (term,))
     return out
 
 
@@ -153,9 +251,25 @@ class LookupFailure(TemplateError):
 #: Lookups that run on the target: name -> function(terms, variables).
 PURE = {
     "items": _items, "list": lambda terms, variables: list(terms), "dict": _dict,
-    "indexed_items": _indexed_items, "flattened": _flattened, "nested": _nested,
+    "indexed_items": _indexed_items, "nested": _nested,
     "together": _together, "subelements": _subelements, "sequence": _sequence,
 }
+
+
+def shape(values, wantlist):
+    """What ``lookup()`` returns for a plugin's ``values``, as Ansible shapes it.
+
+    The list itself with ``wantlist`` or when it is empty; its one item; or,
+    for several, the items joined with commas when they are all strings, else
+    the list.
+    """
+    if wantlist or not values:
+        return values
+    if len(values) == 1:
+        return values[0]
+    if all(isinstance(v, str) for v in values):
+        return ",".join(values)
+    return values
 
 
 class Lookups(object):
@@ -184,12 +298,7 @@ class Lookups(object):
         return answer["value"]
 
     def lookup(self, plugin, *terms, **kwargs):
-        values = self.results(plugin, list(terms), kwargs)
-        if kwargs.get("wantlist"):
-            return values
-        if len(values) == 1:
-            return values[0]
-        return ",".join(str(v) for v in values)
+        return shape(self.results(plugin, list(terms), kwargs), kwargs.get("wantlist"))
 
     def query(self, plugin, *terms, **kwargs):
         return self.results(plugin, list(terms), kwargs)

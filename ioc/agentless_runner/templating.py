@@ -22,8 +22,10 @@ Imports only the stdlib, jinja2 and markupsafe; runs on Python 3.9+.
 """
 import collections
 import collections.abc
+import datetime
 import functools
 import re
+import threading
 import types
 
 import jinja2
@@ -33,6 +35,8 @@ from jinja2.parser import Parser
 from jinja2.runtime import Undefined
 
 from ioc.agentless_runner.filters import FILTERS
+from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
+                                                  UndefinedVariableError)
 from ioc.agentless_runner.tests_jinja import TESTS
 
 __all__ = [
@@ -55,25 +59,6 @@ _KEEP_LAZY = frozenset((
     # extract(container) reads one key of a possibly huge mapping (hostvars).
     "extract",
 ))
-
-
-class TemplateError(Exception):
-    """A templating failure; ``str()`` is the message a user sees."""
-
-    def __init__(self, message):
-        Exception.__init__(self, message)
-        self.message = message
-
-    def __str__(self):
-        return self.message
-
-
-class UndefinedVariableError(TemplateError):
-    """A template used a variable, key or attribute that does not exist."""
-
-
-class ConditionalResultError(TemplateError):
-    """A condition evaluated to something other than a bool."""
 
 
 def is_template(value):
@@ -143,7 +128,11 @@ class _StrictUndefined(jinja2.StrictUndefined):
             return self._undefined_hint
         if self._undefined_obj is jinja2.utils.missing:
             return "%r is undefined" % (self._undefined_name,)
-        # ansible-core 2.21's Marker hint, for attributes and items alike
+        # ansible-core 2.21's Marker hints: a missing attribute or string key,
+        # or a missing element (a key of any other type)
+        if isinstance(self._undefined_name, int):
+            return "%s object has no element %r" % (
+                _native_type_name(self._undefined_obj), self._undefined_name)
         return "object of type %r has no attribute %r" % (
             _native_type_name(self._undefined_obj), self._undefined_name)
 
@@ -188,6 +177,27 @@ def to_builtin(value):
                           types.GeneratorType)):
         return [to_builtin(v) for v in value]
     return value
+
+
+def _listing(func):
+    """Wrap a filter so a generator it returns is a list, as Ansible's plugin
+    wrapper makes it: ``reject(...) | length`` works."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        result = func(*args, **kwargs)
+        return list(result) if isinstance(result, types.GeneratorType) else result
+
+    return wrapper
+
+
+def _now(utc=False, fmt=None):
+    """Ansible's ``now()``: the current datetime (naive; UTC with ``utc``),
+    formatted by ``fmt`` when given."""
+    if utc:
+        value = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    else:
+        value = datetime.datetime.now()
+    return value.strftime(fmt) if fmt else value
 
 
 def _materializing(func):
@@ -351,10 +361,11 @@ def environment():
     env.filters.update(FILTERS)
     for name, func in list(env.filters.items()):
         if name not in _KEEP_LAZY:
-            env.filters[name] = _materializing(func)
+            func = _materializing(func)
+        env.filters[name] = _listing(func)
     env.tests.update(TESTS)
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
-                       q=_lookup_on_target)
+                       q=_lookup_on_target, now=_now)
     return env
 
 
@@ -369,6 +380,60 @@ def _text_environment(overrides):
 def _trailing_newlines(text):
     """How many '\\n' end ``text``."""
     return len(text) - len(text.rstrip("\n"))
+
+
+# -- plugins ioc does not have: answered by the controller ----------------------------
+
+#: Per thread: ``call(kind, name, args, kwargs)`` that runs a plugin ioc lacks
+#: (the runner's channel to the controller, see ``batch.run_batch``).
+_CALLER = threading.local()
+#: The process-wide fallback (on the controller: Ansible's plugins, directly).
+_DEFAULT_CALLER = [None]
+
+
+def use_plugin_caller(call, default=False):
+    """Route calls of foreign plugins to ``call`` in this thread (or, with
+    ``default``, in every thread that set none)."""
+    if default:
+        _DEFAULT_CALLER[0] = call
+    else:
+        _CALLER.call = call
+
+
+def declare_foreign(kind, names):
+    """Make each of ``names`` (``kind`` is ``filter`` or ``test``) a stand-in that
+    the controller answers (``ioc.controller.plugins``). ioc's own stay."""
+    env = environment()
+    table = env.filters if kind == "filter" else env.tests
+    for name in names:
+        if name not in table:
+            table[name] = _foreign(kind, name)
+
+
+def _foreign(kind, name):
+    def proxy(*args, **kwargs):
+        call = getattr(_CALLER, "call", None) or _DEFAULT_CALLER[0]
+        if call is None:
+            raise TemplateError("the %s plugin %r runs on the controller, which this "
+                                "template cannot reach" % (kind, name))
+        args = [_plugin_arg(a) for a in args]
+        kwargs = dict((k, _plugin_arg(v)) for k, v in kwargs.items())
+        try:
+            return call(kind, name, args, kwargs)
+        except TemplateError:
+            raise
+        except Exception as exc:
+            raise TemplateError(str(exc)) from None
+    proxy.__name__ = name
+    return proxy
+
+
+def _plugin_arg(value):
+    """Only builtins cross to the controller; an undefined argument fails here,
+    as Ansible fails a plugin given one."""
+    if isinstance(value, Undefined):
+        _fail_undefined(value)
+    return to_builtin(value)
 
 
 def known_filters():

@@ -56,8 +56,8 @@ def failed(result):
 
 @_register("success", "succeeded")
 def success(result):
-    """The registered result did not fail."""
-    return not bool(_result(result, "success").get("failed", False))
+    """The registered result did not fail (Ansible's message names 'failed')."""
+    return not failed(result)
 
 
 @_register("changed", "change")
@@ -67,9 +67,10 @@ def changed(result):
     if "changed" in result:
         return bool(result["changed"])
     items = result.get("results")
-    if isinstance(items, collections.abc.Sequence) and not isinstance(items, str):
-        return any(isinstance(r, collections.abc.Mapping) and r.get("changed", False)
-                   for r in items)
+    # Ansible reads results[0] first: an empty list fails as it does there
+    if isinstance(items, collections.abc.Sequence) and not isinstance(items, str) \
+            and isinstance(items[0], collections.abc.Mapping):
+        return any(r.get("changed") for r in items)
     return False
 
 
@@ -116,7 +117,7 @@ def search(value, pattern="", ignorecase=False, multiline=False):
 def regex(value="", pattern="", ignorecase=False, multiline=False, match_type="search"):
     """``match_type`` is ``search`` (default), ``match`` or ``fullmatch``."""
     if match_type not in ("search", "match", "fullmatch"):
-        raise TestError("Invalid match_type (%s)" % match_type)
+        raise TestError("Invalid match_type specified. Expected one of: search, match, fullmatch.")
     return _regex(value, pattern, ignorecase, multiline, match_type)
 
 
@@ -128,7 +129,7 @@ _OPERATORS = {
 }
 _LOOSE_COMPONENT = re.compile(r"(\d+|[a-z]+|\.)", re.I)
 _STRICT = re.compile(r"^(\d+)\.(\d+)(\.(\d+))?([ab](\d+))?$", re.A)
-_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
+_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
 def _loose_key(version):
@@ -161,7 +162,8 @@ def _semver_key(version):
 
 
 _VERSION_TYPES = {"loose": _loose_key, "strict": _strict_key,
-                  "semver": _semver_key, "semantic": _semver_key}
+                  "semver": _semver_key, "semantic": _semver_key, "pep440": None}
+_VERSION_TYPE_NAMES = ("loose", "strict", "semver", "semantic", "pep440")
 
 
 def _compare(a, b, op):
@@ -178,16 +180,19 @@ def version(value, version="", operator="eq", strict=None, version_type=None):
         raise TestError("Input version value cannot be empty")
     if not version:
         raise TestError("Version parameter to compare against cannot be empty")
-    if operator not in _OPERATORS:
-        raise TestError("Invalid operator type (%s)" % operator)
     kind = "strict" if strict else (version_type or "loose")
     if kind not in _VERSION_TYPES:
         raise TestError("Invalid version type (%s). Must be one of %s"
-                        % (kind, ", ".join(sorted(_VERSION_TYPES))))
+                        % (kind, ", ".join(map(repr, _VERSION_TYPE_NAMES))))
+    if kind == "pep440":
+        raise TestError("The pep440 version_type is not implemented on the target by ioc")
+    if operator not in _OPERATORS:
+        raise TestError("Invalid operator type (%s). Must be one of %s"
+                        % (operator, ", ".join(map(repr, _OPERATORS))))
     key = _VERSION_TYPES[kind]
     try:
         return _compare(key(str(value)), key(str(version)), _OPERATORS[operator])
-    except TypeError as exc:
+    except Exception as exc:
         raise TestError("Version comparison failed: %s" % exc)
 
 

@@ -85,6 +85,11 @@ def serve(inp: BinaryIO, out: IO[bytes]) -> None:
 def serve_play(request: Dict[str, Any], connector: Connector,
                link: ParentLink) -> Dict[str, Any]:
     """Run one play request; the summary the parent settles Ansible's state from."""
+    from ioc.ansible import plugins as ansible_plugins
+    from ioc.controller import plugins
+
+    ansible_plugins.install()  # the plugins ioc lacks, answered here for the runners
+    plugins.declare(request.get("plugins") or {})
     run = BridgeRun(link, request)
     executor = run.bridge_executor(request["planned"], list(request["hosts"]), connector)
     executor.run()

@@ -9,7 +9,7 @@ pickle (both sides are the same ioc, the same Python).
 
 The parent sends one request per play::
 
-    {"op": "play", "planned": PlannedPlay, "inventory": Inventory, "modules",
+    {"op": "play", "planned": PlannedPlay, "inventory": Inventory, "modules", "plugins",
      "extra_vars", "hosts", "memory", "options", "host_vars_files", "skip",
      "hosts_all", "removed"}
 

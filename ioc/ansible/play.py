@@ -147,8 +147,10 @@ def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
     from ioc.controller.capabilities import runner_capabilities
     from ioc.controller.playbook import PlannedPlay
     from ioc.errors import IocError
+    from ioc.ansible import plugins as ansible_plugins
     from ioc.planner import explain, plan_play
 
+    ansible_plugins.install()  # filters, tests, lookups ioc lacks: Ansible's, in the batch
     caps = runner_capabilities()
     converted = play_to_ir(iterator, loader, frozenset(caps.actions))
     try:

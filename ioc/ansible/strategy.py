@@ -115,7 +115,10 @@ class PlayRun:
                              # -K / --become-password-file (variables still win).
                              become_password=plain(state.play_context.become_pass) or None)
         converted = state.converted
+        from ioc.controller import plugins
+
         return {"op": "play", "planned": state.planned, "inventory": inventory,
+                "plugins": plugins.declared(),
                 "modules": converted.converter.modules,
                 "extra_vars": plain(state.vm.extra_vars), "hosts": names, "memory": memory,
                 "options": options, "host_vars_files": converted.host_vars_files,

@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 from ioc.agentless_runner import actions, modules, templating
-from ioc.controller import lookups
+from ioc.controller import lookups, plugins
 from ioc.planner import Capabilities
 
 
 def runner_capabilities() -> Capabilities:
-    """Actions, filters and tests the runner can execute."""
+    """Actions, filters and tests the runner can execute.
+
+    Filters, tests and lookups are ioc's own plus, once a plugin host is
+    installed (``controller/plugins.py``), every one Ansible resolves.
+    """
     return Capabilities(
         actions=frozenset(modules.MODULES) | actions.NATIVE | {"meta"},
-        filters=frozenset(templating.known_filters()),
-        tests=frozenset(templating.known_tests()),
-        lookups=lookups.KNOWN,
+        filters=plugins.names("filter", templating.known_filters()),
+        tests=plugins.names("test", templating.known_tests()),
+        lookups=plugins.names("lookup", lookups.KNOWN),
         options={name: frozenset(modules.get(name).OPTIONS) for name in modules.MODULES},
     )

@@ -17,6 +17,7 @@ import mitogen.core
 import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
+from ioc.controller import plugins
 from ioc.transport import bootstrap
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
 from ioc.transport.connector import BecomeFailed, Connector, Unreachable
@@ -95,7 +96,7 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             return
         if call.in_process:
             runner_batch.HostRun(call.wire, lambda event: put((call.host, event))).run()
-            return
+            return  # (foreign plugins: the process-wide caller, see controller/plugins.py)
         try:
             ctx = connector.context(call.connection, call.spec, call.become)
         except Unreachable as exc:
@@ -146,6 +147,9 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 return
             if msg.receiver is reply:
                 return  # run_batch returned: every event has been delivered
+            if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
+                msg.reply(plugins.answer(value))
+                continue
             tracker.received += len(msg.data)
             tracker.see(value)
             if value.get("e") == "end":

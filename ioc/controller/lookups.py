@@ -23,8 +23,9 @@ import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
-from ioc.agentless_runner.lookups import PURE, key, listify
-from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim
+from ioc.agentless_runner.lookups import PURE, key, listify, shape
+from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
+from ioc.controller import plugins
 from ioc.controller.payloads import candidates
 from ioc.model import Block, Task, to_wire
 
@@ -198,11 +199,18 @@ class _Recorder:
         table_key = key(plugin, terms, kwargs)
         if table_key not in self.table:
             try:
-                value = PLUGINS[plugin](terms, dict(kwargs), self.ctx_for())
+                if plugin in PLUGINS:
+                    value = PLUGINS[plugin](terms, dict(kwargs), self.ctx_for())
+                elif plugin in plugins.names("lookup", frozenset()):
+                    # Ansible's own plugin (a collection's...), run here like ours
+                    value = plugins.call("lookup", plugin, to_builtin(terms),
+                                         to_builtin(_plain_kwargs(kwargs)))
+                else:
+                    raise KeyError(plugin)
                 self.table[table_key] = {"value": value}
             except KeyError:
                 self.table[table_key] = {"error": "lookup plugin (%s) not found" % plugin}
-            except (LookupError_, OSError, UnicodeError) as exc:
+            except (LookupError_, plugins.PluginFailure, OSError, UnicodeError) as exc:
                 self.table[table_key] = {"error": str(exc)}
         answer = self.table[table_key]
         if "error" in answer:
@@ -210,13 +218,14 @@ class _Recorder:
         return answer["value"]
 
     def lookup(self, plugin: str, *terms: Any, **kwargs: Any) -> Any:
-        values = self.results(plugin, terms, kwargs)
-        if kwargs.get("wantlist"):
-            return values
-        return values[0] if len(values) == 1 else ",".join(str(v) for v in values)
+        return shape(self.results(plugin, terms, kwargs), kwargs.get("wantlist"))
 
     def query(self, plugin: str, *terms: Any, **kwargs: Any) -> List[Any]:
         return self.results(plugin, terms, kwargs)
+
+
+def _plain_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k not in ("wantlist", "errors")}
 
 
 def needs_controller(task: Task) -> bool:

@@ -12,7 +12,7 @@ from ioc.agentless_runner.batch import HostRun
 from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
-from ioc.controller import closure, fetched, lookups, payloads
+from ioc.controller import closure, fetched, lookups, payloads, plugins
 from ioc.controller.dispatch import HostCall, context_key, dispatch
 from ioc.controller.payloads import ModulePayloads
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
@@ -859,6 +859,7 @@ class PlayExecutor:
             "vars": shipped,
             "state": wire_state,
             "options": self._options(step, active, host),
+            "plugins": plugins.declared(),
         }
 
     def _step_shape(self, step: Step) -> Dict[str, Any]:

@@ -30,7 +30,7 @@ from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule
 CONTROLLER_FILE_ARGS = {"copy": "src", "template": "src", "unarchive": "src",
                         "script": "_raw_params", "include_vars": "_raw_params"}
 #: Lookups that run on the target (pure): they never need a cut.
-PURE_LOOKUPS = frozenset({"items", "list", "dict", "indexed_items", "flattened", "nested",
+PURE_LOOKUPS = frozenset({"items", "list", "dict", "indexed_items", "nested",
                           "together", "subelements", "sequence", "vars"})
 
 

@@ -227,16 +227,6 @@ def test_networkx_only_in_planner_graph():
 
 # -- no import cycles (issue 20) ----------------------------------------------
 
-#: Cycles that exist and are being removed, each as the sorted modules of its
-#: strongly connected component. The only one: ``agentless_runner/filters.py``
-#: and ``templating.py`` import each other (filters imports templating inside
-#: a function); the lead's rewrite of those files removes it, and with it
-#: this entry (the test fails once the cycle is gone and the entry is not).
-KNOWN_CYCLES = frozenset({
-    ("ioc.agentless_runner.filters", "ioc.agentless_runner.templating"),
-})
-
-
 def module_name(rel_path: str) -> str:
     """``ioc/loader/__init__.py`` -> ``ioc.loader``; ``ioc/model.py`` -> ``ioc.model``."""
     name = rel_path[:-len(".py")].replace("/", ".")
@@ -302,11 +292,8 @@ def import_cycles(graph: Dict[str, Set[str]]) -> Set[Tuple[str, ...]]:
 
 def test_no_import_cycles_in_ioc():
     """No module of ioc/ imports itself back through others, function-level imports too."""
-    cycles = import_cycles(import_graph())
-    new = sorted(cycles - KNOWN_CYCLES)
-    assert not new, "import cycles in ioc/:\n  %s" % "\n  ".join(" <-> ".join(c) for c in new)
-    gone = sorted(KNOWN_CYCLES - cycles)
-    assert not gone, "these known cycles are gone: remove them from KNOWN_CYCLES: %s" % gone
+    cycles = sorted(import_cycles(import_graph()))
+    assert not cycles, "import cycles in ioc/:\n  %s" % "\n  ".join(" <-> ".join(c) for c in cycles)
 
 
 def test_the_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path):

@@ -94,10 +94,6 @@ def test_type_debug_names_builtin_types():
     assert check("'s' | type_debug") == "str"
 
 
-def test_dict_filter_from_pairs():
-    assert check("[['a', 1]] | dict") == {"a": 1}
-
-
 def test_list_filter():
     assert check("'ab' | list") == ["a", "b"]
 

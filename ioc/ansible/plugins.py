@@ -1,0 +1,107 @@
+"""Ansible's own filter, test and lookup plugins, run on the controller for the runner.
+
+ioc's runner has its own implementations of ansible-core's common filters,
+tests and pure lookups (proven equal: tests/unit/test_filters_against_ansible.py).
+Anything else a template names -- a collection's filter
+(``community.general.dict_kv``), a builtin ioc does not implement
+(``password_hash``), a collection's lookup -- is resolved here by Ansible's
+plugin loaders and run by Ansible's own Templar, exactly as
+``ansible-playbook`` would run it (argument handling, error messages). Only
+builtins go in and come out (:func:`plain`), because the values cross the
+runner's connection.
+
+Used through ``ioc.controller.plugins`` (which must not import ansible).
+"""
+from __future__ import annotations
+
+import collections.abc
+from typing import Any, Dict, List
+
+from ansible.errors import AnsibleError
+
+_LOADER_NAMES = {"filter": "filter_loader", "test": "test_loader", "lookup": "lookup_loader"}
+
+
+def plain(value: Any) -> Any:
+    """``value`` as builtins (Ansible's tagged and lazy values unwrapped)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, collections.abc.Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    raise TypeError("a %s cannot cross to the target" % type(value).__name__)
+
+
+class AnsiblePlugins:
+    """Resolves and calls Ansible's plugins by name (``ioc.controller.plugins.PluginHost``)."""
+
+    def __init__(self) -> None:
+        import warnings
+
+        from ansible.parsing.dataloader import DataLoader
+        from ansible.plugins.loader import init_plugin_loader
+
+        with warnings.catch_warnings():  # already set up inside ansible-playbook
+            warnings.simplefilter("ignore")
+            init_plugin_loader()
+        self._data_loader = DataLoader()
+
+    def resolves(self, kind: str, name: str) -> bool:
+        from ansible.plugins import loader
+
+        plugin_loader = getattr(loader, _LOADER_NAMES[kind])
+        try:
+            if kind == "lookup":
+                return bool(plugin_loader.has_plugin(name))
+            return plugin_loader.get(name) is not None
+        except (KeyError, AnsibleError):
+            return False
+
+    def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
+        """The plugin's result as builtins; raises ``PluginFailure`` with Ansible's message."""
+        from ansible.template import Templar, trust_as_template
+
+        from ioc.controller.plugins import PluginFailure
+
+        if kind == "filter":
+            expression = "__ioc_args[0] | %s(*__ioc_args[1:], **__ioc_kwargs)" % name
+        elif kind == "test":
+            expression = "__ioc_args[0] is %s(*__ioc_args[1:], **__ioc_kwargs)" % name
+        else:
+            expression = "query(__ioc_name, *__ioc_args, **__ioc_kwargs)"
+        templar = Templar(loader=self._data_loader, variables={})
+        try:
+            value = templar.evaluate_expression(trust_as_template(expression), local_variables={
+                "__ioc_args": args, "__ioc_kwargs": kwargs, "__ioc_name": name})
+            return plain(value)
+        except Exception as exc:
+            raise PluginFailure(_message(exc)) from None
+
+
+def install() -> None:
+    """Answer for the plugins ioc lacks from this process (once)."""
+    from ioc.controller import plugins
+
+    if not plugins.installed():
+        plugins.install(AnsiblePlugins())
+
+
+def _message(exc: BaseException) -> str:
+    """Ansible's message for a plugin failure: its own, then each cause's."""
+    parts = [str(getattr(exc, "message", None) or exc)]
+    cause = exc.__cause__
+    while cause is not None:
+        text = str(getattr(cause, "message", None) or cause)
+        if text not in parts[-1]:
+            parts.append(text)
+        cause = cause.__cause__
+    return ": ".join(parts)
