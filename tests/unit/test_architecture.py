@@ -227,6 +227,7 @@ def test_networkx_only_in_planner_graph():
 
 # -- no import cycles (issue 20) ----------------------------------------------
 
+
 def module_name(rel_path: str) -> str:
     """``ioc/loader/__init__.py`` -> ``ioc.loader``; ``ioc/model.py`` -> ``ioc.model``."""
     name = rel_path[:-len(".py")].replace("/", ".")
