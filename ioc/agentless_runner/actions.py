@@ -7,11 +7,16 @@ from ioc.agentless_runner import modules, results
 from ioc.agentless_runner.context import ModuleContext as Context
 from ioc.agentless_runner.context import ModuleError
 
-__all__ = ["Context", "run", "NATIVE"]
+__all__ = ["Context", "run", "NATIVE", "NATIVE_OPTIONS"]
 
 #: Actions the executor implements itself, beside the modules package.
 NATIVE = frozenset({"set_fact", "gather_facts", "add_host", "group_by", "pause",
                     "include_vars", "include_tasks", "include_role"})
+
+
+#: The arguments the executor's own actions take where they take fewer than
+#: Ansible's (the planner refuses the rest, naming them).
+NATIVE_OPTIONS = {"include_vars": frozenset({"file", "name"})}
 
 
 def run(action, args, ctx):
@@ -134,6 +139,9 @@ def _include_vars(args, ctx):
         entry = ctx.controller_file(str(source))
     except ModuleError as exc:
         return {"failed": True, "changed": False, "msg": exc.msg}
+    if entry["content"].startswith(b"$ANSIBLE_VAULT"):  # only the controller has secrets
+        return {"failed": True, "changed": False,
+                "msg": "Attempting to decrypt but no vault secrets found"}
     try:
         data = FILTERS["from_yaml"](entry["content"].decode("utf-8"))
     except Exception as exc:  # malformed YAML: the task fails, naming the file

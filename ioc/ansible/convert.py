@@ -40,7 +40,7 @@ BRIDGE_INCLUDES = frozenset({"include_tasks", "include_role"})
 #: Actions that run through Ansible's own task machinery, one task at a time
 #: (their variables come back from Ansible's variable manager, their inventory
 #: changes from their results, as for ioc's own add_host/group_by).
-_BRIDGE_PER_TASK = frozenset({"include_vars", "pause", "async_status", "add_host", "group_by"})
+_BRIDGE_PER_TASK = frozenset({"pause", "async_status", "add_host", "group_by"})
 #: refresh_inventory re-reads Ansible's inventory sources in the main process:
 #: it runs there (``_execute_meta``), and ioc's copy of the inventory follows.
 _BRIDGE_META_PER_TASK = frozenset({"refresh_inventory"})
@@ -186,6 +186,8 @@ class Converter:
             self.refuse(self._module_why or "module %s has no native ioc implementation" % action)
         if action in _BRIDGE_PER_TASK:
             self.refuse("%s acts on Ansible's controller state" % action)
+        if action == "include_vars":
+            self.include_vars(task, raw)
         for keyword in ("async_val", "timeout"):
             if getattr(task, keyword, None):
                 self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
@@ -256,6 +258,28 @@ class Converter:
             # Ansible, their other handlers natively.
             self.reasons[id(ir)] = self._why
         return ir
+
+    def include_vars(self, task: Any, args: Mapping[str, Any]) -> None:
+        """``include_vars`` of one file runs natively (the file ships with the batch,
+        the runner reads it) unless the file is vault-encrypted: only the parent
+        holds the vault secrets. A templated file name is looked at when the
+        dispatcher ships it, where a vaulted file fails its task, saying so."""
+        name = args.get("file", args.get("_raw_params"))
+        if self.loader is None or not isinstance(name, str) or "{{" in name:
+            return
+        role = getattr(task, "_role", None)
+        if role is not None:
+            path = self.loader.path_dwim_relative(role._role_path, "vars", name, is_role=True)
+        else:
+            path = self.loader.path_dwim_relative(self.loader.get_basedir(), "vars", name)
+        try:
+            with open(path, "rb") as handle:
+                vaulted = handle.read(14) == b"$ANSIBLE_VAULT"
+        except OSError:
+            return  # missing: the runner fails it as Ansible would
+        if vaulted:
+            self.refuse("include_vars of a vault-encrypted file (%s) needs the vault secrets"
+                        % name)
 
     def ansible_module(self, task: Any, action: str, args: Mapping[str, Any]) -> Optional[str]:
         """The module key when the task runs Ansible's own module code in the runner.

@@ -17,5 +17,6 @@ def runner_capabilities() -> Capabilities:
         filters=plugins.names("filter", templating.known_filters()),
         tests=plugins.names("test", templating.known_tests()),
         lookups=plugins.names("lookup", lookups.KNOWN),
-        options={name: frozenset(modules.get(name).OPTIONS) for name in modules.MODULES},
+        options={**{name: frozenset(modules.get(name).OPTIONS) for name in modules.MODULES},
+                 **actions.NATIVE_OPTIONS},
     )

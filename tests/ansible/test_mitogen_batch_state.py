@@ -207,3 +207,52 @@ def test_fact_gathering_options_run_natively(ansible, ansible_python):
     assert "skipping: [h2]" in batch.stdout
     assert batch.through_ansible == [], batch.log
     assert batch.steps == ["Batch 0-2 on 2 host(s)", "Batch 0-2 on 2 host(s)"], batch.log
+
+
+def test_include_vars_runs_natively_and_its_values_reach_later_plays(ansible, ansible_python):
+    """include_vars of a role's and a playbook's file runs in the batch (no step
+    through Ansible); its values win over play vars, reach hostvars and later
+    plays, and an option ioc does not take sends only that task through Ansible."""
+    ansible.write("vars/site.yml", "color: red\nlist: [1, 2]\n")
+    ansible.write("vars/more/a.yml", "extra_a: from dir\n")
+    ansible.write("roles/r/vars/inner.yml", "inner: from role\n")
+    ansible.write("roles/r/tasks/main.yml", """
+        - include_vars: inner.yml
+        - debug:
+            msg: "{{ inner }}"
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            color: play
+          tasks:
+            - include_vars: site.yml
+              register: iv
+            - debug:
+                msg: "{{ color }} {{ list | sum }} {{ iv.ansible_included_var_files | length }}"
+            - include_role:
+                name: r
+            - include_vars:
+                name: bundle
+                file: vars/site.yml
+            - debug:
+                msg: "{{ bundle.color }} {{ hostvars['h2'].color }}"
+            - include_vars:
+                dir: vars/more
+            - debug:
+                msg: "{{ extra_a }}"
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "later {{ color }} {{ inner }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "red 3 1"' in batch.stdout and '"msg": "from role"' in batch.stdout
+    assert '"msg": "red red"' in batch.stdout and '"msg": "later red from role"' in batch.stdout
+    # Only the include_vars with dir: (an option ioc does not take) ran through Ansible.
+    assert batch.through_ansible == ["AnsibleStep 8 on 2 host(s)"], batch.log
