@@ -7,38 +7,18 @@ Anything else a template names -- a collection's filter
 (``password_hash``), a collection's lookup -- is resolved here by Ansible's
 plugin loaders and run by Ansible's own Templar, exactly as
 ``ansible-playbook`` would run it (argument handling, error messages). Only
-builtins go in and come out (:func:`plain`), because the values cross the
-runner's connection.
+builtins go in and come out (``values.plain``), because the values cross
+the runner's connection.
 
 Used through ``ioc.controller.plugins`` (which must not import ansible).
 """
 from __future__ import annotations
 
-import collections.abc
 from typing import Any, Dict, List
 
-from ansible.errors import AnsibleError
+from ioc.ansible.values import plain
 
 _LOADER_NAMES = {"filter": "filter_loader", "test": "test_loader", "lookup": "lookup_loader"}
-
-
-def plain(value: Any) -> Any:
-    """``value`` as builtins (Ansible's tagged and lazy values unwrapped)."""
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value)
-    if isinstance(value, collections.abc.Mapping):
-        return {plain(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(v) for v in value]
-    raise TypeError("a %s cannot cross to the target" % type(value).__name__)
 
 
 class AnsiblePlugins:
@@ -56,6 +36,7 @@ class AnsiblePlugins:
         self._data_loader = DataLoader()
 
     def resolves(self, kind: str, name: str) -> bool:
+        from ansible.errors import AnsibleError
         from ansible.plugins import loader
 
         plugin_loader = getattr(loader, _LOADER_NAMES[kind])

@@ -40,7 +40,7 @@ def test_relative_symlink_resolved_against_link_dir(tmp_path):
                                         'want to create the link: %s' % (tmp_path / "sub" / "target"))
     r = run(src="nowhere", path=str(tmp_path / "dangling"), state="link", force=True)
     assert r["changed"] and os.readlink(str(tmp_path / "dangling")) == "nowhere"
-    assert r["state"] == "absent"  # Ansible reports a dangling link's state as absent
+    assert "state" not in r  # add_path_info says nothing of a path that does not exist
     assert "Cannot set fs attributes on a non-existent symlink target" in r["warnings"][0]
 
 

@@ -23,9 +23,9 @@ def test_content(tmp_path):
 
 def test_errors(tmp_path):
     r = run(src=str(tmp_path / "none"))
-    assert r["failed"] and r["msg"] == "file not found: %s" % (tmp_path / "none")
+    assert r["failed"] and r["msg"] == "File not found: %s" % (tmp_path / "none")
     r = run(src=str(tmp_path))
-    assert r["failed"] and r["msg"] == "source is a directory and must be a file: %s" % tmp_path
+    assert r["failed"] and r["msg"] == "Source is a directory and must be a file: %s" % tmp_path
     r = run()
     assert r["failed"] and r["msg"] == "missing required arguments: src"
     assert os.listdir(str(tmp_path)) == []
