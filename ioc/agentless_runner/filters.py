@@ -541,6 +541,8 @@ def _safe_loader():
                 yaml.SafeLoader.check_printable(self, data)
             except yaml.reader.ReaderError as exc:
                 exc.reason = "control characters are not allowed"
+                # libyaml counts the position in bytes of the UTF-8 text
+                exc.position = len(data[:exc.position].encode("utf-8", "surrogatepass"))
                 raise
 
     Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
