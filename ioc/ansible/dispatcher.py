@@ -88,7 +88,9 @@ def serve_play(request: Dict[str, Any], connector: Connector,
     from ioc.ansible import plugins as ansible_plugins
     from ioc.controller import plugins
 
-    ansible_plugins.install()  # the plugins ioc lacks, answered here for the runners
+    # The plugins ioc lacks, answered here for the runners; what Ansible
+    # displays while running them is printed by the parent, as linear does.
+    ansible_plugins.install(display=link.display)
     plugins.declare(request.get("plugins") or {})
     run = BridgeRun(link, request)
     executor = run.bridge_executor(request["planned"], list(request["hosts"]), connector)

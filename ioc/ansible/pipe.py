@@ -18,6 +18,8 @@ dispatcher *tells* the parent what the replay releases, in linear order:
 
 * ``("step_start", key, hosts, first)``, ``("event", host, event)``,
   ``("left", host, end)``, ``("step_end", key)`` — a step's runner events;
+* ``("display", method, args, kwargs)`` — a call of Ansible's ``Display`` made
+  in the dispatcher (a plugin's warning), replayed on the parent's;
 * ``("callback", name, args)`` — a play-level callback (no hosts remaining,
   a warning);
 * ``("store", host, values, layer)`` — ``delegate_facts`` for a host outside
@@ -161,6 +163,10 @@ class ParentLink:
     def callback(self, name: str, args: Tuple[Any, ...] = ()) -> None:
         """A play-level callback: ``no_hosts_remaining``, ``warning``."""
         self.send(("callback", name, args))
+
+    def display(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+        """A call of Ansible's ``Display`` made here (a plugin's warning), for the parent's."""
+        self.send(("display", method, args, kwargs))
 
     def store(self, host: str, values: Dict[str, Any], layer: str) -> None:
         """``delegate_facts`` gave ``host`` (outside the play) facts: Ansible keeps them too."""

@@ -14,7 +14,8 @@ Used through ``ioc.controller.plugins`` (which must not import ansible).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import contextlib
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ioc.ansible.values import plain
 
@@ -22,9 +23,16 @@ _LOADER_NAMES = {"filter": "filter_loader", "test": "test_loader", "lookup": "lo
 
 
 class AnsiblePlugins:
-    """Resolves and calls Ansible's plugins by name (``ioc.controller.plugins.PluginHost``)."""
+    """Resolves and calls Ansible's plugins by name (``ioc.controller.plugins.PluginHost``).
 
-    def __init__(self) -> None:
+    ``display``: where what Ansible displays while it loads or runs a plugin
+    (warnings, deprecations) goes, as ``display(method, args, kwargs)``:
+    under mitogen_batch, to the parent's console, where linear would have
+    printed it. None leaves it to this process's stderr.
+    """
+
+    def __init__(self, display: Optional[Callable[..., None]] = None) -> None:
+        self.display = display
         import warnings
 
         from ansible.parsing.dataloader import DataLoader
@@ -61,19 +69,55 @@ class AnsiblePlugins:
             expression = "query(__ioc_name, *__ioc_args, **__ioc_kwargs)"
         templar = Templar(loader=self._data_loader, variables={})
         try:
-            value = templar.evaluate_expression(trust_as_template(expression), local_variables={
-                "__ioc_args": args, "__ioc_kwargs": kwargs, "__ioc_name": name})
+            with _warnings_to(self.display):
+                value = templar.evaluate_expression(trust_as_template(expression),
+                                                    local_variables={"__ioc_args": args,
+                                                                     "__ioc_kwargs": kwargs,
+                                                                     "__ioc_name": name})
             return plain(value)
         except Exception as exc:
             raise PluginFailure(_message(exc)) from None
 
 
-def install() -> None:
-    """Answer for the plugins ioc lacks from this process (once)."""
+@contextlib.contextmanager
+def _warnings_to(forward: Optional[Callable[..., None]]) -> Iterator[None]:
+    """For the time of one plugin call, hand what Ansible displays to ``forward``.
+
+    Ansible's own route for a worker process (``Display._final_q``): each
+    proxied display call -- ``_warning``, ``_deprecated``, ``display`` -- goes
+    as ``forward(method, args, kwargs)``, and the parent replays it on its
+    ``Display``, as the strategy's results thread does for its workers.
+    """
+    if forward is None:
+        yield
+        return
+    from ansible.utils.display import Display
+
+    display = Display()
+    saved = display._final_q
+    display._final_q = _Forward(forward)
+    try:
+        yield
+    finally:
+        display._final_q = saved
+
+
+class _Forward:
+    """The ``send_display`` end of :func:`_warnings_to`."""
+
+    def __init__(self, forward: Callable[..., None]) -> None:
+        self.forward = forward
+
+    def send_display(self, method: str, *args: Any, **kwargs: Any) -> None:
+        self.forward(method, args, kwargs)
+
+
+def install(display: Optional[Callable[..., None]] = None) -> None:
+    """Answer for the plugins ioc lacks from this process (once); see :class:`AnsiblePlugins`."""
     from ioc.controller import plugins
 
     if not plugins.installed():
-        plugins.install(AnsiblePlugins())
+        plugins.install(AnsiblePlugins(display))
 
 
 def _message(exc: BaseException) -> str:

@@ -155,6 +155,9 @@ class PlayRun:
                 events.host_left(*reply[1:])
             elif kind == "callback":
                 events.play_level(reply[1], reply[2])
+            elif kind == "display":  # as the strategy's results thread does for a worker
+                from ansible.utils.display import Display
+                getattr(Display(), reply[1])(*reply[2], **reply[3])
             elif kind == "ansible":
                 dispatcher.request(dict(self.tasks.run_task(*reply[1:]), op="ansible_done"))
             elif kind == "include":
