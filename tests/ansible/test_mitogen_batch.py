@@ -393,11 +393,12 @@ def test_a_task_ioc_lacks_runs_through_ansible_between_native_batches(ansible, a
     verbose = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-vvv"])
     said = [line for line in verbose.stdout.splitlines() if line.startswith("mitogen_batch: task")]
     assert said == [
-        "mitogen_batch: task %d runs through Ansible: module greet has no native ioc "
-        "implementation: task %s (%s/play.yml:%d)" % (index, name, ansible.workdir, line)
+        "mitogen_batch: task %d runs through Ansible: greet runs the action plugin greet on "
+        "the controller: task %s (%s/play.yml:%d)" % (index, name, ansible.workdir, line)
         for index, name, line in ((3, "greet through ansible", 8), (6, "greet fails on h2", 18),
                                   (10, "greet notifies", 29))], verbose.stdout
-    assert "controller step (ansible): runs through Ansible: module greet" in verbose.stdout
+    assert "controller step (ansible): runs through Ansible: greet runs the action plugin" \
+        in verbose.stdout
 
 
 def test_tasks_run_through_ansible_over_ssh(ansible, ansible_python, sshd):
@@ -455,14 +456,16 @@ def test_task_keywords_ioc_lacks_run_through_ansible(ansible, ansible_python):
     assert batch.steps.count("Batch 1-1 on 1 host(s)") == 2, batch.log
 
 
-def test_include_vars_and_pause_run_through_ansible(ansible, ansible_python):
-    """Their values come back from Ansible's variable manager to the native tasks after them."""
-    ansible.write("vars/extra.yml", "from_file: file value\nlisted: [1, 2]\n")
+def test_include_vars_with_dir_and_pause_run_through_ansible(ansible, ansible_python):
+    """Their values come back from Ansible's variable manager to the native tasks after them
+    (an include_vars of one file runs natively: test_mitogen_batch_state.py)."""
+    ansible.write("vars/extra/a.yml", "from_file: file value\nlisted: [1, 2]\n")
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
           tasks:
-            - include_vars: vars/extra.yml
+            - include_vars:
+                dir: vars/extra
             - debug:
                 msg: "{{ from_file }} {{ listed | sum }}"
             - pause:

@@ -110,7 +110,8 @@ def test_the_plan_and_vv_say_which_handler_runs_through_ansible(ansible, ansible
                                             "ANSIBLE_CONFIG": str(ansible.config)})
     assert plan.returncode == 0, plan.stderr
     assert "controller step (ansible): flush runs a handler through Ansible: handler foreign " \
-           "(play.yml:21): module greet has no native ioc implementation; its other handlers " \
+           "(play.yml:21): greet runs the action plugin greet on the controller; its other " \
+           "handlers " \
            "run natively: (flush handlers)" in plan.stdout, plan.stdout
     assert "h1  handler foreign: through Ansible" in plan.stdout
     assert "runs whole with the linear strategy" not in plan.stdout
