@@ -965,6 +965,10 @@ def _serve_play(request: Dict[str, Any], connector: Any, send: Callable[[Any], N
     executor = Executor(base.plan, base.hosts, base.ctx, base.static_layers, base.magic,
                         base.removed)
     executor.run()
+    # The transport report ioc-run prints: runner calls per host, for -vvv
+    # readers and benchmarks/realworld.py (IOC_BRIDGE_LOG).
+    for line in executor.ctx.transport.lines(verbose=True):
+        LOG.info("%s", line)
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
                           "included": s.included, "marked": s.marked}
                       for h, s in executor.hosts.items()},
