@@ -230,6 +230,9 @@ class _Converter:
         self.loader = loader
         self.vm = variable_manager
         self.origin: Dict[int, Any] = {}
+        #: id(Ansible include task) -> the warnings and deprecations loading its
+        #: file raised (static_include), shown when a host includes it.
+        self.load_warnings: Dict[int, List[Any]] = {}
         #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
         self.reasons: Dict[int, str] = {}
         self._why: Optional[str] = None
@@ -449,10 +452,16 @@ class _Converter:
         else:
             path = self.loader.path_dwim(name)
         try:
-            blocks = _load_task_file(path, task, self.play, self.loader, self.vm)
-            nodes = self.section(blocks)
+            # Linear loads the file when a host includes it; what loading it
+            # would display (a deprecated module name, ...) waits until then.
+            with _warnings_captured() as captured:
+                blocks = _load_task_file(path, task, self.play, self.loader, self.vm)
+                nodes = self.section(blocks)
         except (AnsibleError, OSError):
             return None
+        if captured is not None:
+            self.load_warnings[id(task)] = (list(captured.get_warnings())
+                                            + list(captured.get_deprecation_warnings()))
         head = dataclasses.replace(ir, include_scope=None)
         self.origin[id(head)] = task
         return Block(block=nodes, location=ir.location, implicit=True, include=head)
@@ -1833,6 +1842,7 @@ class _PlayRun:
         results, self.include_results = self.include_results, []
         for included_file in IncludedFile.process_include_results(
                 results, iterator=self.iterator, loader=self.s._loader, variable_manager=self.vm):
+            _display_captured(self.converted.converter.load_warnings.get(id(self.task), ()))
             for host in included_file._hosts:
                 self.tqm._stats.increment("ok", host.name)
             self.tqm.send_callback("v2_playbook_on_include", included_file)
@@ -2334,6 +2344,29 @@ def _result(host: Any, task: Any, result: Dict[str, Any], action: str, status: s
                                                    source_is_module=False)
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _warnings_captured() -> Any:
+    """Ansible's ``DeferredWarningContext``: what would be displayed is kept instead."""
+    import contextlib
+
+    try:
+        from ansible._internal._display_utils import DeferredWarningContext
+    except ImportError:  # pragma: no cover - before 2.19
+        return contextlib.nullcontext(None)
+    return DeferredWarningContext(variables={})
+
+
+def _display_captured(summaries: Sequence[Any]) -> None:
+    """Display what :func:`_warnings_captured` kept, as Display would have (deduplicated)."""
+    from ansible.utils.display import Display
+
+    display = Display()
+    for summary in summaries:
+        if type(summary).__name__ == "DeprecationSummary":
+            display._deprecated(summary)
+        else:
+            display._warning(summary)
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
