@@ -33,7 +33,7 @@ from typing import Dict, List, Optional, Sequence
 from benchmarks.delayproxy import DelayProxy
 from tests.realworld.harness import BY_NAME, SCENARIOS, Run, Runner, ansible_python
 from tests.realworld.prepare import main as prepare
-from tests.realworld.sandbox import Target
+from tests.realworld.sandbox import Target, exit_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("linear", "mitogen_linear", "mitogen_batch", "ioc-run")
@@ -173,6 +173,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", help="Markdown file whose real-roles section is replaced")
     parser.add_argument("--json", help="raw measurements to this file")
     args = parser.parse_args(argv)
+    exit_on_sigterm()
     if prepare():
         return 1
     python = ansible_python()

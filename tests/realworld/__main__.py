@@ -25,6 +25,7 @@ from typing import Dict, List, Sequence
 from tests.realworld.harness import (BY_NAME, ENGINES, ROOT, SCENARIOS, Outcome, Runner,
                                      ansible_python, apply_twice, differences)
 from tests.realworld.prepare import collection_versions, main as prepare
+from tests.realworld.sandbox import exit_on_sigterm
 
 
 def _versions(python: str) -> Dict[str, str]:
@@ -98,6 +99,7 @@ def main(argv: Sequence[str] = ()) -> int:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--out", help="write the table (Markdown) to this file")
     args = parser.parse_args(list(argv))
+    exit_on_sigterm()
     python = ansible_python()
     prepare_status = prepare()
     if prepare_status:

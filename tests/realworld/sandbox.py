@@ -203,6 +203,13 @@ def descendants(pid: int) -> List[int]:
     return out
 
 
+def exit_on_sigterm() -> None:
+    """SIGTERM unwinds (``with Target()`` stops its namespace) instead of killing outright."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+
+
 class Target:
     """One pristine Debian 12 host reachable over ssh (see the module docstring).
 
@@ -276,12 +283,11 @@ class Target:
         proc, self.process = self.process, None
         if proc is not None and proc.poll() is None:
             inside = descendants(proc.pid)
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=20)
+            # unshare --fork ignores SIGTERM while it waits; SIGKILL ends it
+            # and --kill-child's parent-death signal ends sshd, the
+            # namespace's PID 1: the kernel kills every other process in it.
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and any(os.path.exists("/proc/%d" % p) for p in inside):
                 time.sleep(0.1)
