@@ -171,8 +171,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--delay-ms", type=int, default=150)
     parser.add_argument("--out", help="Markdown file whose real-roles section is replaced")
-    parser.add_argument("--json", help="raw measurements to this file")
+    parser.add_argument("--json", help="raw measurements to this file (written as they come)")
+    parser.add_argument("--from-json", nargs="+", metavar="FILE",
+                        help="measure nothing: report these files' measurements (in order)")
+    parser.add_argument("--minutes", type=float, default=0.0,
+                        help="with --from-json: the measuring time to report")
+    parser.add_argument("--command", help="with --from-json: the measuring command(s) to report")
     args = parser.parse_args(argv)
+    if args.from_json:
+        return report(load(args.from_json), args, ansible_python(), args.minutes, argv)
     exit_on_sigterm()
     if prepare():
         return 1
@@ -185,14 +192,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for engine in args.engines.split(","):
                 print("%s under %s at %d ms ..." % (role, engine, args.delay_ms), file=sys.stderr)
                 results += measure(runner, role, engine, args.delay_ms)
+                if args.json:  # as it goes: a long run interrupted still has its numbers
+                    save(results, Path(args.json))
     minutes = (time.monotonic() - t0) / 60
+    return report(results, args, python, minutes, argv)
+
+
+def save(results: List[Measure], path: Path) -> None:
+    path.write_text(json.dumps([dataclasses.asdict(m) for m in results], indent=1))
+
+
+def load(paths: Sequence[str]) -> List[Measure]:
+    out: List[Measure] = []
+    for path in paths:
+        out += [Measure(**m) for m in json.loads(Path(path).read_text())]
+    return out
+
+
+def report(results: List[Measure], args: argparse.Namespace, python: str, minutes: float,
+           argv: Optional[Sequence[str]]) -> int:
     from tests.realworld.__main__ import _versions
     v = _versions(python)
     meta = {"ansible-core": v["ansible-core"], "mitogen": v["mitogen"], "ioc": v["ioc"]}
-    command = "python -m benchmarks.realworld" + "".join(" " + a for a in (argv or sys.argv[1:]))
+    command = args.command or ("python -m benchmarks.realworld"
+                                + "".join(" " + a for a in (argv or sys.argv[1:])))
     section = render(results, args.delay_ms, command, minutes, meta)
-    if args.json:
-        Path(args.json).write_text(json.dumps([dataclasses.asdict(m) for m in results], indent=1))
     if args.out:
         write_section(Path(args.out), section)
     print(section)
