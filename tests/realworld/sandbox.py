@@ -149,7 +149,7 @@ LogLevel ERROR
 # Runs as PID 1's parent shell inside the new namespaces, then becomes sshd.
 START = r"""
 set -eu
-M="$1"; LOWER="$2"; UPPER="$3"; WORK="$4"; KEYS="$5"; APT="$6"
+M="$1"; LOWER="$2"; UPPER="$3"; WORK="$4"; KEYS="$5"; APT="$6"; APTUP="$7"; APTWORK="$8"
 mount -t overlay overlay -o "lowerdir=$LOWER,upperdir=$UPPER,workdir=$WORK" "$M"
 mount -t proc -o nosuid,nodev,noexec proc "$M/proc"
 mount --bind "$M/proc/sys" "$M/proc/sys"
@@ -171,7 +171,7 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$M/dev/shm"
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$M/run"
 mkdir -p "$M/run/sshd" "$M/run/lock"
 chmod 1777 "$M/run/lock"
-mount --bind "$APT" "$M/var/cache/apt/archives"
+mount -t overlay overlay -o "lowerdir=$APT,upperdir=$APTUP,workdir=$APTWORK" "$M/var/cache/apt/archives"
 cp "$KEYS/ioc_host_ed25519_key" "$KEYS/ioc_authorized_keys" "$KEYS/ioc_sshd_config" "$M/etc/ssh/"
 chmod 600 "$M/etc/ssh/ioc_host_ed25519_key"
 hostname {hostname}
@@ -231,7 +231,7 @@ class Target:
         lower = build_rootfs()
         apt = cache_dir() / "apt-archives"
         (apt / "partial").mkdir(parents=True, exist_ok=True)
-        for d in ("upper", "work", "merged", "keys"):
+        for d in ("upper", "work", "merged", "keys", "apt-upper", "apt-work"):
             (self.tmp / d).mkdir()
         keys = self.tmp / "keys"
         _keygen(keys / "ioc_host_ed25519_key")
@@ -245,7 +245,8 @@ class Target:
             ["unshare", "--mount", "--pid", "--uts", "--propagation", "private",
              "--kill-child=SIGKILL", "sh", "-c", script, "start",
              str(self.tmp / "merged"), str(lower), str(self.tmp / "upper"),
-             str(self.tmp / "work"), str(keys), str(apt)],
+             str(self.tmp / "work"), str(keys), str(apt), str(self.tmp / "apt-upper"),
+             str(self.tmp / "apt-work")],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
         log.close()
@@ -291,7 +292,17 @@ class Target:
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and any(os.path.exists("/proc/%d" % p) for p in inside):
                 time.sleep(0.1)
+        self._keep_downloads()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _keep_downloads(self) -> None:
+        """Packages this target downloaded join the shared cache (each by a rename)."""
+        shared = cache_dir() / "apt-archives"
+        for deb in (self.tmp / "apt-upper").glob("*.deb"):
+            if not (shared / deb.name).exists():
+                staged = shared / "partial" / (".%s.%d" % (deb.name, os.getpid()))
+                shutil.copyfile(deb, staged)
+                os.replace(staged, shared / deb.name)
 
     def __enter__(self) -> "Target":
         return self.start()
