@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import pickle
 import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from tests.realworld.harness import (BY_NAME, ENGINES, ROOT, SCENARIOS, Outcome, Runner,
                                      ansible_python, apply_twice, differences)
@@ -93,11 +94,34 @@ def render(outcomes: Dict[str, Dict[str, Outcome]], meta: Dict[str, str], comman
     return "\n".join(lines) + "\n"
 
 
+def _kept(keep: Optional[str], role: str, engine: str) -> Optional[Outcome]:
+    path = Path(keep or "/nonexistent") / ("%s-%s" % (role, engine)) / "outcome.pkl"
+    if keep and path.is_file():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    return None
+
+
+def _keep(keep: Optional[str], outcome: Outcome) -> None:
+    if keep:
+        path = Path(keep) / ("%s-%s" % (outcome.scenario.name, outcome.engine))
+        path.mkdir(parents=True, exist_ok=True)
+        with open(path / "outcome.pkl", "wb") as f:
+            pickle.dump(outcome, f)
+        for i, run in enumerate(outcome.runs):
+            (path / ("stdout%d" % i)).write_text(run.stdout)
+            (path / ("stderr%d" % i)).write_text(run.stderr)
+            (path / ("log%d" % i)).write_text(run.log)
+
+
 def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.realworld")
     parser.add_argument("--roles", default=",".join(s.name for s in SCENARIOS))
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--out", help="write the table (Markdown) to this file")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="save each (role, engine) outcome in DIR/<role>-<engine>/outcome.pkl "
+                             "and reuse the ones already there (a long run can be resumed)")
     args = parser.parse_args(list(argv))
     exit_on_sigterm()
     python = ansible_python()
@@ -116,7 +140,10 @@ def main(argv: Sequence[str] = ()) -> int:
             scenario = BY_NAME[name]
             for engine in engines:
                 print("%s under %s ..." % (name, engine), file=sys.stderr, flush=True)
-                outcome = apply_twice(runner, scenario, engine)
+                outcome = _kept(args.keep, name, engine)
+                if outcome is None:
+                    outcome = apply_twice(runner, scenario, engine)
+                    _keep(args.keep, outcome)
                 outcomes.setdefault(name, {})[engine] = outcome
                 if engine != "linear":
                     for line in differences(outcomes[name]["linear"], outcome) or ["same as linear"]:
