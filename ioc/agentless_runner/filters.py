@@ -188,11 +188,45 @@ def quote(value):
     return shlex.quote(_text(value))
 
 
+_COMMENT_STYLES = {
+    "plain": {"decoration": "# "},
+    "erlang": {"decoration": "% "},
+    "c": {"decoration": "// "},
+    "cblock": {"beginning": "/*", "decoration": " * ", "end": " */"},
+    "xml": {"beginning": "<!--", "decoration": " - ", "end": "-->"},
+}
+
+
 @_register("comment")
-def comment(text, style="plain", decoration=None):
-    """Prefix every line with ``# `` (the ``plain`` style only)."""
-    prefix = "# " if decoration is None else decoration
-    return "\n".join((prefix + line).rstrip() for line in _text(text).split("\n"))
+def comment(text, style="plain", **kw):
+    """Ansible's ``comment``: ``text`` as a comment block of ``style``.
+
+    As Ansible's filter: a ``prefix`` line before and a ``postfix`` line
+    after (the decoration without its trailing space: ``#`` for ``plain``),
+    ``beginning``/``end`` lines for ``cblock`` and ``xml``; the keywords
+    ``newline``, ``beginning``, ``prefix``, ``prefix_count``, ``decoration``,
+    ``postfix``, ``postfix_count`` and ``end`` override the style's.
+    """
+    if style not in _COMMENT_STYLES:
+        raise FilterError("Invalid style %r. Available styles: %s"
+                          % (style, ", ".join(_COMMENT_STYLES)))
+    style_params = _COMMENT_STYLES[style]
+    around = (kw["decoration"] if "decoration" in kw else style_params["decoration"]).rstrip()
+    p = {"newline": "\n", "beginning": "", "prefix": around, "prefix_count": 1,
+         "decoration": "", "postfix": around, "postfix_count": 1, "end": ""}
+    p.update(style_params)
+    p.update(kw)
+    newline, decoration = p["newline"], p["decoration"]
+    beginning = "%s%s" % (p["beginning"], newline) if p["beginning"] else ""
+    prefix = ""
+    if p["prefix"]:
+        line = newline if p["prefix"] == newline else "%s%s" % (p["prefix"], newline)
+        prefix = line * int(p["prefix_count"])
+    body = ("%s%s" % (decoration, text.replace(newline, newline + decoration))).replace(
+        decoration + newline, decoration.rstrip() + newline)
+    postfix = newline.join([""] + [p["postfix"]] * int(p["postfix_count"]))
+    end = "%s%s" % (newline, p["end"]) if p["end"] else ""
+    return beginning + prefix + body + postfix + end
 
 
 # -- lists and sets -------------------------------------------------------------------

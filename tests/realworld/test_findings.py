@@ -67,3 +67,61 @@ def test_an_include_no_host_reaches_shows_no_warnings_of_its_file(ansible, ansib
             linear.stderr
         assert_same_output(linear, batch)
         assert batch.through_ansible == [] and len(batch.steps) == 1, batch.log
+
+
+#: Inputs for the ``comment`` filter: the styles, a multi-line text, the keywords.
+COMMENT_CASES = [
+    ["Ansible managed", "plain", {}],
+    ["line one\nline two\n\nafter a blank", "plain", {}],
+    ["a\nb", "erlang", {}],
+    ["a\nb", "c", {}],
+    ["a\nb", "cblock", {}],
+    ["a\nb", "xml", {}],
+    ["x", "plain", {"decoration": "; "}],
+    ["x", "plain", {"prefix_count": 2, "postfix_count": 0}],
+    ["x", "c", {"beginning": "BEGIN", "end": "END", "prefix": "\n"}],
+    ["x\ny", "plain", {"newline": "\r\n"}],
+]
+
+
+def test_the_comment_filter_is_ansibles(ansible_python):
+    """Every template with ``{{ ansible_managed | comment }}`` differed.
+
+    The runner's ``comment`` put ``# `` before each line; Ansible's frames
+    the text with a prefix and a postfix line (``#``) and knows five styles
+    and their keywords. Same inputs, same strings, Ansible's own filter as
+    the reference.
+    """
+    import json
+    import subprocess
+
+    from ioc.agentless_runner.filters import comment
+
+    script = ("import json, sys\n"
+              "from ansible.plugins.filter.core import comment\n"
+              "print(json.dumps([comment(t, s, **k) for t, s, k in json.load(sys.stdin)]))\n")
+    r = subprocess.run([ansible_python, "-c", script], input=json.dumps(COMMENT_CASES),
+                       capture_output=True, text=True, timeout=120, check=True)
+    assert [comment(t, s, **k) for t, s, k in COMMENT_CASES] == json.loads(r.stdout)
+
+
+def test_a_template_with_ansible_managed_comment_is_written_as_linear_writes_it(
+        ansible, ansible_python, tmp_path):
+    ansible.write("motd.j2", "{{ ansible_managed | comment }}\n{{ 'a\\nb' | comment('c') }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - template:
+                src: motd.j2
+                dest: "%s/{{ strategy }}-{{ inventory_hostname }}"
+        """ % tmp_path)
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear = ansible.run("play.yml", inventory, "linear", args=["-e", "strategy=linear"])
+    batch = ansible.run("play.yml", inventory, "mitogen_batch", args=["-e", "strategy=batch"])
+    assert linear.rc == batch.rc == 0
+    for host in ("h1", "h2"):
+        written = (tmp_path / ("batch-" + host)).read_text()
+        assert written == (tmp_path / ("linear-" + host)).read_text()
+        assert written.startswith("#\n# Ansible managed\n#\n")
+    assert len(batch.steps) == 1 and batch.through_ansible == [], batch.log
