@@ -125,3 +125,28 @@ def test_a_template_with_ansible_managed_comment_is_written_as_linear_writes_it(
         assert written == (tmp_path / ("linear-" + host)).read_text()
         assert written.startswith("#\n# Ansible managed\n#\n")
     assert len(batch.steps) == 1 and batch.through_ansible == [], batch.log
+
+
+def test_find_returns_ansibles_keys_for_each_file(ansible, ansible_python, tmp_path):
+    """devsec.hardening's cron task loops over find's files: each item label differed.
+
+    ansible-core 2.21's find adds ``blocks`` and ``disk_usage_bytes`` to
+    each file's stat dict (2.19's does not); the runner's find now does the
+    same for the release it answers for.
+    """
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "a.conf").write_text("x\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - find:
+                paths: %s/tree
+              register: found
+            - debug:
+                msg: "{{ found.files[0].keys() | sort }}"
+        """ % tmp_path)
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear, batch = ansible.both("play.yml", inventory)
+    assert_same_output(linear, batch)
+    assert ("disk_usage_bytes" in linear.stdout) == ansible_python.endswith("3.13")

@@ -16,6 +16,7 @@ import stat
 import time
 
 from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner import results
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({
@@ -108,7 +109,7 @@ def statinfo(st):
         gr_name = grp.getgrgid(st.st_gid).gr_name
     except Exception:
         gr_name = ""
-    return {
+    info = {
         "mode": "%04o" % stat.S_IMODE(mode), "isdir": stat.S_ISDIR(mode),
         "ischr": stat.S_ISCHR(mode), "isblk": stat.S_ISBLK(mode), "isreg": stat.S_ISREG(mode),
         "isfifo": stat.S_ISFIFO(mode), "islnk": stat.S_ISLNK(mode),
@@ -123,6 +124,10 @@ def statinfo(st):
         "xoth": bool(mode & stat.S_IXOTH), "isuid": bool(mode & stat.S_ISUID),
         "isgid": bool(mode & stat.S_ISGID),
     }
+    if hasattr(st, "st_blocks") and not results.legacy():  # 2.21 added them, 2.19 has none
+        info["blocks"] = st.st_blocks
+        info["disk_usage_bytes"] = st.st_blocks * 512
+    return info
 
 
 class _Params(object):
