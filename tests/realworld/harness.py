@@ -99,6 +99,7 @@ def mitogen_strategy_dir(python: str) -> str:
 STATUS = re.compile(r"^(PLAY \[|TASK \[|RUNNING HANDLER \[|PLAY RECAP|ok: |changed: |"
                     r"skipping: |fatal: |failed: |included: |\.\.\.ignoring|unreachable: |"
                     r"\S+ +: ok=)")
+VOLATILE_LABEL = re.compile(r"('(?:atime|mtime|ctime)'): [0-9.]+")
 #: What ansible-core prints for any third-party strategy.
 STRATEGY_WARNINGS = ("[WARNING]: Deprecation warnings can be disabled by setting",
                      "[DEPRECATION WARNING]: Use of strategy plugins not included in ansible.builtin")
@@ -123,6 +124,9 @@ class Run:
                 continue
             line = re.sub(r"\s*\*+$", "", line)
             line = line.split(" => {")[0].split(": FAILED! =>")[0]
+            # An item label that is a find/stat result carries access and
+            # change times: they move between any two runs.
+            line = VOLATILE_LABEL.sub(r"\1: <time>", line)
             out.append(line.rstrip())
         return out
 
@@ -130,7 +134,8 @@ class Run:
         lines = self.stdout.splitlines()
         for i, line in enumerate(lines):
             if line.startswith("PLAY RECAP"):
-                return [re.sub(r"\s+", " ", l).strip() for l in lines[i + 1:] if l.strip()]
+                return [re.sub(r"\s+", " ", l).strip() for l in lines[i + 1:]
+                        if re.match(r"\S+ +: ok=", l)]
         return []
 
     def warnings(self) -> List[str]:
@@ -216,8 +221,10 @@ def close_masters(cp: Path) -> None:
 
 # -- the host's state ----------------------------------------------------------------
 
-#: Files that differ between any two targets whatever ran (our sshd's own keys).
-VOLATILE = re.compile(r"^/etc/ssh/ioc_")
+#: Files that differ between any two targets whatever ran: our sshd's own
+#: keys, and Ansible's remote temporary directory (``remote_tmp``), which
+#: linear's connection plugin creates on the target and ioc's runner never needs.
+VOLATILE = re.compile(r"^(/etc/ssh/ioc_|/root/\.ansible(/|$))")
 #: Directories whose entries only have their mode and owner compared (the
 #: hardening role changes modes of binaries; their content is the packages').
 MODE_ONLY = ("/usr/bin", "/usr/sbin", "/usr/lib/openssh")
@@ -291,7 +298,7 @@ def state_diff(a: Dict[str, Dict[str, str]], b: Dict[str, Dict[str, str]],
         keys = sorted(set(a[part]) | set(b[part]))
         for key in keys:
             x, y = a[part].get(key), b[part].get(key)
-            if x != y:
+            if x != y and not VOLATILE.match(key):
                 out.append("%s %s: %s | %s" % (part, key, x, y))
     return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
 
