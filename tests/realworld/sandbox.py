@@ -174,6 +174,9 @@ chmod 1777 "$M/run/lock"
 mount -t overlay overlay -o "lowerdir=$APT,upperdir=$APTUP,workdir=$APTWORK" "$M/var/cache/apt/archives"
 cp "$KEYS/ioc_host_ed25519_key" "$KEYS/ioc_authorized_keys" "$KEYS/ioc_sshd_config" "$M/etc/ssh/"
 chmod 600 "$M/etc/ssh/ioc_host_ed25519_key"
+# This shared 2-core machine can take longer than the 30 s MariaDB's init
+# script waits for a first start (/etc/init.d/mariadb reads this file).
+printf 'MYSQLD_STARTUP_TIMEOUT=300\n' > "$M/etc/default/mariadb"
 hostname {hostname}
 exec chroot "$M" /usr/sbin/sshd -D -e -f /etc/ssh/ioc_sshd_config
 """
