@@ -150,3 +150,33 @@ def test_find_returns_ansibles_keys_for_each_file(ansible, ansible_python, tmp_p
     linear, batch = ansible.both("play.yml", inventory)
     assert_same_output(linear, batch)
     assert ("disk_usage_bytes" in linear.stdout) == ansible_python.endswith("3.13")
+
+
+DELEGATE_PLAY = """
+- hosts: web
+  gather_facts: false
+  vars:
+    replication_role: %s
+  tasks:
+    - name: Check master replication status.
+      command: "true"
+      delegate_to: "{{ master_host | default(omit, true) }}"
+      when: replication_role == 'slave'
+    - command: "true"
+"""
+
+
+@pytest.mark.parametrize("role", ["''"])
+def test_delegate_to_omit_is_no_delegation(ansible, ansible_python, role):
+    """geerlingguy.mysql's replication check was UNREACHABLE under mitogen_batch.
+
+    ``delegate_to: "{{ x | default(omit, true) }}"`` is Ansible's way of not
+    delegating; the controller step connected to a host named after the
+    omit placeholder, before the task's ``when`` could skip it. The task
+    now runs (or is skipped) on the host itself, as in linear.
+    """
+    ansible.write("play.yml", DELEGATE_PLAY % role)
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear, batch = ansible.both("play.yml", inventory)
+    assert linear.rc == 0 and "UNREACHABLE" not in batch.stdout
+    assert_same_output(linear, batch)
