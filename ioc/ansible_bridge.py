@@ -2028,11 +2028,13 @@ class _PlayRun:
             if self.ir_task.action in _BRIDGE_INCLUDES:  # what each item included
                 self.include_items.setdefault(name, []).append(event["result"])
             self.tqm.send_callback("v2_runner_item_on_%s" % status,
-                                   _result(host, self.task, event["result"], self.ir_task.action,
+                                   _result(host, _as_run(self.task, event["result"]),
+                                           event["result"], self.ir_task.action,
                                            status, item=True))
         elif kind == "retry":
             self.tqm.send_callback("v2_runner_retry",
-                                   _result(host, self.task, event["result"], self.ir_task.action,
+                                   _result(host, _as_run(self.task, event["result"]),
+                                           event["result"], self.ir_task.action,
                                            "ok", retry=True))
         elif kind in ("done", "unreachable", "crash"):
             self.final(host, event)
@@ -2064,8 +2066,9 @@ class _PlayRun:
         method = {"ok": "v2_runner_on_ok", "skipped": "v2_runner_on_skipped",
                   "failed": "v2_runner_on_failed",
                   "unreachable": "v2_runner_on_unreachable"}[status]
-        task_result = _result(host, self.task, result, self.ir_task.action, status,
-                              ignored=ignored)
+        task_result = _result(host, self.task if self.ir_task.action in _BRIDGE_INCLUDES
+                              else _as_run(self.task, result), result, self.ir_task.action,
+                              status, ignored=ignored)
         if self.ir_task.action in _BRIDGE_INCLUDES:
             self.include_results.append(task_result)
         if status == "failed":
@@ -2367,6 +2370,24 @@ def _display_captured(summaries: Sequence[Any]) -> None:
             display._deprecated(summary)
         else:
             display._warning(summary)
+
+
+def _as_run(task: Any, result: Mapping[str, Any]) -> Any:
+    """The task as the callbacks see a result of it: ``delegate_to`` templated.
+
+    Linear's results carry the worker's post-validated task, so the default
+    callback labels them ``[web1 -> db1]`` with the host ``delegate_to``
+    named, and with none when it named the host itself or was omitted
+    (``{{ x | default(omit) }}``). The runner reports the host it delegated
+    to in ``_ansible_delegated_vars``.
+    """
+    value = getattr(task, "delegate_to", None)
+    if not isinstance(value, str) or "{{" not in value and "{%" not in value:
+        return task
+    copy = task.copy(exclude_parent=True, exclude_tasks=True)
+    copy._parent = task._parent
+    copy.delegate_to = (result.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+    return copy
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -166,7 +166,7 @@ DELEGATE_PLAY = """
 """
 
 
-@pytest.mark.parametrize("role", ["''"])
+@pytest.mark.parametrize("role", ["''", "slave"])
 def test_delegate_to_omit_is_no_delegation(ansible, ansible_python, role):
     """geerlingguy.mysql's replication check was UNREACHABLE under mitogen_batch.
 
@@ -179,4 +179,17 @@ def test_delegate_to_omit_is_no_delegation(ansible, ansible_python, role):
     inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
     linear, batch = ansible.both("play.yml", inventory)
     assert linear.rc == 0 and "UNREACHABLE" not in batch.stdout
+    assert_same_output(linear, batch)
+
+
+def test_a_templated_delegate_to_labels_results_with_the_host_it_named(ansible, ansible_python):
+    """The default callback showed ``[h2 -> {{ master_host | default(omit, true) }}]``.
+
+    Linear's callbacks get the worker's post-validated task: ``delegate_to``
+    is the host it named (no arrow for the host itself or ``omit``).
+    """
+    ansible.write("play.yml", DELEGATE_PLAY % "slave")
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear, batch = ansible.both("play.yml", inventory, args=["-e", "master_host=h1"])
+    assert "changed: [h2 -> h1]" in linear.stdout
     assert_same_output(linear, batch)
