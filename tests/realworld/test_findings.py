@@ -193,3 +193,41 @@ def test_a_templated_delegate_to_labels_results_with_the_host_it_named(ansible, 
     linear, batch = ansible.both("play.yml", inventory, args=["-e", "master_host=h1"])
     assert "changed: [h2 -> h1]" in linear.stdout
     assert_same_output(linear, batch)
+
+
+def test_a_template_whose_dest_reads_a_fact_set_in_the_same_batch_finds_its_src(
+        ansible, ansible_python, tmp_path):
+    """geerlingguy.php's ``Create fpm pools`` failed under mitogen_batch.
+
+    Its ``src`` is ``{{ item.pool_template | default('www.conf.j2', true) }}``
+    and its ``dest`` reads ``php_fpm_pool_conf_path``, which a ``set_fact``
+    earlier in the same batch defines. The controller templated every
+    argument to find the file to ship, failed on ``dest`` and shipped
+    nothing: "Could not find or access 'www.conf.j2' on the Ansible
+    Controller". Only the arguments that name the file are templated now.
+    """
+    ansible.write("templates/pool.conf.j2", "[{{ item.name }}]\nlisten = {{ item.listen }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                pool_dir: "%s/{{ inventory_hostname }}-{{ strategy }}"
+            - file:
+                path: "{{ pool_dir }}"
+                state: directory
+            - template:
+                src: "{{ item.template | default('pool.conf.j2', true) }}"
+                dest: "{{ pool_dir }}/{{ item.name }}.conf"
+              loop:
+                - {name: www, listen: "127.0.0.1:9000"}
+        """ % tmp_path)
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear = ansible.run("play.yml", inventory, "linear", args=["-e", "strategy=linear"])
+    batch = ansible.run("play.yml", inventory, "mitogen_batch", args=["-e", "strategy=batch"])
+    assert linear.rc == batch.rc == 0, batch.stdout[-2000:]
+    for host in ("h1", "h2"):
+        assert (tmp_path / ("%s-batch" % host) / "www.conf").read_text() == \
+            (tmp_path / ("%s-linear" % host) / "www.conf").read_text() == \
+            "[www]\nlisten = 127.0.0.1:9000\n"
+    assert len(batch.steps) == 1 and batch.through_ansible == [], batch.log
