@@ -339,16 +339,24 @@ class Target:
         return Path("/proc/%d/root" % self.sshd_pid) / inside.lstrip("/")
 
     def processes(self) -> List[str]:
-        """Names of the processes running on the target, except sshd's sessions."""
+        """Names of the processes running on the target outside sshd's sessions.
+
+        A session's processes (an engine's remote Python finishing after its
+        client left) are not the host's; a daemon a role started has left
+        its session (it is the namespace's PID 1's child, or below one).
+        """
         names = []
-        for pid in descendants(self.sshd_pid):
+        for pid in _children(self.sshd_pid):
             try:
-                with open("/proc/%d/comm" % pid) as f:
-                    names.append(f.read().strip())
                 with open("/proc/%d/cmdline" % pid, "rb") as f:
-                    cmd = f.read()
+                    if f.read().startswith(b"sshd:"):
+                        continue
             except OSError:
                 continue
-            if names[-1] == "sshd" or b"sshd:" in cmd:
-                names.pop()
+            for member in [pid] + descendants(pid):
+                try:
+                    with open("/proc/%d/comm" % member) as f:
+                        names.append(f.read().strip())
+                except OSError:
+                    pass
         return names
