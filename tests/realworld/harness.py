@@ -222,10 +222,11 @@ def close_masters(cp: Path) -> None:
 
 # -- the host's state ----------------------------------------------------------------
 
-#: Files that differ between any two targets whatever ran: our sshd's own
-#: keys, and Ansible's remote temporary directory (``remote_tmp``), which
-#: linear's connection plugin creates on the target and ioc's runner never needs.
-VOLATILE = re.compile(r"^(/etc/ssh/ioc_|/root/\.ansible(/|$))")
+#: Files that are not the role's doing: what the sandbox itself writes (our
+#: sshd's keys and config, MariaDB's start timeout), and Ansible's remote
+#: temporary directory (``remote_tmp``), which linear's connection plugin
+#: creates on the target and ioc's runner never needs.
+VOLATILE = re.compile(r"^(/etc/ssh/ioc_|/etc/default/mariadb$|/root/\.ansible(/|$))")
 #: Directories whose entries only have their mode and owner compared (the
 #: hardening role changes modes of binaries; their content is the packages').
 MODE_ONLY = ("/usr/bin", "/usr/sbin", "/usr/lib/openssh")
