@@ -231,3 +231,30 @@ def test_a_template_whose_dest_reads_a_fact_set_in_the_same_batch_finds_its_src(
             (tmp_path / ("%s-linear" % host) / "www.conf").read_text() == \
             "[www]\nlisten = 127.0.0.1:9000\n"
     assert len(batch.steps) == 1 and batch.through_ansible == [], batch.log
+
+
+NO_LOG_PLAY = """
+- hosts: h1
+  gather_facts: false
+  vars:
+    hide: %s
+  tasks:
+    - shell: echo {{ item }}
+      with_items: [localhost]
+      no_log: %s
+    - shell: echo {{ item }}
+      with_items: [localhost]
+"""
+
+
+def test_a_no_log_loop_item_is_labelled_censored(ansible, ansible_python):
+    """Each item of a ``no_log`` loop read ``(item=None)`` under mitogen_batch.
+
+    Linear labels it ``(item=(censored due to no_log))``: Ansible's censored
+    result keeps ``_ansible_no_log``, the runner's did not.
+    """
+    ansible.write("play.yml", NO_LOG_PLAY % ("false", "true"))
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear, batch = ansible.both("play.yml", inventory)
+    assert "(item=(censored due to no_log))" in linear.stdout
+    assert_same_output(linear, batch)
