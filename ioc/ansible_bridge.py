@@ -2373,21 +2373,30 @@ def _display_captured(summaries: Sequence[Any]) -> None:
 
 
 def _as_run(task: Any, result: Mapping[str, Any]) -> Any:
-    """The task as the callbacks see a result of it: ``delegate_to`` templated.
+    """The task as the callbacks see a result of it: ``delegate_to`` and ``no_log`` templated.
 
     Linear's results carry the worker's post-validated task, so the default
     callback labels them ``[web1 -> db1]`` with the host ``delegate_to``
     named, and with none when it named the host itself or was omitted
     (``{{ x | default(omit) }}``). The runner reports the host it delegated
-    to in ``_ansible_delegated_vars``.
+    to in ``_ansible_delegated_vars``. A templated ``no_log`` is what the
+    runner made of it: a censored result.
     """
-    value = getattr(task, "delegate_to", None)
-    if not isinstance(value, str) or "{{" not in value and "{%" not in value:
+    delegate, no_log = (_templated(getattr(task, k, None)) for k in ("delegate_to", "no_log"))
+    if not (delegate or no_log):
         return task
     copy = task.copy(exclude_parent=True, exclude_tasks=True)
     copy._parent = task._parent
-    copy.delegate_to = (result.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+    if delegate:
+        copy.delegate_to = (result.get("_ansible_delegated_vars") or {}).get(
+            "ansible_delegated_host")
+    if no_log:  # the callbacks censor on task.no_log: a template is always true
+        copy.no_log = bool(result.get("_ansible_no_log") or "censored" in result)
     return copy
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -258,3 +258,18 @@ def test_a_no_log_loop_item_is_labelled_censored(ansible, ansible_python):
     linear, batch = ansible.both("play.yml", inventory)
     assert "(item=(censored due to no_log))" in linear.stdout
     assert_same_output(linear, batch)
+
+
+@pytest.mark.parametrize("hide", ["false", "true"])
+def test_a_templated_no_log_labels_loop_items_as_it_evaluates(ansible, ansible_python, hide):
+    """geerlingguy.mysql's ``no_log: "{{ mysql_hide_passwords }}"`` (false) loops
+    read ``(item=None)`` under mitogen_batch, ``(item=localhost)`` under linear.
+
+    The callbacks censor on ``task.no_log``; linear's task is post-validated
+    (a bool), the bridge's was the template string, always true.
+    """
+    ansible.write("play.yml", NO_LOG_PLAY % (hide, '"{{ hide }}"'))
+    inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
+    linear, batch = ansible.both("play.yml", inventory)
+    assert ("(item=localhost)" in linear.stdout.split("TASK")[1]) == (hide == "false")
+    assert_same_output(linear, batch)
