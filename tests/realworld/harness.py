@@ -223,10 +223,12 @@ def close_masters(cp: Path) -> None:
 # -- the host's state ----------------------------------------------------------------
 
 #: Files that are not the role's doing: what the sandbox itself writes (our
-#: sshd's keys and config, MariaDB's start timeout), and Ansible's remote
+#: sshd's keys and config, MariaDB's start timeout), the random machine id a
+#: package's postinst writes, and Ansible's remote
 #: temporary directory (``remote_tmp``), which linear's connection plugin
 #: creates on the target and ioc's runner never needs.
-VOLATILE = re.compile(r"^(/etc/ssh/ioc_|/etc/default/mariadb$|/root/\.ansible(/|$))")
+VOLATILE = re.compile(r"^(/etc/ssh/ioc_|/etc/default/mariadb$|/etc/machine-id$|"
+                      r"/root/\.ansible(/|$))")
 #: Directories whose entries only have their mode and owner compared (the
 #: hardening role changes modes of binaries; their content is the packages').
 MODE_ONLY = ("/usr/bin", "/usr/sbin", "/usr/lib/openssh")
