@@ -133,16 +133,14 @@ def render(results: List[Measure], delay_ms: int, command: str, minutes: float,
                 ", ".join("%s %s" % kv for kv in meta.items()), delay_ms), "",
              "| role | run | engine | wall s | round trips | recap | native | barriers | calls |",
              "|---|---|---|---|---|---|---|---|---|"]
-    last = {}
+    labels = _labels(results)
+    last = {(m.role, m.engine): m.run for m in results if labels[id(m)] == "idempotent"}
     for m in results:
-        last[(m.role, m.engine)] = max(m.run, last.get((m.role, m.engine), 0))
-    for m in results:
-        label = "first" if m.run == 1 else (
-            "idempotent" if m.run == last[(m.role, m.engine)] else "again")
+        label = labels[id(m)]
         lines.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s |" % (
             m.role, label, m.engine,
             fmt(m.wall) if m.rc == 0 else "%s (rc %d)" % (fmt(m.wall), m.rc), m.round_trips,
-            m.recap, fmt(m.native and m.native * 100, "%.0f %%"),
+            re.sub(r" ioc: .*", "", m.recap), fmt(m.native and m.native * 100, "%.0f %%"),
             m.barriers if m.engine == "mitogen_batch" else "—",
             "—" if m.calls is None else m.calls))
     lines += ["", "Ratios (wall time of mitogen_linear / mitogen_batch; target on idempotent "
@@ -155,9 +153,11 @@ def render(results: List[Measure], delay_ms: int, command: str, minutes: float,
                     for e in ("mitogen_linear", "mitogen_batch")]
             a, b = pair
             if a and b and b.wall and a.rc == 0 and b.rc == 0:
-                cells.append("%.1fx" % (a.wall / b.wall))
+                cells.append("%.1fx (%d vs %d round trips)" % (a.wall / b.wall, a.round_trips,
+                                                             b.round_trips))
             else:
-                cells.append("— (a run failed)" if a and b else "—")
+                cells.append("— (no such run: Mitogen's failed)" if which == "first" or a is None
+                             else "—")
         lines.append("| %s | %s | %s |" % (role, cells[0], cells[1]))
     leaving: Dict[str, int] = {}
     for m in results:
@@ -170,6 +170,22 @@ def render(results: List[Measure], delay_ms: int, command: str, minutes: float,
                   "dispatcher's reason:", ""]
         lines += ["* %d x %s" % (n, reason) for reason, n in sorted(leaving.items())]
     return "\n".join(lines) + "\n"
+
+
+def _labels(results: List[Measure]) -> Dict[int, str]:
+    """``first``; ``idempotent`` for a run after a successful one; else ``again``."""
+    out: Dict[int, str] = {}
+    previous: Dict[tuple, Measure] = {}
+    for m in results:
+        before = previous.get((m.role, m.engine))
+        if m.run == 1:
+            out[id(m)] = "first"
+        elif before is not None and before.rc == 0 and m.rc == 0:
+            out[id(m)] = "idempotent"
+        else:
+            out[id(m)] = "again"
+        previous[(m.role, m.engine)] = m
+    return out
 
 
 def write_section(path: Path, section: str) -> None:
