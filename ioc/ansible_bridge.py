@@ -2383,6 +2383,9 @@ def _as_run(task: Any, result: Mapping[str, Any]) -> Any:
     runner made of it: a censored result.
     """
     delegate, no_log = (_templated(getattr(task, k, None)) for k in ("delegate_to", "no_log"))
+    # An item its when skips never gets post-validated in linear: its task
+    # keeps the template, which censors it (item=None); so does this.
+    no_log = no_log and not result.get("skipped")
     if not (delegate or no_log):
         return task
     copy = task.copy(exclude_parent=True, exclude_tasks=True)

@@ -240,7 +240,8 @@ NO_LOG_PLAY = """
     hide: %s
   tasks:
     - shell: echo {{ item }}
-      with_items: [localhost]
+      with_items: [localhost, skipped]
+      when: item != 'skipped'
       no_log: %s
     - shell: echo {{ item }}
       with_items: [localhost]
@@ -266,7 +267,8 @@ def test_a_templated_no_log_labels_loop_items_as_it_evaluates(ansible, ansible_p
     read ``(item=None)`` under mitogen_batch, ``(item=localhost)`` under linear.
 
     The callbacks censor on ``task.no_log``; linear's task is post-validated
-    (a bool), the bridge's was the template string, always true.
+    (a bool), the bridge's was the template string, always true. An item
+    its ``when`` skips keeps linear's template (``(item=None)``).
     """
     ansible.write("play.yml", NO_LOG_PLAY % (hide, '"{{ hide }}"'))
     inventory = str(ansible.write("hosts", local_inventory(ansible.python)))
