@@ -24,9 +24,12 @@ strategies' first runs must start from the *same* untouched host. So:
   processes, its mounts go with it, and the upper directory is removed.
 * The network is the machine's (packages come from Debian's mirror, as on a
   real host): daemons listen on the machine's loopback, so the scenarios
-  give them ports no one else here uses. ``/var/cache/apt/archives`` is one
-  directory shared by every target (downloaded ``.deb`` files are not
-  fetched again); nothing else is shared.
+  give them ports no one else here uses; two targets running the *same*
+  role at once share those ports and the second daemon fails to start, so
+  run a role's engines one after the other. ``/var/cache/apt/archives`` is
+  an overlay too: the ``.deb`` files earlier targets downloaded below (not
+  fetched again), this target's own above (its own apt lock); what it
+  downloads joins the shared cache when it stops.
 
 Files are read from outside through ``/proc/<sshd pid>/root``
 (:meth:`Target.path`), which sees the namespace's mounts.
