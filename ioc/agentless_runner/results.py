@@ -111,7 +111,8 @@ def public(result):
 
 def censor(result):
     """What callbacks may see of a ``no_log`` result."""
-    out = {"censored": CENSORED, "changed": bool(result.get("changed"))}
+    out = {"censored": CENSORED, "changed": bool(result.get("changed")),
+           "_ansible_no_log": True}  # as Ansible's: a loop item's label says it is censored
     for key in ("failed", "skipped", "_ansible_verbose_always"):
         if key in result:
             out[key] = result[key]

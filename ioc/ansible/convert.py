@@ -151,6 +151,9 @@ class Converter:
         self.loader = loader
         self.vm = variable_manager
         self.origin: Dict[int, Any] = {}
+        #: id(Ansible include task) -> the warnings and deprecations loading its
+        #: file raised (static_include), shown when a host includes it.
+        self.load_warnings: Dict[int, List[Any]] = {}
         #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
         self.reasons: Dict[int, str] = {}
         self._why: Optional[str] = None
@@ -397,10 +400,16 @@ class Converter:
         else:
             path = self.loader.path_dwim(name)
         try:
-            blocks = _load_task_file(path, task, self.play, self.loader, self.vm)
-            nodes = self.section(blocks)
+            # Linear loads the file when a host includes it; what loading it
+            # would display (a deprecated module name, ...) waits until then.
+            with warnings_captured() as captured:
+                blocks = _load_task_file(path, task, self.play, self.loader, self.vm)
+                nodes = self.section(blocks)
         except (AnsibleError, OSError):
             return None
+        if captured is not None:
+            self.load_warnings[id(task)] = (list(captured.get_warnings())
+                                            + list(captured.get_deprecation_warnings()))
         head = dataclasses.replace(ir, include_scope=None)
         self.origin[id(head)] = task
         return Block(block=nodes, location=ir.location, implicit=True, include=head)
@@ -498,3 +507,26 @@ def become_keywords(task: Any) -> Dict[str, Any]:
         if value not in (None, ""):
             out[keyword] = value
     return out
+
+
+def warnings_captured() -> Any:
+    """Ansible's ``DeferredWarningContext``: what would be displayed is kept instead."""
+    import contextlib
+
+    try:
+        from ansible._internal._display_utils import DeferredWarningContext
+    except ImportError:  # pragma: no cover - before 2.19
+        return contextlib.nullcontext(None)
+    return DeferredWarningContext(variables={})
+
+
+def display_captured(summaries: Sequence[Any]) -> None:
+    """Display what :func:`warnings_captured` kept, as Display would have (deduplicated)."""
+    from ansible.utils.display import Display
+
+    display = Display()
+    for summary in summaries:
+        if type(summary).__name__ == "DeprecationSummary":
+            display._deprecated(summary)
+        else:
+            display._warning(summary)

@@ -21,7 +21,7 @@ becomes what the linear strategy would have done at that point:
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.includes import announce_included
@@ -111,12 +111,12 @@ class EventReplay:
             if action in BRIDGE_INCLUDES:  # what each item included
                 self.include_items.setdefault(name, []).append(event["result"])
             self.tqm.send_callback("v2_runner_item_on_%s" % status,
-                                   task_result(host, task, event["result"], action, status,
-                                               item=True))
+                                   task_result(host, as_run(task, event["result"]),
+                                               event["result"], action, status, item=True))
         elif kind == "retry":
             self.tqm.send_callback("v2_runner_retry",
-                                   task_result(host, task, event["result"], action, "ok",
-                                               retry=True))
+                                   task_result(host, as_run(task, event["result"]),
+                                               event["result"], action, "ok", retry=True))
         elif kind in ("done", "unreachable", "crash"):
             self.final(host, event)
 
@@ -149,7 +149,8 @@ class EventReplay:
         method = {"ok": "v2_runner_on_ok", "skipped": "v2_runner_on_skipped",
                   "failed": "v2_runner_on_failed",
                   "unreachable": "v2_runner_on_unreachable"}[status]
-        shown = task_result(host, task, result, action, status, ignored=ignored)
+        shown = task_result(host, task if action in BRIDGE_INCLUDES else as_run(task, result),
+                            result, action, status, ignored=ignored)
         if action in BRIDGE_INCLUDES:
             self.include_results.append(shown)
         if status == "failed":
@@ -214,3 +215,33 @@ class EventReplay:
             self.vm.set_nonpersistent_facts(name, plain(state["runtime"]))
         for key, value in (state.get("include_vars") or {}).items():
             self.vm.set_host_variable(name, key, plain(value))
+
+
+def as_run(task: Any, result: Mapping[str, Any]) -> Any:
+    """The task as the callbacks see a result of it: ``delegate_to`` and ``no_log`` templated.
+
+    Linear's results carry the worker's post-validated task, so the default
+    callback labels them ``[web1 -> db1]`` with the host ``delegate_to``
+    named, and with none when it named the host itself or was omitted
+    (``{{ x | default(omit) }}``). The runner reports the host it delegated
+    to in ``_ansible_delegated_vars``. A templated ``no_log`` is what the
+    runner made of it: a censored result.
+    """
+    delegate, no_log = (_templated(getattr(task, k, None)) for k in ("delegate_to", "no_log"))
+    # An item its when skips never gets post-validated in linear: its task
+    # keeps the template, which censors it (item=None); so does this.
+    no_log = no_log and not result.get("skipped")
+    if not (delegate or no_log):
+        return task
+    copy = task.copy(exclude_parent=True, exclude_tasks=True)
+    copy._parent = task._parent
+    if delegate:
+        copy.delegate_to = (result.get("_ansible_delegated_vars") or {}).get(
+            "ansible_delegated_host")
+    if no_log:  # the callbacks censor on task.no_log: a template is always true
+        copy.no_log = bool(result.get("_ansible_no_log") or "censored" in result)
+    return copy
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)

@@ -21,7 +21,7 @@ import dataclasses
 import inspect
 from typing import Any, Dict, List, Mapping, Tuple
 
-from ioc.ansible.convert import Fallback, tag_filtered
+from ioc.ansible.convert import Fallback, display_captured, tag_filtered
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
 from ioc.model import Block, Task
@@ -133,6 +133,7 @@ def announce_included(state: PlayState, results: List[Any]) -> None:
     for included_file in IncludedFile.process_include_results(
             results, iterator=state.iterator, loader=state.strategy._loader,
             variable_manager=state.vm):
+        display_captured(state.converted.converter.load_warnings.get(id(state.task), ()))
         for host in included_file._hosts:
             state.tqm._stats.increment("ok", host.name)
         state.tqm.send_callback("v2_playbook_on_include", included_file)

@@ -143,17 +143,27 @@ def _sources(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...]) -> List[st
             return []
         loop_var = (task.loop_control or {}).get("loop_var", "item")
         overlays = [{loop_var: item} for item in items]
+    # Only the arguments that name the file: another argument may read a
+    # value set earlier in the same batch (a role's set_fact for ``dest``).
+    naming = _naming_args(task)
     out: List[str] = []
     for overlay in overlays:
         scoped = Templar(hostrun.variables(wire, scope, overlay)) if overlay else templar
         try:
-            src = source_arg(task, scoped.template(task.args))
+            src = source_arg(task, scoped.template(naming))
         except TemplateError as exc:
             LOG.debug("src of %s not known before the batch: %s", task.location, exc)
             continue
         if src and src not in out:
             out.append(src)
     return out
+
+
+def _naming_args(task: Task) -> Dict[str, Any]:
+    """The task's arguments :func:`source_arg` reads, untemplated."""
+    arg, _ = SOURCES[task.action]
+    keys = (arg, "_raw_params") if arg is not None else ("cmd", "_raw_params")
+    return {k: task.args[k] for k in keys if k in task.args}
 
 
 def source_arg(task: Task, args: Dict[str, Any]) -> Optional[str]:

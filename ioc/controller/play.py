@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from ioc.agentless_runner.batch import HostRun
+from ioc.agentless_runner.batch import OMIT, HostRun
 from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Callback, Stats, Status, TaskView
@@ -363,8 +363,8 @@ class PlayExecutor:
                 to_wire(b) for b in self.plan.program.parents[entry.index]))))
             try:
                 items = hostrun.loop_items(task, templar)
-                delegates[host] = [str(templar.template_with({loop_var: item}).template(
-                    entry.task.delegate_to)) for item in items]
+                delegates[host] = [_delegate_name(templar.template_with({loop_var: item}).template(
+                    entry.task.delegate_to), host) for item in items]
             except Exception as exc:  # the runner reports the loop's error itself
                 LOG.debug("per-item delegate_to of %s for %s: %s", entry.task.location, host, exc)
                 delegates[host] = []
@@ -808,7 +808,7 @@ class PlayExecutor:
         entry = self.plan.entries_of(step)[0]
         templar = self._templar(host, entry, wire)
         try:
-            return str(templar.template(entry.task.delegate_to))
+            return _delegate_name(templar.template(entry.task.delegate_to), host)
         except TemplateError as exc:
             LOG.warning("delegate_to of %s for %s: %s", entry.task.location, host, exc)
             return host
@@ -980,6 +980,12 @@ class PlayExecutor:
             tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                       if payloads.wants_controller_file(h)]
         return tasks
+
+
+def _delegate_name(value: Any, host: str) -> str:
+    """The host a templated ``delegate_to`` names: ``omit`` (``{{ x | default(omit) }}``) is no
+    delegation at all, as Ansible drops an omitted keyword: the task runs on ``host``."""
+    return host if value is None or value == OMIT else str(value)
 
 
 def _delegated_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
