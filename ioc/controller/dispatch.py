@@ -171,7 +171,7 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
 #: Ansible's connection error bypasses them (its loop, when, register and
 #: ignore_errors still apply: each item fails).
 _IDENTITY_DROPPED = ("changed_when", "failed_when", "until", "retries", "delay", "notify",
-                     "environment")
+                     "environment", "module")  # module: Ansible's, which it no longer runs
 
 
 def without_identity(call: HostCall, msg: str) -> Tuple[HostCall, Set[Tuple[int, int]]]:
