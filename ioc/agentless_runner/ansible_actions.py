@@ -1,9 +1,9 @@
 """The target-side halves of Ansible's action plugins that run a module.
 
 Some of Ansible's actions are a little controller work around one module:
-``gather_facts`` runs ``setup`` and reshapes its result, ``service`` and
-``package`` pick the module from a fact, ``shell`` is ``command`` with a
-flag, ``unarchive`` copies the archive to the target first. ioc does that
+``gather_facts`` runs ``setup`` and reshapes its result, ``service``,
+``package`` and ``dnf`` (``yum``) pick the module from a fact, ``shell`` is
+``command`` with a flag, ``unarchive`` copies the archive to the target first. ioc does that
 work here, on the target, inside the batch, and runs Ansible's own module
 (:mod:`ioc.agentless_runner.ansible_module`) with the arguments the action
 plugin would have given it. The controller (``ioc.ansible.modules``) ships
@@ -32,6 +32,8 @@ def run(action, spec, args, ctx, blob, specs, facts):
         return package(spec, args, ctx, blob, specs, facts)
     if dispatch == "shell":
         return shell(specs[spec["candidates"]["command"]], args, ctx, blob)
+    if dispatch in ("dnf", "yum"):
+        return dnf(spec, args, ctx, blob, specs, facts)
     if dispatch == "unarchive":
         return unarchive(specs[spec["candidates"]["unarchive"]], args, ctx, blob)
     return normal(action, spec, args, ctx, blob)
@@ -130,28 +132,71 @@ def package(spec, args, ctx, blob, specs, facts):
                                          {"filter": "ansible_pkg_mgr", "gather_subset": "!all"},
                                          ctx, blob)
                 if res.get("failed"):
-                    return dict(res, failed=True, msg="Failed to fetch ansible_pkg_mgr to "
-                                "determine the package action backend: %s" % res.get("msg"))
+                    return _fail("Failed to fetch ansible_pkg_mgr to determine the package "
+                                 "action backend: %s" % res.get("msg"), **res)
                 module = (res.get("ansible_facts") or {}).get("ansible_pkg_mgr")
                 if module is None:
-                    return {"failed": True, "changed": False, "msg": 'Could not detect a package '
-                            'manager. Try using the "use" option.'}
+                    return _fail('Could not detect a package manager. Try using the "use" '
+                                 'option.')
     if not module or module == "auto":
-        return {"failed": True, "changed": False, "msg": "Could not detect which package manager "
-                "to use. Try gathering facts or setting the \"use\" option."}
+        return _fail('Could not detect which package manager to use. Try gathering facts or '
+                     'setting the "use" option.')
     if module not in candidates or module == "setup":
-        return {"failed": True, "changed": False, "msg": 'Could not find a matching action for '
-                'the "%s" package manager.' % module}
+        return _fail('Could not find a matching action for the "%s" package manager.' % module)
     new_args = dict((k, v) for k, v in args.items() if k != "use")
     sub = dict(specs[candidates[module]], module_name="ansible.legacy." + module)
     return normal(module, sub, new_args, ctx, blob)
 
 
+#: The dnf action's backends.
+_DNF_BACKENDS = ("yum", "yum4", "dnf", "dnf4", "dnf5")
+
+
+def dnf(spec, args, ctx, blob, specs, facts):
+    """Ansible's ``dnf`` action plugin (also ``yum``'s): dnf 4 or dnf 5 as the backend.
+
+    The backend is ``use``/``use_backend``, else (for ``auto`` and ``yum``)
+    the host's ``pkg_mgr`` fact, else what ``setup`` finds now, which the
+    action also returns as the ``pkg_mgr`` fact.
+    """
+    candidates = spec["candidates"]
+    if "use" in args and "use_backend" in args:
+        return _fail("parameters are mutually exclusive: ('use', 'use_backend')")
+    module = args.get("use", args.get("use_backend", "auto"))
+    if module in ("yum", "auto"):
+        module = facts.get("ansible_pkg_mgr") or module
+    found = {}
+    if module not in _DNF_BACKENDS:
+        res = ansible_module.run(specs[candidates["setup"]],
+                                 {"filter": "ansible_pkg_mgr", "gather_subset": "!all"}, ctx, blob)
+        if res.get("failed"):
+            return _fail("Failed to fetch ansible_pkg_mgr to determine the dnf action "
+                         "backend: %s" % res.get("msg"), **res)
+        module = (res.get("ansible_facts") or {}).get("ansible_pkg_mgr", "auto")
+        if module != "auto":
+            found = {"ansible_facts": {"pkg_mgr": module}}
+    if module not in _DNF_BACKENDS:
+        return _fail(["Could not detect which major revision of dnf is in use, which is "
+                      "required to determine module backend.", "You should manually specify "
+                      "use_backend to tell the module whether to use the dnf4 or dnf5 "
+                      "backend})"], **found)
+    if module in ("yum4", "dnf4"):
+        module = "dnf"
+    if module not in candidates:
+        return _fail("Could not find a dnf module backend for ansible.legacy.%s." % module,
+                     **found)
+    new_args = dict((k, v) for k, v in args.items() if k not in ("use", "use_backend"))
+    sub = dict(specs[candidates[module]], module_name="ansible.legacy." + module)
+    result = normal(module, sub, new_args, ctx, blob)
+    if found:
+        result.setdefault("ansible_facts", {}).update(found["ansible_facts"])
+    return result
+
+
 def shell(spec, args, ctx, blob):
     """Ansible's ``shell`` action: the ``command`` module with ``_uses_shell``."""
     if "expand_argument_vars" in args:
-        return {"failed": True, "changed": False,
-                "msg": "Unsupported parameters for (shell) module: expand_argument_vars"}
+        return _fail("Unsupported parameters for (shell) module: expand_argument_vars")
     sub = dict(spec, module_name="ansible.legacy.command")
     return normal("command", sub, dict(args, _uses_shell=True), ctx, blob)
 
@@ -208,8 +253,10 @@ def _fact(spec, name, ctx, blob):
     return (res.get("ansible_facts") or {}).get(name)
 
 
-def _fail(msg):
-    return {"failed": True, "changed": False, "msg": msg}
+def _fail(msg, **result):
+    """A failure of the action itself, not of its module: "Action failed" in Ansible's words
+    (``_ioc_action_failure``, which the callbacks never see)."""
+    return dict(result, failed=True, changed=False, msg=msg, _ioc_action_failure=True)
 
 
 def _boolean(value):

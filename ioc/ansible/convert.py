@@ -299,8 +299,10 @@ class Converter:
             if key is None and self._module_why is None:
                 self._module_why = "fact gathering with FACTS_MODULES other than smart"
             return key
-        if action in modules.DISPATCHED and task.action in (
-                action, "ansible.builtin." + action, "ansible.legacy." + action) and not (
+        written = str(task.action)
+        for prefix in ("ansible.builtin.", "ansible.legacy."):
+            written = written[len(prefix):] if written.startswith(prefix) else written
+        if action in modules.DISPATCHED and written in modules.DISPATCHED and not (
                 action in self.caps_actions and self._native_accepts(action, args)):
             key, self._module_why = self.modules.add_dispatch(action)
             return key

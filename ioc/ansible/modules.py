@@ -175,7 +175,7 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None) -> Optiona
 
 #: Actions the runner completes on the target around Ansible's module (see
 #: :meth:`ModuleSet.add_dispatch`); each names its required candidates.
-DISPATCHED = ("service", "package", "shell", "unarchive")
+DISPATCHED = ("service", "package", "shell", "unarchive", "dnf", "yum")
 
 
 def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
@@ -188,6 +188,8 @@ def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
         return names + ["setup"], ("setup",)
     if action == "shell":
         return ["command"], ("command",)
+    if action in ("dnf", "yum"):  # yum is the dnf action (ansible.builtin's routing)
+        return ["dnf", "dnf5", "yum", "setup"], ("setup",)
     if action == "unarchive":
         return ["unarchive"], ("unarchive",)
     raise ValueError("no dispatch for %s" % action)

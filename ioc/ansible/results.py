@@ -24,9 +24,12 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.values import plain
 
+#: Stands for the action of a result the runner marked as an action plugin's own
+#: failure (``_ioc_action_failure``: its half of dnf, package, unarchive, ...).
+ACTION_FAILURE = "<action plugin>"
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
-                      "add_host", "group_by", "pause", "gather_facts"})
+                      "add_host", "group_by", "pause", "gather_facts", ACTION_FAILURE})
 
 
 def outcome(ansible_result: Any) -> Tuple[str, Dict[str, Any], Any, Any]:
@@ -83,6 +86,10 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data = _engine_error_219(task, data)
         if include:
             _include_keys_219(result, data, action, item)
+        if result.get("_ioc_action_failure"):
+            action = ACTION_FAILURE  # worded as an action plugin's own failure
+            if isinstance(data.get("msg"), list):
+                data["msg"] = tuple(data["msg"])  # as the plugin made it (dnf's is a tuple)
         return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
@@ -90,6 +97,12 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data)
+    elif result.get("_ioc_action_failure"):
+        # An action plugin's own failure (the runner's half of dnf, package, ...):
+        # "Action failed", its msg as the plugin made it (dnf's is a tuple).
+        if isinstance(data.get("msg"), list):
+            data["msg"] = tuple(data["msg"])
+        utr = utr_class.from_action_result_dict(data)
     else:
         utr = _utr(utr_class, data, action)
     if include:

@@ -236,3 +236,39 @@ def test_service_enabled_on_a_host_without_systemd_runs_ansibles_module(ansible,
     assert '"msg": "True started True"' in batch.stdout
     assert batch.rc == 0 and batch.through_ansible == [], batch.log
     assert len(batch.steps) == 1, batch.log
+
+
+def test_package_manager_actions_choose_their_module_on_the_target(ansible, ansible_python,
+                                                                   python39, tmp_path):
+    """package, dnf and yum are action plugins that pick their module from the host's
+    pkg_mgr fact (setup asked now when facts were not gathered): the runner makes the
+    same choice inside the batch. On this Debian host ``package`` runs apt; dnf/yum find
+    apt, not a dnf backend, and fail with Ansible's words; nothing leaves the batch."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - package:
+                name: coreutils
+                state: present
+              register: pkg
+            - debug:
+                msg: "{{ pkg.changed }} {{ pkg.failed }}"
+            - dnf:
+                name: coreutils
+              ignore_errors: true
+            - yum:
+                name: coreutils
+              ignore_errors: true
+            - package:
+                name: coreutils
+                enablerepo: epel
+              when: ansible_facts.os_family | default('') == 'RedHat'
+        """)
+    inventory = str(ansible.write("hosts", old_target_inventory(python39, hosts=("h1",))))
+    linear, batch = ansible.both("play.yml", inventory)
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "False False"' in batch.stdout
+    assert "Could not detect which major revision of dnf is in use" in batch.stdout
+    assert batch.through_ansible == [] and len(batch.steps) == 1, batch.log
