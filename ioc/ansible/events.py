@@ -196,7 +196,11 @@ class EventReplay:
             if action == "gather_facts":  # as Ansible's gather_facts action marks it
                 self.vm.set_host_facts(host, {"_ansible_facts_gathered": True})
         elif action == "set_fact":
-            self.vm.set_nonpersistent_facts(host, plain(facts))
+            # The task's own keys: they carry the origin Ansible's warning about a
+            # reserved name points at (file:line:column and the excerpt).
+            written = {str(k): k for k in (getattr(self.state.task, "args", None) or {})}
+            self.vm.set_nonpersistent_facts(
+                host, {written.get(k, k): v for k, v in plain(facts).items()})
             if result.get("ansible_facts_cacheable") or self.state.ir_task.args.get("cacheable"):
                 self.vm.set_host_facts(host, plain(facts))
 
@@ -212,7 +216,13 @@ class EventReplay:
         if state.get("facts"):
             self.vm.set_host_facts(name, plain(state["facts"]))
         if state.get("runtime"):
-            self.vm.set_nonpersistent_facts(name, plain(state["runtime"]))
+            # What the replay gave Ansible already is not given again (a second
+            # set would repeat its reserved-name warning, without the origin).
+            known = self.vm._nonpersistent_fact_cache.get(name, {})
+            runtime = {k: v for k, v in plain(state["runtime"]).items()
+                       if k not in known or plain(known[k]) != v}
+            if runtime:
+                self.vm.set_nonpersistent_facts(name, runtime)
         for key, value in (state.get("include_vars") or {}).items():
             self.vm.set_host_variable(name, key, plain(value))
 
