@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from tests.targets import skeleton
-from tests.targets.localssh import root_ssh
+from tests.targets.localssh import root_authorized_keys, root_ssh
+from tests.targets.reachable import interpreter_reachable
 from tests.targets.source import (LINEAR_SHIM, Source, SourceError, ansible_test_argv,
                                   bridge_counts, clean_environment, find_python313, make_tree,
                                   reset_tree)
@@ -145,7 +146,13 @@ class Harness:
 
     def run(self, target: str) -> Outcome:
         aliases = self.source.aliases(target)  # SourceError for a name that is no target
-        with root_ssh() if "needs/ssh" in aliases else contextlib.nullcontext():
+        with contextlib.ExitStack() as machine:
+            if "needs/root" in aliases:
+                machine.enter_context(root_authorized_keys())
+            if "needs/ssh" in aliases:
+                machine.enter_context(root_ssh())
+            if "needs/target/setup_test_user" in aliases:
+                machine.enter_context(interpreter_reachable(self.python))
             baseline = self._run_one(target, BASELINE, self.trees[BASELINE])
             candidate = self._run_one(target, self.candidate, self.trees[self.candidate])
         return judge(target, baseline, candidate, self.trees)

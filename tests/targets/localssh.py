@@ -17,6 +17,11 @@ root's default key and ansible-test's; the two keys are made when missing
 host key goes into root's ``known_hosts`` for those names, one marked block
 that is removed again. A key this made is removed again too. When something
 already serves port 22 it is left alone and nothing is changed.
+
+:func:`root_authorized_keys`: targets that run as root (``needs/root``)
+may take root's ``~/.ssh/authorized_keys`` for granted (``copy`` copies it to
+its test user with ``remote_src``); when root has none, an empty one exists
+while the target runs.
 """
 from __future__ import annotations
 
@@ -96,3 +101,22 @@ def root_ssh() -> Iterator[None]:
         for directory in dirs:
             if directory.exists() and not any(directory.iterdir()):
                 directory.rmdir()
+
+
+@contextlib.contextmanager
+def root_authorized_keys() -> Iterator[None]:
+    """Root has a ``~/.ssh/authorized_keys`` (empty when it had none) while the block runs."""
+    ssh = Path(os.path.expanduser("~")) / ".ssh"
+    keys = ssh / "authorized_keys"
+    made_dir = not ssh.exists()
+    made_file = not keys.exists()
+    if made_file:
+        ssh.mkdir(mode=0o700, exist_ok=True)
+        keys.touch(mode=0o600)
+    try:
+        yield
+    finally:
+        if made_file and keys.exists():
+            keys.unlink()
+        if made_dir and ssh.exists() and not any(ssh.iterdir()):
+            ssh.rmdir()

@@ -15,7 +15,8 @@ Its header comments say how to run it (all optional)::
 ``ansible_connection=local`` and the interpreter running ansible-playbook,
 as ansible-test's controller inventory has it; ``@python@`` in a line is that
 interpreter's path); ``env`` adds environment
-variables; ``args`` adds ansible-playbook arguments. Both runs use
+variables; ``args`` adds ansible-playbook arguments. ``out_dir`` (an extra
+variable) is an empty directory of each run's own, for files a playbook writes. Both runs use
 ansible-core 2.21 on Python 3.13 with what ansible-test sets for every
 target (``ANSIBLE_FORCE_HANDLERS``, …: :data:`ANSIBLE_TEST_ENV`), linear with
 its stock strategy and the other with ``ANSIBLE_STRATEGY=mitogen_batch``. The
@@ -90,7 +91,10 @@ def run(repro: Reproducer, strategy: str, python: str, workdir: Path) -> Tuple[i
         env["ANSIBLE_STRATEGY"] = "mitogen_batch"
     env.update(repro.env)
     playbook = os.path.join(os.path.dirname(python), "ansible-playbook")
-    proc = subprocess.run([python, playbook, "-i", str(inventory), str(repro.path), *repro.args],
+    out_dir = workdir / "out"
+    out_dir.mkdir()
+    proc = subprocess.run([python, playbook, "-i", str(inventory), "-e", "out_dir=%s" % out_dir,
+                           str(repro.path), *repro.args],
                           cwd=str(repro.path.parent), env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     return proc.returncode, proc.stdout.decode("utf-8", errors="replace")

@@ -15,10 +15,16 @@ every ``ansible-playbook`` the target starts. :func:`view` turns it into the
   ``FAILED - RETRYING: ...``, ``skipping: no hosts matched``, ``META: ...``,
   ``NOTIFIED HANDLER ...``, ``ASYNC ...``;
 * of a status line's result (the ``=> {...}`` JSON at ``-v``, one line or
-  indented over several): its **top-level keys** and its ``msg`` — the
+  indented over several, or the indented YAML of
+  ``callback_result_format=yaml``): its **top-level keys** and its ``msg`` — the
   failure message of a failed result, the text ``debug``/``assert`` print —
   not the other values, which carry timings, facts and checksums of the
-  moment;
+  moment. One key is left out: ``src`` when it names a file in Ansible's
+  per-task temporary directory (``~/.ansible/tmp/ansible-tmp-…/source``):
+  the ``copy``/``template`` action uploads the content there and the module
+  reports that upload, which is gone when the task ends; mitogen_batch
+  ships the content with the batch and has no such file (the rule of
+  ``tests/conformance/normalize.py``);
 * messages: the first line of ``[ERROR]:``, ``ERROR!``, ``[WARNING]:`` and
   ``[DEPRECATION WARNING]:``, and each ``Origin: <file>:<line>:<col>`` of an
   error (where the error points is part of what it says);
@@ -40,8 +46,10 @@ strategy:
   directories, ``mktemp`` names (``/tmp/tmp.XXXXXXXXXX``) and Python
   ``tempfile`` names (``/tmp/tmpXXXXXXXX``): the random part becomes
   ``<rand>``;
-* a decimal number with four or more decimals becomes ``<seconds>``: the
-  durations and clock readings targets print (``loops``: "tdiff=1.3583…").
+* a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
+  and a decimal number with four or more decimals ``<seconds>``: what
+  targets print of ``command`` results (``start``/``end``) and their own
+  measurements (``loops``: "tdiff=1.3583…").
 
 Ordering: within the status lines of one task (between two banners or other
 host-less lines), lines are grouped by host, each host's lines in their own
@@ -61,8 +69,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
+
+import yaml
 
 # -- normalisation -----------------------------------------------------------------
 
@@ -75,6 +86,8 @@ _RANDOM = (
     (re.compile(r"ansible-local-[0-9]+[A-Za-z0-9_]{8}"), "ansible-local-<rand>"),
     (re.compile(r"/tmp/tmp\.[A-Za-z0-9]{10}"), "/tmp/tmp.<rand>"),
     (re.compile(r"/tmp/tmp[a-z0-9_]{8}(?![A-Za-z0-9_])"), "/tmp/tmp<rand>"),
+    # wall-clock times in printed results (command's "start"/"end")
+    (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")
     (re.compile(r"(?<![\w.])\d+\.\d{4,}(?![\w.])"), "<seconds>"),
 )
@@ -99,6 +112,8 @@ class Normaliser:
 
 # -- parsing the console ---------------------------------------------------------------
 
+#: Ansible's per-task temporary directory on the target.
+_ANSIBLE_TMP = re.compile(r"/\.ansible/tmp/ansible-tmp-")
 _BANNER = re.compile(r"^(PLAY \[.*\]|PLAY|TASK \[.*\]|RUNNING HANDLER \[.*\]|PLAY RECAP|"
                      r"NO MORE HOSTS LEFT|PLAYBOOK: .*|CUSTOM STATS: |DRY RUN)"
                      r"(?: \[CHECK MODE\])? \*+$")
@@ -136,15 +151,17 @@ def read_log(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def _summary(body: str) -> str:
-    """Keys and ``msg`` of a result's JSON (the raw text when it is not JSON)."""
+def _summary(body: str, form: str = "json") -> str:
+    """Keys and ``msg`` of a result (the raw text when it does not parse)."""
     try:
-        value: Any = json.loads(body)
-    except ValueError:
+        value: Any = json.loads(body) if form == "json" else yaml.safe_load(body)
+    except (ValueError, yaml.YAMLError):
         return " => " + body
     if not isinstance(value, dict):
         return " => " + json.dumps(value, sort_keys=True, ensure_ascii=False)
-    text = " => {%s}" % ", ".join(sorted(value))
+    keys = [k for k in value if not (k == "src" and isinstance(value[k], str)
+                                     and _ANSIBLE_TMP.search(value[k]))]
+    text = " => {%s}" % ", ".join(sorted(keys))
     msg = value.get("msg")
     if msg is not None:
         text += " msg=" + (msg if isinstance(msg, str) else json.dumps(msg, sort_keys=True,
@@ -157,6 +174,13 @@ def _status(lines: Sequence[str], i: int) -> Tuple[str, int]:
     line = lines[i]
     match = _BODY.search(line)
     if not match:
+        if line.rstrip().endswith(" =>") and i + 1 < len(lines) and lines[i + 1].startswith(" "):
+            # callback_result_format=yaml: the result is the indented lines after it
+            j = i + 1
+            while j < len(lines) and lines[j].startswith(" "):
+                j += 1
+            body = textwrap.dedent("\n".join(lines[i + 1:j]))
+            return line.rstrip()[:-len(" =>")] + _summary(body, "yaml"), j - i
         return line.rstrip(), 1
     head, body = line[:match.start()], line[match.end():]
     used = 1
@@ -176,7 +200,10 @@ def _status(lines: Sequence[str], i: int) -> Tuple[str, int]:
 
 def _units(text: str, normaliser: Normaliser) -> List[List[Line]]:
     """Skeleton lines in printed order, grouped into units (see :func:`view`)."""
-    lines = [normaliser.line(l) for l in text.splitlines()]
+    # Lines are recognised and results parsed as printed; only what the
+    # skeleton keeps is normalised (a placeholder would break a result's JSON).
+    lines = text.splitlines()
+    norm = normaliser.line
     units: List[List[Line]] = []
     pending: List[Line] = []  # messages waiting for the status line they belong to
     command = banner = ""
@@ -184,7 +211,7 @@ def _units(text: str, normaliser: Normaliser) -> List[List[Line]]:
     while i < len(lines):
         line = lines[i]
         if _PLAYBOOK_TRACE.match(line):
-            command = line.lstrip("+ ").strip()
+            command = norm(line.lstrip("+ ").strip())
             i += 1
             continue
         if line.startswith(_STRATEGY_DEPRECATION):
@@ -192,7 +219,7 @@ def _units(text: str, normaliser: Normaliser) -> List[List[Line]]:
             continue
         banner_match = _BANNER.match(line.rstrip())
         if banner_match:
-            banner = banner_match.group(1)
+            banner = norm(banner_match.group(1))
             units.extend([[p] for p in pending])
             pending = []
             units.append([Line(banner, command, banner)])
@@ -203,7 +230,7 @@ def _units(text: str, normaliser: Normaliser) -> List[List[Line]]:
             text, used = _status(lines, i)
             host = status.group("host")
             units.append([dataclasses.replace(p, host=host) for p in pending]
-                         + [Line(text, command, banner, host)])
+                         + [Line(norm(text), command, banner, host)])
             pending = []
             i += used
             continue
@@ -212,12 +239,12 @@ def _units(text: str, normaliser: Normaliser) -> List[List[Line]]:
             i += 1
             continue
         if line.startswith("task path: "):
-            units.append([Line(line.rstrip(), command, banner)])
+            units.append([Line(norm(line.rstrip()), command, banner)])
             i += 1
             continue
         recap = _RECAP.match(line)
         if recap:
-            units.append([Line(" ".join(line.split()), command, banner)])
+            units.append([Line(norm(" ".join(line.split())), command, banner)])
             i += 1
             continue
         if _OTHER_EVENTS.match(line.rstrip()):
@@ -226,12 +253,12 @@ def _units(text: str, normaliser: Normaliser) -> List[List[Line]]:
             if retry:
                 host = retry.group(1)
             units.append([dataclasses.replace(p, host=host) for p in pending]
-                         + [Line(line.rstrip(), command, banner, host)])
+                         + [Line(norm(line.rstrip()), command, banner, host)])
             pending = []
             i += 1
             continue
         if _MESSAGE.match(line) or _ORIGIN.match(line):
-            pending.append(Line(line.rstrip(), command, banner))
+            pending.append(Line(norm(line.rstrip()), command, banner))
         i += 1
     units.extend([[p] for p in pending])
     return units

@@ -107,3 +107,26 @@ def test_ansible_test_leaving_a_target_out_is_reported_with_its_reason():
         'Excluding controller tests marked "destructive" which require --allow-destructive or '
         'prefixing with "destructive/" to run on unmanaged hosts: cli')
     assert skeleton.not_run((SNIPPETS / "debug.linear.log").read_text()) is None
+
+
+def test_a_yaml_result_is_read_like_a_json_one_and_the_uploaded_source_is_no_key():
+    # The template target sets callback_result_format=yaml; its copy action
+    # reports the upload in Ansible's per-task temporary directory as "src".
+    lines = texts(skeleton_of("template.yaml-results.log", Path("/tmp/ioc-targets-trees-vptjycw_/baseline")))
+    assert lines == [
+        "TASK [template : include_tasks]",
+        "task path: <tree>/test/results/.tmp/integration/template-<rand>-ÅÑŚÌβŁÈ/test/"
+        "integration/targets/template/tasks/main.yml:22",
+        "included: <tree>/test/results/.tmp/integration/template-<rand>-ÅÑŚÌβŁÈ/test/"
+        "integration/targets/template/tasks/ansible_managed.yml for testhost",
+        "TASK [template : invoke template action with content using default injected "
+        "`ansible_managed`]",
+        "task path: <tree>/test/results/.tmp/integration/template-<rand>-ÅÑŚÌβŁÈ/test/"
+        "integration/targets/template/tasks/ansible_managed.yml:2",
+        "changed: [testhost] => {changed, checksum, dest, gid, group, md5sum, mode, owner, size, "
+        "state, uid}",
+        "TASK [template : invoke template action with content using explicitly set "
+        "`ansible_managed` var]",
+        "task path: <tree>/test/results/.tmp/integration/template-<rand>-ÅÑŚÌβŁÈ/test/"
+        "integration/targets/template/tasks/ansible_managed.yml:8",
+    ]
