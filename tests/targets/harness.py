@@ -51,8 +51,8 @@ from tests.targets import skeleton
 from tests.targets.localssh import root_authorized_keys, root_ssh
 from tests.targets.reachable import interpreter_reachable
 from tests.targets.source import (LINEAR_SHIM, Source, SourceError, ansible_test_argv,
-                                  bridge_counts, clean_environment, find_python313, make_tree,
-                                  reset_tree)
+                                  bridge_counts, bridge_log, clean_environment, find_python313,
+                                  make_tree, reset_tree)
 
 #: The targets of record (issue 18): each must be run, and be identical.
 TARGETS_OF_RECORD = (
@@ -92,6 +92,8 @@ class Run:
     native_plays: int = 0
     native_steps: int = 0
     through_ansible: int = 0
+    #: Plays mitogen_batch left whole to the linear strategy (the bridge's log says why).
+    linear_plays: int = 0
     #: The private tree it ran from (the normaliser replaces it).
     tree: str = ""
 
@@ -103,6 +105,8 @@ class Outcome:
     detail: str
     baseline: Optional[Run]
     candidate: Optional[Run]
+    #: The difference in a few words, for the table ("exit 0/2, at TASK [x]").
+    brief: str = ""
 
     def line(self) -> str:
         times = ""
@@ -175,12 +179,21 @@ class Harness:
                 os.killpg(proc.pid, signal.SIGKILL)
                 rc = proc.wait()
         seconds = time.monotonic() - started
-        plays, steps, ansible = bridge_counts(tree)
-        bridge = tree / "test" / "support" / "integration" / "plugins" / "strategy" / "ioc-bridge.log"
-        if bridge.exists():
-            (self.out / target / ("%s.bridge.log" % strategy)).write_bytes(bridge.read_bytes())
-        return Run(strategy, rc, round(seconds, 2), str(log), timed_out, plays, steps, ansible,
-                   str(tree))
+        kept = self.out / target / ("%s.bridge.log" % strategy)
+        if bridge_log(tree).exists():
+            kept.write_bytes(bridge_log(tree).read_bytes())
+        elif kept.exists():
+            kept.unlink()
+        run = Run(strategy, rc, round(seconds, 2), str(log), timed_out, tree=str(tree))
+        return count_steps(run)
+
+
+def count_steps(run: Run) -> Run:
+    """``run`` with the counts of the dispatcher's log kept beside its console log."""
+    plays, steps, ansible, linear = bridge_counts(
+        Path(run.log).with_name("%s.bridge.log" % run.strategy))
+    return dataclasses.replace(run, native_plays=plays, native_steps=steps,
+                               through_ansible=ansible, linear_plays=linear)
 
 
 def judge(target: str, baseline: Run, candidate: Run, trees: Dict[str, Path]) -> Outcome:
@@ -200,17 +213,20 @@ def judge(target: str, baseline: Run, candidate: Run, trees: Dict[str, Path]) ->
               for r in (baseline, candidate)}
     views = {s: skeleton.view(texts[s], normal[s]) for s in texts}
     _write_views(Path(baseline.log).parent, views)
-    difference = skeleton.first_difference(views[baseline.strategy], baseline.rc,
-                                           views[candidate.strategy], candidate.rc,
+    a, b = views[baseline.strategy], views[candidate.strategy]
+    difference = skeleton.first_difference(a, baseline.rc, b, candidate.rc,
                                            names=(baseline.strategy, candidate.strategy))
+    brief = skeleton.brief_difference(a, baseline.rc, b, candidate.rc)
     if baseline.rc != 0:
         why = skeleton.failure_summary(texts[baseline.strategy], normal[baseline.strategy])
         same = "mitogen_batch identical" if difference is None else "and differs: %s" % difference
         return Outcome(target, "error", "linear itself fails here: rc %d, %s; %s"
-                       % (baseline.rc, why, same), baseline, candidate)
+                       % (baseline.rc, why, same), baseline, candidate,
+                       "linear fails here (rc %d)" % baseline.rc)
     if difference is None:
         return Outcome(target, "identical", "", baseline, candidate)
-    return Outcome(target, "differs", "first difference: %s" % difference, baseline, candidate)
+    return Outcome(target, "differs", "first difference: %s" % difference, baseline, candidate,
+                   brief)
 
 
 def _write_views(directory: Path, views: Dict[str, List[skeleton.Line]]) -> None:
@@ -239,7 +255,8 @@ def load(out: Path) -> "tuple[List[Outcome], Dict[str, object]]":
     outcomes = []
     for o in data["targets"]:
         runs = [Run(**o[k]) if o.get(k) else None for k in ("baseline", "candidate")]
-        outcomes.append(Outcome(o["target"], o["result"], o["detail"], runs[0], runs[1]))
+        outcomes.append(Outcome(o["target"], o["result"], o["detail"], runs[0], runs[1],
+                                o.get("brief", "")))
     return outcomes, data["meta"]
 
 
@@ -259,16 +276,18 @@ def table(outcomes: Sequence[Outcome], meta: Dict[str, object]) -> str:
         "%d targets: %s." % (len(outcomes), ", ".join(
             "%d %s" % (counts[k], k) for k in ("identical", "differs", "error") if k in counts)),
         "",
-        "| target | mitogen_batch | linear s | mitogen_batch s | native plays / steps / via Ansible |",
-        "| --- | --- | ---: | ---: | --- |",
+        "| target | mitogen_batch | where | linear s | mitogen_batch s | plays native / whole linear | native steps | tasks via Ansible |",
+        "| --- | --- | --- | ---: | ---: | --- | ---: | ---: |",
     ]
     for o in outcomes:
-        result = o.result if not o.detail else "%s: %s" % (o.result, o.detail)
-        result = result.replace("|", "\\|").replace("\n", " ")
+        brief = (o.brief or ("" if o.result != "error" else o.detail[:120]))
+        brief = brief.replace("|", "\\|").replace("\n", " ")
         b, c = o.baseline, o.candidate
-        lines.append("| %s | %s | %s | %s | %s |" % (
-            o.target, result, "%.1f" % b.seconds if b else "", "%.1f" % c.seconds if c else "",
-            "%d / %d / %d" % (c.native_plays, c.native_steps, c.through_ansible) if c else ""))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            o.target, o.result, brief, "%.1f" % b.seconds if b else "",
+            "%.1f" % c.seconds if c else "",
+            "%d / %d" % (c.native_plays, c.linear_plays) if c else "",
+            c.native_steps if c else "", c.through_ansible if c else ""))
     return "\n".join(lines)
 
 
@@ -314,7 +333,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.recompare:
         outcomes, meta = load(args.out)
         trees = {k: Path(v) for k, v in dict(meta.get("trees") or {}).items()}
-        outcomes = [judge(o.target, o.baseline, o.candidate, trees)
+        outcomes = [judge(o.target, count_steps(o.baseline), count_steps(o.candidate), trees)
                     if o.baseline and o.candidate else o for o in outcomes]
         save(args.out, outcomes, meta)
         for o in outcomes:

@@ -312,17 +312,36 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def first_unequal(a: Sequence[Line], b: Sequence[Line]) -> Optional[int]:
+    """Index of the first skeleton line that differs (or that one side lacks)."""
+    for i in range(max(len(a), len(b))):
+        if i >= len(a) or i >= len(b) or a[i].text != b[i].text:
+            return i
+    return None
+
+
+def brief_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int) -> str:
+    """Where the runs part, in a few words (for a table): exit codes and the task."""
+    words = []
+    if rc_a != rc_b:
+        words.append("exit %d/%d" % (rc_a, rc_b))
+    i = first_unequal(a, b)
+    if i is not None:
+        anchor = a[i] if i < len(a) else b[i]
+        words.append("at %s" % (anchor.banner or "the start"))
+    return ", ".join(words)
+
+
 def first_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int,
                      names: Tuple[str, str] = ("linear", "mitogen_batch")) -> Optional[str]:
     """None when exit codes and skeletons are equal; else the first difference, in words."""
     words = []
     if rc_a != rc_b:
         words.append("exit code %s %d, %s %d" % (names[0], rc_a, names[1], rc_b))
-    for i in range(max(len(a), len(b))):
+    i = first_unequal(a, b)
+    if i is not None:
         left = a[i] if i < len(a) else None
         right = b[i] if i < len(b) else None
-        if left is not None and right is not None and left.text == right.text:
-            continue
         anchor = left or right
         assert anchor is not None
         where = _where(anchor)
@@ -330,7 +349,6 @@ def first_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int,
             "line %d" % (i + 1), " (%s)" % where if where else "",
             names[0], _quote(left.text) if left else "<nothing more>",
             names[1], _quote(right.text) if right else "<nothing more>"))
-        break
     return "; ".join(words) if words else None
 
 

@@ -156,17 +156,23 @@ def clean_environment() -> Dict[str, str]:
             if not k.startswith(("ANSIBLE_", "IOC_")) and k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
-def bridge_counts(tree: Path) -> Tuple[int, int, int]:
-    """(native plays, native steps, tasks through Ansible) the dispatcher's log records."""
-    log = bridge_log(tree)
+#: How the bridge notes a play it left to the linear strategy whole.
+WHOLE_LINEAR = ": runs whole with the linear strategy: "
+
+
+def bridge_counts(log: Path) -> Tuple[int, int, int, int]:
+    """From the dispatcher's log: (plays planned natively, native steps, tasks
+    through Ansible, plays run whole by the linear strategy)."""
     if not log.exists():
-        return (0, 0, 0)
-    plays = steps = ansible = 0
+        return (0, 0, 0, 0)
+    plays = steps = ansible = linear = 0
     for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("PLAY ["):
+        if line.startswith("PLAY [") and WHOLE_LINEAR in line:
+            linear += 1
+        elif line.startswith("PLAY ["):
             plays += 1
         elif " INFO Batch " in line or " INFO ControllerStep " in line:
             steps += 1
         elif " INFO AnsibleStep " in line:
             ansible += 1
-    return plays, steps, ansible
+    return plays, steps, ansible, linear
