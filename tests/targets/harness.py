@@ -155,7 +155,8 @@ class Harness:
                 machine.enter_context(root_authorized_keys())
             if "needs/ssh" in aliases:
                 machine.enter_context(root_ssh())
-            if "needs/target/setup_test_user" in aliases:
+            if "needs/root" in aliases or "needs/target/setup_test_user" in aliases:
+                # they become unprivileged users that run the controller's Python
                 machine.enter_context(interpreter_reachable(self.python))
             baseline = self._run_one(target, BASELINE, self.trees[BASELINE])
             candidate = self._run_one(target, self.candidate, self.trees[self.candidate])

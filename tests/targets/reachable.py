@@ -1,7 +1,8 @@
 """The controller's interpreter, executable by the unprivileged users of a target.
 
-Targets that ``become`` an unprivileged user (``needs/target/setup_test_user``:
-``omit``, ``keyword_inheritance``) run Ansible's modules as that user with the
+Targets that ``become`` an unprivileged user (``needs/root`` and
+``needs/target/setup_test_user``: ``file``, ``omit``,
+``keyword_inheritance``, …) run Ansible's modules as that user with the
 inventory's ``ansible_python_interpreter``, which ansible-test sets to the
 controller's Python. In ansible-core's CI that is ``/usr/bin/python3``; here it
 is pyenv's, under ``/root``, a directory only root may enter, so linear itself

@@ -43,8 +43,9 @@ strategy:
   directories (``/tmp/ansible-test-XXXXXXXX-injector``,
   ``/tmp/python-XXXXXXXX-ansible``), Ansible's
   ``ansible-tmp-<time>-<pid>-<random>`` and ``ansible-local-<pid><random>``
-  directories, ``mktemp`` names (``/tmp/tmp.XXXXXXXXXX``) and Python
-  ``tempfile`` names (``/tmp/tmpXXXXXXXX``): the random part becomes
+  directories, ``mktemp`` names (``/tmp/tmp.XXXXXXXXXX``), Python
+  ``tempfile`` names (``/tmp/tmpXXXXXXXX``) and the ``setup_remote_tmp_dir``
+  target's ``/tmp/ansible.XXXXXXXX.test``: the random part becomes
   ``<rand>``;
 * a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
   and a decimal number with four or more decimals ``<seconds>``: what
@@ -86,6 +87,8 @@ _RANDOM = (
     (re.compile(r"ansible-local-[0-9]+[A-Za-z0-9_]{8}"), "ansible-local-<rand>"),
     (re.compile(r"/tmp/tmp\.[A-Za-z0-9]{10}"), "/tmp/tmp.<rand>"),
     (re.compile(r"/tmp/tmp[a-z0-9_]{8}(?![A-Za-z0-9_])"), "/tmp/tmp<rand>"),
+    # setup_remote_tmp_dir's directory: tempfile.mkdtemp(prefix="ansible.", suffix=".test")
+    (re.compile(r"/ansible\.[a-z0-9_]{8}\.test"), "/ansible.<rand>.test"),
     # wall-clock times in printed results (command's "start"/"end")
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")
@@ -125,7 +128,9 @@ _OTHER_EVENTS = re.compile(r"^(?:\.\.\.ignoring|included: .* for .*|FAILED - RET
                            r"ASYNC (?:OK|FAILED|POLL) on .*)$")
 _MESSAGE = re.compile(r"^(?:\[ERROR\]: |ERROR! |\[WARNING\]: |\[DEPRECATION WARNING\]: )")
 _ORIGIN = re.compile(r"^Origin: ")
-_PLAYBOOK_TRACE = re.compile(r"^\++ .*ansible-playbook\b")
+#: runme.sh's trace of an ansible-playbook command (``VAR=x ansible-playbook ...``), not
+#: of an assignment that holds its output (``+ out='ansible-playbook [core ...]``).
+_PLAYBOOK_TRACE = re.compile(r"^\++ (?:[A-Za-z_][A-Za-z0-9_]*=\S* )*(?:\S*/)?ansible-playbook(?: |$)")
 _STRATEGY_DEPRECATION = (
     "[DEPRECATION WARNING]: Use of strategy plugins not included in ansible.builtin",
     "[WARNING]: Deprecation warnings can be disabled by setting",
@@ -156,7 +161,7 @@ def _summary(body: str, form: str = "json") -> str:
     try:
         value: Any = json.loads(body) if form == "json" else yaml.safe_load(body)
     except (ValueError, yaml.YAMLError):
-        return " => " + body
+        return " => " + " ".join(body.split())  # as printed, on one line
     if not isinstance(value, dict):
         return " => " + json.dumps(value, sort_keys=True, ensure_ascii=False)
     keys = [k for k in value if not (k == "src" and isinstance(value[k], str)
@@ -362,9 +367,18 @@ def not_run(text: str) -> Optional[str]:
 
 
 def failure_summary(text: str, normaliser: Normaliser) -> str:
-    """The last error the log shows (why a run failed), for a report line."""
-    last = ""
+    """Why a run failed, for a report line: the last command runme.sh ran and
+    the last error printed after it (a role target has no command)."""
+    command, error = "", ""
     for line in text.splitlines():
-        if line.startswith(("fatal: ", "failed: ", "[ERROR]: ", "ERROR! ", "ERROR: ")):
-            last = line
-    return normaliser.line(last.strip())[:300] if last else "no error line"
+        if re.match(r"\+ [A-Za-z_./$(\[]", line):  # runme.sh's trace, not a diff line
+            command, error = line[2:].strip(), ""
+        elif line.startswith(("fatal: ", "failed: ", "[ERROR]: ", "ERROR! ")) \
+                and not line.startswith("...ignoring"):
+            error = line.strip()
+    words = []
+    if command:
+        words.append("last command `%s`" % normaliser.line(command)[:200])
+    if error:
+        words.append(normaliser.line(error)[:300])
+    return ", ".join(words) or "no error line"

@@ -20,15 +20,16 @@ from tests.targets.source import SourceError, find_python313
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-#: Identical and quick in the full run of docs/conformance.md: includes and
-#: imports (static and dynamic, in a play and under a parent include),
-#: variable inheritance into roles and includes, and registered results.
+#: Identical and quick in the full run of docs/conformance.md, with plays
+#: mitogen_batch runs natively: includes and imports under a dynamic parent,
+#: variable inheritance into roles and includes, registered results, and
+#: add_host (hosts added at run time, tasks through Ansible between batches).
 SAMPLE = (
     "include_when_parent_is_dynamic",
-    "include_when_parent_is_static",
     "import_tasks",
     "var_inheritance",
     "register",
+    "add_host",
 )
 
 
