@@ -54,6 +54,11 @@ def build_strategy_class() -> type:
             except Fallback as why:
                 display.vv("mitogen_batch: play %r runs with the linear strategy: %s"
                            % (iterator._play.get_name(), why))
+                log = os.environ.get("IOC_BRIDGE_LOG")
+                if log:  # beside the plans of the native plays
+                    with open(log, "a") as stream:
+                        stream.write("PLAY [%s]: runs whole with the linear strategy: %s\n"
+                                     % (plain(iterator._play.get_name()), why))
                 return super().run(iterator, play_context)
             play_run = PlayRun(self, iterator, play_context, native)
             if not play_run.state.hosts:  # nothing to run: linear's own bookkeeping

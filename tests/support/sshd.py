@@ -184,9 +184,9 @@ def _keygen(path: str, comment: str) -> None:
     )
 
 
-def _config(tmpdir: str, port: int) -> str:
+def _config(tmpdir: str, port: int, addresses: Sequence[str] = (HOST,)) -> str:
     return "\n".join([
-        "ListenAddress %s:%d" % (HOST, port),
+        *("ListenAddress %s:%d" % (address, port) for address in addresses),
         "HostKey %s" % os.path.join(tmpdir, "ssh_host_ed25519_key"),
         "AuthorizedKeysFile %s" % os.path.join(tmpdir, "authorized_keys"),
         "PidFile %s" % os.path.join(tmpdir, "sshd.pid"),
@@ -336,11 +336,20 @@ def _read(path: str) -> str:
 
 
 def start_sshd(clean_env: bool = True, attempts: int = 5,
-               timeout: float = READY_TIMEOUT) -> SSHServer:
+               timeout: float = READY_TIMEOUT, *, port: Optional[int] = None,
+               addresses: Sequence[str] = (HOST,),
+               authorized_keys: Sequence[str] = ()) -> SSHServer:
     """Start a throwaway sshd on a free loopback port; wait until it serves.
 
     ``clean_env=False`` skips the mount trick (sessions source the real
     ``~/.bashrc``); it exists to measure the difference.
+
+    ``port`` asks for that port instead of a free one (one attempt: it is
+    taken or not), ``addresses`` for more loopback addresses than 127.0.0.1
+    (the first is the one clients of :class:`SSHServer` use), and
+    ``authorized_keys`` (public key lines) admits more client keys than the
+    throwaway one — for tests whose clients use keys of their own
+    (``tests/targets``: ansible-test's ``needs/ssh``).
     """
     if not os.access(SSHD, os.X_OK):
         raise SSHDError("%s not found: install openssh-server (scripts/test does)" % SSHD)
@@ -364,15 +373,18 @@ def start_sshd(clean_env: bool = True, attempts: int = 5,
         client_key = os.path.join(tmpdir, "id_ed25519")
         _keygen(host_key, "ioc-test-host")
         _keygen(client_key, "ioc-test-client")
-        shutil.copyfile(client_key + ".pub", os.path.join(tmpdir, "authorized_keys"))
+        with open(client_key + ".pub") as f:
+            keys = [f.read().strip()] + [k.strip() for k in authorized_keys]
+        with open(os.path.join(tmpdir, "authorized_keys"), "w") as f:
+            f.write("\n".join(keys) + "\n")
         config_path = os.path.join(tmpdir, "sshd_config")
 
         errors = []
-        for _ in range(attempts):
-            port = _free_port()
+        for _ in range(1 if port is not None else attempts):
+            listen_port = port if port is not None else _free_port()
             with open(config_path, "w") as f:
-                f.write(_config(tmpdir, port))
-            log_path = os.path.join(tmpdir, "sshd-%d.log" % port)
+                f.write(_config(tmpdir, listen_port, addresses))
+            log_path = os.path.join(tmpdir, "sshd-%d.log" % listen_port)
             with open(log_path, "wb") as log:
                 proc = subprocess.Popen(
                     _sshd_argv(tmpdir, config_path, clean_env),
@@ -380,7 +392,7 @@ def start_sshd(clean_env: bool = True, attempts: int = 5,
                     start_new_session=True,
                 )
             server = SSHServer(
-                host=HOST, port=port, user="root", client_key=client_key,
+                host=addresses[0], port=listen_port, user="root", client_key=client_key,
                 known_hosts="/dev/null", ssh_args=CLIENT_OPTIONS, clean_env=clean_env,
                 tmpdir=tmpdir, config_path=config_path, process=proc,
             )
