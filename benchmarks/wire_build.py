@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence
 
 from ioc import loader
 from ioc.callbacks import Callback
-from ioc.controller.play import RunOptions
+from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun
 
 

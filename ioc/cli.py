@@ -15,7 +15,7 @@ from ioc import __version__, loader
 from ioc.callbacks import Callback, CallbackSet
 from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
-from ioc.controller.play import RunOptions
+from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun, plan_playbook
 from ioc.errors import IocError, LoadError, PlanError
 from ioc.model import Inventory

@@ -40,7 +40,9 @@ from ioc.ansible.through_ansible import FlushThroughAnsible, run_through_ansible
 from ioc.callbacks import Callback, Stats
 from ioc.transport.connector import Connector
 from ioc.transport.spec import ConnectionSpec
-from ioc.controller.play import HostStatus, PlayExecutor, PlaySink, StepOutcome
+from ioc.controller.play import PlayExecutor
+from ioc.controller.sink import PlaySink
+from ioc.controller.state import HostStatus, StepOutcome
 from ioc.controller.playbook import PlannedPlay, PlaybookRun
 from ioc.model import Host, Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, Where

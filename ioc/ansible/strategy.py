@@ -106,7 +106,7 @@ class PlayRun:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""
         from ansible import context
         from ansible.release import __version__
-        from ioc.controller.play import RunOptions
+        from ioc.controller.state import RunOptions
 
         state = self.state
         names = [plain(n) for n in state.hosts]

@@ -28,7 +28,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ioc.agentless_runner.batch import BatchEnd, Failure, HostRun, failed_task_wire
 from ioc.ansible.pipe import ParentLink
-from ioc.controller.play import HostStatus, PlayExecutor, StepOutcome
+from ioc.controller.play import PlayExecutor
+from ioc.controller.state import HostStatus, StepOutcome
 from ioc.model import WIRE_VERSION, to_wire
 from ioc.planner import ControllerStep, Program, wire_tree
 

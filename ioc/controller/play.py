@@ -2,251 +2,28 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.batch import OMIT, HostRun
 from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
-from ioc.callbacks import Callback, Stats, Status, TaskView
+from ioc.callbacks import Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads, plugins
 from ioc.controller.dispatch import HostCall, context_key, dispatch
-from ioc.controller.payloads import ModulePayloads
+from ioc.controller.sink import FINAL_EVENTS, PlaySink
+from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
 from ioc.planner.program import Entry, NumberedBlock, splice_after
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
-from ioc.replay import Event, Key, Replay, StepSink
+from ioc.replay import Event, Replay
 from ioc.transport import bootstrap
-from ioc.transport.connector import Connector
-from ioc.transport.report import TransportReport
 from ioc.transport.spec import BecomeSpec, ConnectionSpec, become_for, resolve_via
 
 LOG = logging.getLogger(__name__)
-
-FINAL_EVENTS = frozenset({"done", "unreachable", "crash"})
-
-
-class HostStatus(enum.Enum):
-    ACTIVE = "active"
-    FAILED = "failed"
-    UNREACHABLE = "unreachable"
-    ENDED = "ended"
-    #: Stopped by another host's failure (any_errors_fatal, run_once,
-    #: max_fail_percentage): out of the play, but not counted as failed (L4.5).
-    STOPPED = "stopped"
-
-
-@dataclass
-class HostState:
-    """What the controller carries for one host from one step to the next."""
-
-    name: str
-    spec: ConnectionSpec
-    #: Static layers shipped with every batch (see ``runner.batch.HostRun``).
-    inventory_vars: Dict[str, Any]
-    status: HostStatus = HostStatus.ACTIVE
-    facts: Dict[str, Any] = field(default_factory=dict)
-    runtime: Dict[str, Any] = field(default_factory=dict)
-    included: Dict[str, Any] = field(default_factory=dict)
-    notified: List[str] = field(default_factory=list)
-    blocks: Dict[str, Any] = field(default_factory=dict)
-    #: Linear put it on its run's failed-hosts list though a rescue took it
-    #: (any_errors_fatal sent it there, or an included file failed to load):
-    #: it finishes this play, later plays leave it out, its recap counts no failure.
-    marked: bool = False
-    #: Handler numbers still queued in the flush the host stopped in, before
-    #: a handler its runner does not run (see ``HostRun.run_queued``).
-    flushing: Optional[List[int]] = None
-
-    @property
-    def active(self) -> bool:
-        return self.status is HostStatus.ACTIVE
-
-    def wire_state(self) -> Dict[str, Any]:
-        state: Dict[str, Any] = {"facts": self.facts, "runtime": self.runtime,
-                                 "include_vars": self.included, "notified": self.notified,
-                                 "blocks": self.blocks}
-        if self.flushing is not None:
-            state["flushing"] = self.flushing
-        return state
-
-    def absorb(self, end: Event) -> None:
-        """Take the state a runner reported at the end of its step."""
-        state = end.get("state") or {}
-        # The runner saw only the variables its step reads (the closure), so
-        # what it returns is merged in, never substituted: nothing is deleted
-        # on a target except by the controller (clear_facts).
-        self.facts = {**self.facts, **state.get("facts", {})}
-        self.runtime = {**self.runtime, **state.get("runtime", {})}
-        self.included = {**self.included, **state.get("include_vars", {})}
-        self.notified = state.get("notified", self.notified)
-        self.blocks = state.get("blocks", {})
-        self.flushing = state.get("flushing")
-        if end.get("status") == "failed":
-            self.status = HostStatus.FAILED
-        elif end.get("status") == "ended":
-            self.status = HostStatus.ENDED
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    check: bool = False
-    diff: bool = False
-    forks: int = 5
-    #: Ship only the variables a step reads (off only to measure what it saves).
-    closure: bool = True
-    #: Whose result shapes the runner reproduces: ansible-core "2.21" (ioc's
-    #: own) or "2.19" (mitogen_batch under that release).
-    shape: str = "2.21"
-    #: ``--ask-become-pass``: the password when no ``ansible_become_password`` is set.
-    become_password: Optional[str] = field(default=None, repr=False)
-
-
-@dataclass
-class StepOutcome:
-    """What happened in one step, as the controller needs it afterwards."""
-
-    ends: Dict[str, Event] = field(default_factory=dict)
-    trouble: Dict[str, str] = field(default_factory=dict)
-    #: Hosts with a non-ignored failure (rescued or not), and unreachable ones.
-    failed: List[str] = field(default_factory=list)
-    #: meta actions reported as run (not skipped), per host.
-    metas: Dict[str, List[str]] = field(default_factory=dict)
-    #: Dynamic includes that ran: per host, the ok result of each include (per item).
-    includes: Dict[str, List[Event]] = field(default_factory=dict)
-    #: A templated run_once, as the first active host's variables decided it.
-    once: Optional[bool] = None
-
-
-class PlaySink(StepSink):
-    """Turns replayed runner events into callbacks and recap counts."""
-
-    def __init__(self, plan: Plan, callbacks: Callback, stats: Stats) -> None:
-        self.plan = plan
-        self.callbacks = callbacks
-        self.stats = stats
-        self.view: Optional[TaskView] = None
-        self.ends: Dict[str, Event] = {}
-        #: Hosts whose include ran in the current step, by included file (L7.8).
-        self.included: Dict[str, List[str]] = {}
-
-    def step_start(self, key: Key, hosts: Sequence[str], first: Event) -> None:
-        entry = self.plan.program.entry(key[0])
-        if key[1] == 0:
-            task = entry.task
-            name = first.get("name") or task.display_name
-            self.view = TaskView(name=name, action=task.action, location=str(task.location),
-                                 args=task.args, implicit=entry.implicit)
-            if task.action != "meta":
-                self.callbacks.task_start(self.view)
-        else:
-            handler = self.plan.program.handlers[key[1] - 1]
-            name = first.get("name") or handler.display_name
-            self.view = TaskView(name=name, action=handler.action, location=str(handler.location),
-                                 is_handler=True, args=handler.args)
-            self.callbacks.task_start(self.view)
-
-    def host_event(self, host: str, event: Event) -> None:
-        assert self.view is not None
-        kind = event["e"]
-        if kind == "start":
-            if event.get("meta"):
-                self.callbacks.task_start(self.view)  # per host, like linear (L5.3)
-            else:
-                self.callbacks.runner_on_start(host, self.view)
-        elif kind == "item":
-            self.callbacks.runner_item(host, self.view, Status(event["status"]),
-                                       _shown(event["result"]))
-        elif kind == "retry":
-            self.callbacks.runner_retry(host, self.view, event["result"])
-        elif kind == "diff":
-            self.callbacks.on_file_diff(host, self.view, event["result"])
-        elif kind == "notify":
-            handler = self.plan.program.handlers[event["handler"]]
-            self.callbacks.on_notify(host, TaskView(name=handler.display_name, action=handler.action,
-                                                    location=str(handler.location), is_handler=True))
-        elif kind in FINAL_EVENTS:
-            self._final(host, event)
-
-    def _final(self, host: str, event: Event) -> None:
-        assert self.view is not None
-        if event["e"] != "done" and not event.get("started"):
-            self.callbacks.runner_on_start(host, self.view)
-        status = Status(event["status"])
-        is_meta = self.view.action == "meta"
-        if is_meta and status is Status.OK:
-            return  # meta results are not shown or counted (L7.10)
-        dynamic = self.plan.program.entry(event["k"][0]).task.include_scope is not None \
-            if event["k"][1] == 0 else False
-        if not is_meta and not (dynamic and status is Status.OK):
-            # A dynamic include counts ok once per file it included, after
-            # the step (L7.8); its own ok is not counted.
-            self.stats.record(host, status.value, bool(event["result"].get("changed")),
-                              ignored=bool(event.get("ignored")), rescued=bool(event.get("rescued")))
-        if status is Status.OK and "_ioc_included" in event["result"] and not dynamic:
-            self.included.setdefault(event["result"]["_ioc_included"], []).append(host)
-        self.callbacks.runner_result(host, self.view, status, _shown(event["result"]),
-                                     ignored=bool(event.get("ignored")))
-
-    def host_left(self, host: str, event: Event) -> None:
-        self.ends[host] = event
-
-    def step_end(self, key: Key) -> None:
-        """``included: file for h1, h2`` comes after every result of the step."""
-        for included, hosts in self.included.items():
-            self.callbacks.playbook_on_include(included, hosts)
-        self.included = {}
-
-
-@dataclass
-class PlayContext:
-    """What a play's executor needs from the playbook run around it."""
-
-    connector: Connector
-    callbacks: Callback
-    stats: Stats
-    options: RunOptions
-    transport: TransportReport
-    payloads: payloads.PayloadCache
-    #: The connection of any inventory name (delegates need not be in the play).
-    connection_of: Callable[[str], ConnectionSpec]
-    #: Applies a result that changes the inventory (add_host, group_by); returns changed.
-    change_inventory: Callable[[str, Dict[str, Any]], bool]
-    #: Current ``groups`` (they change with add_host/group_by).
-    groups: Callable[[], Dict[str, List[str]]]
-    #: Facts (or set_fact values) ``delegate_facts`` gave a host outside the
-    #: play, kept for the whole run: (host, values, "facts" or "runtime").
-    store_facts: Callable[[str, Dict[str, Any], str], None]
-    #: A play-wide meta action the run must act on (clear_host_errors...).
-    play_meta: Callable[[str, List[str]], None]
-    #: Loads what a dynamic include names: (play, include task, templated
-    #: args) -> ``ioc.loader.Included``. None: dynamic includes cannot run.
-    load_include: Optional[Callable[[Play, Task, Mapping[str, Any]], Any]] = None
-    #: Plans a play again once dynamic includes have spliced tasks into it.
-    replan: Optional[Callable[[Play], Plan]] = None
-    #: A host's current ``group_names`` (group_by/add_host change them).
-    group_names: Optional[Callable[[str], List[str]]] = None
-    #: ``hostvars`` of the inventory's hosts outside this executor (hosts
-    #: add_host or refresh_inventory brought, other serial batches), given
-    #: the names the executor has itself.
-    outside_hostvars: Optional[Callable[[FrozenSet[str]], Dict[str, Dict[str, Any]]]] = None
-    #: A host's inventory layer as the run has it now (after refresh_inventory).
-    inventory_vars: Optional[Callable[[str], Dict[str, Any]]] = None
-    #: Installs another inventory (Ansible re-read its sources); None: cannot.
-    replace_inventory: Optional[Callable[[Any], None]] = None
-    #: ``ansible_play_hosts_all`` as the current inventory makes it.
-    play_hosts_all: Optional[Callable[[], List[str]]] = None
-    #: Per host, entries it does not run at all, no event (``gathering =
-    #: smart``: fact gathering where Ansible has gathered facts already).
-    skip: Mapping[str, FrozenSet[int]] = field(default_factory=dict)
-    #: Ansible's module payloads for tasks whose ``module`` is set (an
-    #: ``ioc.ansible.modules.ModuleSet``); None when Ansible is not used.
-    modules: Optional[ModulePayloads] = None
 
 
 class PlayExecutor:
@@ -997,13 +774,6 @@ def _delegated_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
     if spec.user is not None:
         out["ansible_user"] = spec.user
     return out
-
-
-def _shown(result: Dict[str, Any]) -> Dict[str, Any]:
-    """A result as callbacks get it: without the runner's ``_ioc_*`` notes to the controller."""
-    if not any(k.startswith("_ioc_") for k in result):
-        return result
-    return {k: v for k, v in result.items() if not k.startswith("_ioc_")}
 
 
 def _loop_keys(result: Mapping[str, Any]) -> FrozenSet[str]:

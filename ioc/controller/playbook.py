@@ -13,7 +13,8 @@ from ioc.controller.capabilities import runner_capabilities
 from ioc.transport.spec import ConnectionSpec, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.payloads import ModulePayloads, PayloadCache
-from ioc.controller.play import HostState, HostStatus, PlayContext, PlayExecutor, RunOptions
+from ioc.controller.play import PlayExecutor
+from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
 from ioc.transport.report import TransportReport
 from ioc.model import Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, TagFilter, plan_play

@@ -19,7 +19,7 @@ from ioc.ansible.dispatcher import BridgeRun, ForwardingSink, PlayLevel
 from ioc.ansible.pipe import ParentLink, read_message, write_message
 from ioc.callbacks import Stats
 from ioc.controller.capabilities import runner_capabilities
-from ioc.controller.play import HostStatus, RunOptions
+from ioc.controller.state import HostStatus, RunOptions
 from ioc.controller.playbook import PlannedPlay
 from ioc.model import Group, Host, Inventory
 from ioc.planner import ControllerStep, Where, plan_play

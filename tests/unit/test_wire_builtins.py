@@ -17,7 +17,7 @@ from ioc import loader
 from ioc.ansible.modules import attach
 from ioc.callbacks import Callback
 from ioc.cli import load_inventory
-from ioc.controller.play import RunOptions
+from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun
 
 BUILTINS = (dict, list, str, int, float, bool, bytes, type(None))

@@ -1,0 +1,106 @@
+"""Where replayed runner events become callbacks and recap counts (``ioc-run``).
+
+The replay (:mod:`ioc.replay`) releases each host's events in linear order;
+:class:`PlaySink` turns them into the callback calls the linear strategy
+makes (task banners once per task, per-host results, items, retries, diffs,
+notifications, ``included:`` lines after the step) and counts the recap.
+``mitogen_batch`` forwards them to Ansible's own callbacks instead
+(``ioc.ansible.dispatcher.ForwardingSink``).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from ioc.callbacks import Callback, Stats, Status, TaskView
+from ioc.planner import Plan
+from ioc.replay import Event, Key, StepSink
+
+#: Events that end a host's part of a step.
+FINAL_EVENTS = frozenset({"done", "unreachable", "crash"})
+
+
+class PlaySink(StepSink):
+    """Turns replayed runner events into callbacks and recap counts."""
+
+    def __init__(self, plan: Plan, callbacks: Callback, stats: Stats) -> None:
+        self.plan = plan
+        self.callbacks = callbacks
+        self.stats = stats
+        self.view: Optional[TaskView] = None
+        self.ends: Dict[str, Event] = {}
+        #: Hosts whose include ran in the current step, by included file (L7.8).
+        self.included: Dict[str, List[str]] = {}
+
+    def step_start(self, key: Key, hosts: Sequence[str], first: Event) -> None:
+        entry = self.plan.program.entry(key[0])
+        if key[1] == 0:
+            task = entry.task
+            name = first.get("name") or task.display_name
+            self.view = TaskView(name=name, action=task.action, location=str(task.location),
+                                 args=task.args, implicit=entry.implicit)
+            if task.action != "meta":
+                self.callbacks.task_start(self.view)
+        else:
+            handler = self.plan.program.handlers[key[1] - 1]
+            name = first.get("name") or handler.display_name
+            self.view = TaskView(name=name, action=handler.action, location=str(handler.location),
+                                 is_handler=True, args=handler.args)
+            self.callbacks.task_start(self.view)
+
+    def host_event(self, host: str, event: Event) -> None:
+        assert self.view is not None
+        kind = event["e"]
+        if kind == "start":
+            if event.get("meta"):
+                self.callbacks.task_start(self.view)  # per host, like linear (L5.3)
+            else:
+                self.callbacks.runner_on_start(host, self.view)
+        elif kind == "item":
+            self.callbacks.runner_item(host, self.view, Status(event["status"]),
+                                       _shown(event["result"]))
+        elif kind == "retry":
+            self.callbacks.runner_retry(host, self.view, event["result"])
+        elif kind == "diff":
+            self.callbacks.on_file_diff(host, self.view, event["result"])
+        elif kind == "notify":
+            handler = self.plan.program.handlers[event["handler"]]
+            self.callbacks.on_notify(host, TaskView(name=handler.display_name, action=handler.action,
+                                                    location=str(handler.location), is_handler=True))
+        elif kind in FINAL_EVENTS:
+            self._final(host, event)
+
+    def _final(self, host: str, event: Event) -> None:
+        assert self.view is not None
+        if event["e"] != "done" and not event.get("started"):
+            self.callbacks.runner_on_start(host, self.view)
+        status = Status(event["status"])
+        is_meta = self.view.action == "meta"
+        if is_meta and status is Status.OK:
+            return  # meta results are not shown or counted (L7.10)
+        dynamic = self.plan.program.entry(event["k"][0]).task.include_scope is not None \
+            if event["k"][1] == 0 else False
+        if not is_meta and not (dynamic and status is Status.OK):
+            # A dynamic include counts ok once per file it included, after
+            # the step (L7.8); its own ok is not counted.
+            self.stats.record(host, status.value, bool(event["result"].get("changed")),
+                              ignored=bool(event.get("ignored")), rescued=bool(event.get("rescued")))
+        if status is Status.OK and "_ioc_included" in event["result"] and not dynamic:
+            self.included.setdefault(event["result"]["_ioc_included"], []).append(host)
+        self.callbacks.runner_result(host, self.view, status, _shown(event["result"]),
+                                     ignored=bool(event.get("ignored")))
+
+    def host_left(self, host: str, event: Event) -> None:
+        self.ends[host] = event
+
+    def step_end(self, key: Key) -> None:
+        """``included: file for h1, h2`` comes after every result of the step."""
+        for included, hosts in self.included.items():
+            self.callbacks.playbook_on_include(included, hosts)
+        self.included = {}
+
+
+def _shown(result: Dict[str, Any]) -> Dict[str, Any]:
+    """A result as callbacks get it: without the runner's ``_ioc_*`` notes to the controller."""
+    if not any(k.startswith("_ioc_") for k in result):
+        return result
+    return {k: v for k, v in result.items() if not k.startswith("_ioc_")}
