@@ -101,13 +101,18 @@ class ModuleSet:
         ``module_utils``) and ``ioc.agentless_runner.ansible_actions`` does
         what the action plugin does.
         """
+        from ansible.errors import AnsibleError
+
         key = "dispatch:" + action
         if key in self.specs:
             return key, None
         names, required = dispatch_candidates(action)
         candidates: Dict[str, str] = {}
         for name in names:
-            resolved = resolve("ansible.legacy." + name) if _installed(name) else None
+            try:
+                resolved = resolve("ansible.legacy." + name, quiet=True) if _installed(name) else None
+            except AnsibleError:  # removed from its collection (atomic_container): not a candidate
+                resolved = None
             if resolved is None:  # (the action runs the module itself, whatever its plugin)
                 continue
             sub, why = self.add(resolved, name)
@@ -148,17 +153,20 @@ class _Unsupported(Exception):
     """A module the runner cannot run from Ansible's code (the message says why)."""
 
 
-def resolve(action: str, collections: Optional[Sequence[str]] = None) -> Optional[Resolved]:
+def resolve(action: str, collections: Optional[Sequence[str]] = None,
+            quiet: bool = False) -> Optional[Resolved]:
     """How Ansible would run ``action``; None when no module of that name exists.
 
     Mirrors ``TaskExecutor._get_action_handler_with_module_context``: a
     module that names an action plugin, or an action plugin of the action's
     own name, means controller work (``action_plugin`` is set); otherwise the
-    ``normal`` action runs the module.
+    ``normal`` action runs the module. ``quiet``: no deprecation warning (a
+    candidate of a dispatched action, which the user did not name).
     """
     from ansible.plugins.loader import action_loader, module_loader
 
-    module = module_loader.find_plugin_with_context(action, collection_list=collections)
+    module = module_loader.find_plugin_with_context(action, collection_list=collections,
+                                                    ignore_deprecated=quiet)
     if not module.resolved:
         return None
     plugin = None
@@ -403,9 +411,15 @@ class Attacher:
         import dataclasses
         import os
 
+        from ansible.errors import AnsibleError
+        from ioc.errors import PlanError
+
         if task.role_path:
             self.add_library(os.path.join(task.role_path, "library"))
-        key = self.module_key(task.action, task.args)
+        try:
+            key = self.module_key(task.action, task.args)
+        except AnsibleError as exc:  # a module its collection removed, a broken redirect
+            raise PlanError(str(getattr(exc, "message", exc)), task.location) from None
         return task if key is None else dataclasses.replace(task, module=key)
 
     def module_key(self, action: str, args: Mapping[str, Any]) -> Optional[str]:
