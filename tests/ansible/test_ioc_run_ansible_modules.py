@@ -71,3 +71,31 @@ def test_ioc_run_runs_ansibles_modules_and_gathers_ansibles_facts(ansible, ansib
     assert {h: (tmp_path / ("%s.txt" % h)).read_text() for h in ("h1", "h2")} == expected \
         == {"h1": "hello /root\n", "h2": "hello /root\n"}
     assert "ioc: 1 batch(es)" in ioc.stdout
+
+
+def test_package_and_service_plan_with_a_collection_that_removed_a_candidate(ansible,
+                                                                           ansible_python):
+    """community.general 13 removed ``atomic_container``, one of the package managers
+    ``package`` may pick: ioc-run plans the play (no traceback), and the candidates
+    the play never names print no deprecation (``swupd``, ``installp``...)."""
+    from tests.realworld.prepare import collections_path, collections_ready
+
+    assert collections_ready(), "scripts/test prepares %s" % collections_path()
+    ansible.write("play.yml", """
+        - hosts: web
+          tasks:
+            - package:
+                name: curl
+            - service:
+                name: cron
+                enabled: true
+        """)
+    inventory = str(ansible.write("hosts", "[web]\nh1 ansible_connection=local\n"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(PYTHONPATH=str(ROOT), ANSIBLE_COLLECTIONS_PATH=str(collections_path()))
+    plan = subprocess.run([ansible_python, "-m", "ioc", "-i", inventory, "play.yml", "--plan"],
+                          cwd=str(ansible.workdir), env=env, capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "Traceback" not in plan.stderr and "deprecated" not in plan.stderr, plan.stderr
+    assert "step 1: batch of 4 task(s), 0-3; ends: end of play" in plan.stdout, plan.stdout
