@@ -54,6 +54,7 @@ class IncludeScope:
     inherited: Mapping[str, Any] = field(default_factory=dict)
     role: Optional[str] = None
     role_path: Optional[str] = None
+    role_collection: Optional[str] = None
     section: str = "tasks"
     chain: Tuple[str, ...] = ()
 

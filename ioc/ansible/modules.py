@@ -416,13 +416,21 @@ class Attacher:
 
         if task.role_path:
             self.add_library(os.path.join(task.role_path, "library"))
+        # a collection role's short names resolve in its collection first, then
+        # in ansible.builtin (Role.collections, as ansible-core builds it)
+        collections = [task.role_collection, "ansible.builtin"] if task.role_collection else None
         try:
-            key = self.module_key(task.action, task.args)
+            key = self.module_key(task.action, task.args, collections)
         except AnsibleError as exc:  # a module its collection removed, a broken redirect
             raise PlanError(str(getattr(exc, "message", exc)), task.location) from None
         return task if key is None else dataclasses.replace(task, module=key)
 
-    def module_key(self, action: str, args: Mapping[str, Any]) -> Optional[str]:
+    def module_key(self, action: str, args: Mapping[str, Any],
+                   collections: Optional[Sequence[str]] = None) -> Optional[str]:
+        if collections and "." not in action:
+            own = resolve(action, collections[:1], quiet=True)
+            if own is not None:  # the role's collection has a module of that name
+                return self._module(own, action)
         short = action
         for prefix in ("ansible.builtin.", "ansible.legacy."):
             if short.startswith(prefix):
@@ -433,10 +441,13 @@ class Attacher:
             return self.modules.add_dispatch(short)[0]
         if short == "meta" or (short in self.native and self._accepts(short, args)):
             return None
-        resolved = resolve(action)
-        if resolved is None or resolved.action_plugin is not None:
+        resolved = resolve(action, collections)
+        return None if resolved is None else self._module(resolved, short)
+
+    def _module(self, resolved: Resolved, action: str) -> Optional[str]:
+        if resolved.action_plugin is not None:
             return None
-        key, _ = self.modules.add(resolved, short.rpartition(".")[2])
+        key, _ = self.modules.add(resolved, action.rpartition(".")[2])
         return key
 
     def fact_module(self) -> Optional[str]:

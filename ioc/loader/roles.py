@@ -8,15 +8,32 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ioc.errors import LoadError
 from ioc.model import Location
 from ioc.loader.yamlsrc import load_yaml_file, location_of, plain
 
-__all__ = ["RoleFiles", "find_role", "find_main", "read_role", "read_vars_file"]
+__all__ = ["RoleFiles", "RoleSearch", "find_role", "find_main", "read_role", "read_vars_file"]
 
 _EXTENSIONS = (".yml", ".yaml", "", ".json")
+
+
+@dataclass(frozen=True)
+class RoleSearch:
+    """Where roles are found besides the playbook's own ``roles/``, as Ansible looks.
+
+    The front end fills it from Ansible's configuration: ``roles_path``, and
+    the lookup of a role in a collection (``ns.coll.role``, or a short name
+    inside a collection role), which only Ansible's collection finder can do
+    (this package does not import ``ansible``).
+    """
+
+    #: ``roles_path`` (``DEFAULT_ROLES_PATH``), searched after ``<playbook dir>/roles``.
+    roles_path: tuple[str, ...] = ()
+    #: ``(name, collections) -> (short name, directory, collection)`` or None
+    #: (Ansible's ``_get_collection_role_path``); None: no collections.
+    in_collections: Callable[[str, tuple[str, ...]], tuple[str, str, str] | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ioc.errors import IncludeNotFound, LoadError
 from ioc.loader.kv import parse_kv
-from ioc.loader.roles import RoleFiles, find_role, read_role
+from ioc.loader.roles import RoleFiles, RoleSearch, find_role, read_role
 from ioc.loader.substitute import render_static
 from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain, value_origins
 from ioc.model import Block, IncludeScope, Location, Node, Play, Task
@@ -70,6 +70,8 @@ class PlayState:
     role_handlers: list[Task] = field(default_factory=list)
     #: Roles already expanded by ``roles:``/dependencies (Ansible runs each once).
     seen_roles: set[tuple[Any, ...]] = field(default_factory=set)
+    #: ``roles_path`` and collections (from Ansible's configuration).
+    search: RoleSearch = field(default_factory=RoleSearch)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class Scope:
     inherited: Mapping[str, Any] = field(default_factory=dict)
     role: str | None = None
     role_path: str | None = None
+    #: The collection of the role being read, when it comes from one: its
+    #: short role and module names resolve in it first, as in Ansible.
+    role_collection: str | None = None
     #: ``tasks`` or ``handlers``: the role subdirectory imports are looked up in.
     section: str = "tasks"
     #: Files being imported, outermost first, to report import cycles.
@@ -237,7 +242,8 @@ def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any]
     return dataclasses.replace(task, include_scope=IncludeScope(
         path=inner.path, when=inner.when, when_origins=inner.when_origins, tags=inner.tags,
         inherited=dict(inner.inherited),
-        role=inner.role, role_path=inner.role_path, section=inner.section, chain=inner.chain))
+        role=inner.role, role_path=inner.role_path, role_collection=inner.role_collection,
+        section=inner.section, chain=inner.chain))
 
 
 @dataclass(frozen=True)
@@ -252,7 +258,7 @@ class Included:
 
 
 def load_include(play: Play, task: Task, args: Mapping[str, Any],
-                 extra_vars: Mapping[str, Any]) -> Included:
+                 extra_vars: Mapping[str, Any], search: RoleSearch | None = None) -> Included:
     """Load what a dynamic include ``task`` names with its templated ``args``.
 
     Parsed exactly as a static include at the same place would have been: the
@@ -262,11 +268,13 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
     if recorded is None:
         raise LoadError("not a dynamic include", task.location)
     state = PlayState(playbook_dir=play.basedir,
-                      static_vars={**play.vars, **play.vars_files, **extra_vars})
+                      static_vars={**play.vars, **play.vars_files, **extra_vars},
+                      search=search or RoleSearch())
     scope = Scope(play=state, path=recorded.path, when=recorded.when,
                   when_origins=recorded.when_origins, tags=recorded.tags,
                   inherited=dict(recorded.inherited), role=recorded.role,
-                  role_path=recorded.role_path, section=recorded.section, chain=recorded.chain)
+                  role_path=recorded.role_path, role_collection=recorded.role_collection,
+                  section=recorded.section, chain=recorded.chain)
     where = task.location
     if task.action == "include_tasks":
         name = str(args.get("file") or args.get("_raw_params"))
@@ -287,7 +295,7 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
     froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
                                        "handlers_from") if args.get(k)}
     try:
-        find_role(name, _role_dirs(scope), where)
+        locate_role(name, scope, where)
     except LoadError as exc:
         raise IncludeNotFound(exc.message, where) from exc
     nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True)
@@ -350,6 +358,7 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         delegate_facts=ds.get("delegate_facts"),
         role=scope.role,
         role_path=scope.role_path,
+        role_collection=scope.role_collection,
         action_written=_written_action(ds, action),
         **effective,
     )
@@ -537,18 +546,18 @@ def _expand_role(
     ``private`` (``include_role``): the role's defaults stay on its block
     instead of joining the play's.
     """
-    path = find_role(name, _role_dirs(scope), where)
-    files = read_role(os.path.basename(name.rstrip("/")), path, where, **froms)
+    role_name, path, collection = locate_role(name, scope, where)
+    files = read_role(role_name, path, where, **froms)
     identity = (path, tuple(sorted(froms.items())), repr(params), repr(keywords.get("vars")))
     if dedup and not files.allow_duplicates and identity in scope.play.seen_roles:
         return ()
     scope.play.seen_roles.add(identity)
     outer = scope.nested(keywords)
-    deps = _dependencies(files, outer, where)
+    deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection), where)
     if not private:
         scope.play.role_defaults.update(files.defaults)
     role_vars = {**files.vars, **vars_of(keywords, where)}
-    inner = dataclasses.replace(outer, role=files.name, role_path=path)
+    inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection)
     _collect_role_handlers(files, inner, {**role_vars, **params})
     body = _role_tasks(files, inner, where)
     block = Block(
@@ -559,8 +568,27 @@ def _expand_role(
     return deps + (block,)
 
 
+def locate_role(name: str, scope: Scope, where: Location) -> tuple[str, str, str | None]:
+    """``(role name, directory, collection)`` of role ``name`` as Ansible finds it.
+
+    In a collection first (a ``ns.coll.role`` name, or any name inside a
+    collection role: its own collection is searched first), then in
+    ``<playbook dir>/roles``, ``roles_path``, beside the role that depends
+    on it, and the playbook directory. A collection role's name is its FQCN.
+    """
+    search = scope.play.search
+    collections = (scope.role_collection,) if scope.role_collection else ()
+    if search.in_collections is not None:
+        found = search.in_collections(name, collections)
+        if found is not None:
+            short, path, collection = found
+            return "%s.%s" % (collection, short), path, collection
+    path = find_role(name, _role_dirs(scope), where)
+    return os.path.basename(name.rstrip("/")), path, None
+
+
 def _role_dirs(scope: Scope) -> list[str]:
-    dirs = [os.path.join(scope.play.playbook_dir, "roles")]
+    dirs = [os.path.join(scope.play.playbook_dir, "roles"), *scope.play.search.roles_path]
     if scope.role_path is not None:
         dirs.append(os.path.dirname(scope.role_path))
     dirs.append(scope.play.playbook_dir)
