@@ -21,7 +21,7 @@ import os
 import shlex
 import stat
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
 
 import mitogen.core
 
@@ -63,6 +63,10 @@ class PayloadCache:
     #: abs path -> (digest, content, mode, mtime_ns, size) read once per run.
     files: Dict[str, Tuple[str, bytes, int, int, int]] = field(default_factory=dict)
     sent: Dict[str, Set[str]] = field(default_factory=dict)
+    #: The run's vault, ``(data, path) -> plaintext``: a vault-encrypted file
+    #: (``include_vars``, ``copy``, ``template`` sources) ships decrypted, as
+    #: Ansible's loader reads it; without it the file ships as it is.
+    decrypt: Optional[Callable[[bytes, str], bytes]] = field(default=None, repr=False)
 
     def read(self, path: str) -> Tuple[str, bytes, int]:
         st = os.stat(path)
@@ -71,6 +75,11 @@ class PayloadCache:
             return cached[0], cached[1], cached[2]
         with open(path, "rb") as handle:
             content = handle.read()
+        if self.decrypt is not None and content.lstrip().startswith(b"$ANSIBLE_VAULT;"):
+            try:
+                content = self.decrypt(content, path)
+            except ValueError as exc:  # the target reports it, as Ansible would
+                LOG.warning("%s: %s", path, exc)
         digest = hashlib.sha1(content).hexdigest()
         self.files[path] = (digest, content, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size)
         return digest, content, stat.S_IMODE(st.st_mode)

@@ -16,12 +16,14 @@ from ioc.loader.inventory import (
 )
 from ioc.loader.playbook import load_playbook
 from ioc.loader.tasks import Included, load_include
-from ioc.loader.yamlsrc import LocatedDict, LocatedLoader, load_yaml_file, location_of
+from ioc.loader.roles import RoleSearch
+from ioc.loader.yamlsrc import LocatedDict, LocatedLoader, load_yaml_file, location_of, set_vault
 
 __all__ = [
     "Included",
     "LocatedDict",
     "LocatedLoader",
+    "RoleSearch",
     "add_vars_dirs",
     "ensure_localhost",
     "group_names",
@@ -35,4 +37,5 @@ __all__ = [
     "location_of",
     "match_hosts",
     "parse_extra_vars",
+    "set_vault",
 ]

@@ -15,7 +15,28 @@ from ioc.errors import LoadError
 from ioc.model import Location
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
-           "plain", "value_origins"]
+           "plain", "value_origins", "set_vault"]
+
+#: The run's vault decryption, ``(data, source) -> plaintext`` (raising with
+#: Ansible's message); set once by the front end (:func:`set_vault`), as
+#: Ansible's own loader holds the run's vault secrets.
+_VAULT: list = []
+
+
+def set_vault(decrypt: Any) -> None:
+    """Decrypt vault-encrypted files and ``!vault`` values with ``decrypt`` from now on."""
+    _VAULT[:] = [decrypt]
+
+
+def _decrypt(data: bytes, where: Location) -> str:
+    if not _VAULT:
+        raise LoadError("Attempting to decrypt but no vault secrets found", where)
+    try:
+        return _VAULT[0](data, where.path).decode("utf-8")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LoadError(str(exc), where) from None
+    except Exception as exc:  # the decryptor's own failure (holds no secret)
+        raise LoadError(str(exc), where) from None
 
 
 class LocatedDict(dict):  # type: ignore[type-arg]
@@ -43,7 +64,7 @@ class LocatedLoader(yaml.SafeLoader):
     """A SafeLoader whose mappings are :class:`LocatedDict`.
 
     ``source_path`` names the file in every location; ``!unsafe`` strings load
-    as plain strings and ``!vault`` values are refused (ioc has no vault).
+    as plain strings and ``!vault`` values are decrypted (:func:`set_vault`).
     """
 
     def __init__(self, stream: Any, source_path: str = "<string>") -> None:
@@ -95,16 +116,16 @@ def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
     return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
 
 
-def _refuse_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
-    raise LoadError(
-        "!vault values are not supported by ioc",
-        Location(loader.source_path, node.start_mark.line + 1),
-    )
+def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
+    where = Location(loader.source_path, node.start_mark.line + 1)
+    if not isinstance(node, yaml.ScalarNode):
+        raise LoadError("!vault must be a string", where)
+    return _decrypt(str(loader.construct_scalar(node)).encode("utf-8"), where)
 
 
 LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 LocatedLoader.add_constructor("!unsafe", _construct_unsafe)
-LocatedLoader.add_constructor("!vault", _refuse_vault)
+LocatedLoader.add_constructor("!vault", _construct_vault)
 
 
 def plain(value: Any) -> Any:
@@ -151,6 +172,8 @@ def load_yaml_file(path: str) -> Any:
             text = stream.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise LoadError("cannot read file: %s" % _reason(exc), Location(path)) from exc
+    if text.lstrip().startswith("$ANSIBLE_VAULT;"):
+        text = _decrypt(text.encode("utf-8"), Location(path))
     return load_yaml_text(text, path)
 
 
