@@ -9,17 +9,20 @@ import json
 import logging
 import os
 import sys
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc import __version__, loader
+from ioc import inventory as inv
 from ioc.callbacks import Callback, CallbackSet
 from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
 from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun, plan_playbook
 from ioc.errors import IocError, LoadError, PlanError
-from ioc.model import Inventory
+from ioc.model import Inventory, Playbook
 from ioc.planner import TagFilter, explain
+from ioc.planner.listing import listing
+from ioc.planner.startat import start_at_task
 from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json
 
 LOG = logging.getLogger("ioc")
@@ -34,15 +37,50 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ioc-run",
         description="Run an Ansible-style playbook in batches: one round trip per batch, "
                     "not one per task.")
-    parser.add_argument("playbook", help="playbook file (YAML)")
+    parser.add_argument("playbook", nargs="+",
+                        help="playbook file(s) (YAML), run one after the other")
     parser.add_argument("-i", "--inventory", action="append", default=[],
                         help="inventory file or directory, or a comma-separated host list "
-                             "(repeatable); default: the implicit localhost")
+                             "(repeatable); default: ansible.cfg's inventory, else the "
+                             "implicit localhost")
     parser.add_argument("-l", "--limit", help="further limit the hosts with a pattern")
     parser.add_argument("-e", "--extra-vars", action="append", default=[],
                         help="k=v pairs, YAML/JSON, or @file (repeatable)")
-    parser.add_argument("-f", "--forks", type=int, default=5,
-                        help="hosts to connect to at once (default 5)")
+    parser.add_argument("-f", "--forks", type=int, default=None,
+                        help="hosts to connect to at once (default: ansible.cfg's forks, 5)")
+    conn = parser.add_argument_group("connection options (defaults from ansible.cfg, "
+                                     "overridden by host variables, as in Ansible)")
+    conn.add_argument("-u", "--user", dest="remote_user", help="connect as this user")
+    conn.add_argument("-c", "--connection", help="connection type: ssh (smart, paramiko) or local")
+    conn.add_argument("-T", "--timeout", type=int, help="SSH connection timeout in seconds")
+    conn.add_argument("--private-key", "--key-file", dest="private_key_file",
+                      help="use this file to authenticate the connection")
+    conn.add_argument("--ssh-common-args", help="extra ssh arguments for every host")
+    conn.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
+    priv = parser.add_argument_group("privilege escalation options")
+    priv.add_argument("-b", "--become", action="store_true", default=None,
+                      help="run operations with become (does not imply a password prompt)")
+    priv.add_argument("--become-method", help="privilege escalation method: sudo or su")
+    priv.add_argument("--become-user", help="run operations as this user (default root)")
+    vault = parser.add_argument_group("vault options")
+    vault.add_argument("--vault-id", action="append", default=[], dest="vault_ids",
+                       help="the vault identity to use (label@source, repeatable)")
+    vault.add_argument("--vault-password-file", "--vault-pass-file", action="append", default=[],
+                       dest="vault_password_files", help="vault password file (repeatable)")
+    vault.add_argument("-J", "--ask-vault-password", "--ask-vault-pass", action="store_true",
+                       default=None, dest="ask_vault_pass", help="ask for the vault password")
+    parser.add_argument("--list-hosts", action="store_true",
+                        help="outputs a list of matching hosts; does not run anything else")
+    parser.add_argument("--list-tasks", action="store_true",
+                        help="list all tasks that would be executed")
+    parser.add_argument("--list-tags", action="store_true", help="list all available tags")
+    parser.add_argument("--syntax-check", action="store_true",
+                        help="perform a syntax check on the playbook (and plan it), "
+                             "but do not execute it")
+    parser.add_argument("--start-at-task", help="start the playbook at the task matching this name")
+    parser.add_argument("--flush-cache", action="store_true",
+                        help="accepted for ansible-playbook's command lines: ioc-run keeps no "
+                             "fact cache between runs, so there is nothing to flush")
     parser.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
     parser.add_argument("-D", "--diff", action="store_true", help="show file differences")
     parser.add_argument("-t", "--tags", action="append", default=[],
@@ -59,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-var-closure", action="store_true",
                         help="ship every host variable with every batch instead of only those "
                              "its tasks read (to measure what the closure saves)")
-    parser.add_argument("-K", "--ask-become-pass", action="store_true",
+    priv.add_argument("-K", "--ask-become-pass", action="store_true", default=None,
                         help="ask for the privilege escalation (become) password")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
@@ -81,6 +119,64 @@ def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:
         inventory = loader.implicit_localhost_inventory()
     inventory = loader.add_vars_dirs(inventory, playbook_dir)
     return loader.ensure_localhost(inventory)
+
+
+def inventory_sources(args: argparse.Namespace, settings: Any) -> List[str]:
+    """``-i``, else ansible.cfg's ``inventory`` (Ansible's default ``/etc/ansible/hosts``
+    when it exists); a configured source that does not exist is warned about and
+    skipped, as ``ansible-playbook`` does."""
+    if args.inventory:
+        return list(args.inventory)
+    out = []
+    for source in settings.inventory:
+        if os.path.exists(source) or ("," in source and not settings.inventory_default):
+            out.append(source)
+        elif not settings.inventory_default:
+            warn("Unable to parse %s as an inventory source" % source)
+    return out
+
+
+def connection_vars(args: argparse.Namespace, settings: Any) -> Dict[str, Any]:
+    """The ``ansible_*`` variables the command line and ansible.cfg default (host
+    variables override them, as they override ``-u``, ``-c``, ... in Ansible)."""
+    pairs = {
+        "ansible_user": args.remote_user or settings.remote_user,
+        "ansible_connection": args.connection or settings.connection,
+        "ansible_timeout": args.timeout if args.timeout is not None else settings.timeout,
+        "ansible_ssh_private_key_file": args.private_key_file or settings.private_key_file,
+        "ansible_ssh_args": settings.ssh_args,
+        "ansible_ssh_common_args": args.ssh_common_args or settings.ssh_common_args,
+        "ansible_ssh_extra_args": args.ssh_extra_args or settings.ssh_extra_args,
+    }
+    out = {k: v for k, v in pairs.items() if v not in (None, "")}
+    if not settings.host_key_checking:
+        out["ansible_host_key_checking"] = False
+    return out
+
+
+def become_defaults(args: argparse.Namespace, settings: Any) -> Dict[str, Any]:
+    """``-b``, ``--become-user``, ``--become-method`` (and ansible.cfg's become settings):
+    the defaults of the ``become*`` keywords, which plays, blocks and tasks override."""
+    pairs = {
+        "become": True if (args.become or settings.become) else None,
+        "become_user": args.become_user or settings.become_user,
+        "become_method": args.become_method or settings.become_method,
+        "become_flags": settings.become_flags,
+        "become_exe": settings.become_exe,
+    }
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
+def warn(text: str) -> None:
+    print("[WARNING]: %s" % text, file=sys.stderr)
+
+
+def warn_unhonoured(settings: Any) -> None:
+    """One warning naming every set Ansible setting ioc-run does not honour."""
+    if settings.unhonoured:
+        warn("ioc-run does not honour these Ansible settings, which are set; they have no "
+             "effect here (docs/ioc-run.md lists those it honours): %s"
+             % "; ".join("%s from %s" % pair for pair in settings.unhonoured))
 
 
 def ask_secret(prompt: str) -> str:
@@ -130,13 +226,17 @@ def install_ansible_plugins() -> None:
     plugins.install()
 
 
-def include_loader(attacher: Any) -> Callable[..., Any]:
+def include_loader(attacher: Any, search: Any = None) -> Callable[..., Any]:
     """``loader.load_include``, marking what it loads as the playbook was marked."""
     def load(play: Any, task: Any, args: Any, extra_vars: Any) -> Any:
-        included = loader.load_include(play, task, args, extra_vars)
+        included = loader.load_include(play, task, args, extra_vars, search=search)
         return dataclasses.replace(included, nodes=attacher.nodes(included.nodes),
                                    handlers=attacher.nodes(included.handlers))
     return load
+
+
+#: ansible-playbook's error when ``--limit`` (with the inventory) leaves no host.
+NO_HOSTS = "Specified inventory, host pattern and/or --limit leaves us with no hosts to target."
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -144,30 +244,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        extra = loader.parse_extra_vars(args.extra_vars)
-        playbook = loader.load_playbook(args.playbook, extra_vars=extra)
-        attacher = ansible_modules(args.verbose)
-        playbook = attacher.playbook(playbook)
-        tags = TagFilter.parse(args.tags, args.skip_tags)
-        if args.plan:
-            print_plans(plan_playbook(playbook, per_task=args.per_task, tags=tags), args.plan_format)
-            return 0
-        playbook_dir = os.path.dirname(os.path.abspath(args.playbook))
-        inventory = load_inventory(args.inventory, playbook_dir)
-        become_password = ask_secret("BECOME password: ") if args.ask_become_pass else None
-        sinks: List[Callback] = [Console(verbosity=args.verbose)]
-        with contextlib.ExitStack() as stack:
-            if args.events:
-                sinks.append(JsonEvents(stack.enter_context(open(args.events, "w"))))
-            run = PlaybookRun(playbook, inventory, extra, CallbackSet(sinks),
-                              RunOptions(check=args.check, diff=args.diff, forks=args.forks,
-                                         closure=not args.no_var_closure,
-                                         become_password=become_password),
-                              limit=args.limit, per_task=args.per_task, tags=tags,
-                              reload_inventory=lambda: load_inventory(args.inventory, playbook_dir),
-                              load_include=include_loader(attacher))
-            run.modules = attacher.modules
-            return run.run()
+        return run(args)
     except (LoadError, PlanError) as exc:
         print("ERROR! %s" % exc, file=sys.stderr)
         return EXIT_PARSE_ERROR
@@ -177,6 +254,98 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("ERROR! User interrupted execution", file=sys.stderr)
         return 99
+
+
+def run(args: argparse.Namespace) -> int:
+    """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
+    from ioc.ansible.config import read_settings, role_search
+    from ioc.ansible.vault import open_vault
+
+    settings = read_settings()
+    warn_unhonoured(settings)
+    listing_only = args.list_hosts or args.list_tasks or args.list_tags or args.syntax_check
+    vault = open_vault(args.vault_ids, args.vault_password_files,
+                       bool(settings.ask_vault_pass if args.ask_vault_pass is None
+                            else args.ask_vault_pass))
+    loader.set_vault(vault.decrypt)
+    extra = loader.parse_extra_vars(args.extra_vars)
+    search = role_search(settings, args.playbook)
+    books = [loader.load_playbook(path, extra_vars=extra, search=search,
+                                  gather_default=settings.gathering != "explicit",
+                                  defaults=become_defaults(args, settings))
+             for path in args.playbook]
+    attacher = ansible_modules(args.verbose)
+    books = [attacher.playbook(book) for book in books]
+    tags = TagFilter.parse(args.tags, args.skip_tags)
+    if args.plan:
+        print_plans([p for book in books for p in plan_playbook(book, per_task=args.per_task,
+                                                                tags=tags)], args.plan_format)
+        return 0
+    found = True
+    if args.start_at_task:
+        books, found = start_at(books, args.start_at_task)
+    playbook_dir = os.path.dirname(os.path.abspath(args.playbook[0]))
+    sources = inventory_sources(args, settings)
+    if args.syntax_check:
+        for book in books:
+            plan_playbook(book, per_task=args.per_task, tags=tags)
+            print("\nplaybook: %s" % book.path)
+        return 0
+    inventory = load_inventory(sources, playbook_dir)
+    if args.limit and not inventory.implicit_localhost and not inv.match_hosts(
+            inventory, "all", args.limit):
+        warn("Could not match supplied host pattern, ignoring: %s" % args.limit)
+        print("[ERROR]: %s" % NO_HOSTS, file=sys.stderr)
+        return EXIT_ERROR
+    if listing_only:
+        list_tags = TagFilter.parse(["never", "all"]) if args.list_tags and not (
+            args.tags or args.skip_tags) else tags
+        hosts_of = (lambda pattern: inv.match_hosts(inventory, pattern, args.limit)) \
+            if args.list_hosts else None
+        for book in books:
+            print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
+        return 0
+    ask_become = settings.become_ask_pass if args.ask_become_pass is None else args.ask_become_pass
+    become_password = ask_secret("BECOME password: ") if ask_become else None
+    sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color)]
+    playbook = books[0] if len(books) == 1 else dataclasses.replace(
+        books[0], plays=tuple(p for book in books for p in book.plays))
+    ends = set()
+    count = 0
+    for book in books:
+        count += len(book.plays)
+        ends.add(count - 1)
+    with contextlib.ExitStack() as stack:
+        if args.events:
+            sinks.append(JsonEvents(stack.enter_context(open(args.events, "w"))))
+        playbook_run = PlaybookRun(
+            playbook, inventory, extra, CallbackSet(sinks),
+            RunOptions(check=args.check, diff=args.diff,
+                       forks=args.forks if args.forks is not None else settings.forks,
+                       closure=not args.no_var_closure, become_password=become_password,
+                       connection_vars=connection_vars(args, settings)),
+            limit=args.limit, per_task=args.per_task, tags=tags,
+            reload_inventory=lambda: load_inventory(sources, playbook_dir),
+            load_include=include_loader(attacher, search))
+        playbook_run.modules = attacher.modules
+        playbook_run.payload_cache.decrypt = vault.decrypt
+        playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
+        code = playbook_run.run()
+    if not found:
+        print("[ERROR]: No matching task \"%s\" found. Note: --start-at-task can only follow "
+              "static includes." % args.start_at_task, file=sys.stderr)
+    return code
+
+
+def start_at(books: List[Playbook], name: str) -> Tuple[List[Playbook], bool]:
+    """``--start-at-task`` over several playbooks: later ones run whole once one matched."""
+    out: List[Playbook] = []
+    found = False
+    for book in books:
+        if not found:
+            book, found = start_at_task(book, name)
+        out.append(book)
+    return out, found
 
 
 if __name__ == "__main__":

@@ -83,14 +83,22 @@ class PlaybookRun:
         self.host_vars_files: Dict[str, Dict[str, Any]] = {}
         #: The current play's entries a host does not run (``gathering = smart``).
         self.skip: Dict[str, FrozenSet[int]] = {}
+        #: Several playbooks in one run: the index of each one's last play.
+        #: As ansible-playbook, the next playbook runs only when that play
+        #: ended without a failed or unreachable host.
+        self.playbook_ends: FrozenSet[int] = frozenset()
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
         connector = Connector(forks=self.options.forks)
         try:
             self.callbacks.playbook_on_start(self.playbook.path)
-            for planned in self.plans:
+            for index, planned in enumerate(self.plans):
+                before = len(self.failed_hosts | self.unreachable_hosts)
                 if not self.run_play(planned, connector):
+                    break
+                if index in self.playbook_ends and \
+                        len(self.failed_hosts | self.unreachable_hosts) > before:
                     break
         finally:
             connector.shutdown()
@@ -203,7 +211,7 @@ class PlaybookRun:
             self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
-        return spec_for(name, {**play.role_defaults, **hostvars, **play.vars, **play.vars_files,
+        return spec_for(name, {**self.options.connection_vars, **play.role_defaults, **hostvars, **play.vars, **play.vars_files,
                                **self.host_vars_files.get(name, {}), **self.extra_vars})
 
     def _replace_inventory(self, inventory: Inventory) -> None:
@@ -263,7 +271,8 @@ class PlaybookRun:
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = self._inventory_layer(play, host)
-        merged = {**{k: v for k, v in inventory_vars.items() if k != "group_names"},
+        merged = {**self.options.connection_vars,
+                  **{k: v for k, v in inventory_vars.items() if k != "group_names"},
                   **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
                   **self.extra_vars}
         memory = self.memory.get(host, {})

@@ -101,6 +101,10 @@ class RunOptions:
     shape: str = "2.21"
     #: ``--ask-become-pass``: the password when no ``ansible_become_password`` is set.
     become_password: Optional[str] = field(default=None, repr=False)
+    #: Connection settings from the command line and Ansible's configuration
+    #: (``-u``, ``--private-key``, ``-c``, ``-T``, ``ssh_args``, ...) as the
+    #: ``ansible_*`` variables they default: every host variable overrides them.
+    connection_vars: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ioc.errors import LoadError
-from ioc.loader.roles import read_vars_file
+from ioc.loader.roles import RoleSearch, read_vars_file
 from ioc.loader.substitute import render_static
 from ioc.loader.tasks import (
     INHERITABLE, PlayState, Scope, canonical_action, conditions,
@@ -51,17 +51,32 @@ class _Overlay:
     when: tuple[Any, ...] = ()
     tags: tuple[str, ...] = ()
     chain: tuple[str, ...] = ()
+    #: Where roles are found (``roles_path``, collections); not an overlay,
+    #: but handed to every imported playbook the same way.
+    search: RoleSearch = field(default_factory=RoleSearch)
+    #: ``gathering = explicit``: a play without ``gather_facts`` gathers none.
+    gather_default: bool = True
+    #: Keyword defaults from the command line and ansible.cfg (``-b``,
+    #: ``--become-user``, ...): a play, block or task that sets one wins.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
-def load_playbook(path: str, extra_vars: Mapping[str, Any] | None = None) -> Playbook:
+def load_playbook(path: str, extra_vars: Mapping[str, Any] | None = None,
+                  search: RoleSearch | None = None, gather_default: bool = True,
+                  defaults: Mapping[str, Any] | None = None) -> Playbook:
     """Load the playbook at ``path`` into IR.
 
     ``extra_vars`` are only used to resolve ``{{ name }}`` in file names
     (``vars_files``, ``import_tasks``, ``import_playbook``); they are not
-    stored in the IR. Raises :class:`LoadError` whose ``str()`` starts with
-    ``file:line:`` for any problem in the playbook, its imports or its roles.
+    stored in the IR. ``search`` says where roles are besides ``roles/``
+    beside the playbook; ``gather_default`` is ``gather_facts`` for a play
+    that does not say (False for Ansible's ``gathering = explicit``). Raises
+    :class:`LoadError` whose ``str()`` starts with ``file:line:`` for any
+    problem in the playbook, its imports or its roles.
     """
-    plays = _load_plays(os.path.abspath(path), dict(extra_vars or {}), _Overlay(), None)
+    overlay = _Overlay(search=search or RoleSearch(), gather_default=gather_default,
+                       defaults=dict(defaults or {}))
+    plays = _load_plays(os.path.abspath(path), dict(extra_vars or {}), overlay, None)
     return Playbook(path=path, plays=plays)
 
 
@@ -132,6 +147,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
     state = PlayState(
         playbook_dir=os.path.dirname(path),
         static_vars={**play_vars, **files_vars, **extra_vars},
+        search=overlay.search,
     )
     tags = union(overlay.tags, tag_list(ds.get("tags"), where))
     scope = Scope(
@@ -139,7 +155,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         path=path,
         when=overlay.when,
         tags=tags,
-        inherited={k: ds[k] for k in INHERITABLE if ds.get(k) is not None},
+        inherited={**overlay.defaults, **{k: ds[k] for k in INHERITABLE if ds.get(k) is not None}},
     )
     pre_tasks = _tasks_section(ds, "pre_tasks", scope, where)
     roles = expand_roles_section(ds.get("roles"), scope, key_location(ds, "roles", where))
@@ -154,7 +170,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         vars=play_vars,
         vars_files=files_vars,
         role_defaults=state.role_defaults,
-        gather_facts=_to_bool(ds, "gather_facts", True, where),
+        gather_facts=_to_bool(ds, "gather_facts", overlay.gather_default, where),
         pre_tasks=pre_tasks,
         tasks=roles + tasks,
         post_tasks=post_tasks,
@@ -166,7 +182,8 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         ignore_unreachable=ds.get("ignore_unreachable"),
         order=None if ds.get("order") is None else str(ds["order"]),
         tags=tags,
-        become={k: ds[k] for k in BECOME_KEYWORDS if ds.get(k) is not None},
+        become={**{k: v for k, v in overlay.defaults.items() if k in BECOME_KEYWORDS},
+                **{k: ds[k] for k in BECOME_KEYWORDS if ds.get(k) is not None}},
         basedir=os.path.dirname(path),
     )
 

@@ -1,0 +1,260 @@
+"""``ansible.cfg`` and ``ANSIBLE_*`` for ``ioc-run``, read by Ansible's own code.
+
+Ansible's configuration manager (``ansible.constants.config``) finds the
+file exactly as ``ansible-playbook`` does (``ANSIBLE_CONFIG``,
+``./ansible.cfg``, ``~/.ansible.cfg``, ``/etc/ansible/ansible.cfg``) and
+knows every setting's environment variable and default. :func:`read_settings`
+takes from it the settings ``ioc-run`` honours (:data:`HONOURED`, listed in
+docs/ioc-run.md); :func:`unhonoured` names every setting the user set that
+``ioc-run`` does not honour, so that the front end can say so once instead
+of behaving differently in silence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+#: Ansible's base settings ioc-run honours, and what it does with each.
+HONOURED: Dict[str, str] = {
+    "DEFAULT_HOST_LIST": "inventory: the inventory sources when no -i is given",
+    "DEFAULT_ROLES_PATH": "roles_path: where roles are searched (after roles/ beside the playbook)",
+    "COLLECTIONS_PATHS": "collections_path: collections (roles, modules, plugins)",
+    "DEFAULT_FORKS": "forks: the default of -f",
+    "DEFAULT_REMOTE_USER": "remote_user: the default of -u",
+    "DEFAULT_PRIVATE_KEY_FILE": "private_key_file: the default of --private-key",
+    "DEFAULT_TIMEOUT": "timeout: the default of -T (the SSH connect timeout)",
+    "HOST_KEY_CHECKING": "host_key_checking: off accepts any host key",
+    "DEFAULT_TRANSPORT": "transport: the default of -c (ssh, smart, paramiko or local)",
+    "DEFAULT_BECOME": "become: the default of -b",
+    "DEFAULT_BECOME_USER": "become_user: the default of --become-user",
+    "DEFAULT_BECOME_METHOD": "become_method: the default of --become-method",
+    "DEFAULT_BECOME_FLAGS": "become_flags: the default of the become_flags keyword",
+    "DEFAULT_BECOME_EXE": "become_exe: the default of the become_exe keyword",
+    "DEFAULT_BECOME_ASK_PASS": "become_ask_pass: as -K",
+    "DEFAULT_VAULT_PASSWORD_FILE": "vault_password_file: as --vault-password-file",
+    "DEFAULT_VAULT_IDENTITY_LIST": "vault_identity_list: as --vault-id",
+    "DEFAULT_VAULT_IDENTITY": "vault_identity: the label of a password given without one",
+    "DEFAULT_VAULT_ID_MATCH": "vault_id_match: only the matching vault id decrypts",
+    "DEFAULT_ASK_VAULT_PASS": "ask_vault_pass: as --ask-vault-pass",
+    "DEFAULT_GATHERING": "gathering: implicit or explicit (smart: see docs/ioc-run.md)",
+    "RETRY_FILES_ENABLED": "retry_files_enabled: ioc-run writes no retry file (off is the default)",
+    "DEFAULT_STDOUT_CALLBACK": "stdout_callback: only the default (default) is available",
+    "ANSIBLE_NOCOLOR": "nocolor: no colour on the console",
+    "ANSIBLE_FORCE_COLOR": "force_color: colour even when the output is not a terminal",
+    "ANSIBLE_HOME": "home: the base of the default roles and collections paths",
+    "DEFAULT_MODULE_PATH": "library: module directories (Ansible's module loader reads it)",
+    "DEFAULT_MODULE_UTILS_PATH": "module_utils: Ansible's module loader reads it",
+    "DEFAULT_FILTER_PLUGIN_PATH": "filter_plugins: Ansible's plugin loader reads it",
+    "DEFAULT_TEST_PLUGIN_PATH": "test_plugins: Ansible's plugin loader reads it",
+    "DEFAULT_LOOKUP_PLUGIN_PATH": "lookup_plugins: Ansible's plugin loader reads it",
+    "COLLECTIONS_SCAN_SYS_PATH": "collections_scan_sys_path: Ansible's collection finder reads it",
+    "FACTS_MODULES": "facts_modules: only the default (smart, i.e. setup)",
+    "INJECT_FACTS_AS_VARS": "inject_facts_as_vars: only the default (on)",
+}
+
+#: Settings that change nothing ioc-run does: they steer a mechanism ioc has
+#: no counterpart of (Ansible's SSH ControlPersist sockets, its remote
+#: temporary files, its local temporary directory, cowsay).
+NO_EFFECT = frozenset((
+    "ANSIBLE_NOCOWS", "ANSIBLE_COW_SELECTION", "ANSIBLE_COW_ACCEPTLIST", "ANSIBLE_COW_PATH",
+    "DEFAULT_LOCAL_TMP", "ANSIBLE_PIPELINING", "DEFAULT_KEEP_REMOTE_FILES",
+    "DEFAULT_REMOTE_TMP", "CONFIG_FILE", "DEFAULT_ASK_PASS",
+    "INTERPRETER_PYTHON",  # read per host as ansible_python_interpreter (see docs/ioc-run.md)
+))
+
+#: Options of Ansible's ``ssh`` connection plugin ioc-run honours.
+SSH_HONOURED = frozenset(("ssh_args", "ssh_common_args", "ssh_extra_args", "host_key_checking",
+                          "timeout", "remote_user", "private_key_file", "port",
+                          "reconnection_retries"))
+#: ... and those that steer what mitogen's connection does not have.
+SSH_NO_EFFECT = frozenset(("control_path", "control_path_dir", "pipelining", "scp_extra_args",
+                           "sftp_extra_args", "sftp_batch_mode", "ssh_transfer_method",
+                           "scp_executable", "sftp_executable", "verbosity", "host"))
+
+#: The default ``ssh_args`` of Ansible's ssh plugin: ControlPersist options
+#: for its own multiplexing, which mitogen (one connection per host for the
+#: whole run) has no use for; only ssh_args a user sets are passed to ssh.
+_DEFAULT_SSH_ARGS = "-C -o ControlMaster=auto -o ControlPersist=60s"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What ``ansible.cfg`` and ``ANSIBLE_*`` say, for the settings ioc-run honours."""
+
+    inventory: Tuple[str, ...] = ()
+    #: True when the inventory is Ansible's default (``/etc/ansible/hosts``).
+    inventory_default: bool = True
+    roles_path: Tuple[str, ...] = ()
+    collections_paths: Tuple[str, ...] = ()
+    forks: int = 5
+    remote_user: Optional[str] = None
+    private_key_file: Optional[str] = None
+    timeout: Optional[int] = None
+    host_key_checking: bool = True
+    connection: Optional[str] = None
+    ssh_args: str = ""
+    ssh_common_args: str = ""
+    ssh_extra_args: str = ""
+    become: bool = False
+    become_user: Optional[str] = None
+    become_method: Optional[str] = None
+    become_flags: Optional[str] = None
+    become_exe: Optional[str] = None
+    become_ask_pass: bool = False
+    vault_password_files: Tuple[str, ...] = ()
+    vault_identity_list: Tuple[str, ...] = ()
+    ask_vault_pass: bool = False
+    gathering: str = "implicit"
+    color: Optional[bool] = None
+    #: ``(setting, where it was set)`` for every set setting ioc-run ignores.
+    unhonoured: Tuple[Tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def read_settings() -> Settings:
+    """The honoured settings, and the set ones that are not (:attr:`Settings.unhonoured`)."""
+    from ansible import constants as C
+
+    def value(name: str) -> Any:
+        return getattr(C, name, None)
+
+    def origin(name: str) -> str:
+        return C.config.get_config_value_and_origin(name)[1]
+
+    ssh = _ssh_options()
+    color: Optional[bool] = None
+    if value("ANSIBLE_NOCOLOR"):
+        color = False
+    elif value("ANSIBLE_FORCE_COLOR"):
+        color = True
+    user = ssh.get("remote_user", (None,))[0] or value("DEFAULT_REMOTE_USER")
+    key = ssh.get("private_key_file", (None,))[0] or value("DEFAULT_PRIVATE_KEY_FILE")
+    ssh_args = str(ssh.get("ssh_args", ("",))[0] or "")
+    if ssh.get("ssh_args", (None, "default"))[1] == "default" or ssh_args == _DEFAULT_SSH_ARGS:
+        ssh_args = ""
+    checking = ssh.get("host_key_checking", (value("HOST_KEY_CHECKING"),))[0]
+    return Settings(
+        inventory=tuple(value("DEFAULT_HOST_LIST") or ()),
+        inventory_default=origin("DEFAULT_HOST_LIST") == "default",
+        roles_path=tuple(value("DEFAULT_ROLES_PATH") or ()),
+        collections_paths=tuple(value("COLLECTIONS_PATHS") or ()),
+        forks=int(value("DEFAULT_FORKS") or 5),
+        remote_user=str(user) if user else None,
+        private_key_file=str(key) if key else None,
+        timeout=int(ssh.get("timeout", (value("DEFAULT_TIMEOUT"),))[0] or 10),
+        host_key_checking=bool(checking),
+        connection=None if origin("DEFAULT_TRANSPORT") == "default" else value("DEFAULT_TRANSPORT"),
+        ssh_args=ssh_args,
+        ssh_common_args=str(ssh.get("ssh_common_args", ("",))[0] or ""),
+        ssh_extra_args=str(ssh.get("ssh_extra_args", ("",))[0] or ""),
+        become=bool(value("DEFAULT_BECOME")),
+        become_user=None if origin("DEFAULT_BECOME_USER") == "default"
+        else value("DEFAULT_BECOME_USER"),
+        become_method=None if origin("DEFAULT_BECOME_METHOD") == "default"
+        else value("DEFAULT_BECOME_METHOD"),
+        become_flags=None if origin("DEFAULT_BECOME_FLAGS") == "default"
+        else value("DEFAULT_BECOME_FLAGS"),
+        become_exe=None if origin("DEFAULT_BECOME_EXE") == "default"
+        else value("DEFAULT_BECOME_EXE"),
+        become_ask_pass=bool(value("DEFAULT_BECOME_ASK_PASS")),
+        vault_password_files=tuple(_as_list(value("DEFAULT_VAULT_PASSWORD_FILE"))),
+        vault_identity_list=tuple(value("DEFAULT_VAULT_IDENTITY_LIST") or ()),
+        ask_vault_pass=bool(value("DEFAULT_ASK_VAULT_PASS")),
+        gathering=str(value("DEFAULT_GATHERING") or "implicit"),
+        color=color,
+        unhonoured=tuple(unhonoured(ssh)),
+    )
+
+
+def unhonoured(ssh: Optional[Dict[str, Tuple[Any, str]]] = None) -> List[Tuple[str, str]]:
+    """``(setting, origin)`` of every setting set (not at its default) that ioc-run ignores.
+
+    ``gathering = smart`` and a stdout callback other than ``default`` are
+    values ioc-run does not honour, so they count too.
+    """
+    from ansible import constants as C
+
+    out: List[Tuple[str, str]] = []
+    for name in sorted(C.config.get_configuration_definitions()):
+        if name in NO_EFFECT:
+            continue
+        value, where = C.config.get_config_value_and_origin(name)
+        if where == "default":
+            continue
+        if name not in HONOURED or _unhonoured_value(name, value):
+            out.append((_label(name), where))
+    for option, (value, where) in sorted((ssh if ssh is not None else _ssh_options()).items()):
+        if where != "default" and option not in SSH_HONOURED | SSH_NO_EFFECT:
+            out.append(("ssh_connection %s" % option, where))
+    return out
+
+
+def _unhonoured_value(name: str, value: Any) -> bool:
+    if name == "DEFAULT_GATHERING":
+        return value not in ("implicit", "explicit")
+    if name == "DEFAULT_STDOUT_CALLBACK":
+        return value not in ("default", "ansible.builtin.default")
+    if name == "RETRY_FILES_ENABLED":
+        return bool(value)
+    if name == "FACTS_MODULES":
+        return list(value or []) != ["smart"]
+    if name == "INJECT_FACTS_AS_VARS":
+        return not value
+    return False
+
+
+def _label(name: str) -> str:
+    """A setting as the user wrote it: its ini key (``[defaults] forks``) or its variable."""
+    from ansible import constants as C
+
+    definition = C.config.get_configuration_definitions().get(name, {})
+    ini = definition.get("ini") or []
+    if ini:
+        return "%s (%s)" % (ini[0].get("key", name), name)
+    env = definition.get("env") or []
+    return env[0]["name"] if env else name
+
+
+def _ssh_options() -> Dict[str, Tuple[Any, str]]:
+    """Every option of Ansible's ``ssh`` connection plugin: ``(value, origin)``."""
+    from ansible import constants as C
+    from ansible.plugins.loader import connection_loader
+
+    connection_loader.get("ssh", class_only=True)  # registers the plugin's option definitions
+    out: Dict[str, Tuple[Any, str]] = {}
+    for option in C.config.get_configuration_definitions("connection", "ssh"):
+        try:
+            out[option] = C.config.get_config_value_and_origin(
+                option, plugin_type="connection", plugin_name="ssh")
+        except Exception:  # an option that needs a host's variables to resolve
+            continue
+    return out
+
+
+def _as_list(value: Any) -> List[str]:
+    if not value:
+        return []
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def role_search(settings: Settings, playbook_paths: List[str]) -> Any:
+    """The loader's :class:`~ioc.loader.roles.RoleSearch`: ``roles_path`` and
+    Ansible's collection finder, with the collections beside each playbook
+    (``<playbook dir>/collections``) found as ``ansible-playbook`` finds them."""
+    import os
+
+    from ansible.utils.collection_loader import AnsibleCollectionConfig, AnsibleCollectionRef
+    from ansible.utils.collection_loader._collection_finder import _get_collection_role_path
+    from ioc.ansible.modules import init_loader
+    from ioc.loader.roles import RoleSearch
+
+    init_loader()  # Ansible's collection finder, with collections_path
+    AnsibleCollectionConfig.playbook_paths = [os.path.dirname(os.path.abspath(p))
+                                              for p in playbook_paths]
+
+    def in_collections(name: str, collections: Tuple[str, ...]) -> Optional[Tuple[str, str, str]]:
+        if not collections and not AnsibleCollectionRef.is_valid_fqcr(name):
+            return None
+        found = _get_collection_role_path(name, list(collections))
+        return None if found is None else (str(found[0]), str(found[1]), str(found[2]))
+
+    return RoleSearch(roles_path=settings.roles_path, in_collections=in_collections)
