@@ -36,7 +36,7 @@ class Vault:
         if not self.has_secrets:
             raise VaultFailure("Attempting to decrypt but no vault secrets found")
         try:
-            return bytes(self._lib.decrypt(data, filename=source or None))
+            return bytes(self._lib.decrypt(data))
         except AnsibleError as exc:
             raise VaultFailure(str(getattr(exc, "message", exc))) from None
 

@@ -97,9 +97,11 @@ class PlaybookRun:
                 before = len(self.failed_hosts | self.unreachable_hosts)
                 if not self.run_play(planned, connector):
                     break
-                if index in self.playbook_ends and \
-                        len(self.failed_hosts | self.unreachable_hosts) > before:
-                    break
+                if index in self.playbook_ends and index != len(self.plans) - 1:
+                    if len(self.failed_hosts | self.unreachable_hosts) > before:
+                        break  # (its recap is the run's, below)
+                    # ansible-playbook prints the (cumulative) recap after each playbook
+                    self.callbacks.stats(self.stats)
         finally:
             connector.shutdown()
         self.callbacks.stats(self.stats)

@@ -1,0 +1,495 @@
+"""ioc-run in an ordinary Ansible project: ansible.cfg, vault, collections, the command line.
+
+Every test writes real files (ansible.cfg, inventories, playbooks, vault
+files, a collection), runs the real ``ioc-run`` in a subprocess and, where
+the output is Ansible's to define, the real ``ansible-playbook`` (ansible-core
+2.21) on the same files, and compares.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from tests.realworld.harness import ansible_python
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+VAULT_PASSWORD = "vault-Pw-8c1f07"
+SECRET = "s3cr3t-7b2e94d1"
+
+
+def clean_env(**extra: str) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(PYTHONPATH=str(ROOT), ANSIBLE_NOCOLOR="1", **extra)
+    return env
+
+
+def ioc(cwd: Path, *args: str, env: Optional[Dict[str, str]] = None,
+        stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ioc", *args], cwd=str(cwd), text=True,
+                          capture_output=True, timeout=300, env=env or clean_env(),
+                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def ansible_playbook(cwd: Path, *args: str, env: Optional[Dict[str, str]] = None,
+                     stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+    python = ansible_python()
+    command = os.path.join(os.path.dirname(python), "ansible-playbook")
+    return subprocess.run([python, command, *args], cwd=str(cwd), text=True,
+                          capture_output=True, timeout=300, env=env or clean_env(),
+                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def banners(stdout: str) -> List[str]:
+    """PLAY/TASK banners, status lines and the recap: what both tools must agree on
+    (the status lines of one task sorted: Ansible prints them as hosts finish)."""
+    out: List[str] = []
+    statuses: List[str] = []
+    for line in stdout.splitlines():
+        if line.startswith(("ok:", "changed:", "fatal:", "skipping:")):
+            statuses.append(line.split(" => ")[0])
+        elif line.startswith(("PLAY ", "TASK [", "RUNNING HANDLER")) or \
+                re.match(r"^\S+ +: ok=", line):
+            out += sorted(statuses) + [line]
+            statuses = []
+    return out + sorted(statuses)
+
+
+def encrypt(text: str) -> str:
+    """``text`` vault-encrypted with :data:`VAULT_PASSWORD`, by ansible-core's VaultLib."""
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    lib = VaultLib([("default", VaultSecret(VAULT_PASSWORD.encode()))])
+    return lib.encrypt(text.encode()).decode()
+
+
+# -- ansible.cfg and ANSIBLE_* ---------------------------------------------------------
+
+
+LOCAL_INVENTORY = """
+[web]
+w1 ansible_connection=local ansible_python_interpreter={python}
+w2 ansible_connection=local ansible_python_interpreter={python}
+"""
+
+SMALL_PLAY = """
+- hosts: web
+  gather_facts: false
+  tasks:
+    - name: say
+      debug: msg="hello {{ inventory_hostname }}"
+"""
+
+
+def test_the_inventory_of_ansible_cfg_is_used_and_an_unhonoured_setting_is_named_once(tmp_path):
+    write(tmp_path / "inv" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
+    write(tmp_path / "ansible.cfg", """
+        [defaults]
+        inventory = inv/hosts
+        forks = 3
+        strategy = free
+        nocows = 1
+    """)
+    write(tmp_path / "site.yml", SMALL_PLAY)
+    ours = ioc(tmp_path, "site.yml")
+    theirs = ansible_playbook(tmp_path, "site.yml",
+                              env=clean_env(ANSIBLE_STRATEGY="linear"))
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert banners(ours.stdout) == banners(theirs.stdout)
+    assert "ok: [w1]" in ours.stdout and "ok: [w2]" in ours.stdout
+    warnings = [l for l in ours.stderr.splitlines() if "does not honour" in l]
+    assert len(warnings) == 1, ours.stderr
+    assert "strategy (DEFAULT_STRATEGY) from %s" % (tmp_path / "ansible.cfg") in warnings[0]
+    assert "forks" not in warnings[0] and "nocows" not in warnings[0]
+
+
+def test_ansible_config_variable_wins_over_the_file_in_the_current_directory(tmp_path):
+    write(tmp_path / "other" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
+    write(tmp_path / "other" / "ansible.cfg", "[defaults]\ninventory = %s\n"
+          % (tmp_path / "other" / "hosts"))
+    write(tmp_path / "ansible.cfg", "[defaults]\ninventory = nowhere\n")
+    write(tmp_path / "site.yml", SMALL_PLAY)
+    r = ioc(tmp_path, "site.yml", env=clean_env(ANSIBLE_CONFIG=str(tmp_path / "other" / "ansible.cfg")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^w2 +: ok=1 ", r.stdout, re.M), r.stdout
+    # and an ANSIBLE_* variable is a setting too: named when ioc-run ignores it
+    r = ioc(tmp_path, "site.yml", env=clean_env(ANSIBLE_CONFIG=str(tmp_path / "other" / "ansible.cfg"),
+                                                ANSIBLE_STDOUT_CALLBACK="json"))
+    assert "stdout_callback (DEFAULT_STDOUT_CALLBACK) from env: ANSIBLE_STDOUT_CALLBACK" in r.stderr
+
+
+def test_connection_settings_come_from_ansible_cfg(tmp_path, sshd):
+    """Only the address in the inventory: user, key, ssh options and timeout from ansible.cfg."""
+    write(tmp_path / "hosts", "[web]\nh1 ansible_host=%s ansible_port=%d "
+          "ansible_python_interpreter=%s\n" % (sshd.host, sshd.port, sys.executable))
+    write(tmp_path / "ansible.cfg", """
+        [defaults]
+        inventory = hosts
+        remote_user = {user}
+        private_key_file = {key}
+        timeout = 7
+        host_key_checking = False
+        [ssh_connection]
+        ssh_common_args = {args}
+    """.format(user=sshd.user, key=sshd.client_key, args=sshd.host_ssh_args("h1")))
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: whoami
+              register: who
+            - debug: var=who.stdout
+    """)
+    r = ioc(tmp_path, "site.yml")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"who.stdout": "%s"' % sshd.user in r.stdout
+    assert "does not honour" not in r.stderr
+
+
+def ssh_only_address(tmp_path: Path, sshd, extra: str = "") -> Path:
+    return write(tmp_path / "hosts", "[web]\nh1 ansible_host=%s ansible_port=%d "
+                 "ansible_python_interpreter=%s %s\n" % (sshd.host, sshd.port, sys.executable, extra))
+
+
+def test_user_key_timeout_and_ssh_args_on_the_command_line(tmp_path, sshd):
+    ssh_only_address(tmp_path, sshd)
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: whoami
+    """)
+    common = ["-i", "hosts", "site.yml", "--private-key", sshd.client_key,
+              "--ssh-common-args", sshd.host_ssh_args("h1"), "-T", "9"]
+    r = ioc(tmp_path, *common, "-u", sshd.user)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # -u names the user: one that may not log in makes the host unreachable (exit 4) ...
+    r = ioc(tmp_path, *common, "-u", "ioc_nobody_here")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "unreachable=1" in r.stdout
+    # ... and a host's ansible_user overrides -u, as in Ansible
+    ssh_only_address(tmp_path, sshd, "ansible_user=%s" % sshd.user)
+    r = ioc(tmp_path, *common, "-u", "ioc_nobody_here")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_become_options_on_the_command_line(tmp_path, sshd):
+    write(tmp_path / "hosts", sshd.inventory_ini(["h1"], group="web", python="/usr/bin/python3"))
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: id -un
+              register: who
+            - debug: var=who.stdout
+        - hosts: web
+          gather_facts: false
+          become: false
+          tasks:
+            - command: id -un
+              register: who
+            - debug: var=who.stdout
+    """)
+    r = ioc(tmp_path, "-i", "hosts", "site.yml", "-b", "--become-user", "nobody",
+            "--become-method", "sudo")
+    assert r.returncode == 0, r.stdout + r.stderr
+    users = re.findall(r'"who.stdout": "([^"]+)"', r.stdout)
+    assert users == ["nobody", sshd.user]  # the play's become: false wins over -b
+
+
+def test_connection_local_on_the_command_line(tmp_path):
+    write(tmp_path / "hosts", "[web]\nfar.invalid ansible_python_interpreter=%s\n" % sys.executable)
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: hostname
+              register: name
+            - debug: var=name.stdout
+    """)
+    r = ioc(tmp_path, "-i", "hosts", "site.yml", "-c", "local")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"name.stdout": "%s"' % os.uname().nodename in r.stdout
+
+
+# -- vault --------------------------------------------------------------------------------
+
+
+def vault_project(tmp_path: Path) -> None:
+    write(tmp_path / "hosts", "[web]\nw1 ansible_connection=local ansible_python_interpreter=%s\n"
+          % sys.executable)
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "all.yml").write_text(
+        encrypt("db_password: %s\nplain_from_vault: visible-1\n" % SECRET))
+    token = encrypt(SECRET + "-token")
+    write(tmp_path / "vars" / "inline.yml", "api_token: !vault |\n%s\nregion: visible-2\n"
+          % textwrap.indent(token, "  "))
+    (tmp_path / "vars" / "included.yml").write_text(encrypt("included_value: visible-3\n"))
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          vars_files:
+            - vars/inline.yml
+          tasks:
+            - include_vars: vars/included.yml
+            - name: the secrets reach the target
+              copy:
+                dest: "{{ out }}"
+                content: "{{ db_password }} {{ api_token }}"
+              no_log: true
+            - debug: msg="{{ plain_from_vault }} {{ region }} {{ included_value }}"
+    """)
+    (tmp_path / "pw").write_text(VAULT_PASSWORD + "\n")
+
+
+def test_vault_files_and_values_decrypt_and_no_secret_is_shown(tmp_path):
+    vault_project(tmp_path)
+    out = tmp_path / "out.txt"
+    events = tmp_path / "events.jsonl"
+    r = ioc(tmp_path, "-i", "hosts", "site.yml", "--vault-password-file", "pw",
+            "-e", "out=%s" % out, "--events", str(events), "-vvv")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out.read_text() == "%s %s-token" % (SECRET, SECRET)
+    assert "visible-1 visible-2 visible-3" in r.stdout
+    for text in (r.stdout, r.stderr, events.read_text()):
+        assert SECRET not in text
+        assert VAULT_PASSWORD not in text
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", "--vault-password-file", "pw",
+                              "-e", "out=%s" % (tmp_path / "theirs.txt"))
+    assert banners(r.stdout) == banners(theirs.stdout)
+
+
+def test_vault_id_and_ask_vault_pass(tmp_path):
+    vault_project(tmp_path)
+    out = tmp_path / "out.txt"
+    r = ioc(tmp_path, "-i", "hosts", "site.yml", "--vault-id", "default@pw", "-e", "out=%s" % out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out.unlink()
+    r = ioc(tmp_path, "-i", "hosts", "site.yml", "--ask-vault-pass", "-e", "out=%s" % out,
+            stdin=VAULT_PASSWORD + "\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert out.read_text().startswith(SECRET)
+    assert VAULT_PASSWORD not in r.stdout + r.stderr
+
+
+def test_vault_without_a_password_fails_as_ansible_does(tmp_path):
+    vault_project(tmp_path)
+    ours = ioc(tmp_path, "-i", "hosts", "site.yml", "-e", "out=x")
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", "-e", "out=x")
+    assert theirs.returncode != 0
+    assert ours.returncode != 0
+    assert "Attempting to decrypt but no vault secrets found" in ours.stderr
+    assert "Attempting to decrypt but no vault secrets found" in theirs.stderr
+
+
+# -- collections and roles_path ---------------------------------------------------------
+
+
+def collection_project(tmp_path: Path) -> None:
+    coll = tmp_path / "collections" / "ansible_collections" / "acme" / "tools"
+    write(coll / "galaxy.yml", "namespace: acme\nname: tools\nversion: 1.0.0\n")
+    write(coll / "plugins" / "modules" / "greet.py", '''
+        #!/usr/bin/python
+        from ansible.module_utils.basic import AnsibleModule
+
+        def main():
+            module = AnsibleModule(argument_spec={"who": {"type": "str"}})
+            module.exit_json(changed=False, greeting="hello from acme " + module.params["who"])
+
+        if __name__ == "__main__":
+            main()
+    ''')
+    write(coll / "roles" / "greeter" / "tasks" / "main.yml", """
+        - name: greet by the short name, in the role's collection
+          greet:
+            who: "{{ inventory_hostname }}"
+          register: greeted
+        - debug: var=greeted.greeting
+    """)
+    write(coll / "roles" / "greeter" / "meta" / "main.yml", "dependencies: [helper]\n")
+    write(coll / "roles" / "helper" / "tasks" / "main.yml", """
+        - name: helper from the same collection
+          debug: msg="{{ ansible_collection_name }} {{ role_name }}"
+    """)
+    write(tmp_path / "elsewhere" / "plainrole" / "tasks" / "main.yml", """
+        - name: from roles_path
+          debug: msg=plain
+    """)
+    write(tmp_path / "ansible.cfg", "[defaults]\nroles_path = %s\n" % (tmp_path / "elsewhere"))
+    write(tmp_path / "hosts", "[web]\nw1 ansible_connection=local ansible_python_interpreter=%s\n"
+          % sys.executable)
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          roles:
+            - acme.tools.greeter
+            - plainrole
+    """)
+
+
+def test_roles_from_collections_and_roles_path_run_as_in_ansible(tmp_path):
+    collection_project(tmp_path)
+    ours = ioc(tmp_path, "-i", "hosts", "site.yml")
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml")
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert '"greeted.greeting": "hello from acme w1"' in ours.stdout
+    assert '"msg": "acme.tools helper"' in ours.stdout
+    assert banners(ours.stdout) == banners(theirs.stdout)
+
+
+def test_the_realworld_collection_role_is_found(tmp_path):
+    """tests/realworld/hardening.yml with the harness's ansible.cfg: the tasks Ansible lists."""
+    from tests.realworld.prepare import collections_path
+
+    here = ROOT / "tests" / "realworld"
+    config = write(tmp_path / "ansible.cfg", "[defaults]\nroles_path = %s\ncollections_path = %s:%s\n"
+                   % (here / "roles", here / "collections", collections_path()))
+    env = clean_env(ANSIBLE_CONFIG=str(config))
+    ours = ioc(here, "-i", "localhost,", "hardening.yml", "--list-tasks", env=env)
+    theirs = ansible_playbook(here, "-i", "localhost,", "hardening.yml", "--list-tasks", env=env)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert "devsec.hardening.os_hardening : Include hardening tasks" in ours.stdout
+    # Known difference: ioc does not add the role's argument-spec validation task
+    # (meta/argument_specs.yml), which Ansible prepends to the role.
+    expected = [line for line in theirs.stdout.splitlines()
+                if "Validating arguments against arg spec" not in line]
+    assert ours.stdout.splitlines() == expected
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+LIST_INVENTORY = """
+[web]
+w1 ansible_connection=local
+w2 ansible_connection=local
+[db]
+d1 ansible_connection=local
+"""
+
+LIST_PLAY = """
+- name: First
+  hosts: web
+  tags: [p1]
+  gather_facts: false
+  tasks:
+    - name: one
+      debug: msg=one
+      tags: [a, b]
+    - debug: msg=two
+    - name: three
+      debug: msg=three
+      tags: never
+- hosts: db
+  gather_facts: false
+  tasks:
+    - name: four
+      debug: msg=four
+"""
+
+
+def sorted_hosts(text: str) -> str:
+    """Ansible lists a play's hosts from a set: compare them in sorted order."""
+    out: List[str] = []
+    block: List[str] = []
+    for line in text.splitlines():
+        if line.startswith("      ") and "\t" not in line and "TAGS" not in line:
+            block.append(line)
+            continue
+        out += sorted(block) + [line]
+        block = []
+    return "\n".join(out + sorted(block))
+
+
+@pytest.mark.parametrize("options", [
+    ["--list-hosts"], ["--list-tasks"], ["--list-tags"], ["--syntax-check"],
+    ["--list-hosts", "--list-tasks", "-l", "w1"], ["--list-tasks", "-t", "a"],
+    ["--list-tags", "--skip-tags", "a"],
+])
+def test_listing_options_print_what_ansible_playbook_prints(tmp_path, options):
+    write(tmp_path / "hosts", LIST_INVENTORY)
+    write(tmp_path / "site.yml", LIST_PLAY)
+    ours = ioc(tmp_path, "-i", "hosts", "site.yml", *options)
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", *options)
+    assert (ours.returncode, sorted_hosts(ours.stdout)) == \
+        (theirs.returncode, sorted_hosts(theirs.stdout))
+
+
+def test_a_limit_that_matches_nothing_is_ansibles_error(tmp_path):
+    write(tmp_path / "hosts", LIST_INVENTORY)
+    write(tmp_path / "site.yml", LIST_PLAY)
+    ours = ioc(tmp_path, "-i", "hosts", "site.yml", "-l", "nomatch")
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", "-l", "nomatch")
+    assert ours.returncode == theirs.returncode == 1
+    assert ours.stderr.strip().splitlines() == theirs.stderr.strip().splitlines()
+    assert "PLAY" not in ours.stdout
+
+
+@pytest.mark.parametrize("name", ["three", "th*", "nothing-like-it"])
+def test_start_at_task(tmp_path, name):
+    write(tmp_path / "hosts", LIST_INVENTORY)
+    write(tmp_path / "site.yml", LIST_PLAY)
+    args = ["-i", "hosts", "site.yml", "--start-at-task", name, "-t", "all,never"]
+    ours = ioc(tmp_path, *args)
+    theirs = ansible_playbook(tmp_path, *args)
+    assert ours.returncode == theirs.returncode
+    assert banners(ours.stdout) == banners(theirs.stdout)
+    assert ("No matching task" in ours.stderr) == ("No matching task" in theirs.stderr)
+
+
+def test_several_playbooks_and_flush_cache(tmp_path):
+    write(tmp_path / "hosts", LIST_INVENTORY)
+    write(tmp_path / "one.yml", LIST_PLAY)
+    write(tmp_path / "two.yml", """
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - name: in the second playbook
+              debug: msg=two
+    """)
+    args = ["-i", "hosts", "one.yml", "two.yml", "--flush-cache"]
+    ours = ioc(tmp_path, *args)
+    theirs = ansible_playbook(tmp_path, *args)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert banners(ours.stdout) == banners(theirs.stdout)
+    assert "TASK [in the second playbook]" in ours.stdout
+    assert "no fact cache" in ioc(tmp_path, "--help").stdout
+
+
+def test_the_second_playbook_does_not_run_after_a_failure_in_the_first(tmp_path):
+    write(tmp_path / "hosts", LIST_INVENTORY)
+    write(tmp_path / "one.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fail: msg=down
+              when: inventory_hostname == 'w1'
+    """)
+    write(tmp_path / "two.yml", """
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - name: in the second playbook
+              debug: msg=two
+    """)
+    ours = ioc(tmp_path, "-i", "hosts", "one.yml", "two.yml")
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "one.yml", "two.yml")
+    assert ours.returncode == theirs.returncode == 2
+    assert banners(ours.stdout) == banners(theirs.stdout)
