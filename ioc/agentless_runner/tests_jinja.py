@@ -230,9 +230,22 @@ def all_(seq):
 # -- values ----------------------------------------------------------------------------------
 
 
+_BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
+_BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
+
+
 def _to_bool(value):
-    if isinstance(value, str):
-        return value.lower() in ("yes", "on", "1", "true")
+    """Ansible's ``boolean(value)`` where it converts; anything else keeps its truthiness."""
+    if isinstance(value, bool):
+        return value
+    key = value.lower().strip() if isinstance(value, str) else value
+    try:
+        if key in _BOOLEANS_TRUE:
+            return True
+        if key in _BOOLEANS_FALSE:
+            return False
+    except TypeError:  # unhashable: not a boolean-like value
+        pass
     return bool(value)
 
 

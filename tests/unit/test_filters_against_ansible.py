@@ -156,6 +156,11 @@ FOUND = [
     t("{{ 0 | extract(d) }}", d={}),
     t("{{ d[0] }}", d=[]),
     t("{{ d[1.5] }}", d={}),
+    # truthy/falsy(convert_bool): only Ansible's boolean strings convert, stripped
+    cond("x is falsy(convert_bool=True)", x="{{ x }}"),
+    cond("x is truthy(convert_bool=True)", x=" Off "),
+    cond("x is truthy(convert_bool=True)", x="t"),
+    cond("x is falsy(convert_bool=True)", x="maybe"),
 ]
 
 
