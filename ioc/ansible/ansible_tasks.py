@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Tuple
 
 from ioc.ansible.hostvars import HostVarsExport, delta
 from ioc.ansible.results import outcome
-from ioc.ansible.routing import RoutingVariables, route
+from ioc.ansible.routing import RoutingVariables, route, say
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
 
@@ -190,7 +190,9 @@ class AnsibleTasks:
             if number == 0:
                 state.template_name(host.name)
                 start()
-            route(task_vars, host.name, task.connection, templar.template, runners, socket)
+            if not task.delegate_to:  # else the delegate's variables choose (RoutingVariables)
+                say(task, host.name, route(task_vars, host.name, task, templar.template,
+                                           runners, socket))
             strategy._blocked_hosts[host.name] = True
             manager = strategy._variable_manager
             strategy._variable_manager = RoutingVariables(manager, runners, socket)

@@ -16,11 +16,16 @@ whose connection variables the worker computes from the delegate's,
 :class:`RoutingVariables` (the worker's variable manager) does the same to
 the delegate's. Only hosts the dispatcher has a runner connection for
 (``runners``: ssh connections it prepared for this task) are routed; local
-connections and other plugins stay Ansible's.
+connections, other plugins, become methods ioc's runners do not take and
+the actions of :data:`KEEP_CONNECTION` stay Ansible's, and ``-vv`` says so
+for each task and host.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Dict, MutableMapping, Optional
+from typing import Any, Callable, Collection, Dict, Mapping, MutableMapping, Optional
+
+from ioc.errors import ConnectionSetupError
+from ioc.transport.spec import BECOME_VARS, become_for
 
 #: The name Ansible loads the plugin by (``connection_loader.add_directory``).
 PLUGIN = "ioc_runner"
@@ -37,27 +42,66 @@ def plugin_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "connection_plugins")
 
 
-def route(variables: MutableMapping[str, Any], name: str, default: Any,
-          template: Callable[[Any], Any], runners: Collection[str], socket: str) -> bool:
-    """Select ``ioc_runner`` in ``variables`` (a host's or a delegate's) if Ansible would use ssh.
+#: Actions that keep Ansible's connection: ``raw`` and ``script`` show the
+#: output of a command ssh runs on a terminal (``-tt``: ``\r\n``, "Shared
+#: connection closed"), ``reboot`` and ``synchronize`` manage the connection
+#: (or ssh) themselves.
+KEEP_CONNECTION = frozenset({"raw", "script", "reboot", "synchronize"})
 
-    ``name`` is the inventory host whose runner serves the connection,
-    ``default`` the task's ``connection`` keyword (used when no
-    ``ansible_connection`` is set), ``template`` renders a templated value.
+
+def refusal(variables: Mapping[str, Any], name: str, task: Any,
+            template: Callable[[Any], Any], runners: Collection[str]) -> Optional[str]:
+    """Why ``task`` cannot reach ``name`` over its runner (None: it can).
+
+    ``variables`` are the host's (or the delegate's) task variables,
+    ``template`` renders a templated value, ``runners`` are the hosts the
+    dispatcher has an ssh runner for. The reason is for ``-vv``.
     """
-    if not socket or name not in runners:
-        return False
+    action = str(task.action or "").rsplit(".", 1)[-1]
+    if action in KEEP_CONNECTION:
+        return "%s keeps Ansible's connection" % action
     chosen = variables.get("ansible_connection")
     try:
-        chosen = default if chosen is None else template(chosen)
+        chosen = task.connection if chosen is None else template(chosen)
     except Exception:  # Ansible reports a broken value itself
-        return False
+        return "its connection is not known before Ansible templates it"
     if str(chosen) not in SSH_CONNECTIONS:
-        return False
+        return "connection %s is not ssh" % chosen
+    if name not in runners:
+        return "ioc has no runner for %s" % name
+    try:
+        keywords = {k: getattr(task, k, None) for k in BECOME_VARS if k != "password"}
+        become_for(keywords, variables, template)
+    except ConnectionSetupError as exc:
+        return str(exc)
+    except Exception:  # Ansible reports a broken value itself
+        return "its become is not known before Ansible templates it"
+    return None
+
+
+def route(variables: MutableMapping[str, Any], name: str, task: Any,
+          template: Callable[[Any], Any], runners: Collection[str], socket: str) -> str:
+    """Select ``ioc_runner`` in ``variables`` (a host's or a delegate's) if Ansible would use ssh.
+
+    ``name`` is the inventory host whose runner would serve the connection.
+    Returns what the task connects with, for ``-vv``: a user must be able
+    to tell which tasks kept Ansible's own connection, and why.
+    """
+    why = refusal(variables, name, task, template, runners) if socket \
+        else "no ioc runner service"
+    if why is not None:
+        return "Ansible's own connection (%s)" % why
     variables["ansible_connection"] = PLUGIN
     variables["ioc_runner_host"] = name
     variables["ioc_runner_socket"] = socket
-    return True
+    return "the ioc runner of %s" % name
+
+
+def say(task: Any, host: str, how: str) -> None:
+    """``-vv``: the connection a task run through Ansible uses for ``host``."""
+    from ansible.utils.display import Display
+
+    Display().vv("mitogen_batch: %s on %s connects with %s" % (task.get_name(), host, how))
 
 
 class RoutingVariables:
@@ -84,6 +128,7 @@ class RoutingVariables:
             templar, task, variables)
         mine: Optional[Dict[str, Any]] = (delegated.get("ansible_delegated_vars") or {}).get(name)
         if name is not None and mine is not None:
-            route(mine, str(name), task.connection, templar.template,
-                  self.__dict__["_runners"], self.__dict__["_socket"])
+            how = route(mine, str(name), task, templar.template,
+                        self.__dict__["_runners"], self.__dict__["_socket"])
+            say(task, "%s -> %s" % (variables.get("inventory_hostname"), name), how)
         return delegated, name

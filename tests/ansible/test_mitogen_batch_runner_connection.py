@@ -13,13 +13,16 @@ test_mitogen_batch.py, under ansible-core 2.21 and 2.19.
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
 from benchmarks.delayproxy import DelayProxy
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixture)
-    Ansible, MIXED_PLAY, ansible_python, assert_same_output, write_foreign_greet)
+    ROOT, Ansible, MIXED_PLAY, ansible_python, assert_same_output, write_foreign_greet)
 from tests.integration.test_become import B_PASSWORD, TARGET_PYTHON
 from tests.support import users
 from tests.support.sshd import CLIENT_OPTIONS
@@ -170,9 +173,9 @@ def test_tasks_through_ansible_use_the_hosts_runners_not_a_second_ssh_connection
     assert len(batch.through_ansible) == 6, batch.log
     # Each greet is one pipelined exec on the runner of the host it runs on
     # (three tasks on both hosts; the delegated one on the other host's runner);
-    # assemble's commands are Ansible's own (stat, the home directory, a
-    # temporary directory; the file put there; copy, its permissions, the
-    # directory removed), each one exec; pull fetches.
+    # assemble's requests are its action plugin's own (a stat module, its
+    # temporary directory, the file put there, the copy module, cleanup):
+    # one request each; pull fetches.
     requests = runner_requests(batch.log)
     for host in ("h1", "h2"):
         assert [op for name, op, _ in requests if name == host] == \
@@ -256,3 +259,130 @@ def test_a_module_through_ansible_costs_one_round_trip_at_150ms(ansible, ansible
     assert min(m["greet.yml"]["round_trips"] - m["noop.yml"]["round_trips"]
                for m in counts) <= 2, counts
     assert runner_requests(result.log) == [("h1", "exec", "")], result.log
+
+
+def test_tasks_the_runner_cannot_serve_keep_ansibles_connection_and_vv_says_so(
+        ansible, ansible_python, sshd, proxy):
+    """A local host keeps the local connection; ``raw`` keeps ssh (whose terminal
+    its output shows): what is read is linear's, and ``-vv`` names each choice."""
+    write_foreign_greet(ansible)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo native
+            - name: greet everywhere
+              greet:
+                who: x
+            - name: raw through ansible
+              raw: echo raw
+              environment: "{{ {'FOO': inventory_hostname} }}"
+              register: r
+            - debug:
+                msg: "{{ r.stdout }}"
+    """)
+    inventory = str(ansible.write("hosts.ini", through_proxy(sshd, proxy, ["h1"], ansible_python)
+                                  + "loc ansible_connection=local "
+                                    "ansible_python_interpreter=%s\n" % ansible_python))
+    proxy.reset()
+    batch = ansible.run("play.yml", inventory, "mitogen_batch")
+    # Counted at once: ssh's ControlPersist keeps its connection open a while.
+    totals = proxy.totals()
+    linear = ansible.run("play.yml", inventory, "linear")
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "raw\\r\\n"' in batch.stdout  # ssh's terminal, not the runner's pipe
+    assert len(batch.through_ansible) == 2, batch.log
+    # The runner, and the ssh connection Ansible opened for raw.
+    assert totals["connections"] == 2, totals
+    assert runner_requests(batch.log) == [("h1", "exec", "")], batch.log
+    verbose = ansible.run("play.yml", inventory, "mitogen_batch", args=["-vv"])
+    assert verbose.rc == 0, verbose.stdout + verbose.stderr
+    said = [line for line in verbose.stdout.splitlines() if " connects with " in line]
+    assert said == [
+        "mitogen_batch: greet everywhere on h1 connects with the ioc runner of h1",
+        "mitogen_batch: greet everywhere on loc connects with Ansible's own connection "
+        "(connection local is not ssh)",
+        "mitogen_batch: raw through ansible on h1 connects with Ansible's own connection "
+        "(raw keeps Ansible's connection)",
+        "mitogen_batch: raw through ansible on loc connects with Ansible's own connection "
+        "(raw keeps Ansible's connection)"], verbose.stdout
+
+
+#: An action plugin that takes the network down: it kills the proxy process
+#: (``pid``) and waits until its port refuses connections.
+SEVER_ACTION = '''
+import os, signal, socket, time
+from ansible.plugins.action import ActionBase
+
+
+class ActionModule(ActionBase):
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        os.kill(int(self._task.args["pid"]), signal.SIGKILL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", int(self._task.args["port"])), 1).close()
+            except OSError:
+                break
+            time.sleep(0.05)
+        return result
+'''
+
+
+def start_proxy(sshd, port: int) -> subprocess.Popen:
+    """benchmarks/delayproxy.py as a process of its own on ``port``, once it listens."""
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.delayproxy", "--listen",
+                             str(port), "--target", "%s:%d" % (sshd.host, sshd.port)],
+                            cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout.readline().startswith(b"relaying"), "the proxy did not start"
+    return proc
+
+
+def test_a_host_that_dies_before_a_task_through_ansible_is_unreachable_as_in_linear(
+        ansible, ansible_python, sshd):
+    """The link to h1 goes down after a native task: its runner is gone, and the next
+    task through Ansible finds it UNREACHABLE, worded as linear's ssh words it."""
+    write_foreign_greet(ansible)
+    ansible.write("action_plugins/sever.py", SEVER_ACTION)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo before
+            - name: the link to h1 goes down
+              sever:
+                pid: "{{ proxy_pid }}"
+                port: %d
+              run_once: true
+            - name: greet after
+              greet:
+                who: x
+            - debug:
+                msg: after
+    """ % port)
+    lines = sshd.inventory_ini(["h1", "h2"], python=ansible_python, group="web").splitlines()
+    lines = [line.replace("ansible_port=%d" % sshd.port, "ansible_port=%d" % port)
+             if line.startswith("h1 ") else line for line in lines]
+    inventory = str(ansible.write("hosts.ini", "\n".join(lines) + "\n"))
+    results = {}
+    for strategy in ("mitogen_batch", "linear"):
+        proxy = start_proxy(sshd, port)
+        try:
+            results[strategy] = ansible.run("play.yml", inventory, strategy,
+                                            args=["-e", "proxy_pid=%d" % proxy.pid])
+        finally:
+            proxy.kill()
+            proxy.wait()
+    linear, batch = results["linear"], results["mitogen_batch"]
+    assert linear.rc == 4, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert ('fatal: [h1]: UNREACHABLE! => {"changed": false, "msg": "Task failed: Failed to '
+            'connect to the host via ssh: ssh: connect to host 127.0.0.1 port %d: Connection '
+            'refused"' % port) in batch.stdout
+    assert "h2                         : ok=3    changed=1    unreachable=0    failed=0" \
+        in batch.stdout

@@ -60,6 +60,24 @@ DOCUMENTATION = """
               - name: ansible_ssh_port
           keyword:
               - name: port
+      pipelining:
+          description: Whether Ansible's ssh connection would pipeline modules (this one
+              always does); decides how an unreachable host is worded.
+          type: boolean
+          default: false
+          env:
+              - name: ANSIBLE_PIPELINING
+              - name: ANSIBLE_SSH_PIPELINING
+          ini:
+              - section: defaults
+                key: pipelining
+              - section: connection
+                key: pipelining
+              - section: ssh_connection
+                key: pipelining
+          vars:
+              - name: ansible_pipelining
+              - name: ansible_ssh_pipelining
       remote_user:
           description: The login user (as Ansible's ssh connection reads it).
           type: string
@@ -138,6 +156,11 @@ class Identity:
                           password=option("become_pass"))
 
 
+def _untitled(message: str) -> str:
+    """``message`` without ioc's "Task failed: " (Ansible puts its own in front)."""
+    return message[len("Task failed: "):] if message.startswith("Task failed: ") else message
+
+
 class Connection(ConnectionBase):
     """Ansible's connection to one host through that host's ioc runner."""
 
@@ -194,15 +217,30 @@ class Connection(ConnectionBase):
             self.close()
             raise AnsibleConnectionFailure("ioc_runner: the dispatcher went away: %s" % exc)
         error = reply.get("error")
+        # from None: an exception Ansible is handling when it calls (interpreter
+        # discovery's) is not the cause, and would show as one.
         if error == "unreachable":
-            raise AnsibleConnectionFailure(reply["msg"])
-        if error == "become":
-            message = str(reply["msg"])
-            raise AnsibleError(message[len("Task failed: "):]
-                               if message.startswith("Task failed: ") else message)
+            raise AnsibleConnectionFailure(self._unreachable(reply, request)) from None
         if error:
-            raise AnsibleError(reply["msg"])
+            raise AnsibleError(_untitled(str(reply["msg"]))) from None
         return reply
+
+    def _unreachable(self, reply: Dict[str, Any], request: Dict[str, Any]) -> str:
+        """An unreachable host, worded as Ansible's ssh plugin words it for this request.
+
+        With ssh's own words for why it gave up, the wording is the ssh
+        plugin's for the same request: a pipelined command (if pipelining is
+        on, as ssh would have pipelined it) could not be sent; anything else
+        could not connect.
+        """
+        said = reply.get("ssh_said")
+        if not said:
+            return _untitled(str(reply["msg"]))
+        if request["op"] == "exec" and request.get("in_data") is not None \
+                and self.get_option("pipelining"):
+            return ('Data could not be sent to remote host "%s". Make sure this host can be '
+                    'reached over ssh: %s' % (self.get_option("host"), said))
+        return "Failed to connect to the host via ssh: %s" % said
 
     def exec_command(self, cmd: str, in_data: Optional[bytes] = None,
                      sudoable: bool = True) -> Tuple[int, bytes, bytes]:
