@@ -16,8 +16,9 @@ it what it needs), but it does not wrap commands in ``sudo``/``su``; a
 command Ansible would have wrapped runs in the runner of that identity
 (the connector keeps one per host and identity, as for native batches),
 with the user, flags, executable and password the become plugin was given.
-Other become methods keep Ansible's wrapping, in the login runner (no
-password prompt can be answered there).
+Other become methods never get here: the strategy keeps Ansible's own
+connection for them (``ioc.ansible.routing``), since no password prompt
+could be answered in a runner.
 """
 from __future__ import annotations
 
