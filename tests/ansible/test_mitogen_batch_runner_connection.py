@@ -7,8 +7,10 @@ is served by the host's existing runner (``ioc_runner <host>: exec`` in the
 dispatcher's log), so no second SSH connection is opened and a pipelined
 module costs one round trip. The hosts are the test sshd behind the delay
 proxy (``benchmarks/delayproxy.py``), which counts connections and round
-trips. Output is compared with the linear strategy's as in
-test_mitogen_batch.py, under ansible-core 2.21 and 2.19.
+trips. Where the runner cannot stand in (a local host, ``raw``), the task
+keeps Ansible's connection and ``-vv`` says so; a host that dies is
+UNREACHABLE in linear's words. Output is compared with the linear
+strategy's as in test_mitogen_batch.py, under ansible-core 2.21 and 2.19.
 """
 from __future__ import annotations
 
