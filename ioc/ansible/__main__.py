@@ -7,7 +7,8 @@
   nothing (:func:`print_plans`);
 * ``--serve`` is the dispatcher subprocess the strategy starts
   (:mod:`ioc.ansible.dispatcher`; internal: the pipe protocol on
-  stdin/stdout, ``--log`` for a debug log, which ``IOC_BRIDGE_LOG`` sets).
+  stdin/stdout, ``--log`` for a debug log, which ``IOC_BRIDGE_LOG`` sets,
+  ``--socket`` for the ``ioc_runner`` connection plugin's requests).
 
 Only ``--plan`` imports ``ansible``.
 """
@@ -71,6 +72,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--serve", action="store_true",
                         help="run as the strategy's dispatcher (internal: pipes on stdin/stdout)")
     parser.add_argument("--log", help="with --serve: append a debug log to this file")
+    parser.add_argument("--socket", help="with --serve: the unix socket to serve the "
+                                         "ioc_runner connection plugin on")
     parser.add_argument("--plan", nargs=argparse.REMAINDER, metavar="ANSIBLE-PLAYBOOK-ARGS",
                         help="print each play's plan (which tasks run in which batch, which "
                              "run through Ansible and why) for these ansible-playbook "
@@ -90,7 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # The protocol owns the real stdout; a stray print goes to stderr instead.
         out = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)
-        serve(sys.stdin.buffer, out)
+        serve(sys.stdin.buffer, out, args.socket)
         return 0
     parser.print_help()
     return 2

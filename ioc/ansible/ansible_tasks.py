@@ -24,10 +24,11 @@ and the reply carries the new inventory.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Tuple
 
 from ioc.ansible.hostvars import HostVarsExport, delta
 from ioc.ansible.results import outcome
+from ioc.ansible.routing import RoutingVariables, route, say
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
 
@@ -39,6 +40,9 @@ class AnsibleTasks:
         self.state = state
         self.hostvars = hostvars
         self.tqm = state.tqm
+        #: The hosts whose runner serves the next task's connection, and the
+        #: dispatcher's socket (``("runners", ...)``; :mod:`ioc.ansible.routing`).
+        self.runners: Tuple[FrozenSet[str], str] = (frozenset(), "")
 
     def run_task(self, index: int, reached: List[Tuple[str, bool]],
                  once: bool) -> Dict[str, Any]:
@@ -170,9 +174,15 @@ class AnsibleTasks:
     def _queue(self, task: Any, hosts: List[Any], once: bool,
                start: Callable[[], None]) -> List[Any]:
         """Queue ``task`` for ``hosts`` and collect the results, as linear's loop does
-        (``start`` sends the task's start callback once its name is templated)."""
+        (``start`` sends the task's start callback once its name is templated).
+
+        Where Ansible would connect with ssh, the task gets the host's (or
+        delegate's) runner instead (:mod:`ioc.ansible.routing`): the task
+        variables select the ``ioc_runner`` connection, and the worker's
+        variable manager does the same for a delegate."""
         state = self.state
         strategy, iterator = state.strategy, state.iterator
+        runners, socket = self.runners
         results: List[Any] = []
         for number, host in enumerate(hosts):
             task_vars, templar = state.task_vars(host)
@@ -180,8 +190,16 @@ class AnsibleTasks:
             if number == 0:
                 state.template_name(host.name)
                 start()
+            if not task.delegate_to:  # else the delegate's variables choose (RoutingVariables)
+                say(task, host.name, route(task_vars, host.name, task, templar.template,
+                                           runners, socket))
             strategy._blocked_hosts[host.name] = True
-            strategy._queue_task(host, task, task_vars, state.play_context)
+            manager = strategy._variable_manager
+            strategy._variable_manager = RoutingVariables(manager, runners, socket)
+            try:
+                strategy._queue_task(host, task, task_vars, state.play_context)
+            finally:
+                strategy._variable_manager = manager
             del task_vars
             if number == 0:
                 task.run_once = run_once  # after queueing the first host, as linear does
@@ -192,6 +210,7 @@ class AnsibleTasks:
         if strategy._pending_results > 0:
             results.extend(strategy._wait_on_pending_results(iterator))
         strategy.update_active_connections(results)
+        self.runners = (frozenset(), "")
         return results
 
     def _restore(self, outcomes: Dict[str, Any], rescued: Dict[str, Any],

@@ -36,6 +36,7 @@ import logging
 from typing import Any, BinaryIO, Dict, FrozenSet, IO, List, Optional, Sequence, Set
 
 from ioc.ansible.pipe import ParentLink
+from ioc.ansible.runner_service import RunnerService
 from ioc.ansible.through_ansible import FlushThroughAnsible, run_through_ansible
 from ioc.callbacks import Callback, Stats
 from ioc.transport.connector import Connector
@@ -52,16 +53,18 @@ from ioc.replay import Event, Key
 LOG = logging.getLogger(__name__)
 
 
-def serve(inp: BinaryIO, out: IO[bytes]) -> None:
+def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
     """``--serve``: run each play request with ioc's controller, stream events back.
 
     One :class:`~ioc.transport.connector.Connector` serves every play of
     the run; the protocol is :mod:`ioc.ansible.pipe`'s. A play that fails
     in ioc's code ends with ``("error", text)``: the parent raises it as an
-    AnsibleError.
+    AnsibleError. With ``socket``, the ``ioc_runner`` connection plugin of
+    Ansible's workers is served there (:mod:`ioc.ansible.runner_service`).
     """
     link = ParentLink(inp, out)
     connector: Optional[Connector] = None
+    service: Optional[RunnerService] = None
     try:
         while True:
             try:
@@ -72,20 +75,23 @@ def serve(inp: BinaryIO, out: IO[bytes]) -> None:
                 continue
             if connector is None:
                 connector = Connector(forks=request["options"].forks)
+                service = RunnerService(socket, connector) if socket else None
             try:
-                summary = serve_play(request, connector, link)
+                summary = serve_play(request, connector, link, service)
             except Exception as exc:  # the parent reports it as Ansible would
                 LOG.exception("dispatcher failed")
                 link.error("%s: %s" % (type(exc).__name__, exc))
             else:
                 link.done(summary)
     finally:
+        if service is not None:
+            service.close()
         if connector is not None:
             connector.shutdown()
 
 
-def serve_play(request: Dict[str, Any], connector: Connector,
-               link: ParentLink) -> Dict[str, Any]:
+def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
+               service: Optional[RunnerService] = None) -> Dict[str, Any]:
     """Run one play request; the summary the parent settles Ansible's state from."""
     from ioc.ansible import plugins as ansible_plugins
     from ioc.controller import plugins
@@ -96,6 +102,7 @@ def serve_play(request: Dict[str, Any], connector: Connector,
     plugins.declare(request.get("plugins") or {})
     run = BridgeRun(link, request)
     executor = run.bridge_executor(request["planned"], list(request["hosts"]), connector)
+    executor.runner_service = service
     executor.run()
     # The transport report ioc-run prints: runner calls per host, for -vvv
     # readers and benchmarks/realworld.py (IOC_BRIDGE_LOG).
@@ -158,6 +165,9 @@ class BridgeExecutor(PlayExecutor):
         #: Of the last ``Where.ANSIBLE`` step: (hosts that reached the task,
         #: hosts Ansible ran it for), for :meth:`after_step`.
         self.ansible_hosts: tuple = ([], [])
+        #: Serves the ``ioc_runner`` connection of tasks run through Ansible
+        #: (None: they use Ansible's own connections).
+        self.runner_service: Optional[RunnerService] = None
 
     def make_sink(self) -> PlaySink:
         return ForwardingSink(self.plan, self.ctx.stats, self.link)

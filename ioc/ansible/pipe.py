@@ -23,7 +23,10 @@ dispatcher *tells* the parent what the replay releases, in linear order:
 * ``("callback", name, args)`` — a play-level callback (no hosts remaining,
   a warning);
 * ``("store", host, values, layer)`` — ``delegate_facts`` for a host outside
-  the play.
+  the play;
+* ``("runners", names)`` — before a task or handler through Ansible: the
+  hosts whose runner its ``ioc_runner`` connection may use
+  (:mod:`ioc.ansible.routing`).
 
 and *asks* it, waiting for the answer (``op``):
 
@@ -43,9 +46,11 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import IO, Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -85,8 +90,12 @@ class Dispatcher:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root(), env.get("PYTHONPATH")]))
         debug = env.get("IOC_BRIDGE_LOG")
         self._log = open(debug, "ab") if debug else subprocess.DEVNULL
+        #: The dispatcher's unix socket for the ``ioc_runner`` connection plugin
+        #: in Ansible's workers, in a directory only this user can enter.
+        self._socket_dir = tempfile.mkdtemp(prefix="ioc-dispatcher-")
+        self.socket = os.path.join(self._socket_dir, "runner.sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ioc.ansible", "--serve"] +
+            [sys.executable, "-m", "ioc.ansible", "--serve", "--socket", self.socket] +
             (["--log", debug] if debug else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
             close_fds=True)
@@ -122,6 +131,7 @@ class Dispatcher:
             self.proc.wait(timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
         if Dispatcher._instance is self:
             Dispatcher._instance = None
 
@@ -171,6 +181,10 @@ class ParentLink:
     def store(self, host: str, values: Dict[str, Any], layer: str) -> None:
         """``delegate_facts`` gave ``host`` (outside the play) facts: Ansible keeps them too."""
         self.send(("store", host, values, layer))
+
+    def runners(self, names: Sequence[str]) -> None:
+        """The hosts whose runner serves the next task's ``ioc_runner`` connection."""
+        self.send(("runners", list(names)))
 
     def done(self, summary: Dict[str, Any]) -> None:
         self.send(("done", summary))

@@ -29,6 +29,7 @@ from ioc.ansible.events import EventReplay
 from ioc.ansible.hostvars import HostVarsExport
 from ioc.ansible.includes import Includes
 from ioc.ansible.pipe import Dispatcher
+from ioc.ansible import routing
 from ioc.ansible.play import foreign_steps, plan_for
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
@@ -38,11 +39,14 @@ from ioc.ansible.version import check_ansible_version
 def build_strategy_class() -> type:
     """``StrategyModule``, after the version gate (imports ``ansible``)."""
     check_ansible_version()
+    from ansible.plugins.loader import connection_loader
     from ansible.plugins.strategy import StrategyBase
     from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
     from ansible.utils.display import Display
 
     display = Display()
+    # ioc_runner: tasks run through Ansible reach their hosts over ioc's runners.
+    connection_loader.add_directory(routing.plugin_dir())
 
     class StrategyModule(LinearStrategy):
         """``strategy = mitogen_batch``: linear results, one round trip per batch."""
@@ -163,6 +167,8 @@ class PlayRun:
             elif kind == "display":  # as the strategy's results thread does for a worker
                 from ansible.utils.display import Display
                 getattr(Display(), reply[1])(*reply[2], **reply[3])
+            elif kind == "runners":
+                self.tasks.runners = (frozenset(reply[1]), dispatcher.socket)
             elif kind == "ansible":
                 dispatcher.request(dict(self.tasks.run_task(*reply[1:]), op="ansible_done"))
             elif kind == "include":

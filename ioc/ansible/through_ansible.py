@@ -30,8 +30,10 @@ from ioc.agentless_runner.batch import BatchEnd, Failure, HostRun, failed_task_w
 from ioc.ansible.pipe import ParentLink
 from ioc.controller.play import PlayExecutor
 from ioc.controller.state import HostStatus, StepOutcome
-from ioc.model import WIRE_VERSION, to_wire
+from ioc.errors import ConnectionSetupError
+from ioc.model import WIRE_VERSION, Task, to_wire
 from ioc.planner import ControllerStep, Program, wire_tree
+from ioc.transport.spec import ConnectionSpec, resolve_via
 
 LOG = logging.getLogger(__name__)
 
@@ -120,6 +122,7 @@ def run_through_ansible(executor: PlayExecutor, step: ControllerStep, active: Li
     if not reached:
         return outcome, names, ran
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
+    prepare_runners(executor, executor.plan.program.entry(index).task, names, link)
     reply = link.run_task(index, reached, bool(step.once))
     if reply.get("inventory") is not None:  # refresh_inventory: Ansible's new inventory
         executor.replace_inventory(reply["inventory"], reply.get("hosts_all"))
@@ -146,6 +149,46 @@ def run_through_ansible(executor: PlayExecutor, step: ControllerStep, active: Li
         if given["status"] == "failed" and not given["ignored"]:
             outcome.failed.append(host)
     return outcome, names, ran
+
+
+def prepare_runners(executor: PlayExecutor, task: Task, names: List[str],
+                    link: ParentLink) -> None:
+    """Let the task Ansible is about to run reach its hosts (and delegates) through their runners.
+
+    The dispatcher's runner service learns the ssh connection of every host
+    the task may connect to: the hosts that reach it, its ``delegate_to``
+    (every inventory host when that is templated); the parent learns their
+    names, and selects the ``ioc_runner`` connection for them where Ansible
+    would use ssh (:mod:`ioc.ansible.routing`). Done here, in the
+    dispatcher's main thread, because finding a host outside the play
+    may ask the parent, whose pipe is busy once the task runs.
+    """
+    service = getattr(executor, "runner_service", None)
+    if service is None:
+        return
+    candidates = list(names)
+    delegate = task.delegate_to
+    if isinstance(delegate, str) and delegate:
+        if "{{" in delegate or "{%" in delegate:
+            if executor.ctx.outside_hostvars is not None:  # every host's variables, at once
+                executor.ctx.outside_hostvars(frozenset(executor.hosts))
+            candidates += [h for h in executor.ctx.groups().get("all") or list(executor.hosts)
+                           if h not in candidates]
+        elif delegate not in candidates:
+            candidates.append(delegate)
+    specs: Dict[str, ConnectionSpec] = {}
+    for name in candidates:
+        try:
+            spec = executor.hosts[name].spec if name in executor.hosts \
+                else executor.ctx.connection_of(name)
+            if spec.via:
+                spec = resolve_via(name, spec, executor.ctx.connection_of)
+        except ConnectionSetupError:
+            continue  # a connection ioc does not make: Ansible's own plugin
+        if spec.transport == "ssh":
+            specs[name] = spec
+    service.prepare(specs)
+    link.runners(sorted(specs))
 
 
 def _take_vars(executor: PlayExecutor, reply: Dict[str, Any]) -> None:
@@ -307,6 +350,7 @@ class FlushThroughAnsible:
         if not reached:
             return
         LOG.info("AnsibleHandler %d at flush %d on %d host(s)", number, step.index, len(reached))
+        prepare_runners(executor, handler, [host for host, _ in reached], self.link)
         notified = {host: sorted(set(hosts[host].flushing or ()) - {number}
                                  | {n for n in hosts[host].notified if isinstance(n, int)})
                     for host, _ in reached}

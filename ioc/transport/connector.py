@@ -32,6 +32,12 @@ LOG = logging.getLogger(__name__)
 class Unreachable(Exception):
     """A host could not be connected to (after retries)."""
 
+    def __init__(self, message: str, ssh_said: Optional[str] = None) -> None:
+        super().__init__(message)
+        #: What ssh itself printed when it gave up, if it did: a caller that
+        #: words the failure as another of Ansible's code paths does needs it.
+        self.ssh_said = ssh_said
+
 
 class BecomeFailed(Exception):
     """The host is reachable but ``become`` did not work (the task fails, as in Ansible)."""
@@ -174,7 +180,7 @@ class Connector:
                 permanent = _is_permanent(exc)
                 LOG.info("connecting to %s failed (attempt %d): %s", host, attempt + 1, exc)
                 if permanent or attempt == spec.retries:
-                    raise Unreachable(_describe(spec, exc)) from None
+                    raise Unreachable(_describe(spec, exc), _ssh_said(spec, exc)) from None
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
@@ -241,11 +247,18 @@ def _describe(spec: ConnectionSpec, exc: BaseException) -> str:
     pipelines modules the same way, says "Data could not be sent to remote
     host" with ssh's own message. Other failures keep mitogen's text.
     """
+    ssh_said = _ssh_said(spec, exc)
+    if ssh_said:
+        return ("Task failed: Data could not be sent to remote host \"%s\". Make sure this "
+                "host can be reached over ssh: %s" % (spec.hostname, ssh_said))
     text = str(exc)
-    if spec.transport == "ssh" and _SSH_OUTPUT in text:
-        ssh_said = text.split(_SSH_OUTPUT, 1)[1].replace("\r", "").strip()
-        if ssh_said:
-            return ("Task failed: Data could not be sent to remote host \"%s\". Make sure this "
-                    "host can be reached over ssh: %s" % (spec.hostname, ssh_said))
     target = spec.hostname if spec.port is None else "%s port %s" % (spec.hostname, spec.port)
     return "Failed to connect to the host via %s: %s (%s)" % (spec.transport, text, target)
+
+
+def _ssh_said(spec: ConnectionSpec, exc: BaseException) -> Optional[str]:
+    """What the ssh process printed before it exited, as mitogen quotes it (None: not ssh's end)."""
+    text = str(exc)
+    if spec.transport != "ssh" or _SSH_OUTPUT not in text:
+        return None
+    return text.split(_SSH_OUTPUT, 1)[1].replace("\r", "").strip() or None
