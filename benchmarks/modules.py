@@ -39,7 +39,6 @@ def _cases(root: str) -> Dict[str, Dict[str, Any]]:
         "lineinfile": {"path": path, "line": "b"},
         "replace": {"path": path, "regexp": "^zzz$", "replace": "y"},
         "copy": {"src": path, "remote_src": True, "dest": os.path.join(root, "c.txt")},
-        "ping": {},
     }
 
 
