@@ -2,6 +2,25 @@
 import os
 import tempfile
 
+#: ansible.module_utils.parsing.convert_bool's values.
+BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
+BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
+
+
+def as_boolean(value):
+    """``value`` as Ansible's ``boolean()`` converts it; None when it is no boolean."""
+    if isinstance(value, bool):
+        return value
+    key = value.lower().strip() if isinstance(value, str) else value
+    try:
+        if key in BOOLEANS_TRUE:
+            return True
+        if key in BOOLEANS_FALSE:
+            return False
+    except TypeError:  # unhashable
+        pass
+    return None
+
 
 class ModuleError(Exception):
     """Raised by a module to fail its task with ``msg``; extra keys go in the result."""

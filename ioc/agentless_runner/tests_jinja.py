@@ -6,7 +6,7 @@ included. Jinja2's own ``defined``, ``undefined``, ``none``, ``string``,
 ``number``, ``mapping``, ``sequence``, ``iterable``, ``boolean``, ``in``...
 are kept as they are.
 
-Imports only the stdlib and jinja2; runs on Python 3.9+.
+Imports only the stdlib, jinja2 and the runner's context; runs on Python 3.9+.
 """
 import collections.abc
 import math
@@ -14,6 +14,8 @@ import os
 import re
 
 import jinja2.tests
+
+from ioc.agentless_runner.context import as_boolean
 
 __all__ = ["TESTS", "TestError", "names"]
 
@@ -230,23 +232,10 @@ def all_(seq):
 # -- values ----------------------------------------------------------------------------------
 
 
-_BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
-_BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
-
-
 def _to_bool(value):
     """Ansible's ``boolean(value)`` where it converts; anything else keeps its truthiness."""
-    if isinstance(value, bool):
-        return value
-    key = value.lower().strip() if isinstance(value, str) else value
-    try:
-        if key in _BOOLEANS_TRUE:
-            return True
-        if key in _BOOLEANS_FALSE:
-            return False
-    except TypeError:  # unhashable: not a boolean-like value
-        pass
-    return bool(value)
+    converted = as_boolean(value)
+    return bool(value) if converted is None else converted
 
 
 @_register("truthy")

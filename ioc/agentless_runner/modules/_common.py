@@ -17,10 +17,8 @@ import stat
 import subprocess
 import tempfile
 
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, as_boolean
 
-BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
-BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
 _VALID_BOOLS = "'no', 'on', 'f', 'false', 'n', 'y', '0', '1', 'off', 'true', 'yes', 't'"
 
 PERM_BITS = 0o7777
@@ -75,16 +73,9 @@ def resolve_aliases(args, canonical, aliases):
 
 def boolean(value, name):
     """Convert ``value`` to bool the way Ansible's ``type='bool'`` does."""
-    if isinstance(value, bool):
-        return value
-    key = value.lower().strip() if isinstance(value, str) else value
-    try:
-        if key in BOOLEANS_TRUE:
-            return True
-        if key in BOOLEANS_FALSE:
-            return False
-    except TypeError:
-        pass
+    converted = as_boolean(value)
+    if converted is not None:
+        return converted
     raise ModuleError(
         "argument '%s' is of type %s and we were unable to convert to bool: "
         "The value '%s' is not a valid boolean.  Valid booleans include: %s"
