@@ -85,7 +85,19 @@ class Converted:
 
 
 def short_action(task: Any) -> str:
-    name = str(getattr(task, "resolved_action", None) or task.action)
+    """The task's action without ``ansible.builtin.``/``ansible.legacy.``.
+
+    An action that is a template (``action: "{{ module }}"``) is resolved only
+    when the task runs: asking Ansible for ``resolved_action`` before then
+    makes it warn ("A plugin is sampling the task's resolved_action when it is
+    not resolved"), which linear never does. Such a task keeps its template.
+    """
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    resolved = getattr(task, "_resolved_action", None)
+    if resolved is None and not is_possibly_template(task.action):
+        resolved = task.resolved_action
+    name = str(resolved or task.action)
     for prefix in _BUILTIN_PREFIXES:
         if name.startswith(prefix):
             return name[len(prefix):]
