@@ -5,7 +5,7 @@ import traceback
 
 from ioc.agentless_runner import modules, results
 from ioc.agentless_runner.context import ModuleContext as Context
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, TaskError
 
 __all__ = ["Context", "run", "NATIVE", "NATIVE_OPTIONS"]
 
@@ -43,6 +43,12 @@ def run(action, args, ctx):
         result = module.run(args, ctx)
     except ModuleError as exc:
         result = dict(exc.result, failed=True, msg=exc.msg)
+    except TaskError as exc:
+        result = results.failed_result("Task failed: %s" % exc.msg,
+                                       exception=traceback.format_exc(), _ioc_task_error=True)
+        if isinstance(exc.expression, str):
+            result["_ioc_error_expr"] = exc.expression
+        return result
     except Exception as exc:  # a bug in a module: report it as Ansible does
         result = {"failed": True, "changed": False,
                   "msg": "MODULE FAILURE: %s: %s" % (type(exc).__name__, exc),

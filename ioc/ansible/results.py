@@ -83,7 +83,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status == "failed":
-            data = _engine_error_219(task, data)
+            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")))
         if include:
             _include_keys_219(result, data, action, item)
         if result.get("_ioc_action_failure"):
@@ -96,7 +96,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     engine = bool(result.get("_ioc_task_error")) and status == "failed"
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
-        utr = _engine_error(utr_class, task, data)
+        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")))
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -188,8 +188,30 @@ def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
         out["include_args"] = args
 
 
-def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
-    """A result as TaskExecutor makes it from an AnsibleError its connection raised."""
+def _argument(task: Any, expression: Any) -> Any:
+    """The task's own argument equal to ``expression`` (it carries Ansible's origin tag).
+
+    An action's error about one of its arguments (assert's ``that``) names
+    where that argument was written, as Ansible's does; None when no argument
+    is that text.
+    """
+    if not isinstance(expression, str):
+        return None
+    pending = [task.args or {}]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, str) and value == expression:
+            return value
+    return None
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None) -> Any:
+    """A result as TaskExecutor makes it from an AnsibleError its connection (or the
+    action, about its argument ``obj``) raised."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -197,7 +219,7 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
         message = message[len("Task failed: "):]
     try:
         try:
-            raise AnsibleError(message)
+            raise AnsibleError(message, obj=obj)
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -217,9 +239,10 @@ _ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
               "_ansible_item_label", "_ansible_no_log")
 
 
-def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
-    (a failed become), marked so ``_raw_task_result`` leaves it as it is."""
+    (a failed become; the action's, about its argument ``obj``), marked so
+    ``_raw_task_result`` leaves it as it is."""
     from ansible._internal._errors import _error_utils
     from ansible.errors import AnsibleError, AnsibleTaskError
 
@@ -229,7 +252,7 @@ def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
     try:
         try:
             # (from None: called while handling the ImportError that chose 2.19)
-            raise AnsibleError(message) from None
+            raise AnsibleError(message, obj=obj) from None
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:

@@ -30,3 +30,50 @@ def test_a_templated_action_keyword_draws_no_resolved_action_warning(ansible, an
     assert_same_output(linear, batch)
     assert "resolved_action" not in batch.stdout + batch.stderr
     assert '"msg": "this should be debugged"' in batch.stdout
+
+
+def test_assert_shows_its_result_unless_quiet(ansible, ansible_python):
+    """Ansible's assert marks its result to be shown at every verbosity (not when quiet)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that: 1 == 1
+            - assert:
+                that: 1 == 1
+                quiet: true
+            - assert:
+                that: 1 == 2
+                fail_msg: not equal
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "All assertions passed"' in batch.stdout
+    assert batch.steps, batch.log
+
+
+def test_an_assert_on_an_undefined_variable_fails_as_the_conditional_error(ansible, ansible_python):
+    """An error evaluating one of assert's conditions is the task's error
+    ("Error while evaluating conditional"), naming where that condition was
+    written, not a module failure."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that:
+                  - 1 == 1
+                  - not_defined == 1
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Error while evaluating conditional: 'not_defined' is undefined" in batch.stdout \
+        + batch.stderr
+    assert batch.steps, batch.log
