@@ -194,6 +194,9 @@ class Converter:
         raw = plain(task.args or {})
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
             self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
+        splat = _args_splat(task, raw)
+        if splat is not None:
+            self.refuse(splat)
         module_key = self.ansible_module(task, action, raw)
         if module_key is None and (
                 "." in action or action in ("gather_facts", "setup")
@@ -460,6 +463,51 @@ class Converter:
             else:
                 out.extend(nodes)
         return tuple(out)
+
+
+def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:
+    """Why the task's arguments need Ansible's ``TaskArgsFinalizer`` (None: they do not).
+
+    Arguments given as a template (``assert: "{{ item }}"``: ``_variable_params``)
+    and free-form text given to an action that takes none (``debug: garbage``,
+    ``file: path=x {{ more }}``) are resolved when the task runs: Ansible
+    templates the text into the arguments (warning that this is unsafe) or
+    refuses it ("Action ... does not support raw params.", "Task args must
+    resolve to a 'dict'"). Such a task runs through Ansible, which does that.
+    """
+    if "_variable_params" in args:
+        return "its arguments are a template (Ansible resolves them when the task runs)"
+    if "_raw_params" in args and not _takes_raw_params(task):
+        return "free-form arguments for an action that takes none (Ansible resolves them)"
+    return None
+
+
+def _takes_raw_params(task: Any) -> bool:
+    """Whether the task's action keeps free-form text (``Task._post_validate_args``'s test).
+
+    True where the action cannot be resolved yet (a templated action keyword):
+    the task is judged on other grounds.
+    """
+    from ansible.parsing.mod_args import RAW_PARAM_MODULES
+    from ansible.plugins.loader import action_loader, module_loader
+
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    if is_possibly_template(task.action):
+        return True
+    collections = getattr(task, "collections", None)
+    context = action_loader.get_with_context(task.action, collection_list=collections,
+                                             class_only=True)
+    if context.plugin_load_context.resolved:
+        fqcn, action_type = context.plugin_load_context.resolved_fqcn, context.object
+    else:
+        found = module_loader.find_plugin_with_context(task.action, collection_list=collections)
+        if not found.resolved:
+            return True
+        fqcn = found.resolved_fqcn
+        action_type = action_loader.get("ansible.legacy.normal", collection_list=collections,
+                                        class_only=True)
+    return bool(getattr(action_type, "supports_raw_params", False)) or fqcn in RAW_PARAM_MODULES
 
 
 def _parent_role_vars(task: Any) -> Dict[str, Any]:

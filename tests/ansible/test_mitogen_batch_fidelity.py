@@ -77,3 +77,38 @@ def test_an_assert_on_an_undefined_variable_fails_as_the_conditional_error(ansib
     assert "Error while evaluating conditional: 'not_defined' is undefined" in batch.stdout \
         + batch.stderr
     assert batch.steps, batch.log
+
+
+def test_task_args_given_as_a_template_are_resolved_as_ansible_does(ansible, ansible_python):
+    """Arguments as a template (``assert: "{{ item }}"``) and free-form text for
+    an action that takes none run through Ansible's own finalization: its
+    warning, its refusals ("does not support raw params", "must resolve to a
+    'dict'"); the play's other tasks stay native."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            more: "owner=nobody"
+            whole: "msg=from a template"
+          tasks:
+            - assert: "{{ item }}"
+              loop:
+                - that: 1 == 1
+                - that: true
+            - debug:
+                garbage {{ "with a template" }}
+              ignore_errors: true
+            - file: path=/tmp/ioc-never-made {{ more }}
+              ignore_errors: true
+            - debug: "{{ whole }}"
+              ignore_errors: true
+            - command: echo free-form stays native
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "does not support raw params" in batch.stdout + batch.stderr
+    assert "Using a template for task args is unsafe" in batch.stdout + batch.stderr
+    assert len(batch.through_ansible) == 4, batch.log
+    assert batch.steps, batch.log
