@@ -112,3 +112,50 @@ def test_task_args_given_as_a_template_are_resolved_as_ansible_does(ansible, ans
     assert "Using a template for task args is unsafe" in batch.stdout + batch.stderr
     assert len(batch.through_ansible) == 4, batch.log
     assert batch.steps, batch.log
+
+
+def test_changed_when_failed_when_and_until_fail_tasks_in_linear_words(ansible, ansible_python):
+    """The runner decides changed_when/failed_when/until; the bridge applies the
+    outcomes to Ansible's own task result as TaskExecutor does: "A 'changed_when'
+    expression failed" with the expression's origin, "A 'failed_when' expression
+    evaluated to 'True'." (once, not the module's message), and an exhausted
+    until on a module that succeeded has no error of its own."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+              changed_when: boomboomboom
+              ignore_errors: true
+            - set_fact:
+                x: 1
+              failed_when: true
+              ignore_errors: true
+            - file:
+                path: /nonexistent/ioc-test
+                state: file
+              failed_when: true
+              ignore_errors: true
+            - ping:
+              until: 1 == 0
+              retries: 1
+              delay: 0
+              ignore_errors: true
+            - ping:
+                data: "{{ item }}"
+              loop: [1, 2]
+              failed_when: item == 2
+              changed_when: true
+              ignore_errors: true
+            - ping:
+              changed_when: false
+              failed_when: false
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Error while evaluating conditional: 'boomboomboom' is undefined" in batch.stdout \
+        + batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log
+
