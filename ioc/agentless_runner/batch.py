@@ -429,6 +429,11 @@ class HostRun(HandlerRun, LoopRun):
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
                 return result
+            if task.get("register"):
+                # until sees the result as changed_when/failed_when left it (ansible-core
+                # binds the one result dict they change)
+                bound[task["register"]] = results.public(result)
+                check = Templar(self.variables(task, scope, bound))
             if self.until_met(task, result, check):
                 return result
             if attempt >= retries:

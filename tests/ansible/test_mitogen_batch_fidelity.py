@@ -159,3 +159,31 @@ def test_changed_when_failed_when_and_until_fail_tasks_in_linear_words(ansible, 
         + batch.stderr
     assert batch.steps and not batch.through_ansible, batch.log
 
+
+def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python):
+    """``until: r is changed`` with ``changed_when: false`` is never met: the
+    task retries and fails as linear's does (until sees the conditions' result)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+              register: r
+              changed_when: false
+              until: r is changed
+              retries: 2
+              delay: 0
+              ignore_errors: true
+            - ping:
+              register: s
+              changed_when: true
+              until: s is changed
+              retries: 2
+              delay: 0
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count("FAILED - RETRYING") == 2
+    assert batch.steps and not batch.through_ansible, batch.log
