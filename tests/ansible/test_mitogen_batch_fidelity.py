@@ -187,3 +187,42 @@ def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python)
     assert_same_output(linear, batch)
     assert batch.stdout.count("FAILED - RETRYING") == 2
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_loop_labels_and_break_when_as_linear(ansible, ansible_python):
+    """Each item is labelled with its loop variable's value (``loop_var: i`` too),
+    and ``loop_control.break_when`` ends the loop after the first item it is
+    true for (a play variable and the registered item result in scope)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            limit: 2
+          tasks:
+            - debug:
+                var: i
+              loop: [1, 2]
+              loop_control:
+                loop_var: i
+            - debug:
+                var: item
+              loop: [1, 2, 3, 4]
+              loop_control:
+                break_when: item >= limit
+            - ping:
+                data: "{{ item }}"
+              loop: [a, b, c]
+              register: pinged
+              loop_control:
+                break_when:
+                  - pinged.ping == 'b'
+            - debug:
+                msg: "{{ pinged.results | length }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "(item=1)" in batch.stdout and "(item=3)" not in batch.stdout
+    assert '"msg": 2' in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
