@@ -209,6 +209,15 @@ class Converter:
         for keyword in ("async_val", "timeout"):
             if getattr(task, keyword, None):
                 self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
+        throttle = plain(task.throttle) or None
+        if throttle is not None and not isinstance(throttle, int):
+            try:
+                throttle = int(throttle)
+            except (TypeError, ValueError):
+                # A template: Ansible's strategy templates it per host when it
+                # queues the task (and stops the run when it is no integer).
+                self.refuse("a templated throttle is templated by Ansible's strategy")
+                throttle = None
         if getattr(task, "module_defaults", None):
             self.refuse("module_defaults is not supported natively")
         environment: Dict[str, Any] = {}
@@ -258,7 +267,7 @@ class Converter:
             delegate_facts=plain(task.delegate_facts) or None,
             run_once=plain(task.run_once) or None,
             any_errors_fatal=plain(task.any_errors_fatal) or None,
-            throttle=plain(task.throttle) or None,
+            throttle=throttle or None,
             **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,

@@ -226,3 +226,33 @@ def test_loop_labels_and_break_when_as_linear(ansible, ansible_python):
     assert "(item=1)" in batch.stdout and "(item=3)" not in batch.stdout
     assert '"msg": 2' in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible_python):
+    """A templated ``throttle`` runs its task through Ansible, whose strategy
+    templates it per host: a number limits the hosts, anything else stops the
+    run as linear's does ("Failed to convert the throttle value to an
+    integer."), not with ioc's int() on the template."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            at_once: 1
+          tasks:
+            - debug:
+                msg: one at a time
+              throttle: "{{ at_once }}"
+            - debug:
+                msg: native again
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+              throttle: "{{ 'nope' }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 1, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Failed to convert the throttle value to an integer" in batch.stdout + batch.stderr
+    assert batch.through_ansible, batch.log
