@@ -197,6 +197,10 @@ class Converter:
         splat = _args_splat(task, raw)
         if splat is not None:
             self.refuse(splat)
+        keyword = _invalid_keyword(task)
+        if keyword is not None:
+            self.refuse("keyword %s has a value Ansible cannot convert (it fails the task)"
+                        % keyword)
         module_key = self.ansible_module(task, action, raw)
         if module_key is None and (
                 "." in action or action in ("gather_facts", "setup")
@@ -488,6 +492,28 @@ def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:
         return "its arguments are a template (Ansible resolves them when the task runs)"
     if "_raw_params" in args and not _takes_raw_params(task):
         return "free-form arguments for an action that takes none (Ansible resolves them)"
+    return None
+
+
+def _invalid_keyword(task: Any) -> Optional[str]:
+    """A keyword whose written value (no template) is not of its type (``diff: yes.``).
+
+    Ansible fails the task when it validates it ("Error processing keyword
+    'diff': The value 'yes.' could not be converted to 'bool'."); the first
+    such keyword, checked with Ansible's own conversion.
+    """
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    for name, attribute in task.fattributes.items():
+        if attribute.isa not in ("bool", "int", "float"):
+            continue
+        value = getattr(task, name, None)
+        if not isinstance(value, str) or is_possibly_template(value):
+            continue
+        try:
+            task._get_validated_value(name, attribute, value, None)
+        except (TypeError, ValueError):
+            return name
     return None
 
 

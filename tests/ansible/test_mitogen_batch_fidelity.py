@@ -256,3 +256,30 @@ def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible
     assert_same_output(linear, batch)
     assert "Failed to convert the throttle value to an integer" in batch.stdout + batch.stderr
     assert batch.through_ansible, batch.log
+
+
+def test_a_keyword_value_of_the_wrong_type_fails_the_task_as_ansible_does(ansible, ansible_python):
+    """A keyword written with a value Ansible cannot convert (``diff: yes.``,
+    ``retries: many``) fails its task when Ansible validates it: that task runs
+    through Ansible, the others natively."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug: msg="not important"
+              diff: yes.
+              ignore_errors: true
+            - ping:
+              until: true
+              retries: many
+              ignore_errors: true
+            - debug:
+                msg: native
+              diff: yes
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "The value 'yes.' could not be converted to 'bool'" in batch.stdout + batch.stderr
+    assert len(batch.through_ansible) == 2 and batch.steps, batch.log
