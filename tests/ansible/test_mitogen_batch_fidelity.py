@@ -283,3 +283,24 @@ def test_a_keyword_value_of_the_wrong_type_fails_the_task_as_ansible_does(ansibl
     assert_same_output(linear, batch)
     assert "The value 'yes.' could not be converted to 'bool'" in batch.stdout + batch.stderr
     assert len(batch.through_ansible) == 2 and batch.steps, batch.log
+
+
+def test_a_templated_python_interpreter_is_templated_before_connecting(ansible, ansible_python):
+    """``ansible_python_interpreter: "{{ ansible_playbook_python }}"`` (as
+    ansible-test's inventories write it) is the controller's Python, not a
+    file named after the template."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+            - debug:
+                msg: "{{ ansible_python_interpreter }}"
+    """)
+    inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
+                              "ansible_python_interpreter='{{ ansible_playbook_python }}'\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "%s"' % ansible_python in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
