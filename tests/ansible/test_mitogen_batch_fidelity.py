@@ -304,3 +304,40 @@ def test_a_templated_python_interpreter_is_templated_before_connecting(ansible, 
     assert_same_output(linear, batch)
     assert '"msg": "%s"' % ansible_python in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_with_force_handlers_a_failed_host_leaves_the_later_plays(ansible, ansible_python):
+    """force_handlers runs a failed host's handlers in the section's always;
+    when that flush is the play's last step (no handler notified) the host
+    still ends the play failed: later plays leave it out, a play all of whose hosts failed stops
+    the run, and the exit code is linear's."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fail:
+              when: inventory_hostname == 'h1'
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: second play
+        - hosts: h1
+          gather_facts: false
+          tasks:
+            - fail:
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: never
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"ANSIBLE_FORCE_HANDLERS": "true"})
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "second play"') == 1  # h2's only
+    assert batch.stdout.count('"msg": "never"') == 1  # h1 failed every play it was in
+    assert batch.steps, batch.log
+
