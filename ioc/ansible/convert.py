@@ -197,6 +197,9 @@ class Converter:
         splat = _args_splat(task, raw)
         if splat is not None:
             self.refuse(splat)
+        if _untrusted_args(task, action):
+            self.refuse("its arguments hold untrusted text (!unsafe): Ansible does not "
+                        "template it")
         keyword = _invalid_keyword(task)
         if keyword is not None:
             self.refuse("keyword %s has a value Ansible cannot convert (it fails the task)"
@@ -493,6 +496,38 @@ def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:
     if "_raw_params" in args and not _takes_raw_params(task):
         return "free-form arguments for an action that takes none (Ansible resolves them)"
     return None
+
+
+#: Arguments that are expressions, evaluated even without ``{{ }}``.
+_EXPRESSION_ARGS = {"debug": ("var",), "assert": ("that",)}
+
+
+def _untrusted_args(task: Any, action: str) -> bool:
+    """Whether an argument Ansible would template or evaluate is untrusted text.
+
+    Text marked ``!unsafe`` (or otherwise not trusted as a template) is never
+    templated by Ansible: a template in it stays as written, and as an
+    expression (``debug: var=``, ``assert: that=``) it fails the task
+    ("Encountered untrusted template or expression."). ioc's runner sees
+    plain text; such a task runs through Ansible.
+    """
+    try:
+        from ansible._internal._datatag._tags import TrustedAsTemplate
+        from ansible._internal._templating._jinja_bits import is_possibly_template
+    except ImportError:  # pragma: no cover - every supported release has data tags
+        return False
+    expressions = _EXPRESSION_ARGS.get(action, ())
+    pending = [(None, task.args or {})]
+    while pending:
+        key, value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend((k if key is None else key, v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            pending.extend((key, v) for v in value)
+        elif isinstance(value, str) and not TrustedAsTemplate.is_tagged_on(value) and \
+                (key in expressions or is_possibly_template(value)):
+            return True
+    return False
 
 
 def _invalid_keyword(task: Any) -> Optional[str]:

@@ -341,3 +341,31 @@ def test_with_force_handlers_a_failed_host_leaves_the_later_plays(ansible, ansib
     assert batch.stdout.count('"msg": "never"') == 1  # h1 failed every play it was in
     assert batch.steps, batch.log
 
+
+def test_untrusted_arguments_are_not_templated(ansible, ansible_python):
+    """``!unsafe`` text in a task's arguments is never templated by Ansible (a
+    template in it stays as written; as debug's ``var`` it fails the task):
+    those tasks run through Ansible, the trusted ones natively."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            debug_me: hello
+          tasks:
+            - debug:
+                var: !unsafe debug_me
+              ignore_errors: true
+            - debug:
+                msg: !unsafe "{{ not templated }}"
+            - debug:
+                msg: "{{ debug_me }} templated"
+            - debug:
+                var: debug_me
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "{{ not templated }}"' in batch.stdout
+    assert len(batch.through_ansible) == 2 and batch.steps, batch.log
+
