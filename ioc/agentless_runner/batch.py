@@ -425,6 +425,8 @@ class HostRun(HandlerRun, LoopRun):
             bound = dict(overlay or {})
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
+            if not results.legacy():
+                bound["_task"] = {"result": results.public(result)}  # 2.21: this attempt's
             check = Templar(self.variables(task, scope, bound))
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
@@ -433,6 +435,8 @@ class HostRun(HandlerRun, LoopRun):
                 # until sees the result as changed_when/failed_when left it (ansible-core
                 # binds the one result dict they change)
                 bound[task["register"]] = results.public(result)
+                if not results.legacy():
+                    bound["_task"] = {"result": results.public(result)}
                 check = Templar(self.variables(task, scope, bound))
             if self.until_met(task, result, check):
                 return result

@@ -53,6 +53,10 @@ class LoopRun(object):
                 time.sleep(pause)
             self._item = index
             overlay = dict(live)
+            if not results.legacy():
+                # 2.21's ``_task``: ``_task.result`` is the latest recorded result,
+                # in a loop's ``when`` the previous item's (undefined for the first).
+                overlay["_task"] = {"result": item_results[-1]} if item_results else {}
             overlay[loop_var] = item
             overlay["ansible_loop_var"] = loop_var
             if index_var:

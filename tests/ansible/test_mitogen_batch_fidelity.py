@@ -369,3 +369,30 @@ def test_untrusted_arguments_are_not_templated(ansible, ansible_python):
     assert '"msg": "{{ not templated }}"' in batch.stdout
     assert len(batch.through_ansible) == 2 and batch.steps, batch.log
 
+
+def test_task_result_is_the_latest_result(ansible, ansible_python):
+    """2.21's ``_task.result``: in a loop's ``when`` the previous item's result,
+    in ``changed_when``/``failed_when`` this attempt's (2.19 has no ``_task``:
+    the defaults apply)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+              loop: [1, 2, 3]
+              when: |
+                (_task.result | default({"msg": "First!"})).get("msg") != "First!"
+            - ping:
+                data: "{{ item }}"
+              loop: [a, b]
+              changed_when: (_task.result | default({})).get("ping") == 'b'
+            - ping:
+              failed_when: (_task.result | default(dict(ping='x'))).ping != 'pong'
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.steps and not batch.through_ansible, batch.log
+
