@@ -22,7 +22,7 @@ NATIVE_OPTIONS = {"include_vars": frozenset({"file", "name"})}
 def run(action, args, ctx):
     """Run ``action`` with templated ``args``; always returns a result dict."""
     if action == "set_fact":
-        return _set_fact(args)
+        return _set_fact(args, ctx.templar)
     if action in _INVENTORY_ACTIONS:
         return _INVENTORY_ACTIONS[action](args)
     if action == "include_vars":
@@ -182,9 +182,13 @@ def _include_args(args):
     return {k: v for k, v in args.items() if not k.startswith("_ioc_")}
 
 
-def _set_fact(args):
+def _set_fact(args, templar=None):
+    """``set_fact``: its keys are templated too, as Ansible's action templates them."""
     facts = dict(args)
     cacheable = facts.pop("cacheable", False)
+    if templar is not None:
+        facts = dict((templar.template(k) if isinstance(k, str) and "{" in k else k, v)
+                     for k, v in facts.items())
     result = {"ansible_facts": facts, "changed": False}
     if cacheable not in (False, None) and str(cacheable).lower() not in ("false", "no", "0", ""):
         result["_ioc_cacheable"] = True  # also a fact: ansible_facts.<name>, later plays

@@ -396,3 +396,27 @@ def test_task_result_is_the_latest_result(ansible, ansible_python):
     assert_same_output(linear, batch)
     assert batch.steps and not batch.through_ansible, batch.log
 
+
+def test_set_fact_templates_its_keys(ansible, ansible_python):
+    """set_fact's keys are templated (Ansible's action does, for dynamic names)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                "{{ a_key }}": "{{ a_value }}"
+              vars:
+                a_key: my_key
+                a_value: my_value
+            - assert:
+                that: my_key == "my_value"
+            - debug:
+                msg: "{{ my_key }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "my_value"' in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
