@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
+    ROOT,
     Ansible, ansible, ansible_python, assert_same_output, local_inventory)
 
 pytestmark = pytest.mark.integration
@@ -420,3 +421,29 @@ def test_set_fact_templates_its_keys(ansible, ansible_python):
     assert '"msg": "my_value"' in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
 
+
+def test_a_connection_plugin_ioc_does_not_drive_runs_the_play_under_linear(ansible,
+                                                                            ansible_python):
+    """A host whose connection is a plugin other than local or ssh (here one
+    from the playbook's ``connection_plugins/``) runs its play under linear,
+    the log saying why; a play of other hosts stays native."""
+    plugin = ROOT / "tests" / "targets" / "repro" / "connection_plugins" / "local_again.py"
+    ansible.write("connection_plugins/local_again.py", plugin.read_text())
+    ansible.write("play.yml", """
+        - hosts: odd
+          gather_facts: false
+          tasks:
+            - ping:
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)) +
+                              "[odd]\nh9 ansible_connection=local_again "
+                              "ansible_python_interpreter=%s\n" % ansible_python)
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "uses the connection plugin 'local_again'" in batch.log
+    assert batch.steps == ["Batch 1-1 on 1 host(s)"], batch.log
