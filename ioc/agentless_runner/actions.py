@@ -5,7 +5,7 @@ import traceback
 
 from ioc.agentless_runner import modules, results
 from ioc.agentless_runner.context import ModuleContext as Context
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, TaskError
 
 __all__ = ["Context", "run", "NATIVE", "NATIVE_OPTIONS"]
 
@@ -22,7 +22,7 @@ NATIVE_OPTIONS = {"include_vars": frozenset({"file", "name"})}
 def run(action, args, ctx):
     """Run ``action`` with templated ``args``; always returns a result dict."""
     if action == "set_fact":
-        return _set_fact(args)
+        return _set_fact(args, ctx.templar)
     if action in _INVENTORY_ACTIONS:
         return _INVENTORY_ACTIONS[action](args)
     if action == "include_vars":
@@ -43,6 +43,12 @@ def run(action, args, ctx):
         result = module.run(args, ctx)
     except ModuleError as exc:
         result = dict(exc.result, failed=True, msg=exc.msg)
+    except TaskError as exc:
+        result = results.failed_result("Task failed: %s" % exc.msg,
+                                       exception=traceback.format_exc(), _ioc_task_error=True)
+        if isinstance(exc.expression, str):
+            result["_ioc_error_expr"] = exc.expression
+        return result
     except Exception as exc:  # a bug in a module: report it as Ansible does
         result = {"failed": True, "changed": False,
                   "msg": "MODULE FAILURE: %s: %s" % (type(exc).__name__, exc),
@@ -176,9 +182,13 @@ def _include_args(args):
     return {k: v for k, v in args.items() if not k.startswith("_ioc_")}
 
 
-def _set_fact(args):
+def _set_fact(args, templar=None):
+    """``set_fact``: its keys are templated too, as Ansible's action templates them."""
     facts = dict(args)
     cacheable = facts.pop("cacheable", False)
+    if templar is not None:
+        facts = dict((templar.template(k) if isinstance(k, str) and "{" in k else k, v)
+                     for k, v in facts.items())
     result = {"ansible_facts": facts, "changed": False}
     if cacheable not in (False, None) and str(cacheable).lower() not in ("false", "no", "0", ""):
         result["_ioc_cacheable"] = True  # also a fact: ansible_facts.<name>, later plays

@@ -425,14 +425,25 @@ class HostRun(HandlerRun, LoopRun):
             bound = dict(overlay or {})
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
+            if not results.legacy():
+                bound["_task"] = {"result": results.public(result)}  # 2.21: this attempt's
             check = Templar(self.variables(task, scope, bound))
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
                 return result
+            if task.get("register"):
+                # until sees the result as changed_when/failed_when left it (ansible-core
+                # binds the one result dict they change)
+                bound[task["register"]] = results.public(result)
+                if not results.legacy():
+                    bound["_task"] = {"result": results.public(result)}
+                check = Templar(self.variables(task, scope, bound))
             if self.until_met(task, result, check):
                 return result
             if attempt >= retries:
                 result["attempts"] = retries - 1
+                # Failed by the engine, not by the action (the bridge says so to Ansible).
+                result["_ioc_until_exhausted"] = not result.get("failed")
                 result["failed"] = True
                 return result
             # ansible-core reports the attempt about to run (2..retries+1)
@@ -468,24 +479,43 @@ class HostRun(HandlerRun, LoopRun):
         outcome (or the error text); an error in changed_when fails the task
         and failed_when is not evaluated; an existing exception (every failed
         result has one) moves to ``<name>_when_suppressed_exception`` when the
-        expression errs or, for failed_when, whenever it is evaluated.
+        expression errs or, for failed_when, whenever it is evaluated (2.19:
+        only when failed_when is false).
         """
         if result.get("skipped"):
             return
+        # What the action returned and each outcome, for the Ansible bridge: it
+        # applies them to Ansible's own task result as TaskExecutor does (its
+        # error wording and the origin of the expression that erred).
+        before = dict((k, result[k]) for k in _CONDITION_KEYS if k in result)
+        applied = []
         for field, key in (("changed_when", "changed"), ("failed_when", "failed")):
             conds = task.get(field)
             if not conds:
                 continue
-            if field == "failed_when":
+            if not applied:
+                result["_ioc_conditions"] = {"before": before, "applied": applied}
+            if field == "failed_when" and not results.legacy():
                 self._suppress_exception(result, field)
+            current = None
             try:
-                value = all(templar.conditional(c) for c in conds)
+                value = True
+                for current in conds:
+                    if not templar.conditional(current):
+                        value = False
+                        break
             except TemplateError as exc:
-                if field == "changed_when":
+                if field == "changed_when" and not results.legacy():
                     self._suppress_exception(result, field)
                 result["failed"] = True
                 result[field + "_result"] = _conditional_error(exc)
+                applied.append([field, result[field + "_result"], True,
+                                current if isinstance(current, str) else None])
                 return
+            applied.append([field, value, False, None])
+            if field == "failed_when" and not value and results.legacy():
+                # 2.19 moves the exception aside only when failed_when clears the failure
+                self._suppress_exception(result, field)
             result[key] = value
             result[field + "_result"] = value
             if field == "failed_when" and value and not result.get("msg") \
@@ -601,6 +631,10 @@ class HostRun(HandlerRun, LoopRun):
 
     def _flag(self, value, templar, default):
         return default if value is None else as_bool(templar.template(value))
+
+
+#: The keys of an action's result that changed_when/failed_when may change.
+_CONDITION_KEYS = ("changed", "failed", "exception", "msg")
 
 
 def failed_task_wire(task, templar=None):

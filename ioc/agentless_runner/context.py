@@ -31,6 +31,21 @@ class ModuleError(Exception):
         self.result = result
 
 
+class TaskError(Exception):
+    """Raised by an action where Ansible's action plugin raises an ``AnsibleError``.
+
+    The task fails with ``Task failed: <msg>`` as ``TaskExecutor`` words an
+    exception (not "Action failed: ..." as for a failed result), and
+    ``changed_when``/``failed_when``/``until`` do not see it.
+    """
+
+    def __init__(self, msg, expression=None):
+        Exception.__init__(self, msg)
+        self.msg = msg
+        #: The argument the error is about (the controller names where it was written).
+        self.expression = expression
+
+
 class ModuleContext(object):
     """Per-task facts a module may use.
 

@@ -3,7 +3,7 @@
 A mixin of :class:`ioc.agentless_runner.batch.HostRun`. ``loop``/``with_*``
 give the items; every item runs as a single execution of the task
 (``run_single``) with the loop variables, ``loop_control`` (``loop_var``,
-``index_var``, ``label``, ``pause``, ``extended``) and the previous item's
+``index_var``, ``label``, ``pause``, ``extended``, ``break_when``) and the previous item's
 registered result in scope (L2.7), and is reported as it ends.
 """
 import time
@@ -11,7 +11,7 @@ import time
 from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
 from ioc.agentless_runner.lookups import listify
-from ioc.agentless_runner.templating import Templar
+from ioc.agentless_runner.templating import Templar, TemplateError
 
 
 class LoopRun(object):
@@ -53,6 +53,10 @@ class LoopRun(object):
                 time.sleep(pause)
             self._item = index
             overlay = dict(live)
+            if not results.legacy():
+                # 2.21's ``_task``: ``_task.result`` is the latest recorded result,
+                # in a loop's ``when`` the previous item's (undefined for the first).
+                overlay["_task"] = {"result": item_results[-1]} if item_results else {}
             overlay[loop_var] = item
             overlay["ansible_loop_var"] = loop_var
             if index_var:
@@ -73,8 +77,11 @@ class LoopRun(object):
             label = control.get("label")
             if label is not None:
                 item_keys["_ansible_item_label"] = safe_template(item_templar, label)
+            elif not results.legacy():
+                item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
             result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
             result.update(item_keys)
+            stop = self._break_when(task, control, result, overlay, scope)
             self._emit_diff(key, task, result, item_templar)
             self.emit({"e": "item", "k": key, "status": results.status_of(result),
                        "result": self._visible(task, result, item_templar)})
@@ -87,6 +94,8 @@ class LoopRun(object):
                 # ansible-core keeps each ran item's templated notify and applies
                 # them all when the task as a whole changed
                 notify.extend(safe_template(item_templar, n) for n in task.get("notify", ()))
+            if stop:
+                break
         self._item = None
         if only is not None and not only.get("final"):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
@@ -95,6 +104,33 @@ class LoopRun(object):
         if task.get("notify"):
             out["_ioc_notify"] = notify
         return out
+
+
+    def _break_when(self, task, control, result, overlay, scope):
+        """``loop_control.break_when`` after an item: True ends the loop there.
+
+        Evaluated with the item's variables and its registered result; 2.21
+        records the outcome on the item's result (``break_when_result``), and
+        an error fails the item and ends the loop.
+        """
+        conditions = control.get("break_when")
+        if not conditions:
+            return False
+        if not isinstance(conditions, (list, tuple)):
+            conditions = [conditions]
+        bound = dict(overlay)
+        if task.get("register"):
+            bound[task["register"]] = results.public(result)
+        templar = Templar(self.variables(task, scope, bound))
+        try:
+            stop = all(templar.conditional(c) for c in conditions)
+        except TemplateError as exc:
+            result["failed"] = True
+            result["break_when_result"] = "Error while evaluating conditional: %s" % (exc,)
+            return True
+        if not results.legacy():
+            result["break_when_result"] = stop
+        return stop
 
 
 def _loop_info(items, index, allitems=True):

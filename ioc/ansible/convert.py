@@ -85,7 +85,19 @@ class Converted:
 
 
 def short_action(task: Any) -> str:
-    name = str(getattr(task, "resolved_action", None) or task.action)
+    """The task's action without ``ansible.builtin.``/``ansible.legacy.``.
+
+    An action that is a template (``action: "{{ module }}"``) is resolved only
+    when the task runs: asking Ansible for ``resolved_action`` before then
+    makes it warn ("A plugin is sampling the task's resolved_action when it is
+    not resolved"), which linear never does. Such a task keeps its template.
+    """
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    resolved = getattr(task, "_resolved_action", None)
+    if resolved is None and not is_possibly_template(task.action):
+        resolved = task.resolved_action
+    name = str(resolved or task.action)
     for prefix in _BUILTIN_PREFIXES:
         if name.startswith(prefix):
             return name[len(prefix):]
@@ -182,6 +194,16 @@ class Converter:
         raw = plain(task.args or {})
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
             self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
+        splat = _args_splat(task, raw)
+        if splat is not None:
+            self.refuse(splat)
+        if _untrusted_args(task, action):
+            self.refuse("its arguments hold untrusted text (!unsafe): Ansible does not "
+                        "template it")
+        keyword = _invalid_keyword(task)
+        if keyword is not None:
+            self.refuse("keyword %s has a value Ansible cannot convert (it fails the task)"
+                        % keyword)
         module_key = self.ansible_module(task, action, raw)
         if module_key is None and (
                 "." in action or action in ("gather_facts", "setup")
@@ -194,6 +216,15 @@ class Converter:
         for keyword in ("async_val", "timeout"):
             if getattr(task, keyword, None):
                 self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
+        throttle = plain(task.throttle) or None
+        if throttle is not None and not isinstance(throttle, int):
+            try:
+                throttle = int(throttle)
+            except (TypeError, ValueError):
+                # A template: Ansible's strategy templates it per host when it
+                # queues the task (and stops the run when it is no integer).
+                self.refuse("a templated throttle is templated by Ansible's strategy")
+                throttle = None
         if getattr(task, "module_defaults", None):
             self.refuse("module_defaults is not supported natively")
         environment: Dict[str, Any] = {}
@@ -243,7 +274,7 @@ class Converter:
             delegate_facts=plain(task.delegate_facts) or None,
             run_once=plain(task.run_once) or None,
             any_errors_fatal=plain(task.any_errors_fatal) or None,
-            throttle=plain(task.throttle) or None,
+            throttle=throttle or None,
             **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
@@ -448,6 +479,105 @@ class Converter:
             else:
                 out.extend(nodes)
         return tuple(out)
+
+
+def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:
+    """Why the task's arguments need Ansible's ``TaskArgsFinalizer`` (None: they do not).
+
+    Arguments given as a template (``assert: "{{ item }}"``: ``_variable_params``)
+    and free-form text given to an action that takes none (``debug: garbage``,
+    ``file: path=x {{ more }}``) are resolved when the task runs: Ansible
+    templates the text into the arguments (warning that this is unsafe) or
+    refuses it ("Action ... does not support raw params.", "Task args must
+    resolve to a 'dict'"). Such a task runs through Ansible, which does that.
+    """
+    if "_variable_params" in args:
+        return "its arguments are a template (Ansible resolves them when the task runs)"
+    if "_raw_params" in args and not _takes_raw_params(task):
+        return "free-form arguments for an action that takes none (Ansible resolves them)"
+    return None
+
+
+#: Arguments that are expressions, evaluated even without ``{{ }}``.
+_EXPRESSION_ARGS = {"debug": ("var",), "assert": ("that",)}
+
+
+def _untrusted_args(task: Any, action: str) -> bool:
+    """Whether an argument Ansible would template or evaluate is untrusted text.
+
+    Text marked ``!unsafe`` (or otherwise not trusted as a template) is never
+    templated by Ansible: a template in it stays as written, and as an
+    expression (``debug: var=``, ``assert: that=``) it fails the task
+    ("Encountered untrusted template or expression."). ioc's runner sees
+    plain text; such a task runs through Ansible.
+    """
+    try:
+        from ansible._internal._datatag._tags import TrustedAsTemplate
+        from ansible._internal._templating._jinja_bits import is_possibly_template
+    except ImportError:  # pragma: no cover - every supported release has data tags
+        return False
+    expressions = _EXPRESSION_ARGS.get(action, ())
+    pending = [(None, task.args or {})]
+    while pending:
+        key, value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend((k if key is None else key, v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            pending.extend((key, v) for v in value)
+        elif isinstance(value, str) and not TrustedAsTemplate.is_tagged_on(value) and \
+                (key in expressions or is_possibly_template(value)):
+            return True
+    return False
+
+
+def _invalid_keyword(task: Any) -> Optional[str]:
+    """A keyword whose written value (no template) is not of its type (``diff: yes.``).
+
+    Ansible fails the task when it validates it ("Error processing keyword
+    'diff': The value 'yes.' could not be converted to 'bool'."); the first
+    such keyword, checked with Ansible's own conversion.
+    """
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    for name, attribute in task.fattributes.items():
+        if attribute.isa not in ("bool", "int", "float"):
+            continue
+        value = getattr(task, name, None)
+        if not isinstance(value, str) or is_possibly_template(value):
+            continue
+        try:
+            task._get_validated_value(name, attribute, value, None)
+        except (TypeError, ValueError):
+            return name
+    return None
+
+
+def _takes_raw_params(task: Any) -> bool:
+    """Whether the task's action keeps free-form text (``Task._post_validate_args``'s test).
+
+    True where the action cannot be resolved yet (a templated action keyword):
+    the task is judged on other grounds.
+    """
+    from ansible.parsing.mod_args import RAW_PARAM_MODULES
+    from ansible.plugins.loader import action_loader, module_loader
+
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    if is_possibly_template(task.action):
+        return True
+    collections = getattr(task, "collections", None)
+    context = action_loader.get_with_context(task.action, collection_list=collections,
+                                             class_only=True)
+    if context.plugin_load_context.resolved:
+        fqcn, action_type = context.plugin_load_context.resolved_fqcn, context.object
+    else:
+        found = module_loader.find_plugin_with_context(task.action, collection_list=collections)
+        if not found.resolved:
+            return True
+        fqcn = found.resolved_fqcn
+        action_type = action_loader.get("ansible.legacy.normal", collection_list=collections,
+                                        class_only=True)
+    return bool(getattr(action_type, "supports_raw_params", False)) or fqcn in RAW_PARAM_MODULES
 
 
 def _parent_role_vars(task: Any) -> Dict[str, Any]:

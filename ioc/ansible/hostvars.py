@@ -102,6 +102,7 @@ class HostVarsExport:
                                             include_hostvars=False, _hosts=None,
                                             _hosts_all=None))
         out = {plain(k): plain(v) for k, v in full.items() if k not in drop}
+        out.update(_templated_connection_vars(full, self.state.strategy._loader))
         python = out.get("ansible_python_interpreter")
         if python is None or str(python).startswith("auto"):
             out.pop("ansible_python_interpreter", None)
@@ -132,6 +133,34 @@ class HostVarsExport:
                 plain(g.name) for g in host.get_groups() if g.name != "all")
             out[name] = {"inventory": inventory_vars, **self.layers(name)}
         return plain(out)
+
+
+#: Variables that say how to reach a host; Ansible templates them when it connects.
+_CONNECTION_VARS = ("ansible_connection", "ansible_host", "ansible_port", "ansible_user",
+                    "ansible_ssh_user", "ansible_ssh_private_key_file",
+                    "ansible_python_interpreter")
+
+
+def _templated_connection_vars(variables: Mapping[str, Any], loader: Any) -> Dict[str, Any]:
+    """The connection variables written as templates (``ansible_python_interpreter:
+    "{{ ansible_playbook_python }}"``), templated with the host's variables as
+    Ansible's task executor templates them; the others are not returned."""
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+    from ansible.template import Templar
+
+    out: Dict[str, Any] = {}
+    templar = None
+    for name in _CONNECTION_VARS:
+        value = variables.get(name)
+        if not isinstance(value, str) or not is_possibly_template(value):
+            continue
+        if templar is None:
+            templar = Templar(loader=loader, variables=variables)
+        try:
+            out[name] = plain(templar.template(value))
+        except Exception:  # the connection fails on it as it would under linear
+            LOG.debug("templating %s failed", name, exc_info=True)
+    return out
 
 
 def delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:

@@ -83,9 +83,10 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status == "failed":
-            data = _engine_error_219(task, data)
+            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")))
         if include:
             _include_keys_219(result, data, action, item)
+        _mark_engine_failures_219(data, result)
         if result.get("_ioc_action_failure"):
             action = ACTION_FAILURE  # worded as an action plugin's own failure
             if isinstance(data.get("msg"), list):
@@ -96,7 +97,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     engine = bool(result.get("_ioc_task_error")) and status == "failed"
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
-        utr = _engine_error(utr_class, task, data)
+        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")))
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -104,12 +105,15 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data["msg"] = tuple(data["msg"])
         utr = utr_class.from_action_result_dict(data)
     else:
-        utr = _utr(utr_class, data, action)
+        utr = _utr_after(utr_class, task, data, result, action)
     if include:
         _include_fields(utr, result, action)
     if isinstance(items, list):
-        utr.loop_results = [_utr(utr_class, dict(item), action) if isinstance(item, dict)
-                            else item for item in items]
+        raw_items = result.get("results") if isinstance(result.get("results"), list) else []
+        raw_items = list(raw_items) + [{}] * (len(items) - len(raw_items))
+        utr.loop_results = [_utr_after(utr_class, task, dict(item), raw, action)
+                            if isinstance(item, dict) else item
+                            for item, raw in zip(items, raw_items)]
         if include:
             for raw, item_utr in zip(result.get("results") or (), utr.loop_results):
                 if isinstance(raw, dict):
@@ -119,7 +123,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if isinstance(items, list):
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
-    elif utr.failed and utr.exception and data.get("msg") and not engine:
+    elif utr.failed and utr.exception and not engine and \
+            (data.get("msg") or result.get("_ioc_conditions")):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -188,8 +193,30 @@ def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
         out["include_args"] = args
 
 
-def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
-    """A result as TaskExecutor makes it from an AnsibleError its connection raised."""
+def _argument(task: Any, expression: Any) -> Any:
+    """The task's own argument equal to ``expression`` (it carries Ansible's origin tag).
+
+    An action's error about one of its arguments (assert's ``that``) names
+    where that argument was written, as Ansible's does; None when no argument
+    is that text.
+    """
+    if not isinstance(expression, str):
+        return None
+    pending = [task.args or {}]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+        elif isinstance(value, str) and value == expression:
+            return value
+    return None
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None) -> Any:
+    """A result as TaskExecutor makes it from an AnsibleError its connection (or the
+    action, about its argument ``obj``) raised."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -197,7 +224,7 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
         message = message[len("Task failed: "):]
     try:
         try:
-            raise AnsibleError(message)
+            raise AnsibleError(message, obj=obj)
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -217,9 +244,10 @@ _ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
               "_ansible_item_label", "_ansible_no_log")
 
 
-def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
-    (a failed become), marked so ``_raw_task_result`` leaves it as it is."""
+    (a failed become; the action's, about its argument ``obj``), marked so
+    ``_raw_task_result`` leaves it as it is."""
     from ansible._internal._errors import _error_utils
     from ansible.errors import AnsibleError, AnsibleTaskError
 
@@ -229,7 +257,7 @@ def _engine_error_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
     try:
         try:
             # (from None: called while handling the ImportError that chose 2.19)
-            raise AnsibleError(message) from None
+            raise AnsibleError(message, obj=obj) from None
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -261,7 +289,7 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
     """
     from ansible.executor.task_result import _RawTaskResult
 
-    data.pop("changed_when_result", None)  # 2.21's key; 2.19 only sets ``changed``
+    _drop_changed_when_result_219(data)
     if data.get("results") == [] and "skipped_reason" in data:  # an empty loop: 2.19's words
         data.pop("skip_reason", None)
     if "ansible_loop_var" in data and not retry:  # 2.19 labels every item
@@ -288,12 +316,33 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
     return _RawTaskResult(host, task, data, task.dump_attrs())
 
 
+def _drop_changed_when_result_219(data: Dict[str, Any]) -> None:
+    """2.19 only sets ``changed`` from changed_when; an error it keeps as text."""
+    if not isinstance(data.get("changed_when_result"), str):
+        data.pop("changed_when_result", None)
+
+
+def _mark_engine_failures_219(data: Dict[str, Any], raw: Mapping[str, Any]) -> None:
+    """Mark the results (and loop items) that the module returned unfailed and
+    changed_when/failed_when/until failed: 2.19 words them "Action failed"."""
+    pairs = [(raw, data)]
+    if isinstance(raw.get("results"), list) and isinstance(data.get("results"), list):
+        pairs += list(zip(raw["results"], data["results"]))
+    for source, out in pairs:
+        if not isinstance(source, Mapping) or not isinstance(out, dict):
+            continue
+        conditions = source.get("_ioc_conditions")
+        if out.get("failed") and (source.get("_ioc_until_exhausted") or
+                                  (conditions and not conditions["before"].get("failed"))):
+            out["_ioc_engine_failure"] = True
+
+
 def _result_dict_219(task: Any, item: Any, action: str) -> Any:
     """One loop item's result as 2.19 keeps it in ``results``."""
     if not isinstance(item, dict):
         return item
     item = dict(item)
-    item.pop("changed_when_result", None)
+    _drop_changed_when_result_219(item)
     if "ansible_loop_var" in item:
         item.setdefault("_ansible_item_label", item.get(item["ansible_loop_var"]))
     return _executor_failure_219(task, item, action) if item.get("failed") else item
@@ -304,7 +353,10 @@ def _executor_failure_219(task: Any, data: Dict[str, Any], action: str) -> Dict[
     from ansible._internal._errors import _captured, _error_utils
     from ansible.errors import AnsibleTaskError
 
-    if action not in _ACTIONS:  # ActionBase._execute_module normalises a module's result
+    engine_failure = data.pop("_ioc_engine_failure", False)
+    if action not in _ACTIONS and not engine_failure:
+        # ActionBase._execute_module normalises a module's result (a failed one: a
+        # failure changed_when/failed_when/until made is the action's).
         _captured.AnsibleModuleCapturedError.normalize_result_exception(data)
     try:
         try:
@@ -315,6 +367,58 @@ def _executor_failure_219(task: Any, data: Dict[str, Any], action: str) -> Dict[
         data = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
         data.setdefault("changed", False)
     return data
+
+
+#: What the runner's changed_when/failed_when add to an action's result.
+_CONDITION_RESULTS = ("changed_when_result", "failed_when_result",
+                      "changed_when_suppressed_exception", "failed_when_suppressed_exception")
+
+
+def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str, Any],
+               action: str) -> Any:
+    """2.21: the UnifiedTaskResult of what the action returned, then what
+    TaskExecutor does to it: ``changed_when``/``failed_when`` through its own
+    ``set_*_when_result`` (their outcomes are the runner's, an error names the
+    expression's origin) and an exhausted ``until`` failing it."""
+    from ansible.errors import AnsibleError
+
+    conditions = raw.get("_ioc_conditions") if isinstance(raw, Mapping) else None
+    exhausted = isinstance(raw, Mapping) and raw.get("_ioc_until_exhausted")
+    if conditions:
+        data = {k: v for k, v in data.items()
+                if k not in _CONDITION_RESULTS and k not in ("changed", "failed", "exception",
+                                                               "msg")}
+        data.update(conditions["before"])
+    if exhausted:
+        data["failed"] = False
+    utr = _utr(utr_class, data, action)
+    if conditions and utr.exception is None:
+        # The action returned the module's result without an error: an error
+        # the conditions raise is the action's ("Action failed"), as linear's.
+        utr.is_module = False
+    for field, value, error, expression in (conditions or {}).get("applied", ()):
+        setter = utr.set_changed_when_result if field == "changed_when" \
+            else utr.set_failed_when_result
+        if error:
+            value = AnsibleError(str(value), obj=_condition(task, field, expression))
+        setter(value)
+    if exhausted:
+        utr.failed = True
+    return utr
+
+
+def _condition(task: Any, field: str, expression: Any) -> Any:
+    """The task's own ``field`` condition equal to ``expression`` (with its origin tag)."""
+    for condition in _as_conditions(getattr(task, field, None)):
+        if isinstance(condition, str) and condition == expression:
+            return condition
+    return None
+
+
+def _as_conditions(value: Any) -> Any:
+    if value is None:
+        return ()
+    return value if isinstance(value, (list, tuple)) else (value,)
 
 
 def _utr(utr_class: Any, data: Dict[str, Any], action: str) -> Any:

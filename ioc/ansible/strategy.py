@@ -21,7 +21,7 @@ does not import ``ansible``; the version gate runs then) subclasses Ansible's
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ioc.ansible.ansible_tasks import AnsibleTasks
 from ioc.ansible.convert import Fallback
@@ -72,6 +72,9 @@ def build_strategy_class() -> type:
         def _prepare(self, iterator, play_context):
             if self._step or getattr(self, "debugger_active", False):
                 raise Fallback("--step and the task debugger need the linear strategy")
+            foreign_connection = _foreign_connection(self, iterator._play)
+            if foreign_connection is not None:
+                raise Fallback(foreign_connection)
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
             flushes = [step for step in foreign if step.handlers]
@@ -220,6 +223,36 @@ class PlayRun:
         if self.events.ended:
             iterator.end_play = True
         return result
+
+
+#: Ansible connection plugins ioc's transport drives itself.
+_OWN_CONNECTIONS = frozenset({"smart", "ssh", "paramiko", "mitogen_ssh", "local",
+                              "mitogen_local"})
+
+
+def _foreign_connection(strategy: Any, play: Any) -> Optional[str]:
+    """Why the play's hosts need a connection plugin ioc does not drive (None: they do not).
+
+    ioc reaches hosts over its own local and ssh transports; a host whose
+    ``ansible_connection`` (or the play's ``connection``) names another
+    plugin (``docker``, ``winrm``, one from the playbook's
+    ``connection_plugins/``) runs the play under linear, as Ansible would.
+    """
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    for name in strategy._hosts_cache:
+        host = strategy._inventory.get_host(name)
+        if host is None:
+            continue
+        variables = strategy._variable_manager.get_vars(play=play, host=host,
+                                                        include_hostvars=False)
+        connection = variables.get("ansible_connection") or play.connection
+        if not isinstance(connection, str) or is_possibly_template(connection):
+            continue
+        if connection.rpartition(".")[2] not in _OWN_CONNECTIONS:
+            return "host %s uses the connection plugin %r (ioc drives local and ssh)" \
+                % (plain(name), plain(connection))
+    return None
 
 
 def __getattr__(name: str) -> Any:

@@ -80,6 +80,17 @@ class PlayExecutor:
             number += 1
             if outcome.includes:
                 number = self.splice_includes(step, outcome)
+        self._settle_open_failures()
+
+    def _settle_open_failures(self) -> None:
+        """A host whose block failed and whose ``always`` was the play's last step
+        (force_handlers' flush, L5.7) ends the play failed: no later batch
+        resumed the block to return its failure."""
+        for name in self.order:
+            state = self.hosts[name]
+            if state.active and any(isinstance(saved, dict) and saved.get("phase") == "always"
+                                    and saved.get("failure") for saved in state.blocks.values()):
+                state.status = HostStatus.FAILED
 
     def active(self) -> List[str]:
         return [h for h in self.order if self.hosts[h].active]

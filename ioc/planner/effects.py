@@ -518,6 +518,13 @@ def analyze_task(task: Task) -> Effects:
             source = condition_source(cond)
             if source is not None:
                 scan(refs, source, name, frozenset(bound), where)
+    # loop_control.break_when: bare expressions, after each item, its result registered
+    breaks = (task.loop_control or {}).get("break_when") if task.loop is not None else None
+    for cond in breaks if isinstance(breaks, (list, tuple)) else [breaks] if breaks else ():
+        source = condition_source(cond)
+        if source is not None:
+            bound = set(loop_bound) | ({task.register} if task.register else set())
+            scan(refs, source, "loop_control", frozenset(bound), where)
     read_names = {r.name for r in refs.reads}
     return Effects(
         reads=frozenset(refs.reads),

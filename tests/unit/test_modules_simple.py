@@ -68,10 +68,14 @@ def test_debug_mutually_exclusive_and_bad_verbosity():
 def test_assert_pass_and_fail():
     t = FakeTemplar({"x": 1})
     r = run("assert", {"that": ["x == 1", "x > 0"]}, templar=t)
-    assert r == {"changed": False, "msg": "All assertions passed"}
+    # Shown at every verbosity unless quiet, as Ansible's assert marks it.
+    assert r == {"changed": False, "msg": "All assertions passed",
+                 "_ansible_verbose_always": True}
     r = run("assert", {"that": ["x == 1", "x == 2", "x == 3"]}, templar=t)
     assert r == {"failed": True, "assertion": "x == 2", "evaluated_to": False,
-                 "msg": "Assertion failed", "changed": False}
+                 "msg": "Assertion failed", "changed": False, "_ansible_verbose_always": True}
+    assert "_ansible_verbose_always" not in run("assert", {"that": "x == 1", "quiet": True},
+                                                templar=t)
 
 
 def test_assert_string_that_and_messages():

@@ -1,9 +1,13 @@
 """``assert``: fail unless every conditional in ``that`` is true.
 
-Each conditional goes through ``ctx.templar.conditional``; exceptions it raises
-propagate (the executor reports them as a failed task).
+Each conditional goes through ``ctx.templar.conditional``; an error in one
+fails the task as ``evaluate_conditional``'s exception fails it under Ansible
+("Task failed: Error while evaluating conditional: ..."). Unless ``quiet``,
+the result is shown at every verbosity (``_ansible_verbose_always``), as
+Ansible's action plugin marks it.
 """
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.template_errors import ConditionalResultError, TemplateError
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({"that", "fail_msg", "msg", "success_msg", "quiet"})
@@ -24,7 +28,12 @@ def _thats(args):
 def _evaluate(that, ctx):
     """Truth of one conditional."""
     if ctx.templar is not None:
-        return ctx.templar.conditional(that)
+        try:
+            return ctx.templar.conditional(that)
+        except ConditionalResultError as exc:
+            raise TaskError(str(exc), that)
+        except TemplateError as exc:
+            raise TaskError("Error while evaluating conditional: %s" % (exc,), that)
     if isinstance(that, bool):
         return that
     raise ModuleError("assert needs a templar to evaluate %r" % (that,))
@@ -40,9 +49,9 @@ def run(args, ctx):
     success_msg = args.get("success_msg")
     if success_msg is None:
         success_msg = "All assertions passed"
-    _common.opt_bool(args, "quiet", False)
+    shown = {} if _common.opt_bool(args, "quiet", False) else {"_ansible_verbose_always": True}
     for that in _thats(args):
         if not _evaluate(that, ctx):
-            return {"failed": True, "evaluated_to": False, "assertion": that,
-                    "msg": fail_msg, "changed": False}
-    return {"changed": False, "msg": success_msg}
+            return dict(shown, failed=True, evaluated_to=False, assertion=that,
+                        msg=fail_msg, changed=False)
+    return dict(shown, changed=False, msg=success_msg)

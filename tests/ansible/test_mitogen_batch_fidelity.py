@@ -1,0 +1,449 @@
+"""Differences ansible-core's own integration targets found between ``linear``
+and ``mitogen_batch`` (issue 18, ``tests/targets/repro/``), each fixed where it
+lives and compared here with linear under both supported ansible-core releases
+(see test_mitogen_batch.py for the harness).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
+    ROOT,
+    Ansible, ansible, ansible_python, assert_same_output, local_inventory)
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_templated_action_keyword_draws_no_resolved_action_warning(ansible, ansible_python):
+    """``action: "{{ name }} ..."`` is resolved when the task runs; the bridge does
+    not ask Ansible for ``resolved_action`` before then (Ansible would warn)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            module_name: debug
+          tasks:
+            - action: "{{ module_name }} msg='this should be debugged'"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "resolved_action" not in batch.stdout + batch.stderr
+    assert '"msg": "this should be debugged"' in batch.stdout
+
+
+def test_assert_shows_its_result_unless_quiet(ansible, ansible_python):
+    """Ansible's assert marks its result to be shown at every verbosity (not when quiet)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that: 1 == 1
+            - assert:
+                that: 1 == 1
+                quiet: true
+            - assert:
+                that: 1 == 2
+                fail_msg: not equal
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "All assertions passed"' in batch.stdout
+    assert batch.steps, batch.log
+
+
+def test_an_assert_on_an_undefined_variable_fails_as_the_conditional_error(ansible, ansible_python):
+    """An error evaluating one of assert's conditions is the task's error
+    ("Error while evaluating conditional"), naming where that condition was
+    written, not a module failure."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that:
+                  - 1 == 1
+                  - not_defined == 1
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Error while evaluating conditional: 'not_defined' is undefined" in batch.stdout \
+        + batch.stderr
+    assert batch.steps, batch.log
+
+
+def test_task_args_given_as_a_template_are_resolved_as_ansible_does(ansible, ansible_python):
+    """Arguments as a template (``assert: "{{ item }}"``) and free-form text for
+    an action that takes none run through Ansible's own finalization: its
+    warning, its refusals ("does not support raw params", "must resolve to a
+    'dict'"); the play's other tasks stay native."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            more: "owner=nobody"
+            whole: "msg=from a template"
+          tasks:
+            - assert: "{{ item }}"
+              loop:
+                - that: 1 == 1
+                - that: true
+            - debug:
+                garbage {{ "with a template" }}
+              ignore_errors: true
+            - file: path=/tmp/ioc-never-made {{ more }}
+              ignore_errors: true
+            - debug: "{{ whole }}"
+              ignore_errors: true
+            - command: echo free-form stays native
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "does not support raw params" in batch.stdout + batch.stderr
+    assert "Using a template for task args is unsafe" in batch.stdout + batch.stderr
+    assert len(batch.through_ansible) == 4, batch.log
+    assert batch.steps, batch.log
+
+
+def test_changed_when_failed_when_and_until_fail_tasks_in_linear_words(ansible, ansible_python):
+    """The runner decides changed_when/failed_when/until; the bridge applies the
+    outcomes to Ansible's own task result as TaskExecutor does: "A 'changed_when'
+    expression failed" with the expression's origin, "A 'failed_when' expression
+    evaluated to 'True'." (once, not the module's message), and an exhausted
+    until on a module that succeeded has no error of its own."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+              changed_when: boomboomboom
+              ignore_errors: true
+            - set_fact:
+                x: 1
+              failed_when: true
+              ignore_errors: true
+            - file:
+                path: /nonexistent/ioc-test
+                state: file
+              failed_when: true
+              ignore_errors: true
+            - ping:
+              until: 1 == 0
+              retries: 1
+              delay: 0
+              ignore_errors: true
+            - ping:
+                data: "{{ item }}"
+              loop: [1, 2]
+              failed_when: item == 2
+              changed_when: true
+              ignore_errors: true
+            - ping:
+              changed_when: false
+              failed_when: false
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Error while evaluating conditional: 'boomboomboom' is undefined" in batch.stdout \
+        + batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python):
+    """``until: r is changed`` with ``changed_when: false`` is never met: the
+    task retries and fails as linear's does (until sees the conditions' result)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+              register: r
+              changed_when: false
+              until: r is changed
+              retries: 2
+              delay: 0
+              ignore_errors: true
+            - ping:
+              register: s
+              changed_when: true
+              until: s is changed
+              retries: 2
+              delay: 0
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count("FAILED - RETRYING") == 2
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_loop_labels_and_break_when_as_linear(ansible, ansible_python):
+    """Each item is labelled with its loop variable's value (``loop_var: i`` too),
+    and ``loop_control.break_when`` ends the loop after the first item it is
+    true for (a play variable and the registered item result in scope)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            limit: 2
+          tasks:
+            - debug:
+                var: i
+              loop: [1, 2]
+              loop_control:
+                loop_var: i
+            - debug:
+                var: item
+              loop: [1, 2, 3, 4]
+              loop_control:
+                break_when: item >= limit
+            - ping:
+                data: "{{ item }}"
+              loop: [a, b, c]
+              register: pinged
+              loop_control:
+                break_when:
+                  - pinged.ping == 'b'
+            - debug:
+                msg: "{{ pinged.results | length }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "(item=1)" in batch.stdout and "(item=3)" not in batch.stdout
+    assert '"msg": 2' in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible_python):
+    """A templated ``throttle`` runs its task through Ansible, whose strategy
+    templates it per host: a number limits the hosts, anything else stops the
+    run as linear's does ("Failed to convert the throttle value to an
+    integer."), not with ioc's int() on the template."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            at_once: 1
+          tasks:
+            - debug:
+                msg: one at a time
+              throttle: "{{ at_once }}"
+            - debug:
+                msg: native again
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+              throttle: "{{ 'nope' }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 1, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Failed to convert the throttle value to an integer" in batch.stdout + batch.stderr
+    assert batch.through_ansible, batch.log
+
+
+def test_a_keyword_value_of_the_wrong_type_fails_the_task_as_ansible_does(ansible, ansible_python):
+    """A keyword written with a value Ansible cannot convert (``diff: yes.``,
+    ``retries: many``) fails its task when Ansible validates it: that task runs
+    through Ansible, the others natively."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug: msg="not important"
+              diff: yes.
+              ignore_errors: true
+            - ping:
+              until: true
+              retries: many
+              ignore_errors: true
+            - debug:
+                msg: native
+              diff: yes
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "The value 'yes.' could not be converted to 'bool'" in batch.stdout + batch.stderr
+    assert len(batch.through_ansible) == 2 and batch.steps, batch.log
+
+
+def test_a_templated_python_interpreter_is_templated_before_connecting(ansible, ansible_python):
+    """``ansible_python_interpreter: "{{ ansible_playbook_python }}"`` (as
+    ansible-test's inventories write it) is the controller's Python, not a
+    file named after the template."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+            - debug:
+                msg: "{{ ansible_python_interpreter }}"
+    """)
+    inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
+                              "ansible_python_interpreter='{{ ansible_playbook_python }}'\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "%s"' % ansible_python in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_with_force_handlers_a_failed_host_leaves_the_later_plays(ansible, ansible_python):
+    """force_handlers runs a failed host's handlers in the section's always;
+    when that flush is the play's last step (no handler notified) the host
+    still ends the play failed: later plays leave it out, a play all of whose hosts failed stops
+    the run, and the exit code is linear's."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - fail:
+              when: inventory_hostname == 'h1'
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: second play
+        - hosts: h1
+          gather_facts: false
+          tasks:
+            - fail:
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: never
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"ANSIBLE_FORCE_HANDLERS": "true"})
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "second play"') == 1  # h2's only
+    assert batch.stdout.count('"msg": "never"') == 1  # h1 failed every play it was in
+    assert batch.steps, batch.log
+
+
+def test_untrusted_arguments_are_not_templated(ansible, ansible_python):
+    """``!unsafe`` text in a task's arguments is never templated by Ansible (a
+    template in it stays as written; as debug's ``var`` it fails the task):
+    those tasks run through Ansible, the trusted ones natively."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            debug_me: hello
+          tasks:
+            - debug:
+                var: !unsafe debug_me
+              ignore_errors: true
+            - debug:
+                msg: !unsafe "{{ not templated }}"
+            - debug:
+                msg: "{{ debug_me }} templated"
+            - debug:
+                var: debug_me
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "{{ not templated }}"' in batch.stdout
+    assert len(batch.through_ansible) == 2 and batch.steps, batch.log
+
+
+def test_task_result_is_the_latest_result(ansible, ansible_python):
+    """2.21's ``_task.result``: in a loop's ``when`` the previous item's result,
+    in ``changed_when``/``failed_when`` this attempt's (2.19 has no ``_task``:
+    the defaults apply)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+              loop: [1, 2, 3]
+              when: |
+                (_task.result | default({"msg": "First!"})).get("msg") != "First!"
+            - ping:
+                data: "{{ item }}"
+              loop: [a, b]
+              changed_when: (_task.result | default({})).get("ping") == 'b'
+            - ping:
+              failed_when: (_task.result | default(dict(ping='x'))).ping != 'pong'
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_set_fact_templates_its_keys(ansible, ansible_python):
+    """set_fact's keys are templated (Ansible's action does, for dynamic names)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                "{{ a_key }}": "{{ a_value }}"
+              vars:
+                a_key: my_key
+                a_value: my_value
+            - assert:
+                that: my_key == "my_value"
+            - debug:
+                msg: "{{ my_key }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "my_value"' in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_connection_plugin_ioc_does_not_drive_runs_the_play_under_linear(ansible,
+                                                                            ansible_python):
+    """A host whose connection is a plugin other than local or ssh (here one
+    from the playbook's ``connection_plugins/``) runs its play under linear,
+    the log saying why; a play of other hosts stays native."""
+    plugin = ROOT / "tests" / "targets" / "repro" / "connection_plugins" / "local_again.py"
+    ansible.write("connection_plugins/local_again.py", plugin.read_text())
+    ansible.write("play.yml", """
+        - hosts: odd
+          gather_facts: false
+          tasks:
+            - ping:
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)) +
+                              "[odd]\nh9 ansible_connection=local_again "
+                              "ansible_python_interpreter=%s\n" % ansible_python)
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "uses the connection plugin 'local_again'" in batch.log
+    assert batch.steps == ["Batch 1-1 on 1 host(s)"], batch.log
