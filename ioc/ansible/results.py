@@ -19,7 +19,7 @@ changed, the public result), plus what a rescue gets as
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.values import plain
@@ -109,8 +109,9 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if include:
         _include_fields(utr, result, action)
     if isinstance(items, list):
-        raw_items = result.get("results") if isinstance(result.get("results"), list) else []
-        raw_items = list(raw_items) + [{}] * (len(items) - len(raw_items))
+        given = result.get("results")
+        raw_items: List[Any] = list(given) if isinstance(given, list) else []
+        raw_items += [{}] * (len(items) - len(raw_items))
         utr.loop_results = [_utr_after(utr_class, task, dict(item), raw, action)
                             if isinstance(item, dict) else item
                             for item, raw in zip(items, raw_items)]
