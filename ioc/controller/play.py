@@ -421,6 +421,12 @@ class PlayExecutor:
         if "clear_host_errors" in metas:
             for state in self.hosts.values():
                 state.marked = False
+                # A failure its block holds (the meta ran in the block's always)
+                # is cleared too: the host goes on after the block (linear
+                # clears the iterator's fail state).
+                state.blocks = {bid: dict(saved, failure=None) if isinstance(saved, dict)
+                                and saved.get("failure") else saved
+                                for bid, saved in state.blocks.items()}
                 if state.status in (HostStatus.FAILED, HostStatus.STOPPED):
                     # Forgiven (L7.10): out of this play still, but not failed,
                     # so later plays run it again.

@@ -447,3 +447,30 @@ def test_a_connection_plugin_ioc_does_not_drive_runs_the_play_under_linear(ansib
     assert_same_output(linear, batch)
     assert "uses the connection plugin 'local_again'" in batch.log
     assert batch.steps == ["Batch 1-1 on 1 host(s)"], batch.log
+
+
+def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):
+    """``meta: clear_host_errors`` in the always of a failed block (the play's
+    last step; force_handlers makes the block's failure wait for its flush)
+    clears the failure the block holds: the run exits 0 and the
+    host runs the next play, as under linear."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - block:
+                - fail:
+              always:
+                - meta: clear_host_errors
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: next play
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"ANSIBLE_FORCE_HANDLERS": "true"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "next play"' in batch.stdout
