@@ -30,32 +30,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from benchmarks.delayproxy import DelayProxy
+from tests.ansible.test_mitogen_batch import GREET_ACTION, GREET_MODULE
+from tests.realworld.harness import ansible_python
 
 ROOT = Path(__file__).resolve().parents[1]
-ANSIBLE_PYTHON = "/root/.pyenv/versions/3.13.0/bin/python3.13"
-
-GREET_MODULE = '''#!/usr/bin/python
-from ansible.module_utils.basic import AnsibleModule
-
-
-def main():
-    module = AnsibleModule(argument_spec={"who": {"type": "str"}})
-    module.exit_json(changed=False, greeting="hello %s" % module.params["who"])
-
-
-if __name__ == "__main__":
-    main()
-'''
-GREET_ACTION = '''from ansible.plugins.action import ActionBase
-
-
-class ActionModule(ActionBase):
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        result.update(self._execute_module(module_name="greet", module_args=self._task.args,
-                                           task_vars=task_vars))
-        return result
-'''
 
 
 def play(tasks: int) -> str:
@@ -76,9 +54,10 @@ def run_once(workdir: Path, inventory: Path, book: str, strategy: str, tree: Opt
     if tree is not None:
         env.update(ANSIBLE_STRATEGY_PLUGINS=str(tree / "strategy_plugin"),
                    PYTHONPATH=str(tree), IOC_BRIDGE_LOG=str(log))
+    python = ansible_python()
     proxy.reset()
     started = time.monotonic()
-    proc = subprocess.run([ANSIBLE_PYTHON, str(Path(ANSIBLE_PYTHON).parent / "ansible-playbook"),
+    proc = subprocess.run([python, str(Path(python).parent / "ansible-playbook"),
                            "-i", str(inventory), book], cwd=str(workdir), env=env,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - started
@@ -120,7 +99,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             (workdir / "play.yml").write_text(play(args.tasks))
             (workdir / "none.yml").write_text(play(0))
             inventory = workdir / "hosts.ini"
-            inventory.write_text(sshd.inventory_ini(["h1"], python=ANSIBLE_PYTHON, group="web")
+            inventory.write_text(sshd.inventory_ini(["h1"], python=ansible_python(), group="web")
                                  .replace("ansible_port=%d" % sshd.port,
                                           "ansible_port=%d" % proxy.port))
             engines = [("linear", "linear", None),

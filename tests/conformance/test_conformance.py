@@ -28,7 +28,6 @@ and compares with 2.19's own linear run, never with 2.21's
 from __future__ import annotations
 
 import difflib
-import glob
 import os
 import re
 import shutil
@@ -40,6 +39,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from tests.conformance import normalize as norm
+from tests.support.interpreters import find_python313, pyenv_root
 from tests.conformance.known_differences import (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN,
                                                  KNOWN_DIFFERENCES_PLUGIN_219)
 
@@ -92,27 +92,6 @@ pytestmark = pytest.mark.conformance
 # -- the reference engine --------------------------------------------------------
 
 
-def _pyenv_root() -> str:
-    return os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-
-
-def _find_python313() -> Optional[str]:
-    candidates = []
-    pyenv = shutil.which("pyenv") or os.path.join(_pyenv_root(), "bin", "pyenv")
-    if os.access(pyenv, os.X_OK):
-        try:
-            r = subprocess.run([pyenv, "prefix", ANSIBLE_PYTHON_VERSION], capture_output=True,
-                               text=True, timeout=30, stdin=subprocess.DEVNULL)
-            if r.returncode == 0 and r.stdout.strip():
-                candidates.append(os.path.join(r.stdout.strip().splitlines()[0], "bin",
-                                               "python3.13"))
-        except (OSError, subprocess.SubprocessError):
-            pass
-    candidates += sorted(glob.glob(os.path.join(_pyenv_root(), "versions", "3.13*", "bin",
-                                                "python3.13")), reverse=True)
-    return next((c for c in candidates if os.access(c, os.X_OK)), None)
-
-
 def _find_python_219() -> Optional[str]:
     python = os.path.join(ANSIBLE_219_VENV, "bin", "python")
     return python if os.access(python, os.X_OK) else None
@@ -121,10 +100,10 @@ def _find_python_219() -> Optional[str]:
 def ansible_python(core: str = ANSIBLE_CORE) -> str:
     """The Python whose ansible-playbook is ansible-core ``core`` (2.21 or 2.19); fails if none."""
     if core == ANSIBLE_CORE:
-        python = _find_python313()
+        python = find_python313()
         where = ("no Python 3.13 interpreter found (tried `pyenv prefix 3.13` and "
                  "%s/versions/3.13*/bin/python3.13): `pyenv install 3.13`, then scripts/test "
-                 "installs ansible-core %s into it" % (_pyenv_root(), core))
+                 "installs ansible-core %s into it" % (pyenv_root(), core))
     elif core == ANSIBLE_CORE_219:
         python = _find_python_219()
         where = ("no %s/bin/python: scripts/test makes that venv (ansible-core %s, mitogen) "

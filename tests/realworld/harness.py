@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from tests.realworld.prepare import collections_path
 from tests.realworld.sandbox import Target
+from tests.support.interpreters import find_python313
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -74,15 +75,10 @@ BY_NAME = {s.name: s for s in SCENARIOS}
 
 def ansible_python() -> str:
     """The Python 3.13 whose ``ansible-playbook`` is ansible-core 2.21."""
-    explicit = os.environ.get("IOC_ANSIBLE_PYTHON")
-    if explicit:
-        return explicit
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    found = sorted(glob.glob(os.path.join(root, "versions", "3.13*", "bin", "python3.13")),
-                   reverse=True)
-    if not found:
+    python = find_python313()
+    if python is None:
         raise RuntimeError("no Python 3.13 with ansible-core 2.21 (scripts/test installs it)")
-    return found[0]
+    return python
 
 
 def mitogen_strategy_dir(python: str) -> str:

@@ -20,12 +20,13 @@ environment on).
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+
+from tests.support import interpreters
 
 #: The directory scripts/test fetches source distributions into.
 CACHE = Path(os.environ.get("IOC_ANSIBLE_SRC_CACHE")
@@ -42,19 +43,13 @@ class SourceError(RuntimeError):
     """The ansible-core source distribution or its interpreter is missing or does not match."""
 
 
-def _pyenv_root() -> str:
-    return os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-
-
 def find_python313() -> str:
     """The Python 3.13 interpreter that has ansible-core 2.21 (scripts/test installs it)."""
-    candidates = sorted(glob.glob(os.path.join(_pyenv_root(), "versions", "3.13*", "bin",
-                                               "python3.13")), reverse=True)
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
-            return candidate
-    raise SourceError("no Python 3.13 interpreter under %s (scripts/test needs one for "
-                      "ansible-core 2.21)" % _pyenv_root())
+    python = interpreters.find_python313()
+    if python is None:
+        raise SourceError("no Python 3.13 interpreter under %s (scripts/test needs one for "
+                          "ansible-core 2.21)" % interpreters.pyenv_root())
+    return python
 
 
 def installed_version(python: str) -> str:
