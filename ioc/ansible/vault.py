@@ -40,10 +40,6 @@ class Vault:
         except AnsibleError as exc:
             raise VaultFailure(str(getattr(exc, "message", exc))) from None
 
-    @staticmethod
-    def is_encrypted(data: bytes) -> bool:
-        return data.lstrip().startswith(b"$ANSIBLE_VAULT;")
-
 
 def open_vault(vault_ids: Sequence[str] = (), password_files: Sequence[str] = (),
                ask: bool = False) -> Vault:

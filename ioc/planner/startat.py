@@ -13,7 +13,7 @@ import dataclasses
 import fnmatch
 from typing import Any, Dict, List, Optional, Tuple
 
-from ioc.model import Block, Node, Play, Playbook, Task
+from ioc.model import Node, Play, Playbook, Task
 
 __all__ = ["start_at_task"]
 
