@@ -7,10 +7,8 @@ the output is Ansible's to define, the real ``ansible-playbook`` (ansible-core
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import textwrap
@@ -454,16 +452,20 @@ def test_start_at_task(tmp_path, name):
     assert ("No matching task" in ours.stderr) == ("No matching task" in theirs.stderr)
 
 
+#: The second playbook of a run given several.
+SECOND_PLAYBOOK = """
+    - hosts: all
+      gather_facts: false
+      tasks:
+        - name: in the second playbook
+          debug: msg=two
+"""
+
+
 def test_several_playbooks_and_flush_cache(tmp_path):
     write(tmp_path / "hosts", LIST_INVENTORY)
     write(tmp_path / "one.yml", LIST_PLAY)
-    write(tmp_path / "two.yml", """
-        - hosts: all
-          gather_facts: false
-          tasks:
-            - name: in the second playbook
-              debug: msg=two
-    """)
+    write(tmp_path / "two.yml", SECOND_PLAYBOOK)
     args = ["-i", "hosts", "one.yml", "two.yml", "--flush-cache"]
     ours = ioc(tmp_path, *args)
     theirs = ansible_playbook(tmp_path, *args)
@@ -482,13 +484,7 @@ def test_the_second_playbook_does_not_run_after_a_failure_in_the_first(tmp_path)
             - fail: msg=down
               when: inventory_hostname == 'w1'
     """)
-    write(tmp_path / "two.yml", """
-        - hosts: all
-          gather_facts: false
-          tasks:
-            - name: in the second playbook
-              debug: msg=two
-    """)
+    write(tmp_path / "two.yml", SECOND_PLAYBOOK)
     ours = ioc(tmp_path, "-i", "hosts", "one.yml", "two.yml")
     theirs = ansible_playbook(tmp_path, "-i", "hosts", "one.yml", "two.yml")
     assert ours.returncode == theirs.returncode == 2
