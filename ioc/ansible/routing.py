@@ -25,14 +25,10 @@ from __future__ import annotations
 from typing import Any, Callable, Collection, Dict, Mapping, MutableMapping, Optional
 
 from ioc.errors import ConnectionSetupError
-from ioc.transport.spec import BECOME_VARS, become_for
+from ioc.transport.spec import BECOME_VARS, become_for, transport_of
 
 #: The name Ansible loads the plugin by (``connection_loader.add_directory``).
 PLUGIN = "ioc_runner"
-#: Connections the runner stands in for: Ansible's ssh, by any of its names.
-SSH_CONNECTIONS = frozenset({"ssh", "smart", "paramiko", "paramiko_ssh", "mitogen_ssh",
-                             "ansible.builtin.ssh", "ansible.legacy.ssh",
-                             "ansible.builtin.paramiko_ssh", "ansible.legacy.paramiko_ssh"})
 
 
 def plugin_dir() -> str:
@@ -65,7 +61,7 @@ def refusal(variables: Mapping[str, Any], name: str, task: Any,
         chosen = task.connection if chosen is None else template(chosen)
     except Exception:  # Ansible reports a broken value itself
         return "its connection is not known before Ansible templates it"
-    if str(chosen) not in SSH_CONNECTIONS:
+    if transport_of(chosen) != "ssh":  # the runner stands in for Ansible's ssh only
         return "connection %s is not ssh" % chosen
     if name not in runners:
         return "ioc has no runner for %s" % name

@@ -34,6 +34,7 @@ from ioc.ansible.play import foreign_steps, plan_for
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
 from ioc.ansible.version import check_ansible_version
+from ioc.transport.spec import transport_of
 
 
 def build_strategy_class() -> type:
@@ -225,11 +226,6 @@ class PlayRun:
         return result
 
 
-#: Ansible connection plugins ioc's transport drives itself.
-_OWN_CONNECTIONS = frozenset({"smart", "ssh", "paramiko", "mitogen_ssh", "local",
-                              "mitogen_local"})
-
-
 def _foreign_connection(strategy: Any, play: Any) -> Optional[str]:
     """Why the play's hosts need a connection plugin ioc does not drive (None: they do not).
 
@@ -249,7 +245,7 @@ def _foreign_connection(strategy: Any, play: Any) -> Optional[str]:
         connection = variables.get("ansible_connection") or play.connection
         if not isinstance(connection, str) or is_possibly_template(connection):
             continue
-        if connection.rpartition(".")[2] not in _OWN_CONNECTIONS:
+        if transport_of(connection) is None:
             return "host %s uses the connection plugin %r (ioc drives local and ssh)" \
                 % (plain(name), plain(connection))
     return None

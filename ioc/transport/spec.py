@@ -143,19 +143,33 @@ def resolve_via(name: str, spec: ConnectionSpec,
     return out
 
 
+#: Ansible's connection plugins ioc's transports stand in for, by short name.
+SSH_PLUGINS = frozenset({"ssh", "smart", "paramiko", "paramiko_ssh", "mitogen_ssh"})
+LOCAL_PLUGINS = frozenset({"local", "mitogen_local"})
+
+
+def transport_of(connection: Any) -> Optional[str]:
+    """``"ssh"`` or ``"local"``: the transport of an Ansible connection plugin name
+    (short or ``ansible.builtin.``/``ansible.legacy.``); None for any other plugin."""
+    short = str(connection)
+    for prefix in ("ansible.builtin.", "ansible.legacy."):
+        if short.startswith(prefix):
+            short = short[len(prefix):]
+    if short in SSH_PLUGINS:
+        return "ssh"
+    return "local" if short in LOCAL_PLUGINS else None
+
+
 def spec_for(name: str, hostvars: Mapping[str, Any]) -> ConnectionSpec:
     """The connection of inventory host ``name`` given its variables."""
     via = _opt_name(hostvars.get("mitogen_via"))
     if via == name:
         via = None
-    transport = str(hostvars.get("ansible_connection") or "ssh")
-    if transport in ("smart", "paramiko", "ssh", "mitogen_ssh"):
-        transport = "ssh"
-    elif transport in ("local", "mitogen_local"):
-        transport = "local"
-    else:
+    written = str(hostvars.get("ansible_connection") or "ssh")
+    transport = transport_of(written)
+    if transport is None:
         raise ConnectionSetupError("host %s: connection type %r is not supported "
-                                   "(local and ssh are)" % (name, transport))
+                                   "(local and ssh are)" % (name, written))
     python = hostvars.get("ansible_python_interpreter")
     if transport == "local":
         return ConnectionSpec(transport="local", hostname=name,

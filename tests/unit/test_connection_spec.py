@@ -254,3 +254,23 @@ def test_a_flush_whose_handlers_run_as_another_identity_is_cut_off(tmp_path):
     assert shape(plan) == ["B0-0", "B1-1", "B2-3"]
     assert "become identity changes (become sudo:root -> the connection's user): " \
            "task meta" in explain(plan)
+
+
+# -- which Ansible connection plugins ioc's transports stand in for ------------------
+
+
+@pytest.mark.parametrize("written, transport", [
+    ("ssh", "ssh"), ("ansible.builtin.ssh", "ssh"), ("ansible.legacy.paramiko_ssh", "ssh"),
+    ("smart", "ssh"), ("local", "local"), ("ansible.builtin.local", "local"),
+])
+def test_ssh_and_local_by_any_of_their_names_connect(written, transport):
+    spec = spec_for("h1", {"ansible_connection": written, "ansible_host": "127.0.0.1"})
+    assert spec.transport == transport
+
+
+@pytest.mark.parametrize("written", ["docker", "community.docker.docker", "local_again",
+                                     "community.general.ssh"])
+def test_any_other_connection_plugin_is_refused_by_name(written):
+    with pytest.raises(ConnectionSetupError, match="connection type %r is not supported"
+                       % written):
+        spec_for("h1", {"ansible_connection": written})
