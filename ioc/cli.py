@@ -243,16 +243,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not os.environ.get("IOC_MITOGEN_DEBUG"):
+        # mitogen's DEBUG log prints every call whole: a batch's variables,
+        # no_log arguments, become passwords. -vvvv shows ioc's own debug log
+        # only; IOC_MITOGEN_DEBUG=1 adds mitogen's (secrets included).
+        logging.getLogger("mitogen").setLevel(logging.INFO)
     try:
         return run(args)
     except (LoadError, PlanError) as exc:
-        print("ERROR! %s" % exc, file=sys.stderr)
+        print("[ERROR]: %s" % exc, file=sys.stderr)
         return EXIT_PARSE_ERROR
     except IocError as exc:
-        print("ERROR! %s" % exc, file=sys.stderr)
+        print("[ERROR]: %s" % exc, file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("ERROR! User interrupted execution", file=sys.stderr)
+        print("[ERROR]: User interrupted execution", file=sys.stderr)
         return 99
 
 

@@ -30,7 +30,7 @@ import sys
 import zipfile
 import zlib
 
-from ioc.agentless_runner import forkserver, results
+from ioc.agentless_runner import forkserver, lifeline, results
 
 #: Keys the controller's ``_update_module_args`` adds; the controller fills
 #: the run-wide ones (``_ansible_version``, ``_ansible_verbosity``...) in the
@@ -108,13 +108,12 @@ def execute(code, stdin, ctx):
     """Run ``code`` in a fresh interpreter of this host; the parsed result."""
     env = ctx.child_env()
     try:
-        proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                cwd=_cwd(), start_new_session=True)
+        proc = lifeline.popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=_cwd())
     except OSError as exc:
         return {"failed": True, "changed": False, "rc": 1,
                 "msg": "MODULE FAILURE: could not start %s: %s" % (sys.executable, exc)}
-    out, err = proc.communicate(stdin)
+    out, err = lifeline.communicate(proc, stdin)
     return parse_returned_data(out, err, proc.returncode)
 
 

@@ -28,7 +28,7 @@ from collections import ChainMap
 
 import mitogen.core
 
-from ioc.agentless_runner import actions, ansible_actions, results, templating
+from ioc.agentless_runner import actions, ansible_actions, lifeline, results, templating
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, LoopTypeError,
                                        Scope, as_bool, safe_template, template_name)
 from ioc.agentless_runner.handlers import HandlerRun
@@ -50,8 +50,13 @@ CALLS = [0]
 BLOBS = {}
 
 
-def run_batch(batch, sender):
-    """Run ``batch`` (built by ``ioc.controller.play``) and stream events to ``sender``."""
+@mitogen.core.takes_econtext
+def run_batch(batch, sender, econtext=None):
+    """Run ``batch`` (built by ``ioc.controller.play``) and stream events to ``sender``.
+
+    ``econtext`` (mitogen's, passed by its dispatcher) ties the runner's
+    life to its controller's: see :mod:`ioc.agentless_runner.lifeline`.
+    """
     if batch.get("v") != WIRE_VERSION:
         raise ValueError("ioc runner speaks wire version %d, got %r"
                          % (WIRE_VERSION, batch.get("v")))
@@ -60,7 +65,9 @@ def run_batch(batch, sender):
     for kind in plugins:
         templating.declare_foreign(kind, plugins[kind])
     templating.use_plugin_caller(_controller_caller(sender) if plugins else None)
-    HostRun(batch, sender.send).run()
+    if econtext is not None:
+        lifeline.install(econtext)
+    HostRun(batch, lifeline.guard(sender.send)).run()
 
 
 def _controller_caller(sender):

@@ -19,15 +19,19 @@ import tempfile
 
 import mitogen.core
 
+from ioc.agentless_runner import lifeline
 
-def exec_command(cmd, in_data=None):
+
+@mitogen.core.takes_econtext
+def exec_command(cmd, in_data=None, econtext=None):
     """Run ``cmd`` with ``/bin/sh -c``; ``in_data`` (bytes) on stdin.
 
     Returns ``(rc, stdout, stderr)``, the streams as ``mitogen.core.Blob``.
     """
-    proc = subprocess.Popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
-    out, err = proc.communicate(bytes(in_data or b""))
+    lifeline.install(econtext)
+    proc = lifeline.popen(cmd, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, close_fds=True)
+    out, err = lifeline.communicate(proc, bytes(in_data or b""))
     return proc.returncode, mitogen.core.Blob(out), mitogen.core.Blob(err)
 
 

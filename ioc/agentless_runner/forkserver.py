@@ -29,6 +29,8 @@ import sys
 import tempfile
 import threading
 
+from ioc.agentless_runner import lifeline
+
 #: The helper's program: arguments are its socket's fd and the warm-up payload.
 SERVER = r'''
 import json, os, shutil, socket, sys, tempfile
@@ -95,6 +97,7 @@ while True:
             os._exit(1)
     for fd in fds:
         os.close(fd)
+    sock.sendall(("%d\n" % pid).encode())  # its session: the runner ends it if orphaned
     _pid, status = os.waitpid(pid, 0)
     sock.sendall(("%d\n" % os.waitstatus_to_exitcode(status)).encode())
 '''
@@ -143,8 +146,17 @@ class ForkServer(object):
             return None
         for fd in (in_r, out_w, err_w):
             os.close(fd)
-        out, err = _communicate(in_w, out_r, err_r, payload)
-        line = self.replies.readline()
+        child = self.replies.readline()
+        if not child:  # the helper died before it forked
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            return None
+        lifeline.track(int(child))
+        try:
+            out, err = _communicate(in_w, out_r, err_r, payload)
+            line = self.replies.readline()
+        finally:
+            lifeline.untrack(int(child))
         if not line:
             return None
         return out, err, int(line)

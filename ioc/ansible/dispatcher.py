@@ -33,6 +33,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import shutil
+import threading
+import time
 from typing import Any, BinaryIO, Dict, FrozenSet, IO, List, Optional, Sequence, Set
 
 from ioc.ansible.pipe import ParentLink
@@ -63,6 +67,7 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
     Ansible's workers is served there (:mod:`ioc.ansible.runner_service`).
     """
     link = ParentLink(inp, out)
+    _exit_with_parent(os.path.dirname(socket) if socket else None)
     connector: Optional[Connector] = None
     service: Optional[RunnerService] = None
     try:
@@ -88,6 +93,32 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
             service.close()
         if connector is not None:
             connector.shutdown()
+
+
+#: Seconds between two looks at whether ansible-playbook is still there.
+PARENT_POLL = 0.2
+
+
+def _exit_with_parent(socket_dir: Optional[str]) -> None:
+    """End this process as soon as ansible-playbook is gone, whatever it is doing.
+
+    A SIGTERM or SIGKILL to ``ansible-playbook`` ends it without running its
+    ``atexit`` (which closes this process's stdin), and while a batch runs
+    this process does not read stdin anyway. Exiting closes every ``ssh``
+    client's pipe, so each runner sees its controller go and ends the
+    processes its task started (:mod:`ioc.agentless_runner.lifeline`).
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        LOG.warning("ansible-playbook (pid %d) is gone: exiting", parent)
+        if socket_dir:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ioc-parent-watch", daemon=True).start()
 
 
 def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,

@@ -133,14 +133,19 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
     events = mitogen.core.Receiver(connector.router, respondent=ctx)
     reply = ctx.call_async(runner_batch.run_batch, call.wire, events.to_sender())
     select = mitogen.select.Select([events, reply], oneshot=False)
+    lost = False
     try:
         while True:
-            msg = select.get()
             try:
+                # The select raises the ChannelError itself when the runner's
+                # end goes away (killed, ssh cut), as unpickle does for a dead
+                # reply: both are a lost connection, reported as Ansible does.
+                msg = select.get()
                 value = msg.unpickle()
             except mitogen.core.ChannelError as exc:
+                lost = True
                 connector.forget(call.connection)
-                put((call.host, tracker.unreachable("connection lost: %s" % exc)))
+                put((call.host, tracker.unreachable(lost_message(call, exc, tracker))))
                 return
             except mitogen.core.CallError as exc:
                 put((call.host, tracker.crashed(str(exc))))
@@ -164,7 +169,18 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             put((call.host, value))
     finally:
         select.close()
-        events.close()
+        if not lost:
+            # After a disconnect mitogen's broker drops the context's handles
+            # itself; closing them here too races it (KeyError in both threads).
+            events.close()
+
+
+def lost_message(call: HostCall, exc: BaseException, tracker: "_Position") -> str:
+    """What the user reads when a host's runner connection ends mid-batch."""
+    where = ("while the task ran: its result and those after it are unknown"
+             if tracker.open_key is not None else "between tasks")
+    return ("Lost the connection to the host (%s) %s. The ioc runner on it ended or the "
+            "network between went away (%s)" % (call.spec.describe_target(), where, exc))
 
 
 #: Keywords a task that fails for want of its identity no longer acts on:

@@ -45,6 +45,15 @@ class ConnectionSpec:
     #: That host's connection, filled in by :func:`resolve_via`.
     via_spec: Optional["ConnectionSpec"] = None
 
+    def describe_target(self) -> str:
+        """``ssh to root@10.0.0.1 port 2222``: where this connection goes, for messages."""
+        if self.transport == "local":
+            return "local"
+        target = self.hostname if self.user is None else "%s@%s" % (self.user, self.hostname)
+        if self.port is not None:
+            target += " port %s" % self.port
+        return "%s to %s" % (self.transport, target)
+
 
 @dataclass(frozen=True)
 class BecomeSpec:

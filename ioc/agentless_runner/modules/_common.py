@@ -17,6 +17,7 @@ import stat
 import subprocess
 import tempfile
 
+from ioc.agentless_runner import lifeline
 from ioc.agentless_runner.context import ModuleError, as_boolean
 
 _VALID_BOOLS = "'no', 'on', 'f', 'false', 'n', 'y', '0', '1', 'off', 'true', 'yes', 't'"
@@ -483,11 +484,11 @@ def run_command(args, env=None, cwd=None, data=None, shell=False, executable=Non
     OSError (e.g. a missing executable) propagates to the caller.
     """
     argv, use_shell = build_argv(args, shell, executable, expand)
-    proc = subprocess.Popen(
+    proc = lifeline.popen(
         argv, shell=use_shell, cwd=cwd, env=env, close_fds=True,
         stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate(data)
+    out, err = lifeline.communicate(proc, data)
     return proc.returncode, out, err
 
 

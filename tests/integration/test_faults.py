@@ -1,0 +1,298 @@
+"""Faults injected against the real sshd: what the user reads, and what is left behind.
+
+Both front ends run the same playbooks: ``ioc-run`` and ``ansible-playbook``
+with the ``mitogen_batch`` strategy (ansible-core 2.21). The controller runs
+in a session of its own, so that a signal to its process group is what a
+Ctrl-C in a terminal sends, and a signal to its pid alone is ``kill PID``.
+
+"Left behind" is read from ``/proc``: every process descending from the test
+sshd (runners, their ``become`` children, the task's own processes) and
+every ``ssh`` client of the controller must be gone shortly after the run
+ends, and each task process the play recorded in a pid file must be gone.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from tests.conformance.test_conformance import ANSIBLE_CORE, ansible_python
+
+ROOT = Path(__file__).resolve().parents[2]
+FRONTS = ("ioc-run", "mitogen_batch")
+pytestmark = pytest.mark.integration
+
+#: How long after the controller ends nothing of the run may remain.
+SETTLE = 2.0
+
+
+def _ppid(pid: int) -> Optional[int]:
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    if stat[stat.rindex(")") + 2] == "Z":
+        return None  # a zombie holds nothing
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def descendants(root: int) -> List[int]:
+    """Live processes under ``root`` (not ``root`` itself)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid, seen = int(entry), 0
+        parent = _ppid(pid)
+        while parent not in (None, 0, 1) and seen < 64:
+            if parent == root:
+                found.append(pid)
+                break
+            parent, seen = _ppid(parent), seen + 1
+    return found
+
+
+def alive(pid: int) -> bool:
+    return _ppid(pid) is not None
+
+
+def settled(check, timeout: float = SETTLE) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return check()
+
+
+def sessions_left(sshd) -> List[str]:
+    """What still runs under the test sshd (its sessions, runners, task processes)."""
+    return [Path("/proc/%d/cmdline" % pid).read_text().replace("\0", " ")[:120]
+            for pid in descendants(sshd.process.pid) if alive(pid)]
+
+
+class Controller:
+    """One run of a front end, started in its own session so it can be signalled."""
+
+    def __init__(self, front: str, tmp_path: Path, playbook: str, inventory: str,
+                 args: List[str] = ()) -> None:
+        self.tmp = tmp_path
+        book = tmp_path / "play.yml"
+        book.write_text(textwrap.dedent(playbook))
+        hosts = tmp_path / "hosts.ini"
+        hosts.write_text(inventory)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        if front == "ioc-run":
+            argv = [sys.executable, "-m", "ioc", str(book), "-i", str(hosts)]
+        else:
+            python = ansible_python(ANSIBLE_CORE)
+            argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook"),
+                    "-i", str(hosts), str(book)]
+            env.update(ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"),
+                       ANSIBLE_STRATEGY="mitogen_batch", ANSIBLE_HOST_KEY_CHECKING="False",
+                       ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="False",
+                       ANSIBLE_DEPRECATION_WARNINGS="False")
+        self.proc = subprocess.Popen(argv + list(args), cwd=str(tmp_path), env=env,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.stdout = self.stderr = ""
+
+    def pid_file(self, name: str, timeout: float = 120) -> int:
+        """The pid a task wrote to ``name`` in the run's directory, once it is there."""
+        path = self.tmp / name
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = path.read_text().strip() if path.exists() else ""
+            if text.endswith("."):
+                return int(text[:-1])
+            assert self.proc.poll() is None, self.finish()
+            time.sleep(0.05)
+        raise AssertionError("no %s after %ss: %s" % (name, timeout, self.finish()))
+
+    def finish(self, timeout: float = 120) -> str:
+        self.stdout, self.stderr = self.proc.communicate(timeout=timeout)
+        return self.stdout + self.stderr
+
+    @property
+    def rc(self) -> int:
+        return self.proc.returncode
+
+    def recap(self, host: str) -> Dict[str, int]:
+        line = re.search(r"^%s\s+:(.*)$" % re.escape(host), self.stdout, re.M)
+        assert line, self.stdout
+        return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line.group(1))}
+
+
+# -- a runner lost in the middle of a batch ------------------------------------
+
+KILLED_MID_TASK = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - debug: msg=one
+    - name: the runner of b is killed while this runs
+      shell: "echo $PPID. > {tmp}/runner.pid; sleep 20"
+      when: inventory_hostname == 'b'
+    - debug: msg=three
+"""
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_a_runner_killed_mid_task_makes_its_host_unreachable(front, sshd, tmp_path):
+    run = Controller(front, tmp_path, KILLED_MID_TASK.format(tmp=tmp_path),
+                     sshd.inventory_ini(["a", "b"]))
+    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    out = run.finish()
+    assert run.rc == 4, out
+    assert re.search(r"^fatal: \[b\]: UNREACHABLE! => .*Lost the connection to the host "
+                     r"\(ssh to root@127\.0\.0\.1 port %d\) while the task ran: its result and "
+                     r"those after it are unknown" % sshd.port, run.stdout, re.M), out
+    assert "Traceback" not in out and "ioc controller error" not in out, out
+    # the other host goes on; b leaves the play
+    assert re.search(r'TASK \[debug\] \*+\nok: \[a\] => \{\n    "msg": "three"\n\}\n\nPLAY RECAP',
+                     run.stdout), run.stdout
+    assert run.recap("a") == dict(ok=2, changed=0, unreachable=0, failed=0, skipped=1,
+                                  rescued=0, ignored=0)
+    assert run.recap("b") == dict(ok=1, changed=0, unreachable=1, failed=0, skipped=0,
+                                  rescued=0, ignored=0)
+    assert settled(lambda: not sessions_left(sshd)), sessions_left(sshd)
+
+
+KILLED_BETWEEN_BATCHES = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - shell: "echo $PPID. > {tmp}/runner.pid"
+      when: inventory_hostname == 'b'
+    - name: a controller step, while which b's runner is killed
+      command: "sh -c 'while [ -e {tmp}/runner.pid ]; do sleep 0.1; done'"
+      delegate_to: localhost
+      run_once: true
+    - debug: msg=after
+"""
+
+
+def test_a_runner_killed_between_batches_makes_its_host_unreachable(sshd, tmp_path):
+    run = Controller("ioc-run", tmp_path, KILLED_BETWEEN_BATCHES.format(tmp=tmp_path),
+                     sshd.inventory_ini(["a", "b"]))
+    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    (tmp_path / "runner.pid").unlink()
+    out = run.finish()
+    assert run.rc == 4, out
+    assert re.search(r"^fatal: \[b\]: UNREACHABLE! => .*Lost the connection to the host "
+                     r"\(ssh to root@127\.0\.0\.1 port %d\) between tasks" % sshd.port,
+                     run.stdout, re.M), out
+    assert "Traceback" not in out, out
+    assert run.recap("a")["ok"] == 2 and run.recap("b")["unreachable"] == 1, run.stdout
+
+
+IGNORED = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - shell: "echo $PPID. > {tmp}/runner.pid; sleep 20"
+      when: inventory_hostname == 'b'
+      ignore_unreachable: true
+    - debug: msg=after
+"""
+
+
+def test_ignore_unreachable_applies_to_a_lost_runner(sshd, tmp_path):
+    run = Controller("ioc-run", tmp_path, IGNORED.format(tmp=tmp_path),
+                     sshd.inventory_ini(["a", "b"]))
+    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    out = run.finish()
+    assert "fatal: [b]: UNREACHABLE!" in run.stdout and "...ignoring" in run.stdout, out
+    assert run.recap("b")["unreachable"] == 0, run.stdout
+
+
+# -- the controller interrupted --------------------------------------------------
+
+LONG_TASK = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a task whose process ignores SIGTERM
+      shell: "trap '' TERM; echo $$. > {tmp}/{{{{ inventory_hostname }}}}.pid; sleep 60; sleep 60"
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("front", FRONTS)
+def test_an_interrupted_controller_leaves_nothing_running(front, how, sshd, tmp_path):
+    run = Controller(front, tmp_path, LONG_TASK.format(tmp=tmp_path),
+                     sshd.inventory_ini(["a", "b"]))
+    tasks = [run.pid_file("a.pid"), run.pid_file("b.pid")]
+    assert all(alive(pid) for pid in tasks)
+    # the controller's own children: ssh clients, and mitogen_batch's dispatcher
+    local = descendants(run.proc.pid)
+    assert any("ssh" in cmdline(pid) for pid in local), [cmdline(pid) for pid in local]
+    sockets = [Path(arg) for pid in local for arg in cmdline(pid).split()
+               if arg.endswith("runner.sock")]
+    assert bool(sockets) == (front == "mitogen_batch")
+    if how == "ctrl-c":  # what a terminal sends: the whole foreground process group
+        os.killpg(run.proc.pid, signal.SIGINT)
+    else:
+        os.kill(run.proc.pid, signal.SIGTERM)
+    out = run.finish(timeout=30)
+    if how == "ctrl-c":
+        assert run.rc == 99, out  # ansible-playbook's code for an interrupted run
+        assert out.count("User interrupted execution") == 1, out
+        assert "[ERROR]: User interrupted execution" in out
+        assert "Traceback" not in out, out
+    else:
+        assert run.rc == -signal.SIGTERM, out  # as ansible-playbook: the default action
+    assert settled(lambda: not any(alive(pid) for pid in tasks)), \
+        "task processes still running: %s" % [p for p in tasks if alive(p)]
+    assert settled(lambda: not sessions_left(sshd)), sessions_left(sshd)
+    assert settled(lambda: not any(alive(pid) for pid in local)), \
+        [cmdline(pid) for pid in local if alive(pid)]
+    assert not any(path.parent.exists() for path in sockets), sockets
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path("/proc/%d/cmdline" % pid).read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+# -- secrets at every verbosity ----------------------------------------------------
+
+SECRET = "planted-secret-7c1f"
+SECRETS = """
+- hosts: all
+  gather_facts: false
+  vars:
+    token: "%s"
+  tasks:
+    - name: a no_log command that carries the secret
+      command: "echo {{ token }}"
+      no_log: true
+    - name: a no_log copy of it
+      copy:
+        content: "{{ token }}"
+        dest: "{tmp}/copied"
+      no_log: true
+""" % SECRET
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_no_secret_in_any_stream_at_vvvv(front, sshd, tmp_path):
+    run = Controller(front, tmp_path, SECRETS.replace("{tmp}", str(tmp_path)),
+                     sshd.inventory_ini(["a"]), args=["-vvvv"])
+    out = run.finish()
+    assert run.rc == 0, out
+    assert (tmp_path / "copied").read_text() == SECRET  # the task did receive it
+    assert "the output has been hidden" in run.stdout, out
+    assert SECRET not in out, [line for line in out.splitlines() if SECRET in line][:5]
