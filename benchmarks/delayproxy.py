@@ -184,6 +184,8 @@ class DelayProxy:
         self._thread: Optional[threading.Thread] = None
         self._tasks: set = set()
         self.port: Optional[int] = None
+        #: Set by :meth:`black_hole`: every byte from then on is dropped.
+        self._silent = threading.Event()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -243,6 +245,10 @@ class DelayProxy:
             thread.join(timeout=10)
             self._thread = None
             self._loop = None
+
+    def black_hole(self) -> None:
+        """From now on drop everything, both ways, and close nothing: a network gone silent."""
+        self._silent.set()
 
     def __enter__(self) -> "DelayProxy":
         return self.start()
@@ -352,8 +358,8 @@ class DelayProxy:
                 wait = due - self._clock()
                 if wait > 0:
                     await asyncio.sleep(wait)
-                if failed:
-                    continue  # drain the queue; the other side is gone
+                if failed or self._silent.is_set():
+                    continue  # drain the queue: the other side is gone, or silence
                 try:
                     if data is None:
                         if writer.can_write_eof():

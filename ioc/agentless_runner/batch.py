@@ -67,6 +67,7 @@ def run_batch(batch, sender, econtext=None):
     templating.use_plugin_caller(_controller_caller(sender) if plugins else None)
     if econtext is not None:
         lifeline.install(econtext)
+        lifeline.watch(econtext, (batch.get("options") or {}).get("keepalive", 0))
     HostRun(batch, lifeline.guard(sender.send)).run()
 
 

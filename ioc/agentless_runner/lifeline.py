@@ -18,7 +18,14 @@ starting the next task for nobody.
 
 ``become`` runners are children of the host's runner and notice its end the
 same way, so one lost controller ends the whole tree on the target.
+
+A silent network (no close, no reset) is noticed by :func:`watch`: the
+controller sends a one-way heartbeat to the :data:`HEARTBEAT` handle every
+few seconds (:mod:`ioc.transport.keepalive`); a runner that hears none for
+the bound the batch names shuts its broker down, which ends everything as
+above.
 """
+import logging
 import os
 import signal
 import subprocess
@@ -28,10 +35,19 @@ import time
 #: Seconds between SIGTERM and SIGKILL for a task's process group.
 GRACE = 0.5
 
+#: The mitogen handle heartbeats arrive on (below mitogen's allocated range,
+#: above its own fixed handles).
+HEARTBEAT = 190
+
+LOG = logging.getLogger(__name__)
+
 _groups = set()
 _lock = threading.Lock()
 _installed = []
 ABANDONED = threading.Event()
+#: When the last heartbeat (or batch) arrived, and the silence allowed (0: none set).
+_heard = [time.monotonic()]
+_bound = [0.0]
 
 
 class Abandoned(BaseException):
@@ -46,6 +62,34 @@ def install(econtext):
         _installed.append(econtext)
     import mitogen.core
     mitogen.core.listen(econtext.broker, "shutdown", _end_everything)
+    econtext.router.add_handler(_on_heartbeat, handle=HEARTBEAT,
+                                policy=mitogen.core.has_parent_authority)
+
+
+def _on_heartbeat(msg):
+    _heard[0] = time.monotonic()
+
+
+def watch(econtext, bound):
+    """Shut the runner down after ``bound`` seconds without a heartbeat (0: never)."""
+    _heard[0] = time.monotonic()
+    with _lock:
+        started = _bound[0] > 0
+        _bound[0] = float(bound or 0)
+    if started or not bound:
+        return
+
+    def run():
+        while not ABANDONED.is_set():
+            time.sleep(min(1.0, _bound[0] / 4))
+            silence = time.monotonic() - _heard[0]
+            if _bound[0] and silence > _bound[0]:
+                LOG.warning("nothing from the controller for %.0f s: ending this runner",
+                            silence)
+                econtext.broker.shutdown()
+                return
+
+    threading.Thread(target=run, name="ioc-lifeline", daemon=True).start()
 
 
 def popen(*args, **kwargs):

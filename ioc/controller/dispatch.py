@@ -127,11 +127,14 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
 def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
               tracker: "_Position", put: Callable[[Delivery], None],
               marked: Optional[Set[Tuple[int, int]]] = None, error: str = "") -> None:
-    tracker.sent = len(mitogen.core.Message.pickled(call.wire).data)
+    # The runner ends itself after this much silence (ioc.transport.keepalive).
+    wire = dict(call.wire, options=dict(call.wire.get("options") or {},
+                                        keepalive=connector.keepalive.runner_bound))
+    tracker.sent = len(mitogen.core.Message.pickled(wire).data)
     if call.modules:
         bootstrap.preload(connector.router, ctx, call.modules)
     events = mitogen.core.Receiver(connector.router, respondent=ctx)
-    reply = ctx.call_async(runner_batch.run_batch, call.wire, events.to_sender())
+    reply = ctx.call_async(runner_batch.run_batch, wire, events.to_sender())
     select = mitogen.select.Select([events, reply], oneshot=False)
     lost = False
     try:
@@ -144,6 +147,7 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 value = msg.unpickle()
             except mitogen.core.ChannelError as exc:
                 lost = True
+                connector.heartbeat.discard(ctx)
                 connector.forget(call.connection)
                 put((call.host, tracker.unreachable(lost_message(call, exc, tracker))))
                 return
@@ -155,6 +159,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
                 msg.reply(plugins.answer(value))
                 continue
+            if not tracker.received:  # run_batch has started: it hears heartbeats now
+                connector.heartbeat.add(ctx)
             tracker.received += len(msg.data)
             tracker.see(value)
             if value.get("e") == "end":

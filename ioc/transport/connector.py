@@ -24,6 +24,7 @@ import mitogen.master
 import mitogen.parent
 
 from ioc.transport import bootstrap
+from ioc.transport.keepalive import Heartbeat, KeepAlive, from_environment
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
 
 LOG = logging.getLogger(__name__)
@@ -59,9 +60,12 @@ Key = Tuple[str, Optional[BecomeSpec]]
 class Connector:
     """Owns the mitogen broker and one context per host and identity for the whole run."""
 
-    def __init__(self, forks: int = 5) -> None:
+    def __init__(self, forks: int = 5, keepalive: Optional[KeepAlive] = None) -> None:
         self.broker = mitogen.master.Broker()
         self.router = mitogen.master.Router(self.broker)
+        #: How long silence on a runner's connection is borne (ioc.transport.keepalive).
+        self.keepalive = keepalive or from_environment()
+        self.heartbeat = Heartbeat(self.router, self.keepalive)
         bootstrap.configure(self.router)
         bootstrap.warm(self.router)
         self.contexts: Dict[Key, mitogen.core.Context] = {}
@@ -113,7 +117,7 @@ class Connector:
         """Drop every context of ``host`` and those started from them (connection lost)."""
         with self._lock:
             for key in self._behind(host):
-                del self.contexts[key]
+                self.heartbeat.discard(self.contexts.pop(key))
                 self._parent.pop(key, None)
 
     def reset(self, host: str) -> None:
@@ -130,6 +134,7 @@ class Connector:
             for key in keys:
                 self._parent.pop(key, None)
         for ctx in contexts:
+            self.heartbeat.discard(ctx)
             try:
                 ctx.shutdown(wait=False).get(timeout=SHUTDOWN_TIMEOUT)
             except (mitogen.core.Error, mitogen.core.TimeoutError):
@@ -196,13 +201,14 @@ class Connector:
         return self.router.ssh(
             hostname=spec.hostname, port=spec.port, username=spec.user,
             identity_file=spec.identity_file, ssh_args=list(spec.ssh_args),
-            check_host_keys=spec.check_host_keys, **common)
+            check_host_keys=spec.check_host_keys, **self.keepalive.ssh_options(), **common)
 
     def shutdown(self) -> None:
         """End every runner on every target, then the broker."""
         with self._lock:
             contexts = list(self.contexts.values())
             self.contexts.clear()
+        self.heartbeat.stop()
         for ctx in reversed(contexts):  # children before the contexts they run under
             try:
                 ctx.shutdown(wait=False)

@@ -24,6 +24,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from benchmarks.delayproxy import DelayProxy
 from tests.conformance.test_conformance import ANSIBLE_CORE, ansible_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,25 +85,27 @@ class Controller:
     """One run of a front end, started in its own session so it can be signalled."""
 
     def __init__(self, front: str, tmp_path: Path, playbook: str, inventory: str,
-                 args: List[str] = ()) -> None:
+                 args: List[str] = (), env: Optional[Dict[str, str]] = None) -> None:
         self.tmp = tmp_path
         book = tmp_path / "play.yml"
         book.write_text(textwrap.dedent(playbook))
         hosts = tmp_path / "hosts.ini"
         hosts.write_text(inventory)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT),
+                                                              environ.get("PYTHONPATH")]))
         if front == "ioc-run":
             argv = [sys.executable, "-m", "ioc", str(book), "-i", str(hosts)]
         else:
             python = ansible_python(ANSIBLE_CORE)
             argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook"),
                     "-i", str(hosts), str(book)]
-            env.update(ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"),
+            environ.update(ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"),
                        ANSIBLE_STRATEGY="mitogen_batch", ANSIBLE_HOST_KEY_CHECKING="False",
                        ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="False",
                        ANSIBLE_DEPRECATION_WARNINGS="False")
-        self.proc = subprocess.Popen(argv + list(args), cwd=str(tmp_path), env=env,
+        environ.update(env or {})
+        self.proc = subprocess.Popen(argv + list(args), cwd=str(tmp_path), env=environ,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
         self.stdout = self.stderr = ""
@@ -296,3 +299,46 @@ def test_no_secret_in_any_stream_at_vvvv(front, sshd, tmp_path):
     assert (tmp_path / "copied").read_text() == SECRET  # the task did receive it
     assert "the output has been hidden" in run.stdout, out
     assert SECRET not in out, [line for line in out.splitlines() if SECRET in line][:5]
+
+
+# -- a network that goes silent ------------------------------------------------------
+
+SILENCED = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - debug: msg=one
+    - name: b's network goes silent while this runs
+      shell: "echo $$. > {tmp}/{{{{ inventory_hostname }}}}.pid; sleep 30"
+      when: inventory_hostname == 'b'
+    - debug: msg=three
+"""
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_a_silent_network_is_noticed_at_both_ends_within_the_keepalive_bound(
+        front, sshd, tmp_path):
+    with DelayProxy(sshd.host, sshd.port) as proxy:
+        inventory = sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"]).replace(
+            "ansible_port=%d" % sshd.port, "ansible_port=%d" % proxy.port)
+        run = Controller(front, tmp_path, SILENCED.format(tmp=tmp_path), inventory,
+                         env={"IOC_KEEPALIVE_INTERVAL": "1", "IOC_KEEPALIVE_COUNT": "2"})
+        task = run.pid_file("b.pid")
+        proxy.black_hole()
+        silenced = time.monotonic()
+        out = run.finish(timeout=60)
+        noticed = time.monotonic() - silenced
+        # the controller: ssh's probes (1 s x 2) went unanswered
+        assert run.rc == 4, out
+        assert noticed < 10, "the controller took %.1f s to give up on b" % noticed
+        assert re.search(r"^fatal: \[b\]: UNREACHABLE! => .*Lost the connection to the host "
+                         r".* while the task ran: its result and those after it are unknown",
+                         run.stdout, re.M), out
+        assert "Traceback" not in out, out
+        assert run.recap("a")["ok"] == 2 and run.recap("b")["unreachable"] == 1, run.stdout
+        # the runner: no heartbeat for 1 s x (2 + 1): it ends itself and the task.
+        # (sshd's own session process stays until TCP gives up on the silent
+        # peer: sshd's business, it runs nothing of the play's.)
+        ours = lambda: [p for p in sessions_left(sshd) if not p.startswith("sshd: ")]  # noqa: E731
+        assert settled(lambda: not alive(task), timeout=10), "b's task still runs"
+        assert settled(lambda: not ours(), timeout=10), ours()
