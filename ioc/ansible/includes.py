@@ -61,7 +61,7 @@ class Includes:
         from ioc.controller.capabilities import runner_capabilities
         from ioc.controller.playbook import PlannedPlay
         from ioc.planner import plan_play
-        from ioc.planner.program import splice_after
+        from ioc.planner.program import splice_after, too_deep
 
         state = self.state
         include = state.program.entry(index).task
@@ -73,6 +73,11 @@ class Includes:
         known_handlers = {id(h) for h in state.handler_objects}
         blocks: List[Block] = []
         failed: Dict[str, str] = {}
+        deep = too_deep(state.program, index)
+        if deep is not None:
+            for included_file in included_files:
+                failed.update(include_failed(s, included_file, AnsibleError(deep)))
+            return {"planned": None, "failed": failed}
         for included_file in included_files:
             try:
                 new_blocks = self._load(included_file)

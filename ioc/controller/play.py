@@ -17,7 +17,7 @@ from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
-from ioc.planner.program import Entry, NumberedBlock, splice_after
+from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Replay
 from ioc.transport import bootstrap
@@ -83,13 +83,17 @@ class PlayExecutor:
         self._settle_open_failures()
 
     def _settle_open_failures(self) -> None:
-        """A host whose block failed and whose ``always`` was the play's last step
-        (force_handlers' flush, L5.7) ends the play failed: no later batch
-        resumed the block to return its failure."""
+        """A host whose block failure no later batch resumed ends the play failed.
+
+        Its ``always`` was the play's last step (force_handlers' flush, L5.7),
+        or the controller failed it at the play's last task (an include that
+        could not be loaded): no batch ran on to return the failure.
+        """
         for name in self.order:
             state = self.hosts[name]
-            if state.active and any(isinstance(saved, dict) and saved.get("phase") == "always"
-                                    and saved.get("failure") for saved in state.blocks.values()):
+            if state.active and any(isinstance(saved, dict) and saved.get("failure")
+                                    and saved.get("phase") in ("block", "rescue", "always")
+                                    for saved in state.blocks.values()):
                 state.status = HostStatus.FAILED
 
     def active(self) -> List[str]:
@@ -258,6 +262,8 @@ class PlayExecutor:
         if self.ctx.load_include is None or self.ctx.replan is None:
             raise PlanError("dynamic includes need the playbook loader", None)
         entry = next(e for e in self.plan.entries_of(step) if e.task.include_scope is not None)
+        if self.fail_too_deep(entry, [h for h in self.order if outcome.includes.get(h)]):
+            return self._next_step(entry.index)
         task = entry.task
         play = self.plan.program.play
         groups: Dict[str, Dict[str, Any]] = {}
@@ -316,6 +322,16 @@ class PlayExecutor:
             if step.start > index:
                 return number
         return len(self.plan.steps)
+
+    def fail_too_deep(self, entry: Entry, hosts: Sequence[str]) -> bool:
+        """Fail ``hosts`` at an include nested too deep (:func:`too_deep`); True if so."""
+        message = too_deep(self.plan.program, entry.index)
+        if message is None:
+            return False
+        for host in hosts:
+            if self.hosts[host].active:
+                self._fail_include(host, entry, message)
+        return True
 
     def _fail_include(self, host: str, entry: Entry, message: str) -> None:
         """An included file that cannot be loaded fails the hosts that included it."""

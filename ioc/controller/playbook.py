@@ -1,6 +1,7 @@
 """Running a whole playbook: plan every play first, then run them in order."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set
 
 from ioc import inventory as inv
+from ioc.agentless_runner.batch import OMIT
+from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.callbacks import Callback, Stats
 from ioc.controller.capabilities import runner_capabilities
 from ioc.transport.spec import ConnectionSpec, spec_for
@@ -16,6 +19,7 @@ from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import PlayExecutor
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
 from ioc.transport.report import TransportReport
+from ioc.errors import LoadError
 from ioc.model import Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, TagFilter, plan_play
 
@@ -115,7 +119,8 @@ class PlaybookRun:
 
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
-        play = planned.play
+        play = self._templated_keywords(planned.play)
+        planned = dataclasses.replace(planned, play=play)
         matched = ordered_hosts(inv.match_hosts(self.inventory, play.hosts, self.limit), play.order)
         hosts = [h for h in matched if h not in self.lost]
         self.failed_hosts |= self.marked_hosts
@@ -152,6 +157,31 @@ class PlaybookRun:
             if executor.ended and play.serial in (None, "", 0):
                 break
         return True
+
+    def _templated_keywords(self, play: Play) -> Play:
+        """``name`` and ``hosts`` templated as Ansible does when the play starts.
+
+        With what a play has before any host: its vars and vars_files,
+        extra vars, ``groups`` (as earlier plays left the inventory) and
+        ``playbook_dir``. An undefined variable stops the run (rc 4), as it
+        stops ansible-playbook, with the play's file:line.
+        """
+        if not (is_template(play.name) or is_template(play.hosts)):
+            return play
+        templar = Templar({**play.role_defaults, **play.vars, **play.vars_files,
+                           **self.extra_vars, "groups": inv.groups_dict(self.inventory),
+                           "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT})
+        values = {}
+        for keyword in ("name", "hosts"):
+            try:
+                value = templar.template(getattr(play, keyword))
+            except TemplateError as exc:
+                raise LoadError("Error processing keyword '%s': %s" % (keyword, exc),
+                                play.location) from None
+            if isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            values[keyword] = str(value)
+        return dataclasses.replace(play, **values)
 
     def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector) -> PlayExecutor:
         play = planned.play

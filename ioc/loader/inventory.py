@@ -151,6 +151,10 @@ def implicit_localhost_inventory() -> Inventory:
 # ---------------------------------------------------------------- INI
 
 
+#: A section header, with an optional comment after it (``[web]  # frontends``).
+_SECTION = re.compile(r"^\[([^\]]*)\]\s*(?:[#;].*)?$")
+
+
 class _IniReader:
     """Ansible's INI inventory: ``[g]``, ``[g:vars]``, ``[g:children]`` sections."""
 
@@ -176,8 +180,14 @@ class _IniReader:
         return InventoryError(message, Location(self.path, self.line))
 
     def _line(self, text: str) -> None:
-        if text.startswith("[") and text.endswith("]"):
-            self._section(text[1:-1].strip())
+        section = _SECTION.match(text)
+        if section:
+            self._section(section.group(1).strip())
+        elif text.startswith("["):
+            # Ansible's ini plugin fails on it and Ansible goes on with no
+            # inventory from this file (only a warning): an error here.
+            raise self._error("Invalid section entry: %r. Please make sure that there are no "
+                              "spaces or other characters in the section entry" % text)
         elif self.kind == "hosts":
             self._hosts_line(text)
         elif self.kind == "vars":

@@ -264,6 +264,25 @@ def _wire_node(node: Numbered, start: int, end: int) -> dict:
     return wire
 
 
+#: How deep blocks and dynamic includes may nest (the runner recurses per level).
+MAX_NESTING = 100
+
+
+def too_deep(program: "Program", index: int) -> Optional[str]:
+    """The error for a dynamic include at ``index`` nested too deep, or None.
+
+    An include that includes itself with nothing to end it would go on until
+    Python's recursion limit broke the runner (linear: "maximum recursion
+    depth exceeded" and a traceback); here its hosts fail at the include.
+    """
+    depth = len(program.parents[index])
+    if depth < MAX_NESTING:
+        return None
+    return ("%s is nested %d blocks and includes deep (at most %d): an include that includes "
+            "itself without a condition that ends it?"
+            % (program.entry(index).task.location, depth, MAX_NESTING))
+
+
 def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Sequence[Any]) -> Play:
     """``play`` with ``blocks`` right after ``task`` (found by identity).
 

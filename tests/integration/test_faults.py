@@ -342,3 +342,76 @@ def test_a_silent_network_is_noticed_at_both_ends_within_the_keepalive_bound(
         ours = lambda: [p for p in sessions_left(sshd) if not p.startswith("sshd: ")]  # noqa: E731
         assert settled(lambda: not alive(task), timeout=10), "b's task still runs"
         assert settled(lambda: not ours(), timeout=10), ours()
+
+
+# -- bad input: refused before any host is touched, or failed clearly ------------------
+
+def _ioc_run(tmp_path: Path, playbook: str, *args: str, inventory: Optional[str] = None):
+    (tmp_path / "play.yml").write_text(textwrap.dedent(playbook))
+    argv = [sys.executable, "-m", "ioc", "play.yml", *args]
+    if inventory is not None:
+        (tmp_path / "hosts.ini").write_text(inventory)
+        argv += ["-i", "hosts.ini"]
+    return subprocess.run(argv, cwd=str(tmp_path), capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+TEMPLATED_HOSTS = """
+- hosts: "{{ target }}"
+  gather_facts: false
+  tasks:
+    - debug: msg=ran
+"""
+
+
+def test_templated_hosts_are_templated_and_an_undefined_one_stops_the_run(tmp_path):
+    ran = _ioc_run(tmp_path, TEMPLATED_HOSTS, "-e", "target=localhost")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "PLAY [localhost] ***" in ran.stdout and '"msg": "ran"' in ran.stdout, ran.stdout
+    undefined = _ioc_run(tmp_path, TEMPLATED_HOSTS)
+    assert undefined.returncode == 4, undefined.stdout + undefined.stderr
+    assert "[ERROR]: %s:2: Error processing keyword 'name': 'target' is undefined" \
+        % (tmp_path / "play.yml") in undefined.stderr, undefined.stderr
+    assert "PLAY [" not in undefined.stdout
+
+
+def test_a_broken_inventory_section_is_an_error_before_any_host_is_touched(tmp_path):
+    ran = _ioc_run(tmp_path, "- hosts: all\n  tasks: [{debug: msg=hi}]\n",
+                   inventory="[lab\nlocalhost ansible_connection=local\n")
+    assert ran.returncode == 4, ran.stdout + ran.stderr
+    assert ran.stderr.startswith("[ERROR]: hosts.ini:1: Invalid section entry: '[lab'"), ran.stderr
+    assert "PLAY [" not in ran.stdout
+
+
+def test_an_include_that_includes_itself_fails_its_host_clearly_under_mitogen_batch(tmp_path):
+    (tmp_path / "loop.yml").write_text("- include_tasks: loop.yml\n")
+    run = Controller("mitogen_batch", tmp_path, """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - include_tasks: loop.yml
+        """, "localhost ansible_connection=local ansible_python_interpreter=%s\n"
+             % ansible_python(ANSIBLE_CORE))
+    out = run.finish(timeout=300)
+    assert run.rc == 2, out
+    assert re.search(r"^fatal: \[localhost\]: FAILED! => .*loop\.yml:1 is nested 100 blocks and "
+                     r"includes deep \(at most 100\): an include that includes itself", run.stdout,
+                     re.M), out[-3000:]
+    assert "ioc controller error" not in out and "Traceback" not in out, out[-3000:]
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_an_include_that_cannot_be_loaded_at_the_end_of_the_play_fails_the_run(front, tmp_path):
+    # linear: the host fails at the inner include and ansible-playbook exits 2
+    (tmp_path / "inner.yml").write_text('- include_tasks: "{{ \'missing\' }}.yml"\n')
+    run = Controller(front, tmp_path, """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - include_tasks: inner.yml
+        """, "localhost ansible_connection=local ansible_python_interpreter=%s\n"
+             % (sys.executable if front == "ioc-run" else ansible_python(ANSIBLE_CORE)))
+    out = run.finish()
+    assert re.search(r"^fatal: \[localhost\]: FAILED! => .*missing\.yml", run.stdout, re.M), out
+    assert run.recap("localhost")["failed"] == 1, out
+    assert run.rc == 2, out
