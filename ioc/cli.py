@@ -328,6 +328,7 @@ def run(args: argparse.Namespace) -> int:
             RunOptions(check=args.check, diff=args.diff,
                        forks=args.forks if args.forks is not None else settings.forks,
                        closure=not args.no_var_closure, become_password=become_password,
+                       become_allow_same_user=settings.become_allow_same_user,
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),

@@ -31,6 +31,7 @@ HONOURED: Dict[str, str] = {
     "DEFAULT_BECOME_FLAGS": "become_flags: the default of the become_flags keyword",
     "DEFAULT_BECOME_EXE": "become_exe: the default of the become_exe keyword",
     "DEFAULT_BECOME_ASK_PASS": "become_ask_pass: as -K",
+    "BECOME_ALLOW_SAME_USER": "become_allow_same_user: escalate even to the connection's own user",
     "DEFAULT_VAULT_PASSWORD_FILE": "vault_password_file: as --vault-password-file",
     "DEFAULT_VAULT_IDENTITY_LIST": "vault_identity_list: as --vault-id",
     "DEFAULT_VAULT_IDENTITY": "vault_identity: the label of a password given without one",
@@ -101,6 +102,7 @@ class Settings:
     become_flags: Optional[str] = None
     become_exe: Optional[str] = None
     become_ask_pass: bool = False
+    become_allow_same_user: bool = False
     vault_password_files: Tuple[str, ...] = ()
     vault_identity_list: Tuple[str, ...] = ()
     ask_vault_pass: bool = False
@@ -156,6 +158,7 @@ def read_settings() -> Settings:
         become_exe=None if origin("DEFAULT_BECOME_EXE") == "default"
         else value("DEFAULT_BECOME_EXE"),
         become_ask_pass=bool(value("DEFAULT_BECOME_ASK_PASS")),
+        become_allow_same_user=bool(value("BECOME_ALLOW_SAME_USER")),
         vault_password_files=tuple(_as_list(value("DEFAULT_VAULT_PASSWORD_FILE"))),
         vault_identity_list=tuple(value("DEFAULT_VAULT_IDENTITY_LIST") or ()),
         ask_vault_pass=bool(value("DEFAULT_ASK_VAULT_PASS")),

@@ -112,7 +112,7 @@ class PlayRun:
 
     def request(self) -> Dict[str, Any]:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""
-        from ansible import context
+        from ansible import constants as C, context
         from ansible.release import __version__
         from ioc.controller.state import RunOptions
 
@@ -126,7 +126,8 @@ class PlayRun:
                              # results shaped as this release's linear shapes them
                              shape="2.19" if __version__.startswith("2.19.") else "2.21",
                              # -K / --become-password-file (variables still win).
-                             become_password=plain(state.play_context.become_pass) or None)
+                             become_password=plain(state.play_context.become_pass) or None,
+                             become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER))
         converted = state.converted
         from ioc.controller import plugins
 

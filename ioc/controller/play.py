@@ -21,7 +21,8 @@ from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Replay
 from ioc.transport import bootstrap
-from ioc.transport.spec import BecomeSpec, ConnectionSpec, become_for, resolve_via
+from ioc.transport.spec import (BecomeSpec, ConnectionSpec, become_for, resolve_via,
+                                same_user_rule)
 
 LOG = logging.getLogger(__name__)
 
@@ -531,7 +532,8 @@ class PlayExecutor:
         try:
             if spec.via:
                 spec = resolve_via(via, spec, self.ctx.connection_of)
-            become = self._become(host, step, via)
+            become = same_user_rule(self._become(host, step, via), spec,
+                                    self.ctx.options.become_allow_same_user)
         except (TemplateError, ConnectionSetupError) as exc:
             return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                             error=str(exc))

@@ -105,6 +105,8 @@ class RunOptions:
     #: (``-u``, ``--private-key``, ``-c``, ``-T``, ``ssh_args``, ...) as the
     #: ``ansible_*`` variables they default: every host variable overrides them.
     connection_vars: Mapping[str, Any] = field(default_factory=dict)
+    #: Ansible's ``become_allow_same_user``: become even to the connection's own user.
+    become_allow_same_user: bool = False
 
 
 @dataclass

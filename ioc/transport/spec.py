@@ -9,6 +9,7 @@ could share a connection, and a spec says nothing secret in ``repr``.
 """
 from __future__ import annotations
 
+import getpass
 import logging
 import os
 import shlex
@@ -117,6 +118,23 @@ def become_for(keywords: Mapping[str, Any], variables: Mapping[str, Any],
                       flags=tuple(shlex.split(str(flags or ""))),
                       exe=str(template(exe)) if exe else None,
                       password=None if secret in (None, "") else str(secret))
+
+
+def same_user_rule(become: Optional[BecomeSpec], spec: ConnectionSpec,
+                   allow_same_user: bool) -> Optional[BecomeSpec]:
+    """``become``, or None where Ansible would not escalate at all.
+
+    Ansible (``ActionBase._low_level_execute_command``) escalates only when
+    ``become_allow_same_user`` is set or the become user differs from the
+    connection's remote user: ``become_user: root`` over ``ansible_user=root``
+    runs no sudo (and needs none). The local connection's remote user is
+    the controller's own; an ssh connection without a user has none known,
+    and escalates.
+    """
+    if become is None or allow_same_user:
+        return become
+    remote = getpass.getuser() if spec.transport == "local" else spec.user
+    return None if remote and remote == become.user else become
 
 
 def short_method(method: str) -> str:

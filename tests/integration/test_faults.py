@@ -415,3 +415,35 @@ def test_an_include_that_cannot_be_loaded_at_the_end_of_the_play_fails_the_run(f
     assert re.search(r"^fatal: \[localhost\]: FAILED! => .*missing\.yml", run.stdout, re.M), out
     assert run.recap("localhost")["failed"] == 1, out
     assert run.rc == 2, out
+
+
+# -- become to the user one already is ------------------------------------------------
+
+SAME_USER = """
+- hosts: all
+  gather_facts: false
+  become: true
+  become_user: {user}
+  become_exe: /nonexistent/sudo
+  tasks:
+    - command: id -un
+      register: who
+    - debug: var=who.stdout
+"""
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_become_to_the_connections_own_user_is_skipped_as_ansible_skips_it(front, sshd, tmp_path):
+    # ansible_user=root, become_user=root: no sudo runs (the one named does not exist)
+    run = Controller(front, tmp_path, SAME_USER.format(user=sshd.user),
+                     sshd.inventory_ini(["a"]))
+    out = run.finish()
+    assert run.rc == 0, out
+    assert '"who.stdout": "%s"' % sshd.user in run.stdout, out
+    # become_allow_same_user: escalate anyway, and fail as Ansible fails without that sudo
+    allowed = Controller(front, tmp_path, SAME_USER.format(user=sshd.user),
+                         sshd.inventory_ini(["a"]),
+                         env={"ANSIBLE_BECOME_ALLOW_SAME_USER": "true"})
+    out = allowed.finish()
+    assert allowed.rc == 2, out
+    assert re.search(r"^fatal: \[a\]: FAILED! => ", allowed.stdout, re.M), out
