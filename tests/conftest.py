@@ -9,6 +9,21 @@
   oldest target Python ioc supports. Fails, never skips, when there is none.
 * ``tmp_playbook``: ``tmp_playbook(text, name="playbook.yml") -> pathlib.Path``
   writes a (dedented) playbook into ``tmp_path``.
+
+The default run and the heavy run
+---------------------------------
+``scripts/test`` (and CI) runs everything but two heavy parts, which
+``IOC_TEST_HEAVY=1 scripts/test`` adds (see README):
+
+* ``tests/realworld`` (five public roles on pristine Debian chroots that
+  debootstrap builds; ~7 worker-minutes plus ~4 minutes of debootstrap on a
+  fresh machine);
+* the ansible-core **2.19** runs of the ``tests/ansible`` files outside
+  :data:`FULL_MATRIX` (their 2.21 runs stay). The files in it, and
+  ``tests/conformance``, run under both releases in every run: they hold
+  what differs between the releases (console wording, result shapes).
+
+Both are deselected (counted in pytest's summary line), never skipped.
 """
 from __future__ import annotations
 
@@ -30,6 +45,42 @@ PYTHON39_VERSION = "3.9.18"
 _ROOT = str(Path(__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [_ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != _ROOT])
+
+
+#: Set: the heavy run (``IOC_TEST_HEAVY=1``).
+HEAVY = bool(os.environ.get("IOC_TEST_HEAVY"))
+#: tests/ansible files that run under both ansible-core releases in every run.
+FULL_MATRIX = ("tests/ansible/test_mitogen_batch.py", "tests/ansible/test_mitogen_batch_fidelity.py")
+
+
+def pytest_ignore_collect(collection_path, config):
+    if not HEAVY and collection_path.name == "realworld" and collection_path.parent.name == "tests":
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if HEAVY:
+        return
+    keep, heavy = [], []
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if path.startswith("tests/ansible/") and path not in FULL_MATRIX \
+                and params.get("ansible_python") == "2.19":
+            heavy.append(item)
+        else:
+            keep.append(item)
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        items[:] = keep
+
+
+def pytest_report_header(config):
+    if HEAVY:
+        return "heavy run (IOC_TEST_HEAVY=1): tests/realworld and every ansible-core 2.19 run"
+    return ("default run: tests/realworld and the ansible-core 2.19 runs of tests/ansible "
+            "outside %s are left to IOC_TEST_HEAVY=1 (deselected)" % ", ".join(FULL_MATRIX))
 
 
 @pytest.fixture(scope="session")

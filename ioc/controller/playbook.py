@@ -171,7 +171,7 @@ class PlaybookRun:
         templar = Templar({**play.role_defaults, **play.vars, **play.vars_files,
                            **self.extra_vars, "groups": inv.groups_dict(self.inventory),
                            "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT})
-        values = {}
+        values: Dict[str, str] = {}
         for keyword in ("name", "hosts"):
             try:
                 value = templar.template(getattr(play, keyword))
@@ -181,7 +181,7 @@ class PlaybookRun:
             if isinstance(value, (list, tuple)):
                 value = ",".join(str(v) for v in value)
             values[keyword] = str(value)
-        return dataclasses.replace(play, **values)
+        return dataclasses.replace(play, name=values["name"], hosts=values["hosts"])
 
     def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector) -> PlayExecutor:
         play = planned.play
