@@ -230,7 +230,7 @@ LONG_TASK = """
 """
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sighup"])
 @pytest.mark.parametrize("front", FRONTS)
 def test_an_interrupted_controller_leaves_nothing_running(front, how, sshd, tmp_path):
     run = Controller(front, tmp_path, LONG_TASK.format(tmp=tmp_path),
@@ -246,15 +246,15 @@ def test_an_interrupted_controller_leaves_nothing_running(front, how, sshd, tmp_
     if how == "ctrl-c":  # what a terminal sends: the whole foreground process group
         os.killpg(run.proc.pid, signal.SIGINT)
     else:
-        os.kill(run.proc.pid, signal.SIGTERM)
+        os.kill(run.proc.pid, signal.SIGTERM if how == "sigterm" else signal.SIGHUP)
     out = run.finish(timeout=30)
     if how == "ctrl-c":
         assert run.rc == 99, out  # ansible-playbook's code for an interrupted run
         assert out.count("User interrupted execution") == 1, out
         assert "[ERROR]: User interrupted execution" in out
         assert "Traceback" not in out, out
-    else:
-        assert run.rc == -signal.SIGTERM, out  # as ansible-playbook: the default action
+    else:  # as ansible-playbook: the signal's default action
+        assert run.rc == -(signal.SIGTERM if how == "sigterm" else signal.SIGHUP), out
     assert settled(lambda: not any(alive(pid) for pid in tasks)), \
         "task processes still running: %s" % [p for p in tasks if alive(p)]
     assert settled(lambda: not sessions_left(sshd)), sessions_left(sshd)
