@@ -138,6 +138,13 @@ class Controller:
 
 # -- a runner lost in the middle of a batch ------------------------------------
 
+def kill_runner(front: str, tmp_path: Path, playbook: str, sshd) -> Controller:
+    """Run ``playbook`` on hosts a and b; SIGKILL the runner whose pid it wrote to runner.pid."""
+    run = Controller(front, tmp_path, playbook.format(tmp=tmp_path), sshd.inventory_ini(["a", "b"]))
+    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    return run
+
+
 KILLED_MID_TASK = """
 - hosts: all
   gather_facts: false
@@ -152,9 +159,7 @@ KILLED_MID_TASK = """
 
 @pytest.mark.parametrize("front", FRONTS)
 def test_a_runner_killed_mid_task_makes_its_host_unreachable(front, sshd, tmp_path):
-    run = Controller(front, tmp_path, KILLED_MID_TASK.format(tmp=tmp_path),
-                     sshd.inventory_ini(["a", "b"]))
-    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    run = kill_runner(front, tmp_path, KILLED_MID_TASK, sshd)
     out = run.finish()
     assert run.rc == 4, out
     assert re.search(r"^fatal: \[b\]: UNREACHABLE! => .*Lost the connection to the host "
@@ -186,9 +191,7 @@ KILLED_BETWEEN_BATCHES = """
 
 
 def test_a_runner_killed_between_batches_makes_its_host_unreachable(sshd, tmp_path):
-    run = Controller("ioc-run", tmp_path, KILLED_BETWEEN_BATCHES.format(tmp=tmp_path),
-                     sshd.inventory_ini(["a", "b"]))
-    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    run = kill_runner("ioc-run", tmp_path, KILLED_BETWEEN_BATCHES, sshd)
     (tmp_path / "runner.pid").unlink()
     out = run.finish()
     assert run.rc == 4, out
@@ -211,9 +214,7 @@ IGNORED = """
 
 
 def test_ignore_unreachable_applies_to_a_lost_runner(sshd, tmp_path):
-    run = Controller("ioc-run", tmp_path, IGNORED.format(tmp=tmp_path),
-                     sshd.inventory_ini(["a", "b"]))
-    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    run = kill_runner("ioc-run", tmp_path, IGNORED, sshd)
     out = run.finish()
     assert "fatal: [b]: UNREACHABLE!" in run.stdout and "...ignoring" in run.stdout, out
     assert run.recap("b")["unreachable"] == 0, run.stdout
