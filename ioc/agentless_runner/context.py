@@ -98,6 +98,8 @@ class ModuleContext(object):
         if entry.get("kind") == "missing":
             raise ModuleError(entry.get("msg") or
                               "Could not find or access '%s' on the Ansible Controller." % src)
+        if entry.get("kind") == "error":  # e.g. a vaulted file no password decrypts
+            raise TaskError(entry["msg"])
         return entry
 
     def child_env(self):

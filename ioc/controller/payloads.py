@@ -50,6 +50,10 @@ def wants_controller_file(task: Task) -> bool:
     return arg is None or task.args.get(arg) is not None or "_raw_params" in task.args
 
 
+class Undecryptable(ValueError):
+    """A vault-encrypted controller file that none of the run's secrets decrypts."""
+
+
 @dataclass
 class _Blob:
     digest: str
@@ -78,8 +82,8 @@ class PayloadCache:
         if self.decrypt is not None and content.lstrip().startswith(b"$ANSIBLE_VAULT;"):
             try:
                 content = self.decrypt(content, path)
-            except ValueError as exc:  # the target reports it, as Ansible would
-                LOG.warning("%s: %s", path, exc)
+            except ValueError as exc:  # the task fails with it, as under Ansible
+                raise Undecryptable("%s." % str(exc).rstrip(".")) from None
         digest = hashlib.sha1(content).hexdigest()
         self.files[path] = (digest, content, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size)
         return digest, content, stat.S_IMODE(st.st_mode)
@@ -221,9 +225,12 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
         return {"kind": "missing",
                 "msg": "Could not find or access '%s' on the Ansible Controller.\nSearched in:\n\t%s"
                        % (src, "\n\t".join(candidates))}
-    if os.path.isdir(path):
-        return _dir_entry(cache, path, blobs, sent)
-    return _file_entry(cache, path, blobs, sent)
+    try:
+        if os.path.isdir(path):
+            return _dir_entry(cache, path, blobs, sent)
+        return _file_entry(cache, path, blobs, sent)
+    except Undecryptable as exc:
+        return {"kind": "error", "msg": str(exc)}
 
 
 def _ship(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],

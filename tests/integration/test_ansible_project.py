@@ -296,6 +296,31 @@ def test_vault_without_a_password_fails_as_ansible_does(tmp_path):
     assert "Attempting to decrypt but no vault secrets found" in theirs.stderr
 
 
+def test_a_vaulted_copy_source_no_password_decrypts_fails_the_task_as_in_ansible(tmp_path):
+    # Only this file is vaulted, with another password: the play loads, the copy fails.
+    write(tmp_path / "hosts", "w1 ansible_connection=local ansible_python_interpreter=%s\n"
+          % sys.executable)
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "secret.txt").write_text(encrypt(SECRET))
+    write(tmp_path / "site.yml", """
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - copy: src=secret.txt dest={{ out }}
+    """)
+    (tmp_path / "wrong").write_text("not-the-password\n")
+    ours = ioc(tmp_path, "-i", "hosts", "site.yml", "--vault-password-file", "wrong",
+               "-e", "out=%s" % (tmp_path / "ours.txt"))
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", "--vault-password-file",
+                              "wrong", "-e", "out=%s" % (tmp_path / "theirs.txt"))
+    fatal = ('fatal: [w1]: FAILED! => {"changed": false, "msg": "Task failed: Decryption failed '
+             '(no vault secrets were found that could decrypt)."}')
+    assert fatal in theirs.stdout, theirs.stdout
+    assert fatal in ours.stdout, ours.stdout + ours.stderr
+    assert ours.returncode == theirs.returncode == 2
+    assert not (tmp_path / "ours.txt").exists()  # the ciphertext is not copied either
+
+
 # -- collections and roles_path ---------------------------------------------------------
 
 
