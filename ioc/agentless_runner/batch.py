@@ -28,7 +28,8 @@ from collections import ChainMap
 
 import mitogen.core
 
-from ioc.agentless_runner import actions, ansible_actions, lifeline, results, templating
+from ioc.agentless_runner import (actions, ansible_actions, lifeline, results, templating,
+                                  transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, LoopTypeError,
                                        Scope, as_bool, safe_template, template_name)
 from ioc.agentless_runner.handlers import HandlerRun
@@ -67,6 +68,7 @@ def run_batch(batch, sender, econtext=None):
     templating.use_plugin_caller(_controller_caller(sender) if plugins else None)
     if econtext is not None:
         lifeline.install(econtext)
+        transfer.attach(econtext)
         lifeline.watch(econtext, (batch.get("options") or {}).get("keepalive", 0))
     HostRun(batch, lifeline.guard(sender.send)).run()
 
@@ -163,7 +165,10 @@ class HostRun(HandlerRun, LoopRun):
             pass
         except EndHost:
             status = "ended"
-        self.emit({"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]})
+        end = {"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]}
+        if transfer.FETCHED[0]:  # bytes streamed from the controller during this batch
+            end["streamed"], transfer.FETCHED[0] = transfer.FETCHED[0], 0
+        self.emit(end)
 
     def state(self):
         state = {
@@ -658,11 +663,11 @@ def failed_task_wire(task, templar=None):
 
 def _with_content(entry):
     entry = dict(entry)
-    if entry.get("kind") == "file":
+    if entry.get("kind") == "file" and not entry.get("stream"):
         entry["content"] = _blob(entry)
-    elif entry.get("kind") == "dir":
-        entry["entries"] = [dict(e, content=_blob(e)) if "digest" in e else e
-                            for e in entry["entries"]]
+    elif entry.get("kind") == "dir":  # (a streamed file is fetched by copy if it must)
+        entry["entries"] = [dict(e, content=_blob(e)) if "digest" in e and not e.get("stream")
+                            else e for e in entry["entries"]]
     return entry
 
 

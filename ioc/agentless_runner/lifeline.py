@@ -110,6 +110,20 @@ def communicate(proc, data=None):
         untrack(proc.pid)
 
 
+_files = set()
+
+
+def remember_file(path):
+    """A temporary file of the runner's own, removed if the controller goes."""
+    with _lock:
+        _files.add(path)
+
+
+def forget_file(path):
+    with _lock:
+        _files.discard(path)
+
+
 def track(pgid):
     with _lock:
         _groups.add(pgid)
@@ -141,6 +155,12 @@ def _end_everything():
     ABANDONED.set()
     with _lock:
         groups = sorted(_groups)
+        files = sorted(_files)
+    for path in files:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
     if not groups:
         return
     _signal_all(groups, signal.SIGTERM)

@@ -164,7 +164,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             tracker.received += len(msg.data)
             tracker.see(value)
             if value.get("e") == "end":
-                value["bytes"] = [tracker.sent, tracker.received]
+                # (large files streamed outside the batch's own messages: see payloads)
+                value["bytes"] = [tracker.sent + value.pop("streamed", 0), tracker.received]
                 value["context"] = call.context_key
             if marked and value.get("e") in ("done", "item") and value.get("status") == "failed" \
                     and tuple(value.get("k") or ()) in marked \

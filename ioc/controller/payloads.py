@@ -8,6 +8,14 @@ the content with the batch **by content hash, once per host per run**: a
 1,000-item ``copy`` loop of one file sends the file once, and a later batch
 that needs it again sends only its name.
 
+Large files stream instead. A ``copy`` source of :data:`STREAM_MIN` bytes
+or more is not shipped: its entry carries the content's SHA-1 and size, and
+the runner, which compares that with ``dest`` first (as Ansible's copy
+compares checksums), asks for the content only when ``dest`` differs. It
+then arrives from mitogen's ``FileService`` on the controller in 128 KiB
+chunks with 1 MiB in flight per connection, so the controller never holds
+the file and an unchanged file is never sent at all.
+
 A ``src`` that cannot be known before the batch (it reads values produced
 inside the batch) is the planner's business: it must cut before the task.
 If one slips through, the runner fails that task with a clear message rather
@@ -30,6 +38,9 @@ from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.model import Block, Task, to_wire
 
 LOG = logging.getLogger(__name__)
+
+#: A ``copy`` source this large (bytes) streams on demand (see above).
+STREAM_MIN = 1 << 20
 
 #: Where each action names its controller file, and the search subdirectory.
 SOURCES = {
@@ -67,10 +78,36 @@ class PayloadCache:
     #: abs path -> (digest, content, mode, mtime_ns, size) read once per run.
     files: Dict[str, Tuple[str, bytes, int, int, int]] = field(default_factory=dict)
     sent: Dict[str, Set[str]] = field(default_factory=dict)
+    #: abs path -> (digest, mode, mtime_ns, size) of the files that stream.
+    hashed: Dict[str, Tuple[str, int, int, int]] = field(default_factory=dict)
+    #: Paths a runner may ask the controller's FileService for (Connector.serve_files).
+    streamed: Set[str] = field(default_factory=set)
     #: The run's vault, ``(data, path) -> plaintext``: a vault-encrypted file
     #: (``include_vars``, ``copy``, ``template`` sources) ships decrypted, as
     #: Ansible's loader reads it; without it the file ships as it is.
     decrypt: Optional[Callable[[bytes, str], bytes]] = field(default=None, repr=False)
+
+    def streams(self, path: str) -> bool:
+        """Whether ``path`` is big enough to stream (and no vault file, which ships decrypted)."""
+        if os.path.getsize(path) < STREAM_MIN:
+            return False
+        with open(path, "rb") as handle:
+            return not handle.read(64).lstrip().startswith(b"$ANSIBLE_VAULT;")
+
+    def hash(self, path: str) -> Tuple[str, int, int]:
+        """``(digest, mode, size)`` of a file that streams, read in blocks, never held."""
+        st = os.stat(path)
+        cached = self.hashed.get(path)
+        if cached and cached[2:] == (st.st_mtime_ns, st.st_size):
+            return cached[0], cached[1], st.st_size
+        sha1 = hashlib.sha1()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha1.update(block)
+        digest = sha1.hexdigest()
+        self.hashed[path] = (digest, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size)
+        self.streamed.add(path)
+        return digest, stat.S_IMODE(st.st_mode), st.st_size
 
     def read(self, path: str) -> Tuple[str, bytes, int]:
         st = os.stat(path)
@@ -225,39 +262,42 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
         return {"kind": "missing",
                 "msg": "Could not find or access '%s' on the Ansible Controller.\nSearched in:\n\t%s"
                        % (src, "\n\t".join(candidates))}
+    stream = task.action == "copy"
     try:
         if os.path.isdir(path):
-            return _dir_entry(cache, path, blobs, sent)
-        return _file_entry(cache, path, blobs, sent)
+            return _dir_entry(cache, path, blobs, sent, stream)
+        return _file_entry(cache, path, blobs, sent, stream)
     except Undecryptable as exc:
         return {"kind": "error", "msg": str(exc)}
 
 
 def _ship(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],
-          sent: Set[str]) -> Tuple[str, int]:
+          sent: Set[str], stream: bool = False) -> Dict[str, Any]:
+    """The entry fields of one file: shipped with the batch, or (large) streamed on demand."""
+    if stream and cache.streams(path):
+        digest, mode, size = cache.hash(path)
+        return {"mode": mode, "digest": digest, "stream": path, "size": size}
     digest, content, mode = cache.read(path)
     if digest not in sent:
         blobs[digest] = mitogen.core.Blob(content)
         sent.add(digest)
-    return digest, mode
+    return {"mode": mode, "digest": digest}
 
 
 def _file_entry(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],
-                sent: Set[str]) -> Dict[str, Any]:
-    digest, mode = _ship(cache, path, blobs, sent)
-    return {"kind": "file", "path": path, "mode": mode, "digest": digest}
+                sent: Set[str], stream: bool = False) -> Dict[str, Any]:
+    return dict(_ship(cache, path, blobs, sent, stream), kind="file", path=path)
 
 
 def _dir_entry(cache: PayloadCache, root: str, blobs: Dict[str, mitogen.core.Blob],
-               sent: Set[str]) -> Dict[str, Any]:
+               sent: Set[str], stream: bool = False) -> Dict[str, Any]:
     entries: List[Dict[str, Any]] = []
     for rel in _walk(root):
         full = os.path.join(root, rel)
         if os.path.isdir(full):
             entries.append({"rel": rel, "mode": stat.S_IMODE(os.stat(full).st_mode), "dir": True})
         else:
-            digest, mode = _ship(cache, full, blobs, sent)
-            entries.append({"rel": rel, "mode": mode, "digest": digest})
+            entries.append(dict(_ship(cache, full, blobs, sent, stream), rel=rel))
     return {"kind": "dir", "path": root, "mode": stat.S_IMODE(os.stat(root).st_mode),
             "entries": entries}
 

@@ -756,6 +756,8 @@ class PlayExecutor:
         wire["files"], wire["blobs"] = payloads.collect(
             self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
             self.plan.program.play.basedir)
+        if self.ctx.payloads.streamed:  # the runner may ask for these (FileService)
+            self.ctx.connector.serve_files(self.ctx.payloads.streamed)
 
     def _attach_modules(self, wire: Dict[str, Any], step: Step, connection: str) -> None:
         """Specs of Ansible's modules the step runs; files the connection lacks, once."""

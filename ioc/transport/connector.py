@@ -66,6 +66,9 @@ class Connector:
         #: How long silence on a runner's connection is borne (ioc.transport.keepalive).
         self.keepalive = keepalive or from_environment()
         self.heartbeat = Heartbeat(self.router, self.keepalive)
+        #: mitogen's FileService, started on first use: large files stream from it.
+        self._files: Optional[Any] = None
+        self._pool: Optional[Any] = None
         bootstrap.configure(self.router)
         bootstrap.warm(self.router)
         self.contexts: Dict[Key, mitogen.core.Context] = {}
@@ -203,12 +206,30 @@ class Connector:
             identity_file=spec.identity_file, ssh_args=list(spec.ssh_args),
             check_host_keys=spec.check_host_keys, **self.keepalive.ssh_options(), **common)
 
+    def serve_files(self, paths: Any) -> None:
+        """Let runners fetch ``paths`` from mitogen's FileService (idempotent).
+
+        The service streams a file in chunks with a bounded window per
+        connection (``mitogen.service.FileService``), the way ansible_mitogen
+        moves files: the controller never holds a whole file.
+        """
+        import mitogen.service
+
+        with self._lock:
+            if self._files is None:
+                self._files = mitogen.service.FileService(self.router)
+                self._pool = mitogen.service.Pool(self.router, services=[self._files], size=2)
+            for path in paths:
+                self._files.register(path)
+
     def shutdown(self) -> None:
         """End every runner on every target, then the broker."""
         with self._lock:
             contexts = list(self.contexts.values())
             self.contexts.clear()
         self.heartbeat.stop()
+        if self._pool is not None:
+            self._pool.stop(join=True)
         for ctx in reversed(contexts):  # children before the contexts they run under
             try:
                 ctx.shutdown(wait=False)

@@ -448,3 +448,88 @@ def test_become_to_the_connections_own_user_is_skipped_as_ansible_skips_it(front
     out = allowed.finish()
     assert allowed.rc == 2, out
     assert re.search(r"^fatal: \[a\]: FAILED! => ", allowed.stdout, re.M), out
+
+
+# -- large files -----------------------------------------------------------------------
+
+BIG_COPY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - copy: src=big.bin dest={dest}/{{{{ inventory_hostname }}}}.bin
+"""
+
+
+def _sent(events: Path) -> Dict[str, int]:
+    import json
+    for line in events.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "transport":
+            return event["sent"]
+    raise AssertionError("no transport event")
+
+
+def _controller_peak_kb(argv: List[str], cwd: Path) -> "tuple[int, str]":
+    """Run ``argv``; its exit status and its own peak RSS (KiB), from wait4."""
+    proc = subprocess.Popen(argv, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL)
+    out = proc.stdout.read().decode()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0, out
+    return usage.ru_maxrss, out
+
+
+def test_a_large_copy_streams_once_with_bounded_memory_and_not_again_when_unchanged(
+        sshd, tmp_path):
+    size = 24 * 2 ** 20
+    (tmp_path / "big.bin").write_bytes(os.urandom(size))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    hosts = ["h1", "h2", "h3", "h4"]
+    (tmp_path / "hosts.ini").write_text(sshd.inventory_ini(hosts))
+    (tmp_path / "play.yml").write_text(BIG_COPY.format(dest=dest))
+    argv = [sys.executable, "-m", "ioc", "play.yml", "-i", "hosts.ini", "--events"]
+    peak, out = _controller_peak_kb(argv + ["first.jsonl"], tmp_path)
+    assert out.count("changed: [h") == 4, out
+    for host in hosts:
+        assert (dest / ("%s.bin" % host)).read_bytes() == (tmp_path / "big.bin").read_bytes()
+    # each host received the file once; the controller never held it per host
+    assert all(size <= sent < size + 2 ** 20 for sent in _sent(tmp_path / "first.jsonl").values())
+    assert peak < 100 * 1024, "controller peak %d KiB for 4 x 24 MiB" % peak
+    # unchanged: the digests match on the targets and nothing is sent again
+    _peak, out = _controller_peak_kb(argv + ["second.jsonl"], tmp_path)
+    assert out.count("ok: [h") == 4 and "changed: [" not in out, out
+    assert all(sent < 64 * 1024 for sent in _sent(tmp_path / "second.jsonl").values())
+    # check mode on a changed file: reported changed, nothing sent, nothing written
+    (dest / "h1.bin").write_bytes(b"old")
+    _peak, out = _controller_peak_kb(argv + ["check.jsonl", "--check", "--diff"], tmp_path)
+    assert "changed: [h1]" in out, out
+    assert (dest / "h1.bin").read_bytes() == b"old"
+    assert _sent(tmp_path / "check.jsonl")["h1"] < 64 * 1024
+
+
+def test_a_copy_cut_mid_transfer_leaves_the_destination_and_its_directory_untouched(
+        sshd, tmp_path):
+    (tmp_path / "big.bin").write_bytes(os.urandom(32 * 2 ** 20))
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "a.bin").write_bytes(b"the old content")
+    with DelayProxy(sshd.host, sshd.port, 0.05) as proxy:  # slow enough to cut it midway
+        inventory = sshd.inventory_ini(["a"]).replace("ansible_port=%d" % sshd.port,
+                                                      "ansible_port=%d" % proxy.port)
+        run = Controller("ioc-run", tmp_path, BIG_COPY.format(dest=dest), inventory)
+        deadline = time.monotonic() + 120
+        runner = None
+        while runner is None and time.monotonic() < deadline:
+            runner = next((pid for pid in descendants(sshd.process.pid)
+                           if "mitogen:ioc" in cmdline(pid)), None)
+            time.sleep(0.05)
+        assert runner is not None, run.finish()
+        while not proxy.totals()["bytes_c2s"] > 2 * 2 ** 20 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the transfer is under way
+        os.kill(runner, signal.SIGKILL)
+        out = run.finish()
+    assert run.rc == 4 and "fatal: [a]: UNREACHABLE!" in run.stdout, out
+    assert (dest / "a.bin").read_bytes() == b"the old content"
+    assert sorted(p.name for p in dest.iterdir()) == ["a.bin"]  # no temp file beside it

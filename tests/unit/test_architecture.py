@@ -34,7 +34,9 @@ PLANNER = frozenset({STDLIB, "jinja2", "ioc.model", "ioc.errors", "ioc.planner"}
 PLANNER_GRAPH = PLANNER | {"networkx"}
 # Runs on the target: nothing but these, not even bare ``mitogen`` or
 # ``mitogen.master``/``mitogen.parent`` (they are not on the target).
-RUNNER = frozenset({STDLIB, "mitogen.core", "jinja2", "markupsafe", "yaml",
+#: mitogen.service (and the mitogen.select it imports) is pure Python that
+#: travels to the target on first use: large files stream through its FileService.
+RUNNER = frozenset({STDLIB, "mitogen.core", "mitogen.service", "jinja2", "markupsafe", "yaml",
                     "ioc.agentless_runner"})
 # ioc/__init__.py is executed on the target whenever ioc.agentless_runner is
 # imported there: it must be as self-contained as the runner.

@@ -377,11 +377,17 @@ def make_temp_beside(dest):
 
 
 def write_temp_beside(dest, data):
-    """Write ``data`` to a new temp file next to ``dest``, fsynced; return its path."""
+    """Write ``data`` to a new temp file next to ``dest``, fsynced; return its path.
+
+    ``data``: bytes, or a callable that writes them to the open file.
+    """
     tmp = make_temp_beside(dest)
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            if callable(data):
+                data(f)
+            else:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
     except BaseException:

@@ -16,8 +16,10 @@ its files land in ``dest/<basename of src>/``. Directories are created with
 import hashlib
 import json
 import os
+import shutil
 import stat
 
+from ioc.agentless_runner import transfer
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
 
@@ -48,6 +50,63 @@ class _Source(object):
         self.mode = mode
         self.after_header = after_header
 
+    def checksum(self):
+        return hashlib.sha1(self.data).hexdigest()
+
+    def md5(self, check_mode=False):
+        return hashlib.md5(self.data).hexdigest()
+
+    def size(self):
+        return len(self.data)
+
+    def payload(self):
+        """What ``atomic_write`` writes: the bytes, or a writer of them."""
+        return self.data
+
+    def release(self):
+        pass
+
+
+class _StreamedSource(_Source):
+    """A large controller file: its digest is known; its content is fetched only if needed."""
+
+    def __init__(self, entry, **kwargs):
+        _Source.__init__(self, None, **kwargs)
+        self.entry = entry
+        self.local = None
+
+    def _fetched(self):
+        if self.local is None:
+            try:
+                self.local = transfer.fetch(self.entry)
+            except transfer.TransferFailed as exc:
+                raise ModuleError(str(exc))
+        return self.local
+
+    def checksum(self):
+        return self.entry["digest"]
+
+    def md5(self, check_mode=False):
+        if check_mode:  # nothing is written: the content need not travel (the
+            return None  # check-mode result shows no md5sum: action_shape)
+        return _common.digest_file(self._fetched(), "md5")
+
+    def size(self):
+        return self.entry["size"]
+
+    def payload(self):
+        local = self._fetched()
+
+        def write(out):
+            with open(local, "rb") as handle:
+                shutil.copyfileobj(handle, out, 1 << 20)
+        return write
+
+    def release(self):
+        if self.local is not None:
+            transfer.discard(self.local)
+            self.local = None
+
 
 def _content_source(args):
     """A _Source from ``content``."""
@@ -76,15 +135,17 @@ def _remote_file_source(args, src):
 def _controller_file_source(args, entry):
     """A _Source from a shipped controller file entry."""
     src = str(args["src"])
-    data = entry.get("content", b"")
-    if isinstance(data, str):
-        data = data.encode("utf-8")
     mode = entry.get("mode")
     name = args.get("_original_basename") or os.path.basename(src.rstrip("/")) \
         or os.path.basename(entry.get("path", ""))
-    return _Source(bytes(data), name=name,
-                   mode=None if mode is None else _common.format_mode(mode),
-                   after_header=entry.get("path") or src)
+    kwargs = dict(name=name, mode=None if mode is None else _common.format_mode(mode),
+                  after_header=entry.get("path") or src)
+    if entry.get("stream"):
+        return _StreamedSource(entry, **kwargs)
+    data = entry.get("content", b"")
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return _Source(bytes(data), **kwargs)
 
 
 def _mode(args, source):
@@ -160,8 +221,11 @@ def _text_or_none(data):
     return data.decode("utf-8", "replace")
 
 
-def content_diff(dest, data, after_header, no_log=False):
-    """The copy action's diff between the current ``dest`` and new ``data``."""
+def content_diff(dest, data, after_header, no_log=False, size=None):
+    """The copy action's diff between the current ``dest`` and new ``data``.
+
+    ``data`` None with ``size``: a streamed source, always over the diff limit.
+    """
     diff = {}
     if not os.path.exists(dest):
         diff["before"] = ""
@@ -173,8 +237,8 @@ def content_diff(dest, data, after_header, no_log=False):
             diff["dst_binary"] = 1
         else:
             diff.update(before_header=dest, before=before)
-    after = _text_or_none(data)
-    if len(data) > MAX_DIFF_SIZE:
+    after = None if data is None else _text_or_none(data)
+    if (len(data) if data is not None else size) > MAX_DIFF_SIZE:
         diff["src_larger"] = MAX_DIFF_SIZE
     elif after is None:
         diff["src_binary"] = 1
@@ -208,7 +272,7 @@ def _write(dest, source, args, ctx, attrs):
         backup = _common.backup_local(dest)
     try:
         # A symlink dest is replaced by a new file, not given the target's attributes.
-        _common.atomic_write(dest, source.data, _validator(args, ctx, attrs),
+        _common.atomic_write(dest, source.payload(), _validator(args, ctx, attrs),
                              creating=os.path.islink(dest))
     except OSError as e:
         raise ModuleError("failed to copy: %s to %s: %s"
@@ -235,7 +299,14 @@ def copy_source(args, ctx, source, dest, created=False):
     """
     attrs = (_mode(args, source), _common.opt_str(args, "owner"), _common.opt_str(args, "group"))
     _check_dest_dir(dest, ctx, created)
-    checksum = hashlib.sha1(source.data).hexdigest()
+    try:
+        return _copy_source(args, ctx, source, dest, attrs)
+    finally:
+        source.release()
+
+
+def _copy_source(args, ctx, source, dest, attrs):
+    checksum = source.checksum()
     expected = args.get("checksum")
     if expected and expected != checksum:
         raise ModuleError("Copied file does not match the expected checksum. Transfer failed.",
@@ -251,10 +322,10 @@ def copy_source(args, ctx, source, dest, created=False):
     if same:
         return _common.add_path_info(_unchanged(dest, checksum, ctx, attrs))
     result = _with_src({"changed": True, "dest": dest, "checksum": checksum,
-                        "md5sum": hashlib.md5(source.data).hexdigest()}, source)
+                        "md5sum": source.md5(ctx.check_mode)}, source)
     if ctx.diff_mode:
         header = source.remote_path or (dest if source.is_content else source.after_header) or dest
-        result["diff"] = content_diff(dest, source.data, header, ctx.no_log)
+        result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
     if not ctx.check_mode:
         backup = _write(dest, source, args, ctx, attrs)
         if backup:
@@ -356,16 +427,20 @@ def _copy_tree(args, ctx, src, entries, remote):
         elif "link" in entry:
             changed |= _ensure_tree_link(path, str(entry["link"]), ctx)
         else:
-            data = entry.get("content")
-            if data is None and remote:
-                data = _common.read_bytes(entry["path"])
-            if isinstance(data, str):
-                data = data.encode("utf-8")
             mode = entry.get("mode")
-            source = _Source(bytes(data or b""), name=os.path.basename(rel),
-                             remote_path=entry.get("path") if remote else None,
-                             mode=None if mode is None else _common.format_mode(mode),
-                             after_header=os.path.join(src.rstrip("/"), rel))
+            kwargs = dict(name=os.path.basename(rel),
+                          remote_path=entry.get("path") if remote else None,
+                          mode=None if mode is None else _common.format_mode(mode),
+                          after_header=os.path.join(src.rstrip("/"), rel))
+            if entry.get("stream"):
+                source = _StreamedSource(entry, **kwargs)
+            else:
+                data = entry.get("content")
+                if data is None and remote:
+                    data = _common.read_bytes(entry["path"])
+                if isinstance(data, str):
+                    data = data.encode("utf-8")
+                source = _Source(bytes(data or b""), **kwargs)
             sub_args = dict(args)
             if remote and args.get("mode") is None:
                 sub_args["mode"] = source.mode  # like shutil.copytree, keep the file's mode

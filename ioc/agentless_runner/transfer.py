@@ -1,0 +1,71 @@
+"""Large controller files, fetched by the runner only when a task needs their content.
+
+The controller does not ship a ``copy`` source of 1 MiB or more with the
+batch (``ioc.controller.payloads.STREAM_MIN``): its entry names the file and
+carries its SHA-1 and size. ``copy`` compares the digest with ``dest`` first
+and calls :func:`fetch` only when they differ; the content then comes from
+mitogen's ``FileService`` on the controller, 128 KiB at a time with at most
+1 MiB unacknowledged per connection, into a private temporary file that
+:func:`fetch` hands back (and removes with :func:`discard`, or at the
+runner's end: :mod:`lifeline`). Nothing is written beside the destination
+until the whole content is here, so a transfer that dies leaves nothing in
+the user's directory.
+
+Inside the controller (a controller step) the file is simply read from its
+path.
+"""
+import os
+import shutil
+import tempfile
+
+import mitogen.core
+
+from ioc.agentless_runner import lifeline
+
+_ECONTEXT = []
+#: Bytes fetched since the last batch ended (reported in its ``end`` event).
+FETCHED = [0]
+
+
+def attach(econtext):
+    """Remember the runner's mitogen context (called by ``run_batch``)."""
+    if not _ECONTEXT:
+        _ECONTEXT.append(econtext)
+
+
+class TransferFailed(Exception):
+    pass
+
+
+def fetch(entry):
+    """The path of a private temporary copy of the streamed file ``entry`` names."""
+    fd, tmp = tempfile.mkstemp(prefix="ioc-transfer-")
+    lifeline.remember_file(tmp)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if not _ECONTEXT or mitogen.context_id == 0:  # in the controller itself
+                with open(entry["stream"], "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 20)
+            else:
+                # Pure Python, it travels from the controller on first use
+                # (mitogen's importer) and is preloaded with a batch that streams.
+                import mitogen.service as service
+
+                controller = mitogen.core.Context(_ECONTEXT[0].router, 0)
+                ok, meta = service.FileService.get(controller, entry["stream"], out)
+                if not ok:
+                    raise TransferFailed("the transfer of %s from the controller was cut short"
+                                         % entry["stream"])
+                FETCHED[0] += meta["size"]
+    except BaseException:
+        discard(tmp)
+        raise
+    return tmp
+
+
+def discard(path):
+    lifeline.forget_file(path)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
