@@ -146,7 +146,22 @@ def parse_returned_data(stdout, stderr, rc):
     if junk:
         result.setdefault("warnings", []).append(
             "Module invocation had junk after the JSON data: %s" % junk.strip())
-    return _normalize_exception(_remove_internal_keys(result))
+    return _plain_warnings(_normalize_exception(_remove_internal_keys(result)))
+
+
+def _plain_warnings(result):
+    """Warnings as a registered result holds them: their text, not ``WarningSummary``.
+
+    ansible-core 2.19+ modules return each warning encoded as a
+    ``WarningSummary``; Ansible's controller shows its message, and a
+    registered result's ``warnings`` is a list of those messages.
+    """
+    warnings = result.get("warnings")
+    if isinstance(warnings, list):
+        result["warnings"] = [
+            _event_message(w.get("event")) if isinstance(w, dict)
+            and w.get("__ansible_type") == "WarningSummary" else w for w in warnings]
+    return result
 
 
 def _normalize_exception(result):

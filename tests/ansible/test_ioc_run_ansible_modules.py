@@ -99,3 +99,31 @@ def test_package_and_service_plan_with_a_collection_that_removed_a_candidate(ans
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "Traceback" not in plan.stderr and "deprecated" not in plan.stderr, plan.stderr
     assert "step 1: batch of 4 task(s), 0-3; ends: end of play" in plan.stdout, plan.stdout
+
+
+def test_a_modules_warnings_read_and_register_as_in_ansible(ansible, ansible_python):
+    # ansible-core 2.19+ modules encode warnings as WarningSummary: the console
+    # shows the message, and a registered result holds the message strings.
+    ansible.write("play.yml", """
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - user:
+                name: ioc_warning_probe
+                password: not-hashed
+              check_mode: true
+              register: r
+            - debug: var=r.warnings
+        """)
+    inventory = str(ansible.write("hosts", "h1 ansible_connection=local "
+                                           "ansible_python_interpreter=%s\n" % ansible_python))
+    linear = ansible.run("play.yml", inventory, "linear")
+    ioc = run_ioc(ansible_python, ansible.workdir, "play.yml", inventory)
+    assert ioc.returncode == linear.rc == 0, ioc.stdout + ioc.stderr
+
+    def shown(text: str):
+        return [line for line in text.splitlines()
+                if "appears not to have been hashed" in line]
+    assert shown(ioc.stdout + ioc.stderr) == shown(linear.stdout + linear.stderr)
+    assert len(shown(ioc.stdout + ioc.stderr)) == 2  # the [WARNING] and the registered string
+    assert "WarningSummary" not in ioc.stdout + ioc.stderr
