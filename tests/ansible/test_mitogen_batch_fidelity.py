@@ -474,3 +474,25 @@ def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansi
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert '"msg": "next play"' in batch.stdout
+
+
+def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, ansible_python):
+    """``command: echo $option`` expands ``$option`` from the task's
+    ``environment`` (Ansible's module runs with it applied), non-ASCII too."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo $option ${other} $unset
+              environment:
+                option: Zażółć
+                other: plain
+              register: results
+            - debug:
+                var: results.stdout
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"results.stdout": "Zażółć plain $unset"' in batch.stdout

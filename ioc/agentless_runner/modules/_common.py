@@ -459,12 +459,33 @@ def to_text(data):
     return data
 
 
-def build_argv(args, shell=False, executable=None, expand=True):
+_VAR = re.compile(r"\$(\w+|\{[^}]*\})", re.ASCII)
+
+
+def expandvars(text, env=None):
+    """``os.path.expandvars`` against ``env`` (the command's environment).
+
+    The module under Ansible runs with the task's ``environment`` applied,
+    so ``$VAR`` in a command's arguments sees it; ``os.path.expandvars``
+    would read the runner's own. Unknown variables stay as written.
+    """
+    if env is None or "$" not in text:
+        return os.path.expandvars(text) if env is None else text
+
+    def value(match):
+        name = match.group(1)
+        if name.startswith("{"):
+            name = name[1:-1]
+        return env.get(name, match.group(0))
+    return _VAR.sub(value, text)
+
+
+def build_argv(args, shell=False, executable=None, expand=True, env=None):
     """The argv (list of bytes) or shell string for :func:`run_command`.
 
     Returns ``(argv, use_shell)``. Without a shell, a string is shlex-split
     and each argument gets ``~`` and ``$VAR`` expanded (AnsibleModule's
-    ``expand_user_and_vars``).
+    ``expand_user_and_vars``), ``$VAR`` from ``env`` when given.
     """
     if shell:
         if not isinstance(args, (str, bytes)):
@@ -478,7 +499,7 @@ def build_argv(args, shell=False, executable=None, expand=True):
         args = shlex.split(os.fsdecode(args))
     argv = [str(a) for a in args if a is not None]
     if expand:
-        argv = [os.path.expandvars(os.path.expanduser(a)) for a in argv]
+        argv = [os.path.expanduser(expandvars(a, env)) for a in argv]
     return [a.encode("utf-8", "surrogateescape") for a in argv], False
 
 
@@ -489,7 +510,7 @@ def run_command(args, env=None, cwd=None, data=None, shell=False, executable=Non
     ``data`` (bytes or None) is fed to stdin; without it stdin is /dev/null.
     OSError (e.g. a missing executable) propagates to the caller.
     """
-    argv, use_shell = build_argv(args, shell, executable, expand)
+    argv, use_shell = build_argv(args, shell, executable, expand, env)
     proc = lifeline.popen(
         argv, shell=use_shell, cwd=cwd, env=env, close_fds=True,
         stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
