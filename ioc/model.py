@@ -204,6 +204,8 @@ class Play:
     #: The play's own ``become*`` keywords (its tasks inherit them; fact
     #: gathering runs under them, as in Ansible).
     become: Mapping[str, Any] = field(default_factory=dict)
+    #: The play's ``environment``, which fact gathering runs with too (as in Ansible).
+    environment: Any = None
     #: Directory the playbook lives in, for relative ``src``/lookups.
     basedir: str = "."
 

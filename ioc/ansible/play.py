@@ -16,7 +16,7 @@ or keywords need Ansible's linear strategy as a whole raises
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.ansible.convert import Converted, Converter, Fallback, become_keywords, short_action
 from ioc.ansible.values import plain
@@ -102,6 +102,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         max_fail_percentage=plain(play.max_fail_percentage),
         # Fact gathering runs under the play's become, as Ansible's own gather task.
         become=become_keywords(gather_task) if gather_task is not None else {},
+        environment=_gather_environment(gather_task) if gather else None,
         basedir=plain(loader.get_basedir()),
         gather_module=converter.fact_module() if gather else None,
     )
@@ -165,3 +166,14 @@ def foreign_steps(plan: Any) -> List[Any]:
     from ioc.planner import ControllerStep, Where
 
     return [s for s in plan.steps if isinstance(s, ControllerStep) and s.where == Where.ANSIBLE]
+
+
+def _gather_environment(gather_task: Any) -> Optional[Dict[str, Any]]:
+    """The environment Ansible's implicit gather task inherits from the play, merged."""
+    environment: Dict[str, Any] = {}
+    for env in getattr(gather_task, "environment", None) or ():
+        if not isinstance(env, Mapping):
+            raise Fallback("a templated play environment (fact gathering runs with it) "
+                           "runs through Ansible's linear strategy")
+        environment.update(plain(env))
+    return environment or None

@@ -184,6 +184,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         tags=tags,
         become={**{k: v for k, v in overlay.defaults.items() if k in BECOME_KEYWORDS},
                 **{k: ds[k] for k in BECOME_KEYWORDS if ds.get(k) is not None}},
+        environment=ds.get("environment", overlay.defaults.get("environment")),
         basedir=os.path.dirname(path),
     )
 

@@ -86,7 +86,7 @@ def compile_play(play: Play, tags: Optional[TagFilter] = None) -> Program:
         nodes: Tuple[Node, ...] = tuple(_select(getattr(play, section), tags))
         if section == "pre_tasks" and play.gather_facts and tags.selects(_gather_tags(play)):
             tree.append(numberer.entry(gather_task(play.location, play.become,
-                                                   play.gather_module), section,
+                                                   play.gather_module, play.environment), section,
                                        implicit=True))
         if play.force_handlers and nodes:
             # L5.7: force_handlers wraps the section in a block whose always
@@ -151,10 +151,11 @@ def _fields(task: Task) -> dict:
 
 
 def gather_task(location: Location, become: Optional[Mapping[str, Any]] = None,
-                module: Optional[str] = None) -> Task:
-    """The implicit fact gathering; it runs under the play's ``become`` (as in Ansible)."""
+                module: Optional[str] = None, environment: Any = None) -> Task:
+    """The implicit fact gathering; it runs under the play's ``become`` and with its
+    ``environment`` (as in Ansible: ``ansible_env`` shows the play's variables)."""
     return Task(action="gather_facts", args={}, location=location, name="Gathering Facts",
-                module=module, **dict(become or {}))
+                module=module, environment=environment, **dict(become or {}))
 
 
 def flush_task(location: Location) -> Task:

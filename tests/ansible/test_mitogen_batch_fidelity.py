@@ -5,6 +5,9 @@ lives and compared here with linear under both supported ansible-core releases
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
@@ -496,3 +499,26 @@ def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, an
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert '"results.stdout": "Zażółć plain $unset"' in batch.stdout
+
+
+def test_fact_gathering_runs_with_the_plays_environment(ansible, ansible_python, tmp_path):
+    """The implicit ``Gathering Facts`` inherits the play's ``environment``:
+    ``ansible_env`` shows it, under mitogen_batch and ioc-run as under linear."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: true
+          environment:
+            lola: ido
+          tasks:
+            - debug:
+                var: ansible_facts.env.lola
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"ansible_facts.env.lola": "ido"' in batch.stdout
+    ours = subprocess.run([sys.executable, "-m", "ioc", "-i", str(inventory), "play.yml"],
+                          cwd=str(ansible.workdir), capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert '"ansible_facts.env.lola": "ido"' in ours.stdout, ours.stdout + ours.stderr
