@@ -175,6 +175,10 @@ class Converter:
         self.modules = modules.ModuleSet(internal=modules.run_wide_args(Display().verbosity))
         self._module_why: Optional[str] = None
         self._options: Optional[Mapping[str, Any]] = None
+        #: Every role occurrence converted to its end (deduplication). Ansible
+        #: finds a role's cached twin by equality (``Role.__eq__``: the same
+        #: role with the same parameters), not identity.
+        self.roles_run: List[Any] = []
 
     def fail(self, task: Any, why: str) -> None:
         """A construct that sends the whole play to linear."""
@@ -447,6 +451,20 @@ class Converter:
         self.origin[id(head)] = task
         return Block(block=nodes, location=ir.location, implicit=True, include=head)
 
+    def _role_ran_before(self, role: Any, block: Any) -> bool:
+        """Whether ``block`` belongs to a later occurrence of a role that already ran."""
+        metadata = getattr(role, "_metadata", None)
+        return any(role == done for done in self.roles_run) and \
+            not getattr(metadata, "allow_duplicates", False)
+
+    @staticmethod
+    def _ends_role(block: Any) -> bool:
+        """The implicit block ``Role.compile`` ends each occurrence of a role with."""
+        tasks = list(getattr(block, "block", None) or ())
+        return len(tasks) == 1 and getattr(tasks[0], "implicit", False) and \
+            short_action(tasks[0]) == "meta" and \
+            (tasks[0].args or {}).get("_raw_params") == "role_complete"
+
     @staticmethod
     def _implicit_meta(task: Any) -> bool:
         return bool(getattr(task, "implicit", False)) and short_action(task) == "meta" and \
@@ -467,8 +485,19 @@ class Converter:
         private to its tasks (the play's roles' defaults are ``Play.role_defaults``).
         """
         out: List[Any] = []
+        skipping = None
         for block in blocks:
             role = getattr(block, "_role", None)
+            if role is not None and self._role_ran_before(role, block):
+                # linear skips every task of a role that already ran for the
+                # host, unless it allows duplicates (its strategy's has_run check)
+                skipping = role
+            if skipping is not None:
+                if skipping is role and self._ends_role(block):
+                    skipping = None
+                continue
+            if role is not None and self._ends_role(block):
+                self.roles_run.append(role)
             nodes = self.block(block)
             if role is not None:
                 params = plain(role.get_role_params()) if hasattr(role, "get_role_params") else {}

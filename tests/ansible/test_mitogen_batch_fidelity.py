@@ -522,3 +522,30 @@ def test_fact_gathering_runs_with_the_plays_environment(ansible, ansible_python,
                           cwd=str(ansible.workdir), capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     assert '"ansible_facts.env.lola": "ido"' in ours.stdout, ours.stdout + ours.stderr
+
+
+def test_a_role_that_already_ran_is_not_run_again_by_a_dependency(ansible, ansible_python):
+    """A role listed in the play and as a dependency of two other roles runs
+    once (linear skips the tasks of a role that ran, unless it allows
+    duplicates); one that allows duplicates runs each time."""
+    ansible.write("roles/common/tasks/main.yml", "- debug: msg=common\n")
+    ansible.write("roles/again/tasks/main.yml", "- debug: msg=again\n")
+    ansible.write("roles/again/meta/main.yml", "allow_duplicates: true\n")
+    for name in ("web", "db"):
+        ansible.write("roles/%s/meta/main.yml" % name,
+                      "dependencies:\n  - name: common\n  - name: again\n")
+        ansible.write("roles/%s/tasks/main.yml" % name, "- debug: msg=%s\n" % name)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          roles:
+            - common
+            - web
+            - db
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "common"') == 1
+    assert batch.stdout.count('"msg": "again"') == 2
