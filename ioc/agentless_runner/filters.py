@@ -243,10 +243,11 @@ def unique(environment, value, case_sensitive=None, attribute=None):
     try:
         return list(jinja2.filters.do_unique(
             environment, value, case_sensitive=bool(case_sensitive), attribute=attribute))
-    except TypeError:
+    except TypeError as exc:
         if case_sensitive is False or attribute:
             raise FilterError("Jinja2's unique filter failed and we cannot fall back to "
-                              "Ansible's version as it does not support the parameters supplied")
+                              "Ansible's version as it does not support the parameters "
+                              "supplied.") from exc
     result = []
     for item in value:
         if item not in result:

@@ -112,6 +112,8 @@ FOUND = [
     t("{{ x | regex_replace('N', 'c') }}", x=None),
     t("{{ x | b64decode }}", x="YWI=\u00e9"),
     # and their messages
+    t("{{ x | unique(case_sensitive=false) }}", x=[[1], [1]]),
+    t("{{ x | unique(attribute='b') }}", x=[{"b": {"a": 1}}, {"b": {"a": 1}}]),
     t("{{ 'a' | to_uuid(namespace='bogus') }}"),
     t("{{ 'a' | hash('bogus') }}"),
     t("{{ '%Z %s' | strftime(5, utc=True) }}"),
