@@ -121,6 +121,15 @@ def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:
     return loader.ensure_localhost(inventory)
 
 
+def new_names_vars(inventory: Inventory, names: Any, sources: Sequence[str],
+                   playbook_dir: str) -> Inventory:
+    """``host_vars/``/``group_vars/`` of hosts and groups that add_host or group_by
+    created, from the same directories and in the same order as at load time."""
+    for directory in loader.vars_dirs(sources) + [playbook_dir]:
+        inventory = loader.add_vars_dirs(inventory, directory, only=names)
+    return inventory
+
+
 def inventory_sources(args: argparse.Namespace, settings: Any) -> List[str]:
     """``-i``, else ansible.cfg's ``inventory`` (Ansible's default ``/etc/ansible/hosts``
     when it exists); a configured source that does not exist is warned about and
@@ -332,6 +341,8 @@ def run(args: argparse.Namespace) -> int:
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),
+            new_names_vars=lambda inventory, names: new_names_vars(
+                inventory, names, sources, playbook_dir),
             load_include=include_loader(attacher, search))
         playbook_run.modules = attacher.modules
         playbook_run.payload_cache.decrypt = vault.decrypt

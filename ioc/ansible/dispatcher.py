@@ -287,6 +287,22 @@ class BridgeRun(PlaybookRun):
                 memory[layer] = {**layers.get(layer, {}), **memory.get(layer, {})}
         self.inventory = dataclasses.replace(self.inventory, hosts=hosts)
 
+    def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
+        """add_host/group_by: the host's variables as Ansible has them now.
+
+        Joining a group brings its group_vars (and a new host its host_vars),
+        which Ansible's variable manager knows and ioc's copy does not.
+        """
+        changed = super()._change_inventory(host, result)
+        if changed:
+            name = result["add_host"]["host_name"] if "add_host" in result else host
+            hosts = dict(self.inventory.hosts)
+            for known, layers in self.link.outside_hosts([name]).items():
+                hosts[known] = Host(known, {k: v for k, v in layers["inventory"].items()
+                                            if k != "group_names"})
+            self.inventory = dataclasses.replace(self.inventory, hosts=hosts)
+        return changed
+
     def _outside_hostvars(self, inside: FrozenSet[str]) -> Dict[str, Dict[str, Any]]:
         self.fetch([n for n in self.inventory.hosts if n not in inside])
         return super()._outside_hostvars(inside)

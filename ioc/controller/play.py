@@ -369,6 +369,10 @@ class PlayExecutor:
             return
         if "add_host" in result or "add_group" in result:
             result["changed"] = self.ctx.change_inventory(host, result)
+            if result["changed"] and self.ctx.inventory_vars is not None:
+                # group_names, and a new group's group_vars, for the next batch
+                for name, state in self.hosts.items():
+                    state.inventory_vars = self.ctx.inventory_vars(name)
 
     def _mark_delegated(self, host: str, event: Event, calls: List[HostCall]) -> None:
         call = next(c for c in calls if c.host == host)

@@ -48,7 +48,9 @@ class PlaybookRun:
                  per_task: bool = False,
                  reload_inventory: Optional[Callable[[], Inventory]] = None,
                  tags: Optional[TagFilter] = None,
-                 load_include: Optional[Callable[..., Any]] = None) -> None:
+                 load_include: Optional[Callable[..., Any]] = None,
+                 new_names_vars: Optional[Callable[[Inventory, FrozenSet[str]], Inventory]] = None
+                 ) -> None:
         self.playbook = playbook
         self.inventory = inventory
         self.extra_vars = dict(extra_vars)
@@ -60,6 +62,9 @@ class PlaybookRun:
         self.per_task = per_task
         #: ``ioc.loader.load_include`` (the controller does not import the loader).
         self.load_include = load_include
+        #: The vars of hosts and groups the run creates (``host_vars/``,
+        #: ``group_vars/``: the loader's business, given by the front end).
+        self.new_names_vars = new_names_vars
         self.plans = plan_playbook(playbook, per_task=per_task, tags=self.tags)
         self.stats = Stats()
         self.transport = TransportReport()
@@ -273,13 +278,18 @@ class PlaybookRun:
         return out
 
     def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
+        before = set(self.inventory.hosts) | set(self.inventory.groups)
         if "add_host" in result:
             spec = result["add_host"]
             self.inventory, changed = inv.with_host(self.inventory, spec["host_name"],
                                                     spec.get("groups", []), spec.get("host_vars", {}))
-            return changed
-        self.inventory, changed = inv.with_group_member(
-            self.inventory, host, result["add_group"], result.get("parent_groups") or ["all"])
+        else:
+            self.inventory, changed = inv.with_group_member(
+                self.inventory, host, result["add_group"], result.get("parent_groups") or ["all"])
+        new = frozenset(set(self.inventory.hosts) | set(self.inventory.groups)) - before
+        if new and self.new_names_vars is not None:
+            # a new group's group_vars (a new host's host_vars) apply from now on
+            self.inventory = self.new_names_vars(self.inventory, new)
         return changed
 
     def _store_facts(self, host: str, values: Dict[str, Any], layer: str = "facts") -> None:

@@ -13,6 +13,7 @@ from ioc.loader.inventory import (
     implicit_localhost_inventory,
     load_inventory,
     match_hosts,
+    vars_dirs,
 )
 from ioc.loader.playbook import load_playbook
 from ioc.loader.tasks import Included, load_include
@@ -25,6 +26,7 @@ __all__ = [
     "LocatedLoader",
     "RoleSearch",
     "add_vars_dirs",
+    "vars_dirs",
     "ensure_localhost",
     "group_names",
     "groups_dict",

@@ -12,7 +12,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Iterable, Mapping, Optional, Sequence
 
 from ioc.errors import InventoryError, LoadError
 from ioc.inventory import (  # noqa: F401  (re-exported)
@@ -27,7 +27,7 @@ from ioc.loader.yamlsrc import load_yaml_file, location_of, plain
 from ioc.model import Group, Host, Inventory, Location
 
 __all__ = [
-    "load_inventory", "add_vars_dirs", "implicit_localhost_inventory", "host_vars",
+    "load_inventory", "add_vars_dirs", "vars_dirs", "implicit_localhost_inventory", "host_vars",
     "groups_dict", "group_names", "match_hosts", "ensure_localhost",
 ]
 
@@ -105,6 +105,17 @@ def load_inventory(sources: Sequence[str]) -> Inventory:
     for directory in vars_dirs:
         inventory = add_vars_dirs(inventory, directory)
     return inventory
+
+
+def vars_dirs(sources: Sequence[str]) -> list[str]:
+    """The directories whose ``host_vars/``/``group_vars/`` apply to ``sources``, in order."""
+    out = []
+    for source in sources:
+        if os.path.isdir(source):
+            out.append(source)
+        elif os.path.isfile(source):
+            out.append(os.path.dirname(os.path.abspath(source)))
+    return out
 
 
 def _load_source(builder: _Builder, source: str) -> str:
@@ -328,23 +339,27 @@ def _mapping(value: Any, what: str, where: Location) -> Mapping[str, Any]:
 # ---------------------------------------------------------------- host_vars / group_vars
 
 
-def add_vars_dirs(inventory: Inventory, directory: str) -> Inventory:
+def add_vars_dirs(inventory: Inventory, directory: str,
+                  only: Optional[AbstractSet[str]] = None) -> Inventory:
     """Apply ``<directory>/host_vars`` and ``<directory>/group_vars`` to ``inventory``.
 
     Called by :func:`load_inventory` for each inventory source and by the CLI
     for the playbook's directory (whose files win, being applied later).
     ``<name>.yml``, ``.yaml``, ``.json``, a bare ``<name>`` file and a
     ``<name>/`` directory of such files are read; only hosts and groups that
-    exist in the inventory are affected.
+    exist in the inventory are affected; with ``only``, only those of these names
+    (hosts and groups that add_host or group_by created during the run).
     """
     if not directory:
         return inventory
     hosts = {
         name: Host(name, {**host.vars, **_dir_vars(directory, "host_vars", name)})
+        if only is None or name in only else host
         for name, host in inventory.hosts.items()
     }
     groups = {
         name: Group(name, g.hosts, g.children, {**g.vars, **_dir_vars(directory, "group_vars", name)})
+        if only is None or name in only else g
         for name, g in inventory.groups.items()
     }
     return Inventory(hosts=hosts, groups=groups, implicit_localhost=inventory.implicit_localhost)

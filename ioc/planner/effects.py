@@ -67,6 +67,19 @@ CROSS_HOST_MAGIC = frozenset({
 #: ``ansible_play_hosts_all``) or changed only by add_host/group_by.
 _STATIC_CROSS_MAGIC = frozenset({"ansible_play_hosts_all"})
 _INVENTORY_MAGIC = frozenset({"groups", "group_names"})
+#: Variables Ansible sets itself, above any group_vars/host_vars: a new
+#: group's or host's vars files (add_host, group_by) cannot change them.
+FIXED_MAGIC = frozenset({
+    "inventory_hostname", "inventory_hostname_short", "inventory_dir", "inventory_file",
+    "playbook_dir", "omit", "ansible_play_name", "ansible_playbook_python",
+    "ansible_config_file", "ansible_version", "ansible_check_mode", "ansible_diff_mode",
+    "ansible_forks", "ansible_inventory_sources", "ansible_limit", "ansible_run_tags",
+    "ansible_skip_tags", "ansible_verbosity", "ansible_search_path", "role_name", "role_path",
+    "role_names", "ansible_role_name", "ansible_role_names", "ansible_play_role_names",
+    "ansible_dependent_role_names", "ansible_collection_name", "ansible_parent_role_names",
+    "ansible_parent_role_paths", "ansible_loop", "ansible_loop_var", "ansible_index_var",
+    "item", "environment",
+})
 #: Written by the failing task of the enclosing block (L4.1).
 RUNTIME_MAGIC = frozenset({"ansible_failed_task", "ansible_failed_result"})
 #: Names the runner or jinja provide as functions, never variables.
@@ -825,13 +838,25 @@ class _Resolver:
             return Origin.STATIC
         result = Origin.STATIC
         value = definition(self.program, self.index, name, play_only)
-        if value is not _UNDEFINED:
+        if value is _UNDEFINED and INVENTORY in self.written and name not in FIXED_MAGIC \
+                and not self._loop_variable(name):
+            # Not a variable of the play: after add_host/group_by it may come
+            # from a new group's group_vars (a new host's host_vars), which
+            # the controller applies between batches.
+            result = Origin.CROSS_HOST
+        elif value is not _UNDEFINED:
             refs = value_refs(value, where=self.program.entries[self.index].task.location)
             inner = stack | {name}
             result = worst(self.origin(n, refs.hostvars, play_only, inner) for n in refs.names)
         if not stack:
             self._cache[key] = result
         return result
+
+    def _loop_variable(self, name: str) -> bool:
+        """``name`` is the reading task's own loop or index variable."""
+        control = self.program.entries[self.index].task.loop_control or {}
+        return name in (control.get("loop_var", "item"), control.get("index_var"),
+                        control.get("extended_var"))
 
     def hostvars_origin(self, accesses: Sequence[HostvarsAccess],
                         stack: FrozenSet[str]) -> Origin:

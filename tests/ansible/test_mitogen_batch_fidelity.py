@@ -549,3 +549,30 @@ def test_a_role_that_already_ran_is_not_run_again_by_a_dependency(ansible, ansib
     assert_same_output(linear, batch)
     assert batch.stdout.count('"msg": "common"') == 1
     assert batch.stdout.count('"msg": "again"') == 2
+
+
+def test_a_group_made_by_group_by_brings_its_group_vars_to_the_next_task(ansible, ansible_python):
+    """group_by puts the host in a new group (with a parent group): the next
+    task sees both groups' group_vars beside the playbook, as under linear;
+    ioc-run too (the planner cuts the batch after group_by for it)."""
+    ansible.write("group_vars/made_child.yml", "from_child: 4\n")
+    ansible.write("group_vars/made_parent.yml", "from_parent: 3\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - group_by:
+                key: made_child
+                parents: made_parent
+            - debug:
+                msg: "{{ from_child | default('none') }} {{ from_parent | default('none') }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "4 3"' in batch.stdout
+    ours = subprocess.run([sys.executable, "-m", "ioc", "-i", str(inventory), "play.yml"],
+                          cwd=str(ansible.workdir), capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert '"msg": "4 3"' in ours.stdout, ours.stdout + ours.stderr
