@@ -533,3 +533,30 @@ def test_a_copy_cut_mid_transfer_leaves_the_destination_and_its_directory_untouc
     assert run.rc == 4 and "fatal: [a]: UNREACHABLE!" in run.stdout, out
     assert (dest / "a.bin").read_bytes() == b"the old content"
     assert sorted(p.name for p in dest.iterdir()) == ["a.bin"]  # no temp file beside it
+
+
+def test_a_silent_port_is_unreachable_within_the_connect_timeout(sshd, tmp_path):
+    import socket
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections in the kernel, never says a word
+    try:
+        inventory = sshd.inventory_ini(["a"]) + sshd.inventory_ini(["mute"]).replace(
+            "ansible_port=%d" % sshd.port,
+            "ansible_port=%d ansible_timeout=3" % silent.getsockname()[1])
+        started = time.monotonic()
+        run = Controller("ioc-run", tmp_path, """
+            - hosts: all
+              gather_facts: false
+              tasks:
+                - debug: msg=one
+                - debug: msg=two
+            """, inventory)
+        out = run.finish()
+        took = time.monotonic() - started
+    finally:
+        silent.close()
+    assert run.rc == 4, out
+    assert re.search(r"^fatal: \[mute\]: UNREACHABLE! => ", run.stdout, re.M), out
+    assert run.recap("a")["ok"] == 2 and run.recap("mute")["unreachable"] == 1, out
+    assert took < 30, "the silent host held the run for %.0f s" % took
