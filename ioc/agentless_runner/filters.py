@@ -361,8 +361,24 @@ def extract(environment, item, container, morekeys=None):
         keys = [item, morekeys]
     value = container
     for key in keys:
-        value = environment.getitem(value, key)
+        found = environment.getitem(value, key)
+        if isinstance(found, Undefined) and _type_name(value) == "list":
+            # an index past a list's end: jinja's getitem falls back to
+            # getattr, and Ansible's extract reports that attribute
+            found = environment.undefined(
+                hint="object of type %r has no attribute %r" % (_type_name(value), key),
+                obj=value, name=key)
+        value = found
     return value
+
+
+def _type_name(obj):
+    """The builtin type name Ansible names a container by (its lazy ones too)."""
+    if isinstance(obj, collections.abc.Mapping):
+        return "dict"
+    if isinstance(obj, collections.abc.Sequence) and not isinstance(obj, (str, bytes)):
+        return "list"
+    return type(obj).__name__
 
 
 # -- dictionaries ------------------------------------------------------------------------

@@ -269,7 +269,7 @@ def is_dir(path):
 
 @_register("exists")
 def exists(path):
-    return os.path.exists(os.path.expanduser(str(path)))
+    return os.path.exists(str(path))  # (Ansible's is os.path.exists: no ~ expansion)
 
 
 @_register("link", "is_link")

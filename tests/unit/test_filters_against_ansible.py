@@ -113,6 +113,8 @@ FOUND = [
     t("{{ x | b64decode }}", x="YWI=\u00e9"),
     # and their messages
     t("{{ x | unique(case_sensitive=false) }}", x=[[1], [1]]),
+    t("{{ x | extract(a0) }}", x=1, a0=[]),
+    t("{{ x | extract(a0) }}", x="k", a0={}),
     t("{{ x | unique(attribute='b') }}", x=[{"b": {"a": 1}}, {"b": {"a": 1}}]),
     t("{{ 'a' | to_uuid(namespace='bogus') }}"),
     t("{{ 'a' | hash('bogus') }}"),
@@ -122,6 +124,7 @@ FOUND = [
     t("{{ 'a' | regex_escape('posix_extended') }}"),
     # tests: results, regex, version
     cond("x is success", x=[]),
+    cond("x is exists", x="~"),
     cond("x is changed", x={"results": []}),
     cond("x is changed", x={"results": [{"changed": True}]}),
     cond("x is regex('a', match_type='bogus')", x="a"),
