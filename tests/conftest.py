@@ -50,7 +50,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 #: Set: the heavy run (``IOC_TEST_HEAVY=1``).
 HEAVY = bool(os.environ.get("IOC_TEST_HEAVY"))
 #: tests/ansible files that run under both ansible-core releases in every run.
-FULL_MATRIX = ("tests/ansible/test_mitogen_batch.py", "tests/ansible/test_mitogen_batch_fidelity.py")
+FULL_MATRIX = ("tests/ansible/test_mitogen_batch_fidelity.py",)
 
 
 def pytest_ignore_collect(collection_path, config):
