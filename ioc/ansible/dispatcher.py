@@ -278,14 +278,20 @@ class BridgeRun(PlaybookRun):
         if not wanted:
             return
         self.fetched.update(wanted)
-        hosts = dict(self.inventory.hosts)
-        for name, layers in self.link.outside_hosts(wanted).items():
-            hosts[name] = Host(name, {k: v for k, v in layers["inventory"].items()
-                                      if k != "group_names"})
+        for name, layers in self._take_inventory_vars(wanted).items():
             memory = self.memory.setdefault(name, {})
             for layer in ("facts", "runtime", "include_vars"):  # this run's own win
                 memory[layer] = {**layers.get(layer, {}), **memory.get(layer, {})}
+
+    def _take_inventory_vars(self, names: Sequence[str]) -> Dict[str, Dict[str, Any]]:
+        """The inventory layer of ``names`` from Ansible into ioc's copy; all their layers."""
+        given = self.link.outside_hosts(list(names))
+        hosts = dict(self.inventory.hosts)
+        for name, layers in given.items():
+            hosts[name] = Host(name, {k: v for k, v in layers["inventory"].items()
+                                      if k != "group_names"})
         self.inventory = dataclasses.replace(self.inventory, hosts=hosts)
+        return given
 
     def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
         """add_host/group_by: the host's variables as Ansible has them now.
@@ -295,12 +301,8 @@ class BridgeRun(PlaybookRun):
         """
         changed = super()._change_inventory(host, result)
         if changed:
-            name = result["add_host"]["host_name"] if "add_host" in result else host
-            hosts = dict(self.inventory.hosts)
-            for known, layers in self.link.outside_hosts([name]).items():
-                hosts[known] = Host(known, {k: v for k, v in layers["inventory"].items()
-                                            if k != "group_names"})
-            self.inventory = dataclasses.replace(self.inventory, hosts=hosts)
+            self._take_inventory_vars(
+                [result["add_host"]["host_name"] if "add_host" in result else host])
         return changed
 
     def _outside_hostvars(self, inside: FrozenSet[str]) -> Dict[str, Dict[str, Any]]:

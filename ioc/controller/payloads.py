@@ -89,8 +89,12 @@ class PayloadCache:
 
     def streams(self, path: str) -> bool:
         """Whether ``path`` is big enough to stream (and no vault file, which ships decrypted)."""
-        if os.path.getsize(path) < STREAM_MIN:
+        st = os.stat(path)
+        if st.st_size < STREAM_MIN:
             return False
+        cached = self.hashed.get(path)
+        if cached and cached[2:] == (st.st_mtime_ns, st.st_size):
+            return True  # known to stream: no second look at its header per host
         with open(path, "rb") as handle:
             return not handle.read(64).lstrip().startswith(b"$ANSIBLE_VAULT;")
 

@@ -369,10 +369,9 @@ class PlayExecutor:
             return
         if "add_host" in result or "add_group" in result:
             result["changed"] = self.ctx.change_inventory(host, result)
-            if result["changed"] and self.ctx.inventory_vars is not None:
+            if result["changed"]:
                 # group_names, and a new group's group_vars, for the next batch
-                for name, state in self.hosts.items():
-                    state.inventory_vars = self.ctx.inventory_vars(name)
+                self._refresh_inventory_vars()
 
     def _mark_delegated(self, host: str, event: Event, calls: List[HostCall]) -> None:
         call = next(c for c in calls if c.host == host)
@@ -465,13 +464,18 @@ class PlayExecutor:
         self.ctx.replace_inventory(inventory)
         self.inventory_changed(hosts_all)
 
+    def _refresh_inventory_vars(self) -> None:
+        """Every play host's inventory layer, as the controller's inventory has it now."""
+        if self.ctx.inventory_vars is not None:
+            for name, state in self.hosts.items():
+                state.inventory_vars = self.ctx.inventory_vars(name)
+
     def inventory_changed(self, hosts_all: Optional[List[str]] = None) -> None:
         """After refresh_inventory: the play's hosts take their new inventory
         variables and connections (the play keeps its hosts, as linear's
         iterator does), ``ansible_play_hosts_all`` the pattern's new hosts."""
+        self._refresh_inventory_vars()
         for name, state in self.hosts.items():
-            if self.ctx.inventory_vars is not None:
-                state.inventory_vars = self.ctx.inventory_vars(name)
             state.spec = self.ctx.connection_of(name)
         if hosts_all is None and self.ctx.play_hosts_all is not None:
             hosts_all = self.ctx.play_hosts_all()
