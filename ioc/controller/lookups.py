@@ -28,6 +28,7 @@ from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to
 from ioc.controller import plugins
 from ioc.controller.payloads import candidates
 from ioc.model import Block, Task, to_wire
+from ioc.planner.effects import expression_args
 
 LOG = logging.getLogger(__name__)
 
@@ -308,8 +309,10 @@ def _render_task(task: Task, wire: Dict[str, Any], hostrun: HostRun,
             LOG.debug("name of %s for lookups: %s", task.location, exc)
     for number, overlay in enumerate(overlays):
         scoped = templar_for(number, overlay) if overlay else templar
+        # assert's bare ``that`` items and debug's ``var`` are expressions too
         for value in (task.args, task.name, task.environment, list(task.when or ()),
-                      list(task.changed_when or ()), list(task.failed_when or ())):
+                      list(task.changed_when or ()), list(task.failed_when or ()),
+                      list(expression_args(task))):
             try:
                 scoped.template(_as_templates(value))
             except TemplateError as exc:
