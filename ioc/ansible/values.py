@@ -28,4 +28,5 @@ def plain(value: Any) -> Any:
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [plain(v) for v in value]
-    return str(value)
+    # str() of Ansible's EncryptedString decrypts to its tagged str subclass
+    return str.__str__(str(value))
