@@ -29,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible.parsing.vault import AnsibleVaultError
+
 from ioc.ansible.values import plain
 from ioc.model import Block, IncludeScope, Location, Play, Task
 
@@ -240,9 +242,13 @@ class Converter:
             environment.update(plain(env))
         variables = {}
         role = getattr(task, "_role", None)
-        if role is not None:
-            variables.update(plain(role.get_vars(include_params=False)))
-        variables.update(plain(task.get_vars()))
+        try:
+            if role is not None:
+                variables.update(plain(role.get_vars(include_params=False)))
+            variables.update(plain(task.get_vars()))
+        except AnsibleVaultError:
+            # Ansible decrypts a vault value only where a task reads it
+            self.refuse("its variables hold a vault value no secret given decrypts")
         variables.update(_parent_role_vars(task))
         loop_control = getattr(task, "loop_control", None)
         control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}

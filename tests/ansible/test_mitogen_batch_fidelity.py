@@ -530,6 +530,35 @@ def test_a_vaulted_play_variable_reaches_the_batch_decrypted(ansible, ansible_py
     assert batch.steps and not batch.through_ansible, batch.log
 
 
+def test_a_vault_value_no_task_reads_needs_no_secret(ansible, ansible_python):
+    """Task vars holding a ``!vault`` value that no secret decrypts, read by
+    no task: linear never decrypts it; the batch stopped the run at the first
+    task ("Attempting to decrypt but no vault secrets found")."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: first task
+            - vars:
+                unused:
+                  vaulted_thing: !vault |
+                    $ANSIBLE_VAULT;1.1;AES256
+                    61373363306636376363313233643830356565346432306264616236366261633334343039666265
+                    3131326330373566383964323561356432363064616139630a303237666263663163306532626631
+                    33333839616464313137343466626564653362353135383035336138303762663364306138313462
+                    3531623563363131390a653663323166386336343034643836666433306565323433373636616238
+                    6666
+              debug:
+                msg: the vaulted value is not used
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "the vaulted value is not used"' in batch.stdout
+
+
 def test_fact_gathering_runs_with_the_plays_environment(ansible, ansible_python, tmp_path):
     """The implicit ``Gathering Facts`` inherits the play's ``environment``:
     ``ansible_env`` shows it, under mitogen_batch and ioc-run as under linear."""
