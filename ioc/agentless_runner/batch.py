@@ -127,6 +127,9 @@ class HostRun(HandlerRun, LoopRun):
         self.notified = list(state.get("notified", []))
         self.blocks_in = dict(state.get("blocks", {}))
         self.blocks_out = {}
+        #: How many ``meta: clear_host_errors`` this walk ran: one run inside a
+        #: block's rescue or always forgives the failure that block holds.
+        self.errors_cleared = 0
         self._facts_layer = None
         BLOBS.update(batch.get("blobs") or {})
         #: Specs of Ansible's modules this batch's tasks run (their files are
@@ -260,7 +263,10 @@ class HostRun(HandlerRun, LoopRun):
             elif phase == "rescue" and failure is None:
                 failure = self.run_nodes(block["rescue"], plain)
             phase = "always"
+            cleared = self.errors_cleared
             always_failure = self.run_nodes(block.get("always", ()), plain)
+            if self.errors_cleared != cleared:
+                failure = None  # linear clears the host's fail state (L7.10)
         except BatchEnd:
             self.blocks_out[bid] = {"phase": phase, "failure": _failure_wire(failure)}
             raise

@@ -25,6 +25,20 @@ _META_SKIP_SUFFIX = {
 }
 
 
+#: The ``msg`` of a meta that acted (strategy/__init__.py _execute_meta), shown
+#: at -vv as ``META: <msg>``.
+_META_MSG = {
+    "noop": "noop",
+    "clear_facts": "facts cleared",
+    "clear_host_errors": "cleared host errors",
+    "end_batch": "ending batch",
+    "end_play": "ending play",
+    "end_host": "ending play for %(host)s",
+    "end_role": "ending role %(role)s for %(host)s",
+    "refresh_inventory": "inventory successfully refreshed",
+}
+
+
 class HandlerRun(object):
     """Notifications, flushes and metas of one host's walk (see the module doc)."""
 
@@ -52,8 +66,13 @@ class HandlerRun(object):
             return self.flush_handlers(node, scope)
         # noop and end_host act here; play-wide metas and reset_connection are
         # acted on by the controller when it sees this result.
-        self.emit({"e": "done", "k": key, "status": "ok", "result": {"meta": action},
+        result = {"meta": action}
+        if action in _META_MSG and not node.get("implicit"):
+            result["msg"] = _META_MSG[action] % {"host": self.host, "role": task.get("role")}
+        self.emit({"e": "done", "k": key, "status": "ok", "result": result,
                    "ignored": False, "rescued": False})
+        if action == "clear_host_errors":
+            self.errors_cleared += 1
         if action == "end_host":
             raise EndHost()
         if action == "end_role":

@@ -135,6 +135,11 @@ class EventReplay:
             # items as their events had them (what each included).
             result = dict(result, results=items)
         if action == "meta":
+            header = result.get("skip_reason") if status == "skipped" else result.get("msg")
+            if header and not getattr(task, "implicit", False):
+                from ansible.utils.display import Display
+
+                Display().vv("META: %s" % header)
             if status == "ok":
                 if result.get("meta") == "end_play":
                     self.ended = True

@@ -479,6 +479,33 @@ def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansi
     assert '"msg": "next play"' in batch.stdout
 
 
+def test_clear_host_errors_in_an_always_lets_the_host_go_on_in_its_play(ansible, ansible_python):
+    """Not the play's last step: the host that failed in the block goes on
+    with the play's next task, and -vv shows ``META: cleared host errors``
+    (the batch ended the host at the always's end, and said nothing)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - block:
+                - fail:
+                  when: inventory_hostname == 'h1'
+              always:
+                - meta: clear_host_errors
+            - debug:
+                msg: still here
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-vv"])
+    assert linear.rc == batch.rc == 0, linear.stdout + linear.stderr + batch.stdout
+    shown = [[line for line in out.stdout.splitlines()
+              if line.startswith(("TASK", "META:", "ok: [", "fatal: [", "skipping: [", "h1 ", "h2 "))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    assert "META: cleared host errors" in shown[1]
+    assert 'ok: [h1] => {\n    "msg": "still here"' in batch.stdout
+
+
 def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, ansible_python):
     """``command: echo $option`` expands ``$option`` from the task's
     ``environment`` (Ansible's module runs with it applied), non-ASCII too."""
