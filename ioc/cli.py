@@ -160,6 +160,8 @@ def connection_vars(args: argparse.Namespace, settings: Any) -> Dict[str, Any]:
     out = {k: v for k, v in pairs.items() if v not in (None, "")}
     if not settings.host_key_checking:
         out["ansible_host_key_checking"] = False
+    if settings.pipelining:
+        out["ansible_pipelining"] = True
     return out
 
 

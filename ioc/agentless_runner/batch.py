@@ -30,7 +30,8 @@ import mitogen.core
 
 from ioc.agentless_runner import (actions, ansible_actions, lifeline, results, templating,
                                   transfer)
-from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, LoopTypeError,
+from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
+                                       LoopTypeError,
                                        Scope, as_bool, safe_template, template_name)
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
@@ -168,6 +169,8 @@ class HostRun(HandlerRun, LoopRun):
             pass
         except EndHost:
             status = "ended"
+        except HostUnreachable:
+            status = "unreachable"
         end = {"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]}
         if transfer.FETCHED[0]:  # bytes streamed from the controller during this batch
             end["streamed"], transfer.FETCHED[0] = transfer.FETCHED[0], 0
@@ -376,7 +379,7 @@ class HostRun(HandlerRun, LoopRun):
         status = results.status_of(result)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
-            self.set_runtime({task["register"]: results.public(result)})
+            self.set_runtime({task["register"]: results.registered(result)})
         if status == "ok":
             self.apply_effects(task, result)
             if result.get("changed"):
@@ -385,6 +388,13 @@ class HostRun(HandlerRun, LoopRun):
             report(status)
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
+        if status == "unreachable":
+            # Not rescued, no always (L1.8); ignore_unreachable lets the host go on.
+            self.emit({"e": "unreachable", "k": key, "status": status, "started": True,
+                       "result": self._visible(task, result, templar)})
+            if self._truthy(task.get("ignore_unreachable"), templar):
+                return None
+            raise HostUnreachable()
         rescued = status == "failed" and not ignored and scope.rescuable
         self.emit({"e": "done", "k": key, "status": status,
                    "result": self._visible(task, result, templar),
@@ -435,6 +445,8 @@ class HostRun(HandlerRun, LoopRun):
         while True:
             attempt += 1
             result = self.run_action(task, templar)
+            if result.get("unreachable"):
+                return result  # no changed/failed_when, no retry: nothing ran
             if result.get("_ioc_task_error"):
                 # ansible-core raises these: no changed/failed_when, no retry
                 # (the marker stays: the Ansible bridge words them as its engine does)
@@ -550,6 +562,10 @@ class HostRun(HandlerRun, LoopRun):
 
     def run_action(self, task, templar):
         """Template the arguments and run the action; failures become results."""
+        if task.get("unreachable"):
+            # The controller could not connect: a task that needs the connection
+            # is where linear reports it (tasks that need none run as usual).
+            return results.unreachable_result(task["unreachable"])
         try:
             args = _drop_omitted(self._template_args(task, templar))
             try:

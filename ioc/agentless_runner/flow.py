@@ -21,6 +21,11 @@ class EndHost(Exception):
     """``meta: end_host`` ran: the host leaves the play without failing."""
 
 
+class HostUnreachable(Exception):
+    """A task needed the host's connection and there is none: the host leaves
+    the play at once (no rescue, no always), as in the linear strategy."""
+
+
 class EndRole(Exception):
     """``meta: end_role`` ran: the host skips the rest of the current role."""
 

@@ -83,7 +83,9 @@ class LoopRun(object):
             result.update(item_keys)
             stop = self._break_when(task, control, result, overlay, scope)
             self._emit_diff(key, task, result, item_templar)
-            self.emit({"e": "item", "k": key, "status": results.status_of(result),
+            status = results.status_of(result)
+            self.emit({"e": "item", "k": key,
+                       "status": "failed" if status == "unreachable" else status,
                        "result": self._visible(task, result, item_templar)})
             if results.status_of(result) == "ok":
                 self.apply_effects(task, result)

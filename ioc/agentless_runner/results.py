@@ -19,12 +19,22 @@ def legacy():
 
 
 def status_of(result):
-    """``failed``, ``skipped`` or ``ok`` for one result dict."""
+    """``unreachable``, ``failed``, ``skipped`` or ``ok`` for one result dict."""
+    if result.get("unreachable"):
+        return "unreachable"
     if result.get("failed"):
         return "failed"
     if result.get("skipped"):
         return "skipped"
     return "ok"
+
+
+def unreachable_result(msg):
+    """What a task that needs its host's connection gives when there is none."""
+    return {"changed": False, "msg": msg, "unreachable": True,
+            "exception": "(traceback unavailable)",
+            # raised by the engine, not returned by a module (the bridge words it so)
+            "_ioc_task_error": True}
 
 
 def failed_result(msg, exception=None, **extra):
@@ -83,6 +93,8 @@ def aggregate_loop(results):
                "results": results, "skipped": skipped}
         if failed:
             out["failed"] = True
+        if any(r.get("unreachable") for r in results):
+            out["unreachable"] = True
         out["msg"] = ("One or more items failed" if failed else
                       "All items skipped" if skipped else "All items completed")
         return out
@@ -94,12 +106,24 @@ def aggregate_loop(results):
     if skipped:
         out["skipped"] = True
         out["changed"] = False
+    if any(r.get("unreachable") for r in results):
+        out["unreachable"] = True  # (its items' msg says so; "All items completed")
     if failed:
         out["msg"] = "One or more items failed"
     elif skipped:
         out["msg"] = "All items skipped"
     else:
         out["msg"] = "All items completed"
+    return out
+
+
+def registered(result):
+    """What ``register`` keeps of a task's result."""
+    out = public(result)
+    if out.get("unreachable") and isinstance(out.get("results"), list) and not legacy():
+        # 2.21 registers an unreachable item with failed: false (its line omits it)
+        out["results"] = [dict(r, failed=False) if isinstance(r, dict) and r.get("unreachable")
+                          else r for r in out["results"]]
     return out
 
 

@@ -92,6 +92,8 @@ class Settings:
     private_key_file: Optional[str] = None
     timeout: Optional[int] = None
     host_key_checking: bool = True
+    #: Ansible's ``pipelining``: only how an unreachable host's message is worded.
+    pipelining: bool = False
     connection: Optional[str] = None
     ssh_args: str = ""
     ssh_common_args: str = ""
@@ -144,6 +146,7 @@ def read_settings() -> Settings:
         private_key_file=str(key) if key else None,
         timeout=int(ssh.get("timeout", (value("DEFAULT_TIMEOUT"),))[0] or 10),
         host_key_checking=bool(checking),
+        pipelining=bool(ssh.get("pipelining", (value("ANSIBLE_PIPELINING"),))[0]),
         connection=None if origin("DEFAULT_TRANSPORT") == "default" else value("DEFAULT_TRANSPORT"),
         ssh_args=ssh_args,
         ssh_common_args=str(ssh.get("ssh_common_args", ("",))[0] or ""),

@@ -29,8 +29,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible.parsing.vault import AnsibleVaultError
-
 from ioc.ansible.values import plain
 from ioc.model import Block, IncludeScope, Location, Play, Task
 
@@ -240,6 +238,8 @@ class Converter:
                 environment = {}
                 break
             environment.update(plain(env))
+        from ansible.parsing.vault import AnsibleVaultError
+
         variables = {}
         role = getattr(task, "_role", None)
         try:

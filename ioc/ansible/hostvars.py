@@ -116,6 +116,9 @@ class HostVarsExport:
             out["ansible_ssh_private_key_file"] = pc.private_key_file
         if "ansible_host_key_checking" not in out and not C.HOST_KEY_CHECKING:
             out["ansible_host_key_checking"] = False
+        if "ansible_pipelining" not in out and "ansible_ssh_pipelining" not in out \
+                and C.ANSIBLE_PIPELINING:
+            out["ansible_pipelining"] = True
         out.update(ssh_settings(full, out))
         return out
 

@@ -82,7 +82,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
-        if result.get("_ioc_task_error") and status == "failed":
+        if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")))
         if include:
             _include_keys_219(result, data, action, item)
@@ -94,7 +94,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
-    engine = bool(result.get("_ioc_task_error")) and status == "failed"
+    engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")))
@@ -218,14 +218,15 @@ def _argument(task: Any, expression: Any) -> Any:
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
     action, about its argument ``obj``) raised."""
-    from ansible.errors import AnsibleError, AnsibleTaskError
+    from ansible.errors import AnsibleConnectionFailure, AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
+    error = AnsibleConnectionFailure if data.get("unreachable") else AnsibleError
     try:
         try:
-            raise AnsibleError(message, obj=obj)
+            raise error(message, obj=obj)
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -250,15 +251,16 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[
     (a failed become; the action's, about its argument ``obj``), marked so
     ``_raw_task_result`` leaves it as it is."""
     from ansible._internal._errors import _error_utils
-    from ansible.errors import AnsibleError, AnsibleTaskError
+    from ansible.errors import AnsibleConnectionFailure, AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
+    error = AnsibleConnectionFailure if data.get("unreachable") else AnsibleError
     try:
         try:
             # (from None: called while handling the ImportError that chose 2.19)
-            raise AnsibleError(message, obj=obj) from None
+            raise error(message, obj=obj) from None
         except AnsibleError as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from typing import Any, Dict, Optional, Sequence, TextIO
+from typing import Any, Dict, Optional, Sequence, Set, TextIO
 
 from ioc.callbacks.base import Callback, Status, TaskView
 
@@ -35,6 +35,7 @@ class Console(Callback):
         self.out = out
         self.err = err
         self.verbosity = verbosity
+        self._errors: Set[str] = set()
         self.color = out.isatty() if color is None else color
 
     # -- plumbing ----------------------------------------------------------
@@ -107,6 +108,8 @@ class Console(Callback):
             if ignored:
                 self._print("...ignoring", "skip")
         elif status is Status.UNREACHABLE:
+            if "exception" in result:  # a task that needed the connection (not a lost one)
+                self._error(result, task)
             self._print("fatal: [%s]: UNREACHABLE! => %s" % (host, self.dump(result)),
                         "unreachable")
             if ignored:
@@ -190,7 +193,10 @@ class Console(Callback):
             # a module's or action's own failure; engine-side errors say so already
             kind = "Action" if task.action in _ACTIONS else "Module"
             msg = "Task failed: %s failed: %s" % (kind, msg)
-        self._print("[ERROR]: %s\nOrigin: %s" % (msg, task.location), "error", stderr=True)
+        text = "[ERROR]: %s\nOrigin: %s" % (msg, task.location)
+        if text not in self._errors:  # Display shows an error once per run
+            self._errors.add(text)
+            self._print(text, "error", stderr=True)
 
 
 def format_diff(diff: Any) -> str:

@@ -100,7 +100,7 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
         try:
             ctx = connector.context(call.connection, call.spec, call.become)
         except Unreachable as exc:
-            put((call.host, tracker.unreachable(str(exc))))
+            _run_unreachable(call, str(exc), put)
             return
         except BecomeFailed as exc:
             # As in Ansible, only what needs the identity fails: run the batch
@@ -109,7 +109,7 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             try:
                 ctx = connector.context(call.connection, call.spec)
             except Unreachable as lost:
-                put((call.host, tracker.unreachable(str(lost))))
+                _run_unreachable(call, str(lost), put)
                 return
             call, marked = without_identity(call, str(exc))
             _run_call(connector, ctx, call, tracker, put, marked, str(exc))
@@ -182,6 +182,50 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             events.close()
 
 
+def _run_unreachable(call: HostCall, msg: str, put: Callable[[Delivery], None]) -> None:
+    """The step of a host the controller could not connect to, run here.
+
+    Linear connects when a task needs the connection: tasks that need none
+    (``debug``, ``set_fact``, ``assert``, ``meta``, includes...) and tasks
+    their ``when`` skips come first with their usual results, and the first
+    task that connects is UNREACHABLE (each of its loop items "failed"). So
+    the step runs in the controller's process with every task that would
+    connect marked: the runner reports it unreachable there, and the host
+    leaves the play unless the task ignores unreachable hosts.
+    """
+    runner_batch.HostRun(unreachable_wire(call.wire, msg),
+                         lambda event: put((call.host, event))).run()
+
+
+def unreachable_wire(wire: Dict[str, Any], msg: str) -> Dict[str, Any]:
+    """``wire`` with each task (and handler) that needs a connection marked unreachable."""
+
+    def task(task_wire: Dict[str, Any]) -> Dict[str, Any]:
+        if task_wire.get("action") in IDENTITY_NEUTRAL:
+            return task_wire
+        out = {k: v for k, v in task_wire.items() if k != "module"}
+        out["unreachable"] = msg
+        return out
+
+    return dict(wire, tree=_map_tasks(wire["tree"], lambda t, _key: task(t)),
+                handlers=[task(h) for h in wire.get("handlers") or []])
+
+
+def _map_tasks(items: List[Dict[str, Any]],
+               task: Callable[[Dict[str, Any], Tuple[int, int]], Dict[str, Any]]
+               ) -> List[Dict[str, Any]]:
+    """A batch's task tree with ``task(wire, step key)`` applied to every task."""
+    out = []
+    for node in items:
+        if "t" in node:
+            node = dict(node, t=task(node["t"], (node["i"], 0)))
+        elif "b" in node:
+            node = dict(node, **{part: _map_tasks(node.get(part) or [], task)
+                                 for part in ("block", "rescue", "always")})
+        out.append(node)
+    return out
+
+
 def lost_message(call: HostCall, exc: BaseException, tracker: "_Position") -> str:
     """What the user reads when a host's runner connection ends mid-batch."""
     where = ("while the task ran: its result and those after it are unknown"
@@ -218,18 +262,7 @@ def without_identity(call: HostCall, msg: str) -> Tuple[HostCall, Set[Tuple[int,
                    action_written=wire.get("action_written") or wire["action"])
         return out
 
-    def nodes(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-        out = []
-        for node in items:
-            if "t" in node:
-                node = dict(node, t=task(node["t"], (node["i"], 0)))
-            elif "b" in node:
-                node = dict(node, **{part: nodes(node.get(part) or [])
-                                     for part in ("block", "rescue", "always")})
-            out.append(node)
-        return out
-
-    wire = dict(call.wire, tree=nodes(call.wire["tree"]))
+    wire = dict(call.wire, tree=_map_tasks(call.wire["tree"], task))
     handlers = []
     for number, handler in enumerate(call.wire.get("handlers") or []):
         before = len(marked)

@@ -269,15 +269,19 @@ _SSH_OUTPUT = "last 100 lines received:"
 def _describe(spec: ConnectionSpec, exc: BaseException) -> str:
     """The unreachable message, worded as Ansible's ssh connection words it.
 
-    When ssh itself gave up (mitogen saw EOF and quotes ssh's output), the
-    runner's bootstrap could not be sent through ssh's stdin: Ansible, which
-    pipelines modules the same way, says "Data could not be sent to remote
-    host" with ssh's own message. Other failures keep mitogen's text.
+    When ssh itself gave up (mitogen saw EOF and quotes ssh's output),
+    Ansible's ssh connection says "Failed to connect to the host via ssh"
+    with ssh's own message, or with pipelining (its first command goes
+    through ssh's stdin) "Data could not be sent to remote host". Other
+    failures keep mitogen's text.
     """
     ssh_said = _ssh_said(spec, exc)
-    if ssh_said:
+    if ssh_said and spec.pipelining:
+        # Ansible pipelines its first command through ssh's stdin
         return ("Task failed: Data could not be sent to remote host \"%s\". Make sure this "
                 "host can be reached over ssh: %s" % (spec.hostname, ssh_said))
+    if ssh_said:
+        return "Task failed: Failed to connect to the host via ssh: %s" % ssh_said
     text = str(exc)
     target = spec.hostname if spec.port is None else "%s port %s" % (spec.hostname, spec.port)
     return "Failed to connect to the host via %s: %s (%s)" % (spec.transport, text, target)

@@ -39,6 +39,8 @@ class ConnectionSpec:
     check_host_keys: str = "enforce"
     timeout: float = 10.0
     retries: int = 1
+    #: Ansible's ``pipelining`` setting: only how an unreachable host is worded.
+    pipelining: bool = field(default=False, compare=False)
     #: Name the target's process shows in ``ps`` (no slashes).
     remote_name: str = field(default="ioc", compare=False)
     #: ``mitogen_via``: the inventory host whose runner starts this connection.
@@ -216,6 +218,8 @@ def spec_for(name: str, hostvars: Mapping[str, Any]) -> ConnectionSpec:
         check_host_keys=_host_key_mode(hostvars, args),
         timeout=float(hostvars.get("ansible_timeout") or hostvars.get("ansible_ssh_timeout") or 10),
         retries=int(hostvars.get("ansible_ssh_retries", 1)),
+        pipelining=str(hostvars.get("ansible_pipelining", hostvars.get(
+            "ansible_ssh_pipelining", False))).lower() not in _FALSE + ("", "none"),
         via=via,
     )
 

@@ -265,6 +265,8 @@ def mitogen_batch_env(events: Path, config: Path) -> Dict[str, str]:
 
 def ioc_env() -> Dict[str, str]:
     env = dict(os.environ)
+    # the Ansible settings of ansible_env() that word what ioc-run prints
+    env.update({"ANSIBLE_PIPELINING": "True", "ANSIBLE_HOST_KEY_CHECKING": "False"})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
