@@ -185,7 +185,8 @@ class Console(Callback):
             self.warning(str(warning))
 
     def _error(self, result: Dict[str, Any], task: TaskView) -> None:
-        """ansible-core 2.19's ``[ERROR]: Task failed:`` block, on stderr."""
+        """ansible-core's ``[ERROR]: Task failed:`` block, on stdout as the default
+        callback prints it (``display_failed_stderr`` off)."""
         if "censored" in result:
             return
         msg = str(result.get("msg", ""))
@@ -196,7 +197,7 @@ class Console(Callback):
         text = "[ERROR]: %s\nOrigin: %s" % (msg, task.location)
         if text not in self._errors:  # Display shows an error once per run
             self._errors.add(text)
-            self._print(text, "error", stderr=True)
+            self._print(text, "error")
 
 
 def format_diff(diff: Any) -> str:
