@@ -103,8 +103,65 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also write every callback event as JSON lines to FILE")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more output (repeatable)")
-    parser.add_argument("--version", action="version", version="ioc-run %s" % __version__)
+    parser.add_argument("--version", action=_Print, text=version_text,
+                        help="show ioc-run's version, and mitogen's, ansible-core's and "
+                             "Python's, and exit")
+    parser.add_argument("--strategy-dir", action=_Print, text=strategy_dir_text,
+                        help="print the directory to name in ansible.cfg's strategy_plugins "
+                             "for the mitogen_batch strategy, and exit")
     return parser
+
+
+class _Print(argparse.Action):
+    """An option that prints ``text()`` and exits, as ``--version`` does (no playbook needed)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str,
+                 text: Callable[[], str], help: Optional[str] = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                         nargs=0, help=help)
+        self.text = text
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: Optional[str] = None) -> None:
+        print(self.text())
+        parser.exit()
+
+
+def _distribution_version(name: str) -> str:
+    """The installed version of distribution ``name`` (read without importing it)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def version_text() -> str:
+    """``ioc-run --version``: ioc's version (the distribution's: pyproject.toml reads it
+    from ``ioc.__version__``), where it runs from, and the versions of what it runs
+    with, as ``ansible --version`` lists its own."""
+    import ioc
+    from ioc.ansible.version import strategy_dir
+
+    return "\n".join([
+        "ioc-run %s" % __version__,
+        "  ioc python module location = %s" % os.path.dirname(os.path.abspath(ioc.__file__)),
+        "  mitogen_batch strategy plugin dir = %s" % strategy_dir(),
+        "  executable location = %s" % sys.argv[0],
+        "  python version = %s (%s)" % (" ".join(sys.version.split()), sys.executable),
+        "  mitogen version = %s" % _distribution_version("mitogen"),
+        "  ansible-core version = %s" % _distribution_version("ansible-core"),
+        "  jinja version = %s" % _distribution_version("jinja2"),
+        "  pyyaml version = %s" % _distribution_version("PyYAML"),
+    ])
+
+
+def strategy_dir_text() -> str:
+    """``ioc-run --strategy-dir``: where mitogen_batch.py is, in this install."""
+    from ioc.ansible.version import strategy_dir
+
+    return strategy_dir()
 
 
 def load_inventory(sources: Sequence[str], playbook_dir: str) -> Inventory:

@@ -5,7 +5,8 @@ release (2.19 and 2.21 shape task results differently), so the strategy is
 gated to the releases it is tested on (:data:`SUPPORTED_ANSIBLE`): any other
 stops ``ansible-playbook`` with one :class:`ansible.errors.AnsibleError` that
 names the range, before a play starts. :func:`strategy_dir` is the directory
-users name in ``ansible.cfg`` (``python -m ioc.ansible --strategy-dir``).
+users name in ``ansible.cfg`` (``ioc-run --strategy-dir``, or
+``python -m ioc.ansible --strategy-dir``).
 
 Importing this module does not import ``ansible``.
 """
@@ -43,10 +44,19 @@ def check_ansible_version() -> None:
 
 
 def source_root() -> str:
-    """The directory that holds the ``ioc`` package (and ``strategy_plugin/``)."""
+    """The directory that holds the ``ioc`` package (and, in a checkout, ``strategy_plugin/``)."""
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def strategy_dir() -> str:
-    """The directory to name in ``strategy_plugins =`` (holds mitogen_batch.py)."""
+    """The directory to name in ``strategy_plugins =`` (holds mitogen_batch.py).
+
+    An installed copy (a wheel, ``pip install .``, pipx) carries the shim inside
+    the package, ``ioc/strategy_plugin/``; a checkout (and an editable install,
+    which imports the checkout's ``ioc``) has it at the top level beside ``ioc/``.
+    """
+    package = os.path.join(source_root(), "ioc")
+    installed = os.path.join(package, "strategy_plugin")
+    if os.path.isfile(os.path.join(installed, STRATEGY_NAME + ".py")):
+        return installed
     return os.path.join(source_root(), "strategy_plugin")

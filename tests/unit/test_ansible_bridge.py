@@ -32,8 +32,12 @@ def test_other_versions_get_one_message_naming_the_range(version):
         % version)
 
 
-def test_strategy_dir_is_printed_and_holds_the_shim():
-    r = subprocess.run([sys.executable, "-m", "ioc.ansible", "--strategy-dir"],
+@pytest.mark.parametrize("command", [["ioc.ansible", "--strategy-dir"], ["ioc", "--strategy-dir"]],
+                         ids=["python -m ioc.ansible", "ioc-run"])
+def test_strategy_dir_is_printed_and_holds_the_shim(command):
+    """In a checkout (and an editable install) the top-level strategy_plugin/;
+    an installed wheel's is checked in tests/integration/test_packaging.py."""
+    r = subprocess.run([sys.executable, "-m", *command],
                        capture_output=True, text=True, timeout=60, cwd="/",
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
