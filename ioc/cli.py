@@ -273,6 +273,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
     from ioc.ansible.config import read_settings, role_search
+    from ioc.ansible.prompt import ask_var
     from ioc.ansible.vault import open_vault
 
     settings = read_settings()
@@ -345,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
                 inventory, names, sources, playbook_dir),
             load_include=include_loader(attacher, search))
         playbook_run.modules = attacher.modules
+        playbook_run.ask_var = ask_var
         playbook_run.payload_cache.decrypt = vault.decrypt
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
         code = playbook_run.run()

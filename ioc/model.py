@@ -208,6 +208,9 @@ class Play:
     environment: Any = None
     #: Directory the playbook lives in, for relative ``src``/lookups.
     basedir: str = "."
+    #: ``vars_prompt`` entries as written (``name``, ``prompt``, ``default``,
+    #: ``private``, ...): asked when the play starts, answers become play vars.
+    vars_prompt: Tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

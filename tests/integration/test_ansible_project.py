@@ -18,6 +18,7 @@ from typing import Dict, List, Optional
 import pytest
 
 from tests.realworld.harness import ansible_python
+from tests.support.terminal import run_on_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -514,3 +515,102 @@ def test_the_second_playbook_does_not_run_after_a_failure_in_the_first(tmp_path)
     theirs = ansible_playbook(tmp_path, "-i", "hosts", "one.yml", "two.yml")
     assert ours.returncode == theirs.returncode == 2
     assert banners(ours.stdout) == banners(theirs.stdout)
+
+
+# -- vars_prompt ------------------------------------------------------------------------
+
+
+PROMPT_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    greeting: hi
+  vars_prompt:
+    - name: visible
+      prompt: "Your name"
+      private: false
+    - name: secret
+      prompt: "Password"
+      confirm: true
+    - name: defaulted
+      prompt: "Colour"
+      default: "{{ greeting }}-blue"
+    - name: hashed
+      prompt: "Hash me"
+      private: false
+      encrypt: sha512_crypt
+      salt: abcdefgh
+    - name: verbatim
+      prompt: "Template"
+      private: false
+      unsafe: true
+    - name: given
+  tasks:
+    - debug:
+        msg: "{{ visible }}|{{ defaulted }}|{{ hashed }}|{{ verbatim }}|{{ given }}|{{ secret | length }}"
+"""
+
+PRIVATE_ANSWER = "pw-5e1c0a"
+#: A mistyped confirmation first: both tools ask the pair again.
+PROMPT_ANSWERS = [("Your name: ", "ann"), ("Password: ", PRIVATE_ANSWER),
+                  ("confirm Password: ", "typo"), ("Password: ", PRIVATE_ANSWER),
+                  ("confirm Password: ", PRIVATE_ANSWER), ("Colour [hi-blue]: ", ""),
+                  ("Hash me: ", "x"), ("Template: ", "{{ greeting }}")]
+
+
+def terminal_run(tmp_path: Path, front: str, *args: str) -> str:
+    """The terminal transcript of ``front`` (ansible-playbook, mitogen_batch or ioc-run,
+    all on ansible-core 2.21's Python) answering :data:`PROMPT_ANSWERS`."""
+    python = ansible_python()
+    env = clean_env()
+    if front == "ioc-run":
+        argv = [python, "-m", "ioc"]
+    else:
+        argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook")]
+    if front == "mitogen_batch":
+        env.update(ANSIBLE_STRATEGY="mitogen_batch",
+                   ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"))
+    code, out = run_on_terminal(argv + ["site.yml", "-e", "given=G", *args], PROMPT_ANSWERS,
+                                str(tmp_path), env)
+    assert code == 0, out
+    return out
+
+
+def without_warnings_and_report(out: str) -> str:
+    return "\n".join(line for line in out.splitlines()
+                     if not line.startswith(("[WARNING]", "ioc: ", "[DEPRECATION")))
+
+
+def test_vars_prompt_on_a_terminal_asks_as_ansible_playbook_does(tmp_path):
+    """Prompts, echo, the confirm loop, a templated default, encrypt with a salt,
+    unsafe, and an extra var not asked: the same terminal, character for character."""
+    write(tmp_path / "site.yml", PROMPT_PLAY)
+    theirs = terminal_run(tmp_path, "ansible-playbook")
+    assert "|{{ greeting }}|G|%d\"" % len(PRIVATE_ANSWER) in theirs  # the case is Ansible's
+    ours = terminal_run(tmp_path, "ioc-run", "--events", "events.jsonl")
+    assert without_warnings_and_report(ours) == without_warnings_and_report(theirs)
+    assert PRIVATE_ANSWER not in ours + (tmp_path / "events.jsonl").read_text()
+    batch = terminal_run(tmp_path, "mitogen_batch")
+    assert without_warnings_and_report(batch) == without_warnings_and_report(theirs)
+
+
+def test_vars_prompt_without_a_terminal_takes_defaults_as_ansible_playbook_does(tmp_path):
+    """stdin not a terminal: one warning, defaults, "None" where there is none."""
+    write(tmp_path / "site.yml", """
+        - hosts: localhost
+          gather_facts: false
+          vars_prompt:
+            - name: nodefault
+            - name: defaulted
+              default: dflt
+            - name: given
+          tasks:
+            - debug: msg="{{ nodefault }}|{{ defaulted }}|{{ given }}"
+    """)
+    ours = ioc(tmp_path, "site.yml", "-e", "given=G")
+    theirs = ansible_playbook(tmp_path, "site.yml", "-e", "given=G")
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert '"msg": "None|dflt|G"' in ours.stdout
+    assert ours.stdout.split("PLAY RECAP")[0] == theirs.stdout.split("PLAY RECAP")[0]
+    notice = "[WARNING]: Not prompting as we are not in interactive mode"
+    assert ours.stderr.count(notice) == theirs.stderr.count(notice) == 1, ours.stderr
