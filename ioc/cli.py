@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("-T", "--timeout", type=int, help="SSH connection timeout in seconds")
     conn.add_argument("--private-key", "--key-file", dest="private_key_file",
                       help="use this file to authenticate the connection")
+    conn.add_argument("-k", "--ask-pass", action="store_true", default=None,
+                      help="ask for the SSH password (ansible_password wins where set)")
     conn.add_argument("--ssh-common-args", help="extra ssh arguments for every host")
     conn.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
     priv = parser.add_argument_group("privilege escalation options")
@@ -197,6 +199,21 @@ def ask_secret(prompt: str) -> str:
     return sys.stdin.readline().rstrip("\r\n")
 
 
+def ask_passwords(args: argparse.Namespace, settings: Any) -> Tuple[Optional[str], Optional[str]]:
+    """``-k`` and ``-K`` as ansible-playbook asks them: the SSH password first, then
+    the become password, which defaults to the SSH password when left empty."""
+    ask_ssh = settings.ask_pass if args.ask_pass is None else args.ask_pass
+    ask_become = settings.become_ask_pass if args.ask_become_pass is None else args.ask_become_pass
+    ssh = ask_secret("SSH password: ") if ask_ssh else None
+    become = None
+    if ask_become:
+        become = ask_secret("BECOME password[defaults to SSH password]: " if ask_ssh
+                            else "BECOME password: ")
+        if ask_ssh and become == "":
+            become = ssh
+    return ssh or None, become
+
+
 def print_plans(planned_plays: Sequence[Any], form: str) -> None:
     """``--plan``: every play's plan as text, JSON or DOT, on stdout."""
     if form == "text":
@@ -320,8 +337,7 @@ def run(args: argparse.Namespace) -> int:
         for book in books:
             print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
         return 0
-    ask_become = settings.become_ask_pass if args.ask_become_pass is None else args.ask_become_pass
-    become_password = ask_secret("BECOME password: ") if ask_become else None
+    connection_password, become_password = ask_passwords(args, settings)
     sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color)]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))
@@ -338,6 +354,7 @@ def run(args: argparse.Namespace) -> int:
             RunOptions(check=args.check, diff=args.diff,
                        forks=args.forks if args.forks is not None else settings.forks,
                        closure=not args.no_var_closure, become_password=become_password,
+                       connection_password=connection_password,
                        become_allow_same_user=settings.become_allow_same_user,
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,

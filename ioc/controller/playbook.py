@@ -281,7 +281,8 @@ class PlaybookRun:
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
         return spec_for(name, {**self.options.connection_vars, **play.role_defaults, **hostvars, **play.vars, **play.vars_files,
-                               **self.host_vars_files.get(name, {}), **self.extra_vars})
+                               **self.host_vars_files.get(name, {}), **self.extra_vars},
+                        password=self.options.connection_password)
 
     def _replace_inventory(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -350,7 +351,7 @@ class PlaybookRun:
                   **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
                   **self.extra_vars}
         memory = self.memory.get(host, {})
-        return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars,
+        return HostState(name=host, spec=spec_for(host, merged, password=self.options.connection_password), inventory_vars=inventory_vars,
                          facts=dict(memory.get("facts", {})),
                          runtime=dict(memory.get("runtime", {})),
                          included=dict(memory.get("include_vars", {})))

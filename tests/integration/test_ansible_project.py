@@ -18,7 +18,9 @@ from typing import Dict, List, Optional
 import pytest
 
 from tests.realworld.harness import ansible_python
+from tests.support.sshd import PASSWORD_USER_PREFIX
 from tests.support.terminal import run_on_terminal
+from tests.support.users import make_user, remove_user
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -614,3 +616,54 @@ def test_vars_prompt_without_a_terminal_takes_defaults_as_ansible_playbook_does(
     assert ours.stdout.split("PLAY RECAP")[0] == theirs.stdout.split("PLAY RECAP")[0]
     notice = "[WARNING]: Not prompting as we are not in interactive mode"
     assert ours.stderr.count(notice) == theirs.stderr.count(notice) == 1, ours.stderr
+
+
+# -- SSH passwords ----------------------------------------------------------------------
+
+
+SSH_PASSWORD = "ssh-Pw-91d3c7"
+PASSWORD_PLAY = """
+- hosts: web
+  gather_facts: false
+  tasks:
+    - command: id -un
+      register: who
+    - debug: var=who.stdout
+"""
+
+
+@pytest.fixture
+def password_user(sshd):
+    """A throwaway user that may log in to the session sshd with :data:`SSH_PASSWORD` only."""
+    name = PASSWORD_USER_PREFIX + "k"
+    make_user(name, SSH_PASSWORD)
+    try:
+        yield name
+    finally:
+        remove_user(name)
+
+
+def test_ask_pass_and_ansible_password_log_in_with_a_password(tmp_path, sshd, password_user):
+    """-k asks "SSH password: " on the terminal as ansible-playbook does;
+    ansible_password (templated from a vault-like variable) wins over it; the
+    password is in no output and no --events line, even at -vvv."""
+    args = "ansible_user=%s ansible_ssh_common_args='%s'" % (password_user,
+                                                             sshd.host_ssh_args("h1"))
+    hosts = "[web]\nh1 ansible_host=%s ansible_port=%d ansible_python_interpreter=" \
+            "/usr/bin/python3 " % (sshd.host, sshd.port)
+    write(tmp_path / "hosts", hosts + args + "\n")
+    write(tmp_path / "site.yml", PASSWORD_PLAY)
+    argv = [sys.executable, "-m", "ioc", "-i", "hosts", "site.yml", "-k", "-vvv",
+            "--events", "events.jsonl"]
+    code, out = run_on_terminal(argv, [("SSH password: ", SSH_PASSWORD)], str(tmp_path),
+                                clean_env())
+    assert code == 0, out
+    assert '"who.stdout": "%s"' % password_user in out
+    seen = out + (tmp_path / "events.jsonl").read_text()
+    # the host's variable wins over -k
+    write(tmp_path / "hosts", hosts + args + " ansible_password='{{ the_password }}'\n")
+    write(tmp_path / "host_vars" / "h1.yml", "the_password: %s\n" % SSH_PASSWORD)
+    code, out = run_on_terminal(argv, [("SSH password: ", "wrong")], str(tmp_path), clean_env())
+    assert code == 0, out
+    seen += out + (tmp_path / "events.jsonl").read_text()
+    assert SSH_PASSWORD not in seen
