@@ -280,9 +280,29 @@ class PlaybookRun:
             self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
-        return spec_for(name, {**self.options.connection_vars, **play.role_defaults, **hostvars, **play.vars, **play.vars_files,
-                               **self.host_vars_files.get(name, {}), **self.extra_vars},
+        higher = {**play.role_defaults, **hostvars, **play.vars, **play.vars_files,
+                  **self.host_vars_files.get(name, {}), **self.extra_vars}
+        return spec_for(name, {**self._connection_defaults(play, higher), **higher},
                         password=self.options.connection_password)
+
+    def _connection_defaults(self, play: Play, variables: Mapping[str, Any]) -> Dict[str, Any]:
+        """The connection settings below a host's ``variables``: ``-u`` and the others
+        from the command line and ansible.cfg, with the play's ``remote_user`` over
+        them (Ansible: keywords over options, variables over keywords). No default
+        login user where a variable names one (``ansible_ssh_user`` included)."""
+        out = dict(self.options.connection_vars)
+        user = play.remote_user
+        if isinstance(user, str) and is_template(user):
+            try:
+                user = Templar({**out, **variables, "omit": OMIT}).template(user)
+            except TemplateError as exc:
+                raise LoadError("Error processing keyword 'remote_user': %s" % exc,
+                                play.location) from None
+        if user is not None:
+            out["ansible_user"] = user
+        if "ansible_user" in variables or "ansible_ssh_user" in variables:
+            out.pop("ansible_user", None)
+        return out
 
     def _replace_inventory(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -346,10 +366,10 @@ class PlaybookRun:
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = self._inventory_layer(play, host)
-        merged = {**self.options.connection_vars,
-                  **{k: v for k, v in inventory_vars.items() if k != "group_names"},
+        higher = {**{k: v for k, v in inventory_vars.items() if k != "group_names"},
                   **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
                   **self.extra_vars}
+        merged = {**self._connection_defaults(play, higher), **higher}
         memory = self.memory.get(host, {})
         return HostState(name=host, spec=spec_for(host, merged, password=self.options.connection_password), inventory_vars=inventory_vars,
                          facts=dict(memory.get("facts", {})),

@@ -185,6 +185,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         become={**{k: v for k, v in overlay.defaults.items() if k in BECOME_KEYWORDS},
                 **{k: ds[k] for k in BECOME_KEYWORDS if ds.get(k) is not None}},
         environment=ds.get("environment", overlay.defaults.get("environment")),
+        remote_user=ds.get("remote_user"),
         basedir=os.path.dirname(path),
         vars_prompt=_vars_prompt(ds, where),
     )

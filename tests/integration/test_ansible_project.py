@@ -20,7 +20,7 @@ import pytest
 from tests.realworld.harness import ansible_python
 from tests.support.sshd import PASSWORD_USER_PREFIX
 from tests.support.terminal import run_on_terminal
-from tests.support.users import make_user, remove_user
+from tests.support.users import make_remote_tmp, make_user, open_keys_to_all, remove_user
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -667,3 +667,58 @@ def test_ask_pass_and_ansible_password_log_in_with_a_password(tmp_path, sshd, pa
     assert code == 0, out
     seen += out + (tmp_path / "events.jsonl").read_text()
     assert SSH_PASSWORD not in seen
+
+
+# -- the remote_user keyword --------------------------------------------------------------
+
+
+REMOTE_USER = "ioc-ru-a"
+
+
+@pytest.fixture
+def login_user(sshd):
+    """A throwaway user that may log in to the session sshd with its client key
+    (sshd without PAM refuses a locked account, one without a password)."""
+    make_user(REMOTE_USER, "unused-3f9a")
+    make_remote_tmp(REMOTE_USER)
+    mode = open_keys_to_all(sshd.tmpdir)
+    try:
+        yield REMOTE_USER
+    finally:
+        os.chmod(sshd.tmpdir, mode)
+        remove_user(REMOTE_USER)
+
+
+def test_the_remote_user_keyword_is_the_login_user_below_ansible_user(tmp_path, sshd, login_user):
+    """The play's remote_user beats -u; a host's ansible_user beats the keyword (2.21)."""
+    line = ("ansible_host={0.host} ansible_port={0.port} ansible_python_interpreter=/usr/bin/python3"
+            " ansible_ssh_private_key_file={0.client_key} ansible_ssh_common_args='{1}'"
+            .format(sshd, sshd.host_ssh_args()))
+    write(tmp_path / "hosts", "[free]\nh1 %s\n[pinned]\nh2 %s ansible_user=%s\n"
+          % (line, line, sshd.user))
+    write(tmp_path / "site.yml", """
+        - hosts: free:pinned
+          gather_facts: false
+          remote_user: %s
+          tasks:
+            - command: id -un
+              register: who
+            - debug: var=who.stdout
+    """ % login_user)
+    args = ["-i", "hosts", "site.yml", "-u", "nobody"]
+    ours = ioc(tmp_path, *args)
+    theirs = ansible_playbook(tmp_path, *args, env=clean_env(ANSIBLE_HOST_KEY_CHECKING="False"))
+    assert ours.returncode == theirs.returncode == 0, ours.stdout + ours.stderr + theirs.stdout
+    users = re.findall(r'"who.stdout": "([^"]+)"', ours.stdout)
+    assert users == re.findall(r'"who.stdout": "([^"]+)"', theirs.stdout) == [login_user, sshd.user]
+    # a task's own remote_user would need another login: refused before anything runs
+    write(tmp_path / "task.yml", """
+        - hosts: free
+          gather_facts: false
+          tasks:
+            - command: id -un
+              remote_user: %s
+    """ % login_user)
+    r = ioc(tmp_path, "-i", "hosts", "task.yml")
+    assert r.returncode == 4 and "task.yml:4" in r.stderr, r.stderr
+    assert "differs from the play's remote_user" in r.stderr and "PLAY [" not in r.stdout
