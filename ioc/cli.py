@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--syntax-check", action="store_true",
                         help="perform a syntax check on the playbook (and plan it), "
                              "but do not execute it")
+    parser.add_argument("--step", action="store_true",
+                        help="refused: ioc-run cannot ask before each task (see docs/ioc-run.md)")
     parser.add_argument("--start-at-task", help="start the playbook at the task matching this name")
     parser.add_argument("--flush-cache", action="store_true",
                         help="accepted for ansible-playbook's command lines: ioc-run keeps no "
@@ -261,6 +263,15 @@ def include_loader(attacher: Any, search: Any = None) -> Callable[..., Any]:
     return load
 
 
+#: Why ``--step`` is refused (only where a run would start: listings and --plan ignore it).
+STEP_REFUSED = (
+    "ioc-run does not support --step: ansible-playbook asks before each task as each host "
+    "reaches it (a rescue only after a failure, an included file's tasks once it is loaded), "
+    "while ioc-run ships a batch of tasks that each host's runner walks on its own, so the "
+    "questions cannot come in Ansible's order. Run ansible-playbook --step (with the "
+    "mitogen_batch strategy a --step run is handed to the linear strategy)."
+)
+
 #: ansible-playbook's error when ``--limit`` (with the inventory) leaves no host.
 NO_HOSTS = "Specified inventory, host pattern and/or --limit leaves us with no hosts to target."
 
@@ -337,6 +348,9 @@ def run(args: argparse.Namespace) -> int:
         for book in books:
             print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
         return 0
+    if args.step:
+        print("[ERROR]: %s" % STEP_REFUSED, file=sys.stderr)
+        return EXIT_ERROR
     connection_password, become_password = ask_passwords(args, settings)
     sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color)]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(

@@ -722,3 +722,40 @@ def test_the_remote_user_keyword_is_the_login_user_below_ansible_user(tmp_path, 
     r = ioc(tmp_path, "-i", "hosts", "task.yml")
     assert r.returncode == 4 and "task.yml:4" in r.stderr, r.stderr
     assert "differs from the play's remote_user" in r.stderr and "PLAY [" not in r.stdout
+
+
+# -- --step -------------------------------------------------------------------------------
+
+
+def test_step_is_refused_by_ioc_run_and_asked_as_linear_asks_under_mitogen_batch(tmp_path):
+    """ioc-run cannot ask before each task in Ansible's order: it says so and runs nothing;
+    the message's advice holds: mitogen_batch asks exactly as linear does."""
+    write(tmp_path / "site.yml", """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: first
+              debug: msg=one
+            - name: second
+              debug: msg=two
+            - name: third
+              debug: msg=three
+    """)
+    r = ioc(tmp_path, "site.yml", "--step")
+    assert r.returncode == 1 and "ioc-run does not support --step" in r.stderr, r.stderr
+    assert "PLAY [" not in r.stdout
+    python = ansible_python()
+    argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook"), "site.yml",
+            "--step"]
+    answers = [("Perform task: TASK: first (N)o/(y)es/(c)ontinue: ", "n"),
+               ("Perform task: TASK: second (N)o/(y)es/(c)ontinue: ", "y"),
+               ("Perform task: TASK: third (N)o/(y)es/(c)ontinue: ", "c")]
+    runs = []
+    for strategy in ("linear", "mitogen_batch"):
+        env = clean_env(ANSIBLE_STRATEGY=strategy,
+                        ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"))
+        code, out = run_on_terminal(argv, answers, str(tmp_path), env)
+        assert code == 0, out
+        runs.append(without_warnings_and_report(out))
+    assert runs[0] == runs[1]
+    assert '"msg": "one"' not in runs[1] and '"msg": "three"' in runs[1]
