@@ -759,3 +759,19 @@ def test_step_is_refused_by_ioc_run_and_asked_as_linear_asks_under_mitogen_batch
         runs.append(without_warnings_and_report(out))
     assert runs[0] == runs[1]
     assert '"msg": "one"' not in runs[1] and '"msg": "three"' in runs[1]
+
+
+def test_ansible_password_logs_in_under_mitogen_batch_too(tmp_path, sshd, password_user):
+    """mitogen_batch's own connection takes the host's password (it was "SSH password was
+    requested, but none specified"); linear would need sshpass, not installed here."""
+    write(tmp_path / "hosts", "[web]\nh1 ansible_host=%s ansible_port=%d ansible_user=%s "
+          "ansible_password=%s ansible_python_interpreter=/usr/bin/python3 "
+          "ansible_ssh_common_args='%s'\n" % (sshd.host, sshd.port, password_user,
+                                               SSH_PASSWORD, sshd.host_ssh_args("h1")))
+    write(tmp_path / "site.yml", PASSWORD_PLAY)
+    r = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", env=clean_env(
+        ANSIBLE_STRATEGY="mitogen_batch", ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"),
+        ANSIBLE_HOST_KEY_CHECKING="False"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"who.stdout": "%s"' % password_user in r.stdout
+    assert SSH_PASSWORD not in r.stdout + r.stderr
