@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("-T", "--timeout", type=int, help="SSH connection timeout in seconds")
     conn.add_argument("--private-key", "--key-file", dest="private_key_file",
                       help="use this file to authenticate the connection")
+    conn.add_argument("-k", "--ask-pass", action="store_true", default=None,
+                      help="ask for the SSH password (ansible_password wins where set)")
     conn.add_argument("--ssh-common-args", help="extra ssh arguments for every host")
     conn.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
     priv = parser.add_argument_group("privilege escalation options")
@@ -77,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--syntax-check", action="store_true",
                         help="perform a syntax check on the playbook (and plan it), "
                              "but do not execute it")
+    parser.add_argument("--step", action="store_true",
+                        help="refused: ioc-run cannot ask before each task (see docs/ioc-run.md)")
     parser.add_argument("--start-at-task", help="start the playbook at the task matching this name")
     parser.add_argument("--flush-cache", action="store_true",
                         help="accepted for ansible-playbook's command lines: ioc-run keeps no "
@@ -256,6 +260,21 @@ def ask_secret(prompt: str) -> str:
     return sys.stdin.readline().rstrip("\r\n")
 
 
+def ask_passwords(args: argparse.Namespace, settings: Any) -> Tuple[Optional[str], Optional[str]]:
+    """``-k`` and ``-K`` as ansible-playbook asks them: the SSH password first, then
+    the become password, which defaults to the SSH password when left empty."""
+    ask_ssh = settings.ask_pass if args.ask_pass is None else args.ask_pass
+    ask_become = settings.become_ask_pass if args.ask_become_pass is None else args.ask_become_pass
+    ssh = ask_secret("SSH password: ") if ask_ssh else None
+    become = None
+    if ask_become:
+        become = ask_secret("BECOME password[defaults to SSH password]: " if ask_ssh
+                            else "BECOME password: ")
+        if ask_ssh and become == "":
+            become = ssh
+    return ssh or None, become
+
+
 def print_plans(planned_plays: Sequence[Any], form: str) -> None:
     """``--plan``: every play's plan as text, JSON or DOT, on stdout."""
     if form == "text":
@@ -303,6 +322,15 @@ def include_loader(attacher: Any, search: Any = None) -> Callable[..., Any]:
     return load
 
 
+#: Why ``--step`` is refused (only where a run would start: listings and --plan ignore it).
+STEP_REFUSED = (
+    "ioc-run does not support --step: ansible-playbook asks before each task as each host "
+    "reaches it (a rescue only after a failure, an included file's tasks once it is loaded), "
+    "while ioc-run ships a batch of tasks that each host's runner walks on its own, so the "
+    "questions cannot come in Ansible's order. Run ansible-playbook --step (with the "
+    "mitogen_batch strategy a --step run is handed to the linear strategy)."
+)
+
 #: ansible-playbook's error when ``--limit`` (with the inventory) leaves no host.
 NO_HOSTS = "Specified inventory, host pattern and/or --limit leaves us with no hosts to target."
 
@@ -332,6 +360,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
     from ioc.ansible.config import read_settings, role_search
+    from ioc.ansible.prompt import ask_var
     from ioc.ansible.vault import open_vault
 
     settings = read_settings()
@@ -378,8 +407,10 @@ def run(args: argparse.Namespace) -> int:
         for book in books:
             print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
         return 0
-    ask_become = settings.become_ask_pass if args.ask_become_pass is None else args.ask_become_pass
-    become_password = ask_secret("BECOME password: ") if ask_become else None
+    if args.step:
+        print("[ERROR]: %s" % STEP_REFUSED, file=sys.stderr)
+        return EXIT_ERROR
+    connection_password, become_password = ask_passwords(args, settings)
     sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color)]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))
@@ -396,6 +427,7 @@ def run(args: argparse.Namespace) -> int:
             RunOptions(check=args.check, diff=args.diff,
                        forks=args.forks if args.forks is not None else settings.forks,
                        closure=not args.no_var_closure, become_password=become_password,
+                       connection_password=connection_password,
                        become_allow_same_user=settings.become_allow_same_user,
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
@@ -404,6 +436,7 @@ def run(args: argparse.Namespace) -> int:
                 inventory, names, sources, playbook_dir),
             load_include=include_loader(attacher, search))
         playbook_run.modules = attacher.modules
+        playbook_run.ask_var = ask_var
         playbook_run.payload_cache.decrypt = vault.decrypt
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
         code = playbook_run.run()

@@ -206,8 +206,14 @@ class Play:
     become: Mapping[str, Any] = field(default_factory=dict)
     #: The play's ``environment``, which fact gathering runs with too (as in Ansible).
     environment: Any = None
+    #: The play's ``remote_user``: the login user where no host variable
+    #: (``ansible_user``) names one; above ``-u`` and ansible.cfg.
+    remote_user: Any = None
     #: Directory the playbook lives in, for relative ``src``/lookups.
     basedir: str = "."
+    #: ``vars_prompt`` entries as written (``name``, ``prompt``, ``default``,
+    #: ``private``, ...): asked when the play starts, answers become play vars.
+    vars_prompt: Tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ HONOURED: Dict[str, str] = {
     "DEFAULT_BECOME_FLAGS": "become_flags: the default of the become_flags keyword",
     "DEFAULT_BECOME_EXE": "become_exe: the default of the become_exe keyword",
     "DEFAULT_BECOME_ASK_PASS": "become_ask_pass: as -K",
+    "DEFAULT_ASK_PASS": "ask_pass: as -k (the SSH password)",
     "BECOME_ALLOW_SAME_USER": "become_allow_same_user: escalate even to the connection's own user",
     "DEFAULT_VAULT_PASSWORD_FILE": "vault_password_file: as --vault-password-file",
     "DEFAULT_VAULT_IDENTITY_LIST": "vault_identity_list: as --vault-id",
@@ -59,7 +60,7 @@ HONOURED: Dict[str, str] = {
 NO_EFFECT = frozenset((
     "ANSIBLE_NOCOWS", "ANSIBLE_COW_SELECTION", "ANSIBLE_COW_ACCEPTLIST", "ANSIBLE_COW_PATH",
     "DEFAULT_LOCAL_TMP", "ANSIBLE_PIPELINING", "DEFAULT_KEEP_REMOTE_FILES",
-    "DEFAULT_REMOTE_TMP", "CONFIG_FILE", "DEFAULT_ASK_PASS",
+    "DEFAULT_REMOTE_TMP", "CONFIG_FILE",
     "INTERPRETER_PYTHON",  # read per host as ansible_python_interpreter (see docs/ioc-run.md)
 ))
 
@@ -104,6 +105,7 @@ class Settings:
     become_flags: Optional[str] = None
     become_exe: Optional[str] = None
     become_ask_pass: bool = False
+    ask_pass: bool = False
     become_allow_same_user: bool = False
     vault_password_files: Tuple[str, ...] = ()
     vault_identity_list: Tuple[str, ...] = ()
@@ -161,6 +163,7 @@ def read_settings() -> Settings:
         become_exe=None if origin("DEFAULT_BECOME_EXE") == "default"
         else value("DEFAULT_BECOME_EXE"),
         become_ask_pass=bool(value("DEFAULT_BECOME_ASK_PASS")),
+        ask_pass=bool(value("DEFAULT_ASK_PASS")),
         become_allow_same_user=bool(value("BECOME_ALLOW_SAME_USER")),
         vault_password_files=tuple(_as_list(value("DEFAULT_VAULT_PASSWORD_FILE"))),
         vault_identity_list=tuple(value("DEFAULT_VAULT_IDENTITY_LIST") or ()),

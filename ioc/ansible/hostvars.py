@@ -141,7 +141,8 @@ class HostVarsExport:
 #: Variables that say how to reach a host; Ansible templates them when it connects.
 _CONNECTION_VARS = ("ansible_connection", "ansible_host", "ansible_port", "ansible_user",
                     "ansible_ssh_user", "ansible_ssh_private_key_file",
-                    "ansible_python_interpreter")
+                    "ansible_python_interpreter", "ansible_password", "ansible_ssh_pass",
+                    "ansible_ssh_password")
 
 
 def _templated_connection_vars(variables: Mapping[str, Any], loader: Any) -> Dict[str, Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.ansible.convert import Converted, Converter, Fallback, become_keywords, short_action
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, plain_vars
 from ioc.ansible.varsfiles import per_host_vars_files, static_vars_files, templated_vars_file
 from ioc.model import Location, Play
 
@@ -91,7 +91,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         name=plain(play.get_name()),
         hosts=",".join(plain(play.hosts)) if isinstance(play.hosts, list) else plain(play.hosts),
         location=Location(path, line),
-        vars=plain(play.vars or {}),
+        vars=plain_vars(play.vars or {}),
         vars_files=vars_files,
         role_defaults=defaults,
         force_handlers=bool(play.force_handlers),

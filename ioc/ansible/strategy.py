@@ -127,6 +127,8 @@ class PlayRun:
                              shape="2.19" if __version__.startswith("2.19.") else "2.21",
                              # -K / --become-password-file (variables still win).
                              become_password=plain(state.play_context.become_pass) or None,
+                             # -k / --connection-password-file (variables still win).
+                             connection_password=plain(state.play_context.password) or None,
                              become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER))
         converted = state.converted
         from ioc.controller import plugins

@@ -30,3 +30,41 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     # str() of Ansible's EncryptedString decrypts to its tagged str subclass
     return str.__str__(str(value))
+
+
+#: Jinja markers: text holding none reads the same templated or not.
+_MARKERS = ("{{", "{%", "{#")
+
+
+def verbatim(text: str) -> str:
+    """``text`` as a value ioc's templating leaves exactly as it is.
+
+    Ansible never templates text not trusted as a template (``!unsafe``, a
+    ``vars_prompt`` answer with ``unsafe: true``); ioc's variables carry no
+    such mark, so a template in such text is wrapped in ``{% raw %}``.
+    """
+    if not any(m in text for m in _MARKERS):
+        return text
+    if "{% endraw %}" in text:
+        raise ValueError("text holding '{% endraw %}' cannot be kept from templating")
+    return "{% raw %}" + text + "{% endraw %}"
+
+
+def plain_vars(values: Mapping[str, Any]) -> Any:
+    """Variables as :func:`plain` makes them, text Ansible does not trust kept :func:`verbatim`."""
+    try:
+        from ansible._internal._datatag._tags import TrustedAsTemplate
+    except ImportError:  # pragma: no cover - every supported release has data tags
+        return plain(values)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            text = plain(value)
+            return text if TrustedAsTemplate.is_tagged_on(value) else verbatim(text)
+        if isinstance(value, Mapping):
+            return {plain(k): walk(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [walk(v) for v in value]
+        return plain(value)
+
+    return walk(values)

@@ -19,7 +19,7 @@ from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import PlayExecutor
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
 from ioc.transport.report import TransportReport
-from ioc.errors import LoadError
+from ioc.errors import IocError, LoadError
 from ioc.model import Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, TagFilter, plan_play
 
@@ -96,6 +96,9 @@ class PlaybookRun:
         #: As ansible-playbook, the next playbook runs only when that play
         #: ended without a failed or unreachable host.
         self.playbook_ends: FrozenSet[int] = frozenset()
+        #: Answers one ``vars_prompt`` entry (templated): the front end's terminal
+        #: and Ansible's ``Display.do_var_prompt`` (encrypt, defaults, no tty).
+        self.ask_var: Optional[Callable[[Mapping[str, Any]], Any]] = None
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -124,7 +127,7 @@ class PlaybookRun:
 
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
-        play = self._templated_keywords(planned.play)
+        play = self._templated_keywords(self._prompted(planned.play))
         planned = dataclasses.replace(planned, play=play)
         matched = ordered_hosts(inv.match_hosts(self.inventory, play.hosts, self.limit), play.order)
         hosts = [h for h in matched if h not in self.lost]
@@ -163,6 +166,37 @@ class PlaybookRun:
                 break
         return True
 
+    def _prompted(self, play: Play) -> Play:
+        """``play`` with its ``vars_prompt`` answers among its vars.
+
+        As Ansible's PlaybookExecutor: when the play starts (before its
+        banner), its entries templated with the play-level variables, each
+        variable an extra var sets not asked at all, the answers play vars
+        (so ``vars_files`` and extra vars still win).
+        """
+        if not play.vars_prompt:
+            return play
+        if self.ask_var is None:
+            raise IocError("%s: vars_prompt needs a front end that can ask (ioc-run)"
+                           % play.location)
+        templar = Templar(self._play_level_vars(play))
+        answers: Dict[str, Any] = {}
+        for entry in play.vars_prompt:
+            try:
+                entry = templar.template(dict(entry))
+            except TemplateError as exc:
+                raise LoadError("Error processing keyword 'vars_prompt': %s" % exc,
+                                play.location) from None
+            if str(entry["name"]) not in self.extra_vars:
+                answers[str(entry["name"])] = self.ask_var(entry)
+        return dataclasses.replace(play, vars={**play.vars, **answers})
+
+    def _play_level_vars(self, play: Play) -> Dict[str, Any]:
+        """What a play has to template its keywords with before any host."""
+        return {**play.role_defaults, **play.vars, **play.vars_files, **self.extra_vars,
+                "groups": inv.groups_dict(self.inventory),
+                "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT}
+
     def _templated_keywords(self, play: Play) -> Play:
         """``name`` and ``hosts`` templated as Ansible does when the play starts.
 
@@ -173,9 +207,7 @@ class PlaybookRun:
         """
         if not (is_template(play.name) or is_template(play.hosts)):
             return play
-        templar = Templar({**play.role_defaults, **play.vars, **play.vars_files,
-                           **self.extra_vars, "groups": inv.groups_dict(self.inventory),
-                           "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT})
+        templar = Templar(self._play_level_vars(play))
         values: Dict[str, str] = {}
         for keyword in ("name", "hosts"):
             try:
@@ -248,8 +280,29 @@ class PlaybookRun:
             self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
-        return spec_for(name, {**self.options.connection_vars, **play.role_defaults, **hostvars, **play.vars, **play.vars_files,
-                               **self.host_vars_files.get(name, {}), **self.extra_vars})
+        higher = {**play.role_defaults, **hostvars, **play.vars, **play.vars_files,
+                  **self.host_vars_files.get(name, {}), **self.extra_vars}
+        return spec_for(name, {**self._connection_defaults(play, higher), **higher},
+                        password=self.options.connection_password)
+
+    def _connection_defaults(self, play: Play, variables: Mapping[str, Any]) -> Dict[str, Any]:
+        """The connection settings below a host's ``variables``: ``-u`` and the others
+        from the command line and ansible.cfg, with the play's ``remote_user`` over
+        them (Ansible: keywords over options, variables over keywords). No default
+        login user where a variable names one (``ansible_ssh_user`` included)."""
+        out = dict(self.options.connection_vars)
+        user = play.remote_user
+        if isinstance(user, str) and is_template(user):
+            try:
+                user = Templar({**out, **variables, "omit": OMIT}).template(user)
+            except TemplateError as exc:
+                raise LoadError("Error processing keyword 'remote_user': %s" % exc,
+                                play.location) from None
+        if user is not None:
+            out["ansible_user"] = user
+        if "ansible_user" in variables or "ansible_ssh_user" in variables:
+            out.pop("ansible_user", None)
+        return out
 
     def _replace_inventory(self, inventory: Inventory) -> None:
         self.inventory = inventory
@@ -313,12 +366,12 @@ class PlaybookRun:
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = self._inventory_layer(play, host)
-        merged = {**self.options.connection_vars,
-                  **{k: v for k, v in inventory_vars.items() if k != "group_names"},
+        higher = {**{k: v for k, v in inventory_vars.items() if k != "group_names"},
                   **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
                   **self.extra_vars}
+        merged = {**self._connection_defaults(play, higher), **higher}
         memory = self.memory.get(host, {})
-        return HostState(name=host, spec=spec_for(host, merged), inventory_vars=inventory_vars,
+        return HostState(name=host, spec=spec_for(host, merged, password=self.options.connection_password), inventory_vars=inventory_vars,
                          facts=dict(memory.get("facts", {})),
                          runtime=dict(memory.get("runtime", {})),
                          included=dict(memory.get("include_vars", {})))

@@ -101,6 +101,8 @@ class RunOptions:
     shape: str = "2.21"
     #: ``--ask-become-pass``: the password when no ``ansible_become_password`` is set.
     become_password: Optional[str] = field(default=None, repr=False)
+    #: ``--ask-pass``: the SSH password when no ``ansible_password`` is set.
+    connection_password: Optional[str] = field(default=None, repr=False)
     #: Connection settings from the command line and Ansible's configuration
     #: (``-u``, ``--private-key``, ``-c``, ``-T``, ``ssh_args``, ...) as the
     #: ``ansible_*`` variables they default: every host variable overrides them.

@@ -20,7 +20,7 @@ from ioc.loader.tasks import (
     INHERITABLE, PlayState, Scope, canonical_action, conditions,
     expand_roles_section, parse_handlers, parse_tasks, tag_list, union, vars_of,
 )
-from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of
+from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain
 from ioc.model import Location, Play, Playbook
 
 __all__ = ["load_playbook"]
@@ -29,13 +29,13 @@ log = logging.getLogger(__name__)
 
 #: Valid play keywords the IR has no field for: accepted, warned, dropped.
 PLAY_UNSUPPORTED = frozenset((
-    "vars_prompt", "gather_subset", "gather_timeout", "fact_path", "strategy",
+    "gather_subset", "gather_timeout", "fact_path", "strategy",
     "port", "collections", "module_defaults", "debugger", "timeout",
 ))
 PLAY_KEYWORDS = frozenset((
     "hosts", "name", "vars", "vars_files", "gather_facts", "pre_tasks", "roles",
     "tasks", "post_tasks", "handlers", "serial", "max_fail_percentage",
-    "force_handlers", "order", "tags",
+    "force_handlers", "order", "tags", "vars_prompt",
 )) | (frozenset(INHERITABLE) - {"delegate_to"}) | PLAY_UNSUPPORTED
 BECOME_KEYWORDS = ("become", "become_user", "become_method", "become_flags", "become_exe")
 _IMPORT_PLAYBOOK_KEYS = frozenset(("name", "vars", "when", "tags"))
@@ -185,7 +185,9 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         become={**{k: v for k, v in overlay.defaults.items() if k in BECOME_KEYWORDS},
                 **{k: ds[k] for k in BECOME_KEYWORDS if ds.get(k) is not None}},
         environment=ds.get("environment", overlay.defaults.get("environment")),
+        remote_user=ds.get("remote_user"),
         basedir=os.path.dirname(path),
+        vars_prompt=_vars_prompt(ds, where),
     )
 
 
@@ -203,6 +205,31 @@ def _check_play_keys(ds: Mapping[str, Any], where: Location) -> None:
     for key in ds:
         if key in PLAY_UNSUPPORTED:
             log.warning("%s: play keyword '%s' is not supported by ioc and is ignored", where, key)
+
+
+#: What a ``vars_prompt`` entry may say (Ansible's ``Play._load_vars_prompt``).
+PROMPT_KEYS = frozenset(("name", "prompt", "default", "private", "confirm", "encrypt",
+                         "salt_size", "salt", "unsafe"))
+
+
+def _vars_prompt(ds: Mapping[str, Any], where: Location) -> tuple[Mapping[str, Any], ...]:
+    """The play's ``vars_prompt`` entries, checked as Ansible checks them at load time."""
+    entries = ds.get("vars_prompt")
+    if entries is None:
+        return ()
+    at = key_location(ds, "vars_prompt", where)
+    if isinstance(entries, Mapping):
+        entries = [entries]
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise LoadError("vars_prompt must be a list of mappings", at)
+    for entry in entries:
+        if "name" not in entry:
+            raise LoadError("Invalid vars_prompt data structure, missing 'name' key", at)
+        for key in entry:
+            if key not in PROMPT_KEYS:
+                raise LoadError("Invalid vars_prompt data structure, found unsupported key '%s'"
+                                % key, at)
+    return tuple(plain(dict(entry)) for entry in entries)
 
 
 def _hosts(ds: Mapping[str, Any], where: Location) -> str:

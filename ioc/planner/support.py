@@ -60,6 +60,7 @@ def check_program(program: Program, caps: Capabilities,
         if reason is None:
             try:
                 check_task(entry.task, caps)
+                check_remote_user(entry.task, program.play)
             except PlanError as exc:
                 if fallback is None:
                     raise
@@ -97,6 +98,7 @@ def check_handlers(program: Program, caps: Capabilities,
         if reason is None:
             try:
                 check_task(handler, caps)
+                check_remote_user(handler, program.play)
             except PlanError as exc:
                 if fallback is None:
                     raise
@@ -114,6 +116,21 @@ def _check_play(play: Play) -> None:
     if play.order not in (None,) and play.order not in HOST_ORDERS:
         raise PlanError("play keyword 'order: %s' is not one of %s"
                         % (play.order, ", ".join(sorted(HOST_ORDERS))), play.location)
+
+
+def check_remote_user(task: Task, play: Play) -> None:
+    """Refuse a ``remote_user`` (from a block, role, include or the task) other than the play's.
+
+    A play's tasks run over one connection per host, made with the play's
+    ``remote_user`` (host variables such as ``ansible_user`` win over it,
+    as in Ansible); another login user would need a connection of its own.
+    """
+    if task.remote_user is not None and task.remote_user != play.remote_user:
+        raise PlanError("remote_user %r differs from the play's remote_user (%r): ioc-run logs "
+                        "in once per host and play, so every task of a play uses the play's "
+                        "remote_user; set it on the play (or ansible_user on the hosts), or "
+                        "move these tasks to a play of their own"
+                        % (task.remote_user, play.remote_user), task.location)
 
 
 def check_task(task: Task, caps: Capabilities) -> None:

@@ -201,6 +201,8 @@ class Connector:
             common["via"] = parent
         if spec.transport == "local":
             return self.router.local(**common)
+        if spec.password is not None:
+            common["password"] = mitogen.core.Secret(spec.password)
         return self.router.ssh(
             hostname=spec.hostname, port=spec.port, username=spec.user,
             identity_file=spec.identity_file, ssh_args=list(spec.ssh_args),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.errors import ConnectionSetupError
 
 LOG = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ class ConnectionSpec:
     via: Optional[str] = None
     #: That host's connection, filled in by :func:`resolve_via`.
     via_spec: Optional["ConnectionSpec"] = None
+    #: The SSH login password (``ansible_password``, ``-k``); never in ``repr``.
+    password: Optional[str] = field(default=None, repr=False)
 
     def describe_target(self) -> str:
         """``ssh to root@10.0.0.1 port 2222``: where this connection goes, for messages."""
@@ -189,8 +192,17 @@ def transport_of(connection: Any) -> Optional[str]:
     return "local" if short in LOCAL_PLUGINS else None
 
 
-def spec_for(name: str, hostvars: Mapping[str, Any]) -> ConnectionSpec:
-    """The connection of inventory host ``name`` given its variables."""
+#: Ansible's ssh connection plugin's variables for the login password, in its order.
+PASSWORD_VARS = ("ansible_password", "ansible_ssh_pass", "ansible_ssh_password")
+
+
+def spec_for(name: str, hostvars: Mapping[str, Any],
+             password: Optional[str] = None) -> ConnectionSpec:
+    """The connection of inventory host ``name`` given its variables.
+
+    ``password`` is the run's ``--ask-pass`` answer: a password variable
+    of the host wins over it, as in Ansible.
+    """
     via = _opt_name(hostvars.get("mitogen_via"))
     if via == name:
         via = None
@@ -221,6 +233,7 @@ def spec_for(name: str, hostvars: Mapping[str, Any]) -> ConnectionSpec:
         pipelining=str(hostvars.get("ansible_pipelining", hostvars.get(
             "ansible_ssh_pipelining", False))).lower() not in _FALSE + ("", "none"),
         via=via,
+        password=_password(hostvars, password),
     )
 
 
@@ -234,6 +247,22 @@ def _opt_name(value: Any) -> Optional[str]:
         raise ConnectionSetupError("mitogen_via=%s: only an inventory host name is supported "
                                    "(no user@ part)" % text)
     return text
+
+
+def _password(hostvars: Mapping[str, Any], default: Optional[str]) -> Optional[str]:
+    """The login password: the first password variable set (templated with the
+    host's variables when written as a template), else ``default``."""
+    for name in PASSWORD_VARS:
+        value = hostvars.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str) and is_template(value):
+            try:
+                value = Templar(hostvars).template(value)
+            except TemplateError as exc:
+                raise ConnectionSetupError("%s: %s" % (name, exc)) from None
+        return str(value) or None  # empty: no password, as Ansible's ssh plugin has it
+    return default
 
 
 def _opt_str(value: Any) -> Optional[str]:

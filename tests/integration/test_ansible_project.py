@@ -18,6 +18,9 @@ from typing import Dict, List, Optional
 import pytest
 
 from tests.realworld.harness import ansible_python
+from tests.support.sshd import PASSWORD_USER_PREFIX
+from tests.support.terminal import run_on_terminal
+from tests.support.users import make_remote_tmp, make_user, open_keys_to_all, remove_user
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -514,3 +517,261 @@ def test_the_second_playbook_does_not_run_after_a_failure_in_the_first(tmp_path)
     theirs = ansible_playbook(tmp_path, "-i", "hosts", "one.yml", "two.yml")
     assert ours.returncode == theirs.returncode == 2
     assert banners(ours.stdout) == banners(theirs.stdout)
+
+
+# -- vars_prompt ------------------------------------------------------------------------
+
+
+PROMPT_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    greeting: hi
+  vars_prompt:
+    - name: visible
+      prompt: "Your name"
+      private: false
+    - name: secret
+      prompt: "Password"
+      confirm: true
+    - name: defaulted
+      prompt: "Colour"
+      default: "{{ greeting }}-blue"
+    - name: hashed
+      prompt: "Hash me"
+      private: false
+      encrypt: sha512_crypt
+      salt: abcdefgh
+    - name: verbatim
+      prompt: "Template"
+      private: false
+      unsafe: true
+    - name: given
+  tasks:
+    - debug:
+        msg: "{{ visible }}|{{ defaulted }}|{{ hashed }}|{{ verbatim }}|{{ given }}|{{ secret | length }}"
+"""
+
+PRIVATE_ANSWER = "pw-5e1c0a"
+#: A mistyped confirmation first: both tools ask the pair again.
+PROMPT_ANSWERS = [("Your name: ", "ann"), ("Password: ", PRIVATE_ANSWER),
+                  ("confirm Password: ", "typo"), ("Password: ", PRIVATE_ANSWER),
+                  ("confirm Password: ", PRIVATE_ANSWER), ("Colour [hi-blue]: ", ""),
+                  ("Hash me: ", "x"), ("Template: ", "{{ greeting }}")]
+
+
+def terminal_run(tmp_path: Path, front: str, *args: str) -> str:
+    """The terminal transcript of ``front`` (ansible-playbook, mitogen_batch or ioc-run,
+    all on ansible-core 2.21's Python) answering :data:`PROMPT_ANSWERS`."""
+    python = ansible_python()
+    env = clean_env()
+    if front == "ioc-run":
+        argv = [python, "-m", "ioc"]
+    else:
+        argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook")]
+    if front == "mitogen_batch":
+        env.update(ANSIBLE_STRATEGY="mitogen_batch",
+                   ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"))
+    code, out = run_on_terminal(argv + ["site.yml", "-e", "given=G", *args], PROMPT_ANSWERS,
+                                str(tmp_path), env)
+    assert code == 0, out
+    return out
+
+
+def without_warnings_and_report(out: str) -> str:
+    return "\n".join(line for line in out.splitlines()
+                     if not line.startswith(("[WARNING]", "ioc: ", "[DEPRECATION")))
+
+
+def test_vars_prompt_on_a_terminal_asks_as_ansible_playbook_does(tmp_path):
+    """Prompts, echo, the confirm loop, a templated default, encrypt with a salt,
+    unsafe, and an extra var not asked: the same terminal, character for character."""
+    write(tmp_path / "site.yml", PROMPT_PLAY)
+    theirs = terminal_run(tmp_path, "ansible-playbook")
+    assert "|{{ greeting }}|G|%d\"" % len(PRIVATE_ANSWER) in theirs  # the case is Ansible's
+    ours = terminal_run(tmp_path, "ioc-run", "--events", "events.jsonl")
+    assert without_warnings_and_report(ours) == without_warnings_and_report(theirs)
+    assert PRIVATE_ANSWER not in ours + (tmp_path / "events.jsonl").read_text()
+    batch = terminal_run(tmp_path, "mitogen_batch")
+    assert without_warnings_and_report(batch) == without_warnings_and_report(theirs)
+
+
+def test_vars_prompt_without_a_terminal_takes_defaults_as_ansible_playbook_does(tmp_path):
+    """stdin not a terminal: one warning, defaults, "None" where there is none."""
+    write(tmp_path / "site.yml", """
+        - hosts: localhost
+          gather_facts: false
+          vars_prompt:
+            - name: nodefault
+            - name: defaulted
+              default: dflt
+            - name: given
+          tasks:
+            - debug: msg="{{ nodefault }}|{{ defaulted }}|{{ given }}"
+    """)
+    ours = ioc(tmp_path, "site.yml", "-e", "given=G")
+    theirs = ansible_playbook(tmp_path, "site.yml", "-e", "given=G")
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert '"msg": "None|dflt|G"' in ours.stdout
+    assert ours.stdout.split("PLAY RECAP")[0] == theirs.stdout.split("PLAY RECAP")[0]
+    notice = "[WARNING]: Not prompting as we are not in interactive mode"
+    assert ours.stderr.count(notice) == theirs.stderr.count(notice) == 1, ours.stderr
+
+
+# -- SSH passwords ----------------------------------------------------------------------
+
+
+SSH_PASSWORD = "ssh-Pw-91d3c7"
+PASSWORD_PLAY = """
+- hosts: web
+  gather_facts: false
+  tasks:
+    - command: id -un
+      register: who
+    - debug: var=who.stdout
+"""
+
+
+@pytest.fixture
+def password_user(sshd):
+    """A throwaway user that may log in to the session sshd with :data:`SSH_PASSWORD` only."""
+    name = PASSWORD_USER_PREFIX + "k"
+    make_user(name, SSH_PASSWORD)
+    try:
+        yield name
+    finally:
+        remove_user(name)
+
+
+def test_ask_pass_and_ansible_password_log_in_with_a_password(tmp_path, sshd, password_user):
+    """-k asks "SSH password: " on the terminal as ansible-playbook does;
+    ansible_password (templated from a vault-like variable) wins over it; the
+    password is in no output and no --events line, even at -vvv."""
+    args = "ansible_user=%s ansible_ssh_common_args='%s'" % (password_user,
+                                                             sshd.host_ssh_args("h1"))
+    hosts = "[web]\nh1 ansible_host=%s ansible_port=%d ansible_python_interpreter=" \
+            "/usr/bin/python3 " % (sshd.host, sshd.port)
+    write(tmp_path / "hosts", hosts + args + "\n")
+    write(tmp_path / "site.yml", PASSWORD_PLAY)
+    argv = [sys.executable, "-m", "ioc", "-i", "hosts", "site.yml", "-k", "-vvv",
+            "--events", "events.jsonl"]
+    code, out = run_on_terminal(argv, [("SSH password: ", SSH_PASSWORD)], str(tmp_path),
+                                clean_env())
+    assert code == 0, out
+    assert '"who.stdout": "%s"' % password_user in out
+    seen = out + (tmp_path / "events.jsonl").read_text()
+    # the host's variable wins over -k
+    write(tmp_path / "hosts", hosts + args + " ansible_password='{{ the_password }}'\n")
+    write(tmp_path / "host_vars" / "h1.yml", "the_password: %s\n" % SSH_PASSWORD)
+    code, out = run_on_terminal(argv, [("SSH password: ", "wrong")], str(tmp_path), clean_env())
+    assert code == 0, out
+    seen += out + (tmp_path / "events.jsonl").read_text()
+    assert SSH_PASSWORD not in seen
+
+
+# -- the remote_user keyword --------------------------------------------------------------
+
+
+REMOTE_USER = "ioc-ru-a"
+
+
+@pytest.fixture
+def login_user(sshd):
+    """A throwaway user that may log in to the session sshd with its client key
+    (sshd without PAM refuses a locked account, one without a password)."""
+    make_user(REMOTE_USER, "unused-3f9a")
+    make_remote_tmp(REMOTE_USER)
+    mode = open_keys_to_all(sshd.tmpdir)
+    try:
+        yield REMOTE_USER
+    finally:
+        os.chmod(sshd.tmpdir, mode)
+        remove_user(REMOTE_USER)
+
+
+def test_the_remote_user_keyword_is_the_login_user_below_ansible_user(tmp_path, sshd, login_user):
+    """The play's remote_user beats -u; a host's ansible_user beats the keyword (2.21)."""
+    line = ("ansible_host={0.host} ansible_port={0.port} ansible_python_interpreter=/usr/bin/python3"
+            " ansible_ssh_private_key_file={0.client_key} ansible_ssh_common_args='{1}'"
+            .format(sshd, sshd.host_ssh_args()))
+    write(tmp_path / "hosts", "[free]\nh1 %s\n[pinned]\nh2 %s ansible_user=%s\n"
+          % (line, line, sshd.user))
+    write(tmp_path / "site.yml", """
+        - hosts: free:pinned
+          gather_facts: false
+          remote_user: %s
+          tasks:
+            - command: id -un
+              register: who
+            - debug: var=who.stdout
+    """ % login_user)
+    args = ["-i", "hosts", "site.yml", "-u", "nobody"]
+    ours = ioc(tmp_path, *args)
+    theirs = ansible_playbook(tmp_path, *args, env=clean_env(ANSIBLE_HOST_KEY_CHECKING="False"))
+    assert ours.returncode == theirs.returncode == 0, ours.stdout + ours.stderr + theirs.stdout
+    users = re.findall(r'"who.stdout": "([^"]+)"', ours.stdout)
+    assert users == re.findall(r'"who.stdout": "([^"]+)"', theirs.stdout) == [login_user, sshd.user]
+    # a task's own remote_user would need another login: refused before anything runs
+    write(tmp_path / "task.yml", """
+        - hosts: free
+          gather_facts: false
+          tasks:
+            - command: id -un
+              remote_user: %s
+    """ % login_user)
+    r = ioc(tmp_path, "-i", "hosts", "task.yml")
+    assert r.returncode == 4 and "task.yml:4" in r.stderr, r.stderr
+    assert "differs from the play's remote_user" in r.stderr and "PLAY [" not in r.stdout
+
+
+# -- --step -------------------------------------------------------------------------------
+
+
+def test_step_is_refused_by_ioc_run_and_asked_as_linear_asks_under_mitogen_batch(tmp_path):
+    """ioc-run cannot ask before each task in Ansible's order: it says so and runs nothing;
+    the message's advice holds: mitogen_batch asks exactly as linear does."""
+    write(tmp_path / "site.yml", """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: first
+              debug: msg=one
+            - name: second
+              debug: msg=two
+            - name: third
+              debug: msg=three
+    """)
+    r = ioc(tmp_path, "site.yml", "--step")
+    assert r.returncode == 1 and "ioc-run does not support --step" in r.stderr, r.stderr
+    assert "PLAY [" not in r.stdout
+    python = ansible_python()
+    argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook"), "site.yml",
+            "--step"]
+    answers = [("Perform task: TASK: first (N)o/(y)es/(c)ontinue: ", "n"),
+               ("Perform task: TASK: second (N)o/(y)es/(c)ontinue: ", "y"),
+               ("Perform task: TASK: third (N)o/(y)es/(c)ontinue: ", "c")]
+    runs = []
+    for strategy in ("linear", "mitogen_batch"):
+        env = clean_env(ANSIBLE_STRATEGY=strategy,
+                        ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"))
+        code, out = run_on_terminal(argv, answers, str(tmp_path), env)
+        assert code == 0, out
+        runs.append(without_warnings_and_report(out))
+    assert runs[0] == runs[1]
+    assert '"msg": "one"' not in runs[1] and '"msg": "three"' in runs[1]
+
+
+def test_ansible_password_logs_in_under_mitogen_batch_too(tmp_path, sshd, password_user):
+    """mitogen_batch's own connection takes the host's password (it was "SSH password was
+    requested, but none specified"); linear would need sshpass, not installed here."""
+    write(tmp_path / "hosts", "[web]\nh1 ansible_host=%s ansible_port=%d ansible_user=%s "
+          "ansible_password=%s ansible_python_interpreter=/usr/bin/python3 "
+          "ansible_ssh_common_args='%s'\n" % (sshd.host, sshd.port, password_user,
+                                               SSH_PASSWORD, sshd.host_ssh_args("h1")))
+    write(tmp_path / "site.yml", PASSWORD_PLAY)
+    r = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", env=clean_env(
+        ANSIBLE_STRATEGY="mitogen_batch", ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"),
+        ANSIBLE_HOST_KEY_CHECKING="False"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert '"who.stdout": "%s"' % password_user in r.stdout
+    assert SSH_PASSWORD not in r.stdout + r.stderr

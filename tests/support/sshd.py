@@ -45,6 +45,9 @@ SSHD = "/usr/sbin/sshd"
 HOST = "127.0.0.1"
 READY_TIMEOUT = 15.0
 
+#: Users whose names start so may log in with a password (no other user may).
+PASSWORD_USER_PREFIX = "ioc-pw-"
+
 #: ``-o`` options a client needs for a server whose host key changes every run.
 CLIENT_OPTIONS = (
     "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
@@ -205,6 +208,11 @@ def _config(tmpdir: str, port: int, addresses: Sequence[str] = (HOST,)) -> str:
         # No AcceptEnv line: the client's environment is not passed on.
         "Subsystem sftp internal-sftp",
         "LogLevel ERROR",
+        # Password logins only for throwaway users named so (tests of -k and
+        # ansible_password, tests/support/users.py makes them); last: a Match
+        # block runs to the end of the file.
+        "Match User %s*" % PASSWORD_USER_PREFIX,
+        "    PasswordAuthentication yes",
         "",
     ])
 

@@ -114,6 +114,16 @@ def test_ssh_settings_from_variables():
                                   timeout=7.0)
 
 
+
+def test_the_login_password_variable_wins_over_the_asked_one_and_is_never_shown():
+    variables = {"ansible_ssh_pass": "{{ vaulted }}", "vaulted": "pw-7d1e"}
+    spec = spec_for("h", variables, password="asked")
+    assert spec.password == "pw-7d1e"
+    assert "pw-7d1e" not in repr(spec) and "pw-7d1e" not in spec.describe_target()
+    assert spec_for("h", {}, password="asked").password == "asked"
+    assert spec_for("h", {"ansible_password": ""}, password="asked").password is None
+
+
 # -- the transport report counts a host's runners together ---------------------------------
 
 

@@ -910,3 +910,31 @@ def test_conditions_remember_where_they_were_written(tmp_path):
     task = load_playbook(str(book)).plays[0].tasks[0].block[0]
     assert task.when == ("outer", "a", "'b'")
     assert task.when_origins == ("%s:6:13" % book, "%s:5:18" % book, "%s:5:21" % book)
+
+
+# ---------------------------------------------------------------- vars_prompt
+
+
+def test_vars_prompt_entries_are_kept_for_the_run_and_the_play_remote_user(tmp_path: Path) -> None:
+    play = play_of(tmp_path, """
+        - hosts: all
+          remote_user: deploy
+          vars_prompt:
+            - name: who
+              prompt: Who
+              private: false
+    """)
+    assert play.vars_prompt == ({"name": "who", "prompt": "Who", "private": False},)
+    assert play.remote_user == "deploy" and "who" not in play.vars
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("- prompt: Who", "Invalid vars_prompt data structure, missing 'name' key"),
+    ("- {name: who, echo: true}", "Invalid vars_prompt data structure, found unsupported key 'echo'"),
+])
+def test_a_bad_vars_prompt_entry_is_ansibles_load_error(tmp_path: Path, entry: str,
+                                                         message: str) -> None:
+    with pytest.raises(LoadError) as info:
+        play_of(tmp_path, "- hosts: all\n  vars_prompt:\n    %s\n" % entry)
+    assert str(info.value).startswith("%s:2" % (tmp_path / "site.yml"))
+    assert message in str(info.value)
