@@ -248,7 +248,8 @@ class PlaybookRun:
             self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
-        return spec_for(name, {**self.options.connection_vars, **play.role_defaults, **hostvars, **play.vars, **play.vars_files,
+        return spec_for(name, {**self.options.connection_vars, **_play_port(play), **play.role_defaults,
+                               **hostvars, **play.vars, **play.vars_files,
                                **self.host_vars_files.get(name, {}), **self.extra_vars})
 
     def _replace_inventory(self, inventory: Inventory) -> None:
@@ -313,7 +314,7 @@ class PlaybookRun:
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = self._inventory_layer(play, host)
-        merged = {**self.options.connection_vars,
+        merged = {**self.options.connection_vars, **_play_port(play),
                   **{k: v for k, v in inventory_vars.items() if k != "group_names"},
                   **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
                   **self.extra_vars}
@@ -375,3 +376,8 @@ def _batch_size(value: Any, total: int) -> int:
     if text.endswith("%"):
         return max(1, int(total * float(text[:-1]) / 100))
     return max(1, int(text))
+
+
+def _play_port(play: Play) -> Dict[str, Any]:
+    """The play's ``port`` keyword: below every ``ansible_port`` variable, as in Ansible."""
+    return {} if play.port is None else {"ansible_port": play.port}
