@@ -397,7 +397,7 @@ class Attacher:
             # the implicit gathering is a task of the play: its module_defaults
             # (gather_facts', then setup's) apply (PlayIterator, gather_facts.py)
             gather_args = self.with_defaults(play.module_defaults, "gather_facts", gather_args,
-                                             play.collections, play.location)
+                                             search_list(play), play.location)
         return dataclasses.replace(play, gather_module=gather, gather_args=gather_args, **sections)
 
     def nodes(self, nodes: Sequence[Any]) -> Tuple[Any, ...]:
@@ -535,10 +535,11 @@ def search_list(task: Any) -> Optional[List[str]]:
     a collection role's own collection, the ``collections`` keyword (a role's
     meta/main.yml), then ``ansible.builtin`` (collection role) or
     ``ansible.legacy`` (``_ensure_default_collection``, ``Role._load_role_data``)."""
-    names = [task.role_collection] if task.role_collection else []
+    role_collection = getattr(task, "role_collection", None)  # (a Play has none)
+    names = [role_collection] if role_collection else []
     names += [c for c in task.collections or () if c not in names]
     if names and "ansible.builtin" not in names and "ansible.legacy" not in names:
-        names.append("ansible.builtin" if task.role_collection else "ansible.legacy")
+        names.append("ansible.builtin" if role_collection else "ansible.legacy")
     return names or None
 
 
