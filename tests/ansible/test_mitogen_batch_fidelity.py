@@ -701,3 +701,29 @@ def test_module_defaults_are_merged_natively_as_ansible_merges_them(ansible, ans
         ("h1-a", "0o600"), ("h1-b", "0o640")]
     assert "own grouped" in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_the_play_port_keyword_reaches_the_native_connection(ansible, ansible_python, sshd):
+    """``port:`` is the port of a host without ``ansible_port`` (which wins), as
+    Ansible's ssh connection resolves its ``port`` option."""
+    ansible.write("play.yml", """
+        - hosts: h1
+          port: %d
+          gather_facts: false
+          tasks:
+            - command: echo one
+        - hosts: h2
+          port: 1
+          gather_facts: false
+          tasks:
+            - command: echo two
+    """ % sshd.port)
+    text = sshd.inventory_ini(["h1", "h2"], group="web", python=ansible_python)
+    text = text.replace("h1 ansible_host=%s ansible_port=%d" % (sshd.host, sshd.port),
+                        "h1 ansible_host=%s" % sshd.host)
+    assert "ansible_port" not in text.splitlines()[1]
+    inventory = ansible.write("hosts.ini", text)
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert len(batch.steps) == 2 and not batch.through_ansible, batch.log
