@@ -592,12 +592,16 @@ def locate_role(name: str, scope: Scope, where: Location) -> tuple[str, str, str
     """``(role name, directory, collection)`` of role ``name`` as Ansible finds it.
 
     In a collection first (a ``ns.coll.role`` name, or any name inside a
-    collection role: its own collection is searched first), then in
+    collection role: its own collection is searched first, then those of the
+    ``collections`` keyword), then in
     ``<playbook dir>/roles``, ``roles_path``, beside the role that depends
     on it, and the playbook directory. A collection role's name is its FQCN.
     """
     search = scope.play.search
     collections = (scope.role_collection,) if scope.role_collection else ()
+    # the ``collections`` keyword in force is searched too (Play.collections for
+    # ``roles:``, the task's for import/include_role, a role's meta for its deps)
+    collections += tuple(c for c in scope.collections or () if c not in collections)
     if search.in_collections is not None:
         found = search.in_collections(name, collections)
         if found is not None:
