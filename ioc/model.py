@@ -57,6 +57,8 @@ class IncludeScope:
     role_collection: Optional[str] = None
     section: str = "tasks"
     chain: Tuple[str, ...] = ()
+    module_defaults: Tuple[Mapping[str, Any], ...] = ()
+    collections: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,13 @@ class Task:
     action_written: Optional[str] = None
     #: Dynamic includes only: how to load the included tasks at run time.
     include_scope: Optional[IncludeScope] = None
+    #: ``module_defaults`` of the play, blocks, roles, imports and the task,
+    #: outermost first, as written (keys unresolved); ``ioc.ansible.modules``
+    #: merges the ones that apply under ``args`` as Ansible does.
+    module_defaults: Tuple[Mapping[str, Any], ...] = ()
+    #: The ``collections`` keyword in force (task, block, play; a role's own
+    #: from its meta/main.yml): where a short action name is looked up first.
+    collections: Optional[Tuple[str, ...]] = None
     #: Set when the task runs Ansible's own module code on the target: the
     #: key of the module's payload in the run's module set (built on the
     #: controller by ``ioc.ansible.modules``); None for ioc's own actions.
@@ -214,6 +223,16 @@ class Play:
     #: ``vars_prompt`` entries as written (``name``, ``prompt``, ``default``,
     #: ``private``, ...): asked when the play starts, answers become play vars.
     vars_prompt: Tuple[Mapping[str, Any], ...] = ()
+    #: What the implicit fact gathering runs ``setup`` with: the play's
+    #: ``gather_subset``/``gather_timeout``/``fact_path`` (then, once
+    #: ``ioc.ansible.modules`` attached them, the ``module_defaults`` of setup).
+    gather_args: Mapping[str, Any] = field(default_factory=dict)
+    #: The play's ``module_defaults`` (the implicit fact gathering's).
+    module_defaults: Tuple[Mapping[str, Any], ...] = ()
+    #: The play's ``collections`` keyword.
+    collections: Optional[Tuple[str, ...]] = None
+    #: The play's ``port``: the connection port of hosts without ``ansible_port``.
+    port: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,11 @@ class Converter:
         if dynamic and handler:
             self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
         raw = plain(task.args or {})
+        debugger = plain(getattr(task, "debugger", None))
+        if debugger and str(debugger).strip().lower() != "never":
+            self.fail(task, "debugger: %s needs Ansible's linear strategy" % debugger)
+        if getattr(task, "module_defaults", None) and not dynamic:
+            raw = self.module_defaults(task, action, raw)
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:
             self.refuse("meta: %s acts on Ansible's controller state" % raw["_raw_params"])
         splat = _args_splat(task, raw)
@@ -229,8 +234,6 @@ class Converter:
                 # queues the task (and stops the run when it is no integer).
                 self.refuse("a templated throttle is templated by Ansible's strategy")
                 throttle = None
-        if getattr(task, "module_defaults", None):
-            self.refuse("module_defaults is not supported natively")
         environment: Dict[str, Any] = {}
         for env in task.environment or ():
             if not isinstance(env, Mapping):
@@ -302,6 +305,35 @@ class Converter:
             # Ansible, their other handlers natively.
             self.reasons[id(ir)] = self._why
         return ir
+
+    def module_defaults(self, task: Any, action: str, raw: Dict[str, Any]) -> Dict[str, Any]:
+        """``raw`` with the task's ``module_defaults`` under it, as Ansible finalises
+        the arguments (:mod:`ioc.ansible.module_defaults`); what ioc cannot merge
+        here sends the task through Ansible."""
+        from ansible._internal._templating._jinja_bits import is_possibly_template
+        from ioc.ansible import module_defaults as md
+
+        if action == "meta":
+            return raw
+        if is_possibly_template(task.action):
+            self.refuse("module_defaults of a templated action apply once Ansible resolves it")
+            return raw
+        resolved = str(task.resolved_action)
+        fact = None
+        if resolved == "ansible.builtin.gather_facts":
+            fact = md.action_fqcn("ansible.legacy.setup", getattr(task, "collections", None))
+        try:
+            merged = md.apply_defaults(resolved, task, raw, fact_module=fact)
+            if action in md.SUBMODULE_ACTIONS and resolved.startswith("ansible.builtin."):
+                from ioc.ansible.modules import dispatch_candidates
+                for candidate in dispatch_candidates(action)[0]:
+                    sub = md.action_fqcn("ansible.legacy." + candidate, None)
+                    if candidate != "setup" and sub and md.apply_defaults(sub, task, {}):
+                        self.refuse("module_defaults for %s, the module %s picks" % (sub, action))
+        except md.TemplatedDefaults:
+            self.refuse("module_defaults given as a template as a whole are resolved per host")
+            return raw
+        return plain(merged)
 
     def include_vars(self, task: Any, args: Mapping[str, Any]) -> None:
         """``include_vars`` of one file runs natively (the file ships with the batch,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
@@ -120,7 +120,28 @@ class HostVarsExport:
                 and C.ANSIBLE_PIPELINING:
             out["ansible_pipelining"] = True
         out.update(ssh_settings(full, out))
+        if "ansible_port" not in out and "ansible_ssh_port" not in out:
+            port = self._default_port(full)
+            if port is not None:
+                out["ansible_port"] = port
         return out
+
+    def _default_port(self, variables: Mapping[str, Any]) -> Optional[int]:
+        """The port of a host without ``ansible_port``, as Ansible's ssh connection
+        resolves its ``port`` option: the play's ``port`` keyword, then
+        ``ANSIBLE_REMOTE_PORT``/``remote_port``."""
+        from ansible import constants as C
+        from ansible.plugins.loader import connection_loader
+
+        port = plain(self.state.play.port)
+        if isinstance(port, str):
+            from ansible.template import Templar
+            port = Templar(loader=self.state.strategy._loader, variables=variables).template(port)
+        if port in (None, ""):
+            connection_loader.get("ssh", class_only=True)  # registers its options
+            port = C.config.get_config_value("port", plugin_type="connection",
+                                             plugin_name="ssh", variables={})
+        return None if port in (None, "") else int(port)
 
     def outside_hosts(self, names: Sequence[str]) -> Dict[str, Dict[str, Any]]:
         """Variable layers of inventory hosts outside the play, as Ansible has them now."""

@@ -375,6 +375,7 @@ class Attacher:
         self.options = {k: frozenset(v) for k, v in native_options.items()}
         self.modules = ModuleSet(internal=run_wide_args(verbosity), lazy=True)
         self._library: set = set()
+        self._defaults: Any = None
 
     def playbook(self, playbook: Any) -> Any:
         """``playbook`` with ``Task.module``/``Play.gather_module`` set where they apply."""
@@ -391,7 +392,13 @@ class Attacher:
         sections = {name: self.nodes(getattr(play, name))
                     for name in ("pre_tasks", "tasks", "post_tasks", "handlers")}
         gather = self.fact_module() if play.gather_facts else None
-        return dataclasses.replace(play, gather_module=gather, **sections)
+        gather_args = dict(play.gather_args)
+        if play.module_defaults:
+            # the implicit gathering is a task of the play: its module_defaults
+            # (gather_facts', then setup's) apply (PlayIterator, gather_facts.py)
+            gather_args = self.with_defaults(play.module_defaults, "gather_facts", gather_args,
+                                             search_list(play), play.location)
+        return dataclasses.replace(play, gather_module=gather, gather_args=gather_args, **sections)
 
     def nodes(self, nodes: Sequence[Any]) -> Tuple[Any, ...]:
         import dataclasses
@@ -416,20 +423,67 @@ class Attacher:
 
         if task.role_path:
             self.add_library(os.path.join(task.role_path, "library"))
-        # a collection role's short names resolve in its collection first, then
-        # in ansible.builtin (Role.collections, as ansible-core builds it)
-        collections = [task.role_collection, "ansible.builtin"] if task.role_collection else None
+        collections = search_list(task)
+        if task.module_defaults and task.action not in _NO_DEFAULTS:
+            written = task.action_written or task.action
+            args = self.with_defaults(task.module_defaults, written, task.args, collections,
+                                      task.location)
+            task = dataclasses.replace(task, args=args)
+        qualified = (task.action_written or "").startswith(("ansible.builtin.", "ansible.legacy."))
         try:
-            key = self.module_key(task.action, task.args, collections)
+            key = self.module_key(task.action, task.args, None if qualified else collections)
         except AnsibleError as exc:  # a module its collection removed, a broken redirect
             raise PlanError(str(getattr(exc, "message", exc)), task.location) from None
         return task if key is None else dataclasses.replace(task, module=key)
 
+    def with_defaults(self, layers: Sequence[Mapping[str, Any]], action: str,
+                      args: Mapping[str, Any], collections: Optional[Sequence[str]],
+                      where: Any) -> Dict[str, Any]:
+        """``args`` with the ``module_defaults`` ``layers`` that apply to ``action``
+        under them, as Ansible finalises a task's arguments."""
+        from ansible.errors import AnsibleError
+        from ioc.ansible import module_defaults as md
+        from ioc.errors import PlanError
+
+        if self._defaults is None:
+            self._defaults = md.PlayDefaults()
+        try:
+            view = self._defaults.task_view(layers)
+            fqcn = md.action_fqcn(action, collections)
+            if fqcn is None:
+                raise PlanError("module_defaults: the action %s does not resolve to a module "
+                                "(a templated action cannot take module_defaults in ioc-run)"
+                                % action, where)
+            short = fqcn.rpartition(".")[2]
+            fact = "ansible.builtin.setup" if fqcn in ("ansible.builtin.gather_facts",) else None
+            merged = md.apply_defaults(fqcn, view, args, fact_module=fact)
+            if short in md.SUBMODULE_ACTIONS and fqcn.startswith("ansible.builtin."):
+                for candidate in dispatch_candidates(short)[0]:
+                    sub = md.action_fqcn("ansible.legacy." + candidate, None)
+                    if candidate != "setup" and sub and md.apply_defaults(sub, view, {}):
+                        raise PlanError(
+                            "module_defaults for %s: %s applies them to the module it picks "
+                            "on the target, which ioc-run does not do; set the options on the "
+                            "task or use ansible-playbook" % (sub, fqcn), where)
+        except md.TemplatedDefaults as exc:
+            raise PlanError(
+                "module_defaults for %s is a template as a whole (%s): ioc-run applies "
+                "defaults written as a mapping (its values may be templates); write it as a "
+                "mapping or use ansible-playbook" % (action, exc.args[0]), where) from None
+        except AnsibleError as exc:  # an action or group that does not resolve
+            raise PlanError(str(getattr(exc, "message", exc)), where) from None
+        return merged
+
     def module_key(self, action: str, args: Mapping[str, Any],
                    collections: Optional[Sequence[str]] = None) -> Optional[str]:
-        if collections and "." not in action:
-            own = resolve(action, collections[:1], quiet=True)
-            if own is not None:  # the role's collection has a module of that name
+        listed = [c for c in collections or () if c not in ("ansible.builtin", "ansible.legacy")]
+        if listed and "." not in action:
+            own = resolve(action, listed, quiet=True)
+            if own is not None:  # a listed collection has a module of that name
+                if own.action_plugin is not None:
+                    from ansible.errors import AnsibleError
+                    raise AnsibleError("%s resolves to %s, whose action plugin %s ioc-run does not "
+                                   "run; use ansible-playbook" % (action, own.fqcn, own.action_plugin))
                 return self._module(own, action)
         short = action
         for prefix in ("ansible.builtin.", "ansible.legacy."):
@@ -470,6 +524,23 @@ class Attacher:
         return accepted is None or not isinstance(args, Mapping) or all(
             not isinstance(k, str) or k.startswith("_") or k in accepted or "{{" in k
             for k in args)
+
+
+#: Actions ``module_defaults`` do not reach in ioc-run (nothing to default).
+_NO_DEFAULTS = frozenset(("meta", "include_tasks", "include_role", "import_tasks", "import_role"))
+
+
+def search_list(task: Any) -> Optional[List[str]]:
+    """Where a task's short action name is looked up, as Ansible builds the list:
+    a collection role's own collection, the ``collections`` keyword (a role's
+    meta/main.yml), then ``ansible.builtin`` (collection role) or
+    ``ansible.legacy`` (``_ensure_default_collection``, ``Role._load_role_data``)."""
+    role_collection = getattr(task, "role_collection", None)  # (a Play has none)
+    names = [role_collection] if role_collection else []
+    names += [c for c in task.collections or () if c not in names]
+    if names and "ansible.builtin" not in names and "ansible.legacy" not in names:
+        names.append("ansible.builtin" if role_collection else "ansible.legacy")
+    return names or None
 
 
 def attacher_for_ioc_run(native_actions: Iterable[str], native_options: Mapping[str, Iterable[str]],

@@ -57,8 +57,10 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         gather = False  # every host has its facts: nobody gathers
     gather_ir = None
     if gather and gather_task is not None and (gather_task.args or gather_task.when
+                                               or getattr(gather_task, "module_defaults", None)
                                                or converter.fact_module() is None):
-        # gather_subset/gather_timeout/fact_path, a playbook's conditional:
+        # gather_subset/gather_timeout/fact_path, module_defaults (of
+        # gather_facts or setup), a playbook's conditional:
         # the gathering is a task of its own (Ansible's setup takes them in
         # the runner; FACTS_MODULES other than smart runs through Ansible,
         # for that task only).

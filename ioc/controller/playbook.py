@@ -290,7 +290,7 @@ class PlaybookRun:
         from the command line and ansible.cfg, with the play's ``remote_user`` over
         them (Ansible: keywords over options, variables over keywords). No default
         login user where a variable names one (``ansible_ssh_user`` included)."""
-        out = dict(self.options.connection_vars)
+        out = {**self.options.connection_vars, **_play_port(play)}
         user = play.remote_user
         if isinstance(user, str) and is_template(user):
             try:
@@ -428,3 +428,8 @@ def _batch_size(value: Any, total: int) -> int:
     if text.endswith("%"):
         return max(1, int(total * float(text[:-1]) / 100))
     return max(1, int(text))
+
+
+def _play_port(play: Play) -> Dict[str, Any]:
+    """The play's ``port`` keyword: below every ``ansible_port`` variable, as in Ansible."""
+    return {} if play.port is None else {"ansible_port": play.port}

@@ -17,8 +17,9 @@ from ioc.errors import LoadError
 from ioc.loader.roles import RoleSearch, read_vars_file
 from ioc.loader.substitute import render_static
 from ioc.loader.tasks import (
-    INHERITABLE, PlayState, Scope, canonical_action, conditions,
-    expand_roles_section, parse_handlers, parse_tasks, tag_list, union, vars_of,
+    INHERITABLE, PlayState, Scope, canonical_action, check_debugger, collections_of,
+    conditions, expand_roles_section, module_defaults_of, parse_handlers, parse_tasks,
+    tag_list, union, vars_of,
 )
 from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain
 from ioc.model import Location, Play, Playbook
@@ -27,16 +28,22 @@ __all__ = ["load_playbook"]
 
 log = logging.getLogger(__name__)
 
-#: Valid play keywords the IR has no field for: accepted, warned, dropped.
-PLAY_UNSUPPORTED = frozenset((
-    "gather_subset", "gather_timeout", "fact_path", "strategy",
-    "port", "collections", "module_defaults", "debugger", "timeout",
+#: Valid play keywords ioc-run accepts and IGNORES, with a warning. This set
+#: must be empty ("no silent difference", tests/unit/test_keyword_coverage.py):
+#: ``timeout`` is being implemented on its own branch.
+PLAY_IGNORED = frozenset(("timeout",))
+#: What the implicit fact gathering takes from the play (Ansible's PlayIterator).
+GATHER_KEYWORDS = ("gather_subset", "gather_timeout", "fact_path")
+#: ``strategy`` values that are the linear semantics ioc-run runs plays with.
+LINEAR_STRATEGIES = frozenset((
+    "linear", "ansible.builtin.linear", "ansible.legacy.linear", "mitogen_batch", "mitogen_linear",
 ))
 PLAY_KEYWORDS = frozenset((
     "hosts", "name", "vars", "vars_files", "gather_facts", "pre_tasks", "roles",
     "tasks", "post_tasks", "handlers", "serial", "max_fail_percentage",
-    "force_handlers", "order", "tags", "vars_prompt",
-)) | (frozenset(INHERITABLE) - {"delegate_to"}) | PLAY_UNSUPPORTED
+    "force_handlers", "order", "tags", "strategy", "port", "collections",
+    "module_defaults", "debugger", "vars_prompt",
+)) | frozenset(GATHER_KEYWORDS) | (frozenset(INHERITABLE) - {"delegate_to"}) | PLAY_IGNORED
 BECOME_KEYWORDS = ("become", "become_user", "become_method", "become_flags", "become_exe")
 _IMPORT_PLAYBOOK_KEYS = frozenset(("name", "vars", "when", "tags"))
 _TRUE = frozenset(("yes", "on", "true", "1", "y", "t"))
@@ -156,6 +163,8 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         when=overlay.when,
         tags=tags,
         inherited={**overlay.defaults, **{k: ds[k] for k in INHERITABLE if ds.get(k) is not None}},
+        module_defaults=module_defaults_of(ds, where),
+        collections=collections_of(ds, where, None),
     )
     pre_tasks = _tasks_section(ds, "pre_tasks", scope, where)
     roles = expand_roles_section(ds.get("roles"), scope, key_location(ds, "roles", where))
@@ -188,6 +197,10 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         remote_user=ds.get("remote_user"),
         basedir=os.path.dirname(path),
         vars_prompt=_vars_prompt(ds, where),
+        gather_args={k: ds[k] for k in GATHER_KEYWORDS if ds.get(k) is not None},
+        module_defaults=scope.module_defaults,
+        collections=scope.collections,
+        port=_port(ds, where),
     )
 
 
@@ -203,8 +216,34 @@ def _check_play_keys(ds: Mapping[str, Any], where: Location) -> None:
             key_location(ds, unknown[0], where),
         )
     for key in ds:
-        if key in PLAY_UNSUPPORTED:
+        if key in PLAY_IGNORED:
             log.warning("%s: play keyword '%s' is not supported by ioc and is ignored", where, key)
+    check_debugger(ds, where)
+    _check_strategy(ds, where)
+
+
+def _check_strategy(ds: Mapping[str, Any], where: Location) -> None:
+    """``strategy``: the linear ones run as always; any other is refused."""
+    if ds.get("strategy") is None:
+        return
+    value = ds["strategy"]
+    if not (isinstance(value, str) and value.strip() in LINEAR_STRATEGIES):
+        raise LoadError(
+            "ioc-run runs plays with linear semantics; use ansible-playbook for strategy: %s"
+            % value, key_location(ds, "strategy", where))
+
+
+def _port(ds: Mapping[str, Any], where: Location) -> int | None:
+    """The play's ``port`` (Ansible's PlayContext port: a host's ``ansible_port`` wins)."""
+    value = ds.get("port")
+    if value is None:
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise LoadError("'port' must be a number, got %r (ioc-run does not template it; set "
+                        "ansible_port for the hosts instead)" % (value,),
+                        key_location(ds, "port", where)) from None
 
 
 #: What a ``vars_prompt`` entry may say (Ansible's ``Play._load_vars_prompt``).

@@ -52,6 +52,9 @@ class RoleFiles:
     #: The ``dependencies`` list of meta/main.yml, entries unparsed.
     dependencies: Sequence[Any] = ()
     allow_duplicates: bool = False
+    #: The ``collections`` of meta/main.yml: where the role's short action names
+    #: are looked up (after its own collection).
+    collections: tuple[str, ...] = ()
 
 
 def find_role(name: str, search_dirs: Sequence[str], where: Location) -> str:
@@ -138,6 +141,7 @@ def read_role(
         defaults=read_vars_file(defaults_file) if defaults_file else {},
         dependencies=_dependencies(meta),
         allow_duplicates=bool(meta.get("allow_duplicates", False)),
+        collections=_collections(meta),
     )
 
 
@@ -169,3 +173,13 @@ def _dependencies(meta: Mapping[str, Any]) -> Sequence[Any]:
     if not isinstance(deps, list):
         raise LoadError("'dependencies' must be a list", location_of(meta, Location("meta/main.yml")))
     return tuple(deps)
+
+
+def _collections(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    value = meta.get("collections") or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise LoadError("'collections' must be a list of collection names",
+                        location_of(meta, Location("meta/main.yml")))
+    return tuple(value)

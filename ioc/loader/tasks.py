@@ -35,18 +35,24 @@ INHERITABLE = (
     "diff", "become", "become_user", "become_method", "become_flags", "become_exe",
     "remote_user", "connection", "delegate_to", "run_once", "any_errors_fatal", "throttle",
 )
-#: Valid Ansible keywords the IR has no field for: accepted, warned, dropped.
-UNSUPPORTED = frozenset((
-    "module_defaults", "timeout", "async", "poll", "debugger", "collections",
-))
+#: Valid Ansible keywords ioc-run accepts and IGNORES, with a warning. This set
+#: must be empty ("no silent difference", tests/unit/test_keyword_coverage.py):
+#: ``async``/``poll``/``timeout`` are being implemented on their own branch.
+IGNORED = frozenset(("timeout", "async", "poll"))
+#: Keywords ioc-run implements that the IR carries other than as inherited values.
+SCOPE_HANDLED = frozenset(("module_defaults", "collections", "debugger"))
+#: ``debugger`` values ioc-run runs as Ansible does (no debugger).
+DEBUGGER_ACCEPTED = frozenset(("never",))
+DEBUGGER_REFUSED = ("ioc-run has no interactive task debugger; use ansible-playbook "
+                    "(strategy linear) to debug, or set debugger: never")
 TASK_KEYWORDS = frozenset((
     "name", "when", "loop", "loop_control", "register", "changed_when",
     "failed_when", "until", "retries", "delay", "notify", "listen", "vars", "tags",
     "delegate_facts", "args", "action", "local_action",
-)) | frozenset(INHERITABLE) | UNSUPPORTED
+)) | frozenset(INHERITABLE) | SCOPE_HANDLED | IGNORED
 #: What a block, an import or a role entry may carry besides its own content.
 SCOPE_KEYWORDS = frozenset(("name", "when", "vars", "tags")) | frozenset(INHERITABLE) | (
-    UNSUPPORTED - {"async", "poll"}
+    SCOPE_HANDLED | (IGNORED - {"async", "poll"})
 )
 BLOCK_KEYWORDS = SCOPE_KEYWORDS | {"block", "rescue", "always"}
 #: Modules whose free-form words form the command line (``_raw_params``).
@@ -96,6 +102,10 @@ class Scope:
     section: str = "tasks"
     #: Files being imported, outermost first, to report import cycles.
     chain: tuple[str, ...] = ()
+    #: ``module_defaults`` layers, outermost first (Ansible extends the list).
+    module_defaults: tuple[Mapping[str, Any], ...] = ()
+    #: The ``collections`` keyword in force; None: not set.
+    collections: Optional[tuple[str, ...]] = None
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -108,6 +118,8 @@ class Scope:
             when_origins=self.when_origins + value_origins(ds, "when", len(added)),
             tags=union(self.tags, tag_list(ds.get("tags"), where)),
             inherited={**self.inherited, **own},
+            module_defaults=self.module_defaults + module_defaults_of(ds, where),
+            collections=collections_of(ds, where, self.collections),
         )
 
     def entering(self, path: str, where: Location) -> "Scope":
@@ -243,7 +255,8 @@ def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any]
         path=inner.path, when=inner.when, when_origins=inner.when_origins, tags=inner.tags,
         inherited=dict(inner.inherited),
         role=inner.role, role_path=inner.role_path, role_collection=inner.role_collection,
-        section=inner.section, chain=inner.chain))
+        section=inner.section, chain=inner.chain, module_defaults=inner.module_defaults,
+        collections=inner.collections))
 
 
 @dataclass(frozen=True)
@@ -274,7 +287,9 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
                   when_origins=recorded.when_origins, tags=recorded.tags,
                   inherited=dict(recorded.inherited), role=recorded.role,
                   role_path=recorded.role_path, role_collection=recorded.role_collection,
-                  section=recorded.section, chain=recorded.chain)
+                  section=recorded.section, chain=recorded.chain,
+                  module_defaults=tuple(recorded.module_defaults),
+                  collections=recorded.collections)
     where = task.location
     if task.action == "include_tasks":
         name = str(args.get("file") or args.get("_raw_params"))
@@ -360,6 +375,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         role_path=scope.role_path,
         role_collection=scope.role_collection,
         action_written=_written_action(ds, action),
+        module_defaults=scope.module_defaults + module_defaults_of(ds, where),
+        collections=collections_of(ds, where, scope.collections),
         **effective,
     )
 
@@ -557,7 +574,10 @@ def _expand_role(
     if not private:
         scope.play.role_defaults.update(files.defaults)
     role_vars = {**files.vars, **vars_of(keywords, where)}
-    inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection)
+    # roles do not inherit ``collections``: a role searches its own collection
+    # and those of its meta/main.yml (Role._load_role_data)
+    inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
+                                collections=files.collections or None)
     _collect_role_handlers(files, inner, {**role_vars, **params})
     body = _role_tasks(files, inner, where)
     block = Block(
@@ -572,12 +592,16 @@ def locate_role(name: str, scope: Scope, where: Location) -> tuple[str, str, str
     """``(role name, directory, collection)`` of role ``name`` as Ansible finds it.
 
     In a collection first (a ``ns.coll.role`` name, or any name inside a
-    collection role: its own collection is searched first), then in
+    collection role: its own collection is searched first, then those of the
+    ``collections`` keyword), then in
     ``<playbook dir>/roles``, ``roles_path``, beside the role that depends
     on it, and the playbook directory. A collection role's name is its FQCN.
     """
     search = scope.play.search
     collections = (scope.role_collection,) if scope.role_collection else ()
+    # the ``collections`` keyword in force is searched too (Play.collections for
+    # ``roles:``, the task's for import/include_role, a role's meta for its deps)
+    collections += tuple(c for c in scope.collections or () if c not in collections)
     if search.in_collections is not None:
         found = search.in_collections(name, collections)
         if found is not None:
@@ -726,5 +750,55 @@ def _check_import(ds: Mapping[str, Any], action: str, where: Location) -> None:
 
 def _warn_unsupported(ds: Mapping[str, Any], where: Location) -> None:
     for key in ds:
-        if key in UNSUPPORTED:
+        if key in IGNORED:
             log.warning("%s: keyword '%s' is not supported by ioc and is ignored", where, key)
+    check_debugger(ds, where)
+
+
+def check_debugger(ds: Mapping[str, Any], where: Location) -> None:
+    """``debugger: never`` runs as without it; any other value is refused."""
+    if "debugger" not in ds:
+        return
+    value = ds["debugger"]
+    if not (isinstance(value, str) and value.strip().lower() in DEBUGGER_ACCEPTED):
+        raise LoadError("debugger: %s is not supported: %s" % (value, DEBUGGER_REFUSED),
+                        key_location(ds, "debugger", where))
+
+
+def module_defaults_of(ds: Mapping[str, Any], where: Location) -> tuple[Mapping[str, Any], ...]:
+    """The ``module_defaults`` of ``ds`` as layers (a mapping or a list of mappings).
+
+    Keys must be static action or ``group/`` names, as Ansible requires; the
+    values are kept as written (templated when the task runs).
+    """
+    value = ds.get("module_defaults")
+    if value is None:
+        return ()
+    at = key_location(ds, "module_defaults", where)
+    layers = value if isinstance(value, list) else [value]
+    out = []
+    for layer in layers:
+        if not isinstance(layer, Mapping) or not all(isinstance(k, str) for k in layer):
+            raise LoadError(
+                "The field 'module_defaults' is supposed to be a dictionary or list of "
+                "dictionaries, the keys of which must be static action, module, or group "
+                "names. Only the values may contain templates. For example: "
+                "{'ping': \"{{ ping_defaults }}\"}", at)
+        out.append(plain(layer))
+    return tuple(out)
+
+
+def collections_of(ds: Mapping[str, Any], where: Location,
+                   outer: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+    """The ``collections`` keyword of ``ds`` (a list of names), else ``outer``."""
+    if "collections" not in ds:
+        return outer
+    value = ds["collections"]
+    if value is None:
+        return outer
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and "{{" not in v for v in value):
+        raise LoadError("'collections' must be a list of collection names (it is not templated)",
+                        key_location(ds, "collections", where))
+    return tuple(value) or None

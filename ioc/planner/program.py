@@ -86,7 +86,8 @@ def compile_play(play: Play, tags: Optional[TagFilter] = None) -> Program:
         nodes: Tuple[Node, ...] = tuple(_select(getattr(play, section), tags))
         if section == "pre_tasks" and play.gather_facts and tags.selects(_gather_tags(play)):
             tree.append(numberer.entry(gather_task(play.location, play.become,
-                                                   play.gather_module, play.environment), section,
+                                                   play.gather_module, play.environment,
+                                                   play.gather_args), section,
                                        implicit=True))
         if play.force_handlers and nodes:
             # L5.7: force_handlers wraps the section in a block whose always
@@ -151,10 +152,12 @@ def _fields(task: Task) -> dict:
 
 
 def gather_task(location: Location, become: Optional[Mapping[str, Any]] = None,
-                module: Optional[str] = None, environment: Any = None) -> Task:
+                module: Optional[str] = None, environment: Any = None,
+                args: Optional[Mapping[str, Any]] = None) -> Task:
     """The implicit fact gathering; it runs under the play's ``become`` and with its
-    ``environment`` (as in Ansible: ``ansible_env`` shows the play's variables)."""
-    return Task(action="gather_facts", args={}, location=location, name="Gathering Facts",
+    ``environment`` (as in Ansible: ``ansible_env`` shows the play's variables), with
+    ``args`` (the play's ``gather_subset``, ``gather_timeout``, ``fact_path``)."""
+    return Task(action="gather_facts", args=dict(args or {}), location=location, name="Gathering Facts",
                 module=module, environment=environment, **dict(become or {}))
 
 

@@ -663,3 +663,67 @@ def ioc_run_output(ansible, inventory) -> str:
                           cwd=str(ansible.workdir), capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     return ours.stdout + ours.stderr
+
+
+def test_module_defaults_are_merged_natively_as_ansible_merges_them(ansible, ansible_python):
+    """module_defaults (play, block, task; a builtin action group; setup's for the
+    implicit gathering) reach the task's arguments natively, as Ansible merges them."""
+    out = ansible.workdir / "out"
+    out.mkdir()
+    ansible.write("play.yml", """
+        - hosts: web
+          module_defaults:
+            setup: {gather_subset: ['!all']}
+            file: {mode: '0600'}
+            group/testgroup: {data: grouped}
+          tasks:
+            - file: {path: "%(out)s/{{ inventory_hostname }}-a", state: touch}
+            - block:
+                - file: {path: "%(out)s/{{ inventory_hostname }}-b", state: touch}
+                - ping:
+                    data: own
+                  register: own
+              module_defaults:
+                file: {mode: "{{ '0640' }}"}
+            - ping:
+              register: grouped
+            - debug: msg="{{ ansible_facts.keys() | length }} {{ own.ping }} {{ grouped.ping }}"
+    """ % {"out": out})
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear = ansible.run("play.yml", str(inventory), "linear")
+    modes = sorted((p.name, oct(p.stat().st_mode & 0o777)) for p in out.iterdir())
+    for path in out.iterdir():
+        path.unlink()
+    batch = ansible.run("play.yml", str(inventory), "mitogen_batch")
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert modes == sorted((p.name, oct(p.stat().st_mode & 0o777)) for p in out.iterdir()) == [
+        ("h1-a", "0o600"), ("h1-b", "0o640")]
+    assert "own grouped" in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_the_play_port_keyword_reaches_the_native_connection(ansible, ansible_python, sshd):
+    """``port:`` is the port of a host without ``ansible_port`` (which wins), as
+    Ansible's ssh connection resolves its ``port`` option."""
+    ansible.write("play.yml", """
+        - hosts: h1
+          port: %d
+          gather_facts: false
+          tasks:
+            - command: echo one
+        - hosts: h2
+          port: 1
+          gather_facts: false
+          tasks:
+            - command: echo two
+    """ % sshd.port)
+    text = sshd.inventory_ini(["h1", "h2"], group="web", python=ansible_python)
+    text = text.replace("h1 ansible_host=%s ansible_port=%d" % (sshd.host, sshd.port),
+                        "h1 ansible_host=%s" % sshd.host)
+    assert "ansible_port" not in text.splitlines()[1]
+    inventory = ansible.write("hosts.ini", text)
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert len(batch.steps) == 2 and not batch.through_ansible, batch.log
