@@ -134,6 +134,22 @@ def untrack(pgid):
         _groups.discard(pgid)
 
 
+def tracked():
+    """The process groups tracked now (a copy)."""
+    with _lock:
+        return set(_groups)
+
+
+def end_groups(groups):
+    """SIGTERM, then SIGKILL after :data:`GRACE`, to ``groups`` (a task past its ``timeout``)."""
+    groups = sorted(groups)
+    if not groups:
+        return
+    _signal_all(groups, signal.SIGTERM)
+    time.sleep(GRACE)
+    _signal_all(groups, signal.SIGKILL)
+
+
 def guard(emit):
     """``emit`` that raises :class:`Abandoned` once the controller is gone."""
     def guarded(event):

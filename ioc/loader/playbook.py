@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 #: Valid play keywords the IR has no field for: accepted, warned, dropped.
 PLAY_UNSUPPORTED = frozenset((
     "vars_prompt", "gather_subset", "gather_timeout", "fact_path", "strategy",
-    "port", "collections", "module_defaults", "debugger", "timeout",
+    "port", "collections", "module_defaults", "debugger",
 ))
 PLAY_KEYWORDS = frozenset((
     "hosts", "name", "vars", "vars_files", "gather_facts", "pre_tasks", "roles",

@@ -34,20 +34,19 @@ INHERITABLE = (
     "ignore_errors", "ignore_unreachable", "no_log", "environment", "check_mode",
     "diff", "become", "become_user", "become_method", "become_flags", "become_exe",
     "remote_user", "connection", "delegate_to", "run_once", "any_errors_fatal", "throttle",
+    "timeout",
 )
 #: Valid Ansible keywords the IR has no field for: accepted, warned, dropped.
 UNSUPPORTED = frozenset((
-    "module_defaults", "timeout", "async", "poll", "debugger", "collections",
+    "module_defaults", "debugger", "collections",
 ))
 TASK_KEYWORDS = frozenset((
     "name", "when", "loop", "loop_control", "register", "changed_when",
     "failed_when", "until", "retries", "delay", "notify", "listen", "vars", "tags",
-    "delegate_facts", "args", "action", "local_action",
+    "delegate_facts", "args", "action", "local_action", "async", "poll",
 )) | frozenset(INHERITABLE) | UNSUPPORTED
 #: What a block, an import or a role entry may carry besides its own content.
-SCOPE_KEYWORDS = frozenset(("name", "when", "vars", "tags")) | frozenset(INHERITABLE) | (
-    UNSUPPORTED - {"async", "poll"}
-)
+SCOPE_KEYWORDS = frozenset(("name", "when", "vars", "tags")) | frozenset(INHERITABLE) | UNSUPPORTED
 BLOCK_KEYWORDS = SCOPE_KEYWORDS | {"block", "rescue", "always"}
 #: Modules whose free-form words form the command line (``_raw_params``).
 FREEFORM_MODULES = frozenset(("command", "shell", "raw", "script", "win_command", "win_shell"))
@@ -351,6 +350,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         until=_opt_conditions(ds.get("until"), where),
         retries=ds.get("retries"),
         delay=ds.get("delay"),
+        async_val=ds.get("async"),
+        poll=ds.get("poll"),
         notify=string_list(ds.get("notify"), "notify", where),
         listen=string_list(ds.get("listen"), "listen", where),
         vars=vars_of(ds, where),
