@@ -16,6 +16,11 @@ that ignores SIGTERM). From then on :func:`guard`'s emitter raises
 :class:`Abandoned`, so the batch stops before its next event instead of
 starting the next task for nobody.
 
+An ``async`` job is the exception, by design: Ansible's ``async_wrapper``
+daemonizes it into a session of its own (:mod:`ioc.agentless_runner.asyncjob`),
+so it outlives the runner as it outlives Ansible's connection, and its
+status file stays for a later ``async_status``.
+
 ``become`` runners are children of the host's runner and notice its end the
 same way, so one lost controller ends the whole tree on the target.
 

@@ -223,7 +223,7 @@ class Converter:
             module_key, why = modules.async_module(self.modules, task.action,
                                                    getattr(task, "collections", None))
             if module_key is None:
-                self.refuse(why)
+                self.refuse(why or "async is not supported natively")
         throttle = plain(task.throttle) or None
         if throttle is not None and not isinstance(throttle, int):
             try:

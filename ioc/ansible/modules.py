@@ -256,11 +256,26 @@ def async_module(modules: "ModuleSet", action: str,
         resolved = resolve("ansible.legacy.command" if short == "command" else action,
                            collections)
         if resolved is None or (resolved.action_plugin is not None and short != "command"):
+            if resolved is not None and _refuses_async(resolved.action_plugin):
+                why = ("async with %s: This action (%s) does not support async. (Ansible "
+                       "fails the task when it runs)" % (action, action))
             return None, why
         inner, why_not = modules.add(resolved, short.rpartition(".")[2])
     if inner is None:
         return None, why_not
     return modules.add_async(inner)
+
+
+#: ansible.builtin's action plugins that accept ``async`` (they say so in ``run``).
+_BUILTIN_ASYNC_PLUGINS = frozenset({"command", "shell", "dnf", "yum", "package", "service", "uri",
+                                    "normal"})
+
+
+def _refuses_async(plugin: Optional[str]) -> bool:
+    """Whether ansible.builtin's action plugin ``plugin`` fails every ``async`` task."""
+    builtin = ("ansible.builtin.", "ansible.legacy.")
+    return bool(plugin) and str(plugin).startswith(builtin) and \
+        str(plugin).rpartition(".")[2] not in _BUILTIN_ASYNC_PLUGINS
 
 
 def _installed(name: str) -> bool:
