@@ -62,10 +62,12 @@ class Launcher(object):
     hands it the module it would have run.
     """
 
-    def __init__(self, limit, wrapper_spec, blob):
+    def __init__(self, limit, wrapper_spec, blob, legacy_argv=False):
         self.limit = limit
         self.wrapper_spec = wrapper_spec
         self.blob = blob
+        #: ansible-core 2.19/2.20's wrapper: ``<jid> <limit> <module> <argsfile>``.
+        self.legacy_argv = legacy_argv
 
     def __call__(self, spec, payload, wrapper_code, params, ctx):
         tmp = _remote_tmp()
@@ -80,8 +82,11 @@ class Launcher(object):
             return {"failed": True, "changed": False,
                     "msg": "ioc: could not prepare the async job: %s" % exc}
         jid = "j%d" % secrets.randbelow(999999999999)
-        argv = [sys.executable, "-c", _WRAPPER_BOOT, wrapper_zip, jid, str(self.limit), "false",
-                module_path, sys.executable, module_path]
+        argv = [sys.executable, "-c", _WRAPPER_BOOT, wrapper_zip, jid, str(self.limit)]
+        if self.legacy_argv:  # the wrapper reads the interpreter from the module's shebang
+            argv += [module_path, "_"]
+        else:
+            argv += ["false", module_path, sys.executable, module_path]
         env = ctx.child_env()
         env["ANSIBLE_ASYNC_DIR"] = ASYNC_DIR
         result = ansible_module.execute_argv(argv, b"", env)

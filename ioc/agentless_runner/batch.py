@@ -603,7 +603,8 @@ class HostRun(HandlerRun, LoopRun):
         if spec.get("dispatch") == "async":
             if limit > 0:
                 ctx.launch_async = asyncjob.Launcher(
-                    limit, self.modules[spec["candidates"]["async_wrapper"]], blob)
+                    limit, self.modules[spec["candidates"]["async_wrapper"]], blob,
+                    spec.get("legacy_argv", False))
             spec = self.modules[spec["candidates"]["module"]]
         return ansible_actions.run(task["action"], spec, args, ctx, blob, self.modules,
                                    self.facts)

@@ -134,6 +134,7 @@ class ModuleSet:
         if key in self.specs:
             return key, None
         candidates = {"module": inner}
+        legacy_argv = False
         for name in ("async_wrapper", "async_status"):
             resolved = resolve("ansible.legacy." + name, quiet=True)
             if resolved is None:
@@ -142,7 +143,12 @@ class ModuleSet:
             if sub is None:
                 return None, why
             candidates[name] = sub
-        self.specs[key] = {"dispatch": "async", "candidates": candidates}
+            if name == "async_wrapper":
+                with open(resolved.path, "rb") as handle:
+                    # 2.19/2.20: <jid> <time_limit> <modulescript> <argsfile> [-preserve_tmp]
+                    legacy_argv = b"<modulescript> <argsfile>" in handle.read()
+        self.specs[key] = {"dispatch": "async", "candidates": candidates,
+                           "legacy_argv": legacy_argv}
         return key, None
 
     def digests(self, key: str) -> List[str]:

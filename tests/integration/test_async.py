@@ -162,30 +162,31 @@ def test_async_poll_and_timeout_read_like_linear_in_both_front_ends(python, tmp_
 
 
 def test_a_job_past_its_time_is_reported_and_killed(python, tmp_path):
-    """With polls well inside the limit, the runner gives up as Ansible's task
-    executor does ("did not complete within the requested time") and the
-    wrapper kills the job."""
+    """The runner gives up after its polls (or finds the wrapper's "Timeout
+    exceeded" first: which depends on timing, in Ansible too, see
+    tests/unit/test_runner_async.py) and the wrapper kills the job."""
     ansible = Ansible(python, tmp_path)
     marker = "10.%d" % os.getpid()
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
           tasks:
-            - command: sleep %s
+            - shell: sleep %s; touch %s/never
               async: 2
               poll: 1
-    """ % marker)
+    """ % (marker, tmp_path))
     inventory = ansible.write("hosts.ini", local_inventory(python, ("h1",)))
     ours = _ioc_run(python, tmp_path, "play.yml", str(inventory))
     assert ours.returncode == 2, ours.stdout + ours.stderr
-    assert ours.stdout.count("ASYNC POLL on h1: jid=j") == 2, ours.stdout
     assert "ASYNC FAILED on h1: jid=j" in ours.stdout
-    assert '"msg": "async task did not complete within the requested time - 2s"' in ours.stdout
+    assert '"msg": "async task did not complete within the requested time - 2s"' in ours.stdout \
+        or '"msg": "Timeout exceeded"' in ours.stdout, ours.stdout
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and subprocess.run(
             ["pgrep", "-f", "sleep " + marker], capture_output=True).returncode == 0:
         time.sleep(0.2)
     assert subprocess.run(["pgrep", "-f", "sleep " + marker]).returncode == 1
+    assert not (tmp_path / "never").exists()
 
 
 def test_async_on_an_action_without_it_is_refused_at_plan_time(python, tmp_path):
