@@ -108,6 +108,12 @@ class Task:
     run_once: Any = None
     any_errors_fatal: Any = None
     throttle: Any = None
+    #: ``async``: the job's time limit in seconds (0/None: not async); ``poll``:
+    #: seconds between status checks (0: fire-and-forget; None: Ansible's 15).
+    async_val: Any = None
+    poll: Any = None
+    #: ``timeout``: seconds before the task is terminated (None/0: none).
+    timeout: Any = None
     become: Any = None
     become_user: Optional[str] = None
     become_method: Optional[str] = None

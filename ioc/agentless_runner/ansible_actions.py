@@ -18,7 +18,7 @@ import os
 import shutil
 import tempfile
 
-from ioc.agentless_runner import ansible_module
+from ioc.agentless_runner import ansible_module, asyncjob
 
 
 def run(action, spec, args, ctx, blob, specs, facts):
@@ -34,6 +34,8 @@ def run(action, spec, args, ctx, blob, specs, facts):
         return shell(specs[spec["candidates"]["command"]], args, ctx, blob)
     if dispatch in ("dnf", "yum"):
         return dnf(spec, args, ctx, blob, specs, facts)
+    if dispatch == "async_status":
+        return async_status(specs[spec["candidates"]["async_status"]], args, ctx, blob)
     if dispatch == "unarchive":
         return unarchive(specs[spec["candidates"]["unarchive"]], args, ctx, blob)
     return normal(action, spec, args, ctx, blob)
@@ -45,6 +47,26 @@ def normal(action, spec, args, ctx, blob):
     if action == "setup":  # keeps --verbose from showing the facts, as Ansible's does
         result["_ansible_verbose_override"] = True
     return result
+
+
+def async_status(spec, args, ctx, blob):
+    """``async_status``: the job's status file read by Ansible's module (its action's keys)."""
+    unknown = sorted(k for k in args if k not in ("jid", "mode") and not k.startswith("_"))
+    if unknown:
+        return {"failed": True, "changed": False,
+                "msg": "Unsupported parameters for (async_status) module: %s. Supported "
+                       "parameters include: jid, mode." % ", ".join(unknown)}
+    if args.get("jid") in (None, ""):
+        return {"failed": True, "changed": False, "msg": "missing required arguments: jid"}
+    mode = args.get("mode", "status")
+    if mode not in ("status", "cleanup"):
+        return {"failed": True, "changed": False,
+                "msg": "value of mode must be one of: status, cleanup, got: %s" % mode}
+
+    def run_status(module_args, status_ctx):
+        return ansible_module.run(spec, module_args, status_ctx, blob)
+
+    return asyncjob.status(str(args["jid"]), ctx, run_status, mode)
 
 
 def gather(spec, args, ctx, blob):

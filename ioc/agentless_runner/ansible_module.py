@@ -73,6 +73,10 @@ def run(spec, args, ctx, blob):
                 "msg": "ioc: the payload of module %s is missing on this host: %s"
                        % (spec.get("name"), exc)}
     params = module_args(spec, args, ctx)
+    launch = getattr(ctx, "launch_async", None)
+    if launch is not None:  # ``async``: started under async_wrapper, not run here
+        ctx.launch_async = None
+        return launch(spec, payload, wrapper, params, ctx)
     req = {"name": spec["name"], "fqn": spec["fqn"], "profile": spec.get("profile", "legacy"),
            "params": json.dumps({"ANSIBLE_MODULE_ARGS": params})}
     ran = forkserver.run(req, payload, ctx.child_env(), _cwd())
@@ -106,15 +110,27 @@ def module_args(spec, args, ctx):
 
 def execute(code, stdin, ctx):
     """Run ``code`` in a fresh interpreter of this host; the parsed result."""
-    env = ctx.child_env()
+    return execute_argv([sys.executable, "-c", code], stdin, ctx.child_env())
+
+
+def execute_argv(argv, stdin, env):
+    """Run ``argv`` (a Python interpreter of this host) in a session of its own; the parsed result."""
     try:
-        proc = lifeline.popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+        proc = lifeline.popen(argv, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=_cwd())
     except OSError as exc:
         return {"failed": True, "changed": False, "rc": 1,
-                "msg": "MODULE FAILURE: could not start %s: %s" % (sys.executable, exc)}
+                "msg": "MODULE FAILURE: could not start %s: %s" % (argv[0], exc)}
     out, err = lifeline.communicate(proc, stdin)
     return parse_returned_data(out, err, proc.returncode)
+
+
+def payload_zip(spec, blob):
+    """The AnsiballZ payload zip of ``spec`` (raises :class:`ModuleSpecError`)."""
+    try:
+        return _zip(spec, blob)
+    except KeyError as exc:
+        raise ModuleSpecError(str(exc))
 
 
 def _cwd():

@@ -28,8 +28,8 @@ from collections import ChainMap
 
 import mitogen.core
 
-from ioc.agentless_runner import (actions, ansible_actions, lifeline, results, templating,
-                                  transfer)
+from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, lifeline,
+                                  results, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError,
                                        Scope, as_bool, safe_template, template_name)
@@ -444,7 +444,7 @@ class HostRun(HandlerRun, LoopRun):
         attempt = 0
         while True:
             attempt += 1
-            result = self.run_action(task, templar)
+            result = self.run_action(task, templar, key)
             if result.get("unreachable"):
                 return result  # no changed/failed_when, no retry: nothing ran
             if result.get("_ioc_task_error"):
@@ -560,8 +560,12 @@ class HostRun(HandlerRun, LoopRun):
             result[field + "_suppressed_exception"] = result.pop("exception", None) or \
                 results.TRACEBACK_UNAVAILABLE
 
-    def run_action(self, task, templar):
-        """Template the arguments and run the action; failures become results."""
+    def run_action(self, task, templar, key=None):
+        """Template the arguments and run the action; failures become results.
+
+        ``timeout`` bounds the action; ``async`` starts it as a job and, with
+        ``poll``, waits for it here (:mod:`ioc.agentless_runner.asyncjob`).
+        """
         if task.get("unreachable"):
             # The controller could not connect: a task that needs the connection
             # is where linear reports it (tasks that need none run as usual).
@@ -576,6 +580,7 @@ class HostRun(HandlerRun, LoopRun):
             check_mode = self._flag(task.get("check_mode"), templar,
                                     self.options.get("check", False))
             diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
+            limit, interval, timeout = self._async_settings(task, templar)
         except TemplateError as exc:
             return results.failed_result(str(exc), exception=traceback.format_exc(),
                                          _ioc_task_error=True)
@@ -583,18 +588,63 @@ class HostRun(HandlerRun, LoopRun):
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
                               files=self.controller_files())
-        if task.get("module"):
-            return results.normalize(self.run_ansible_module(task, args, ctx))
-        return results.normalize(actions.run(task["action"], args, ctx))
 
-    def run_ansible_module(self, task, args, ctx):
+        def call():
+            if task.get("module"):
+                return self.run_ansible_module(task, args, ctx, limit)
+            return actions.run(task["action"], args, ctx)
+
+        result = results.normalize(asyncjob.with_timeout(timeout, call))
+        if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
+            result = results.normalize(self.poll_async(key, task, templar, result, limit,
+                                                       interval, ctx))
+        return result
+
+    @staticmethod
+    def _async_settings(task, templar):
+        """``(async, poll, timeout)`` in seconds, templated as Ansible's integer fields."""
+        def number(field, default):
+            value = task.get(field)
+            if value is None:
+                return default
+            value = templar.template(value)
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                raise TemplateError("Task failed: the field '%s' has an invalid value (%s), "
+                                    "and could not be converted to int."
+                                    % (field.replace("async_val", "async"), value))
+        return number("async_val", 0), number("poll", 15), number("timeout", 0)
+
+    def run_ansible_module(self, task, args, ctx, limit=0):
         """Ansible's own module for ``task``, from the payload shipped with the batch."""
         spec = self.modules.get(task["module"])
         if spec is None:
             return results.failed_result("ioc: no payload for module %s was shipped to this host"
                                          % task["module"])
+        if spec.get("dispatch") == "async":
+            if limit > 0:
+                ctx.launch_async = asyncjob.Launcher(
+                    limit, self.modules[spec["candidates"]["async_wrapper"]], blob,
+                    spec.get("legacy_argv", False))
+            spec = self.modules[spec["candidates"]["module"]]
         return ansible_actions.run(task["action"], spec, args, ctx, blob, self.modules,
                                    self.facts)
+
+    def poll_async(self, key, task, templar, launched, limit, interval, ctx):
+        """Wait for an async job as Ansible's task executor does; stream its polls."""
+        status_key = self.modules[task["module"]]["candidates"]["async_status"]
+
+        def run_status(args, status_ctx):
+            return ansible_module.run(self.modules[status_key], args, status_ctx, blob)
+
+        def emit_poll(result):
+            self.emit({"e": "async_poll", "k": key, "result": dict(result)})
+
+        final = asyncjob.poll(launched, limit, interval, ctx, run_status, emit_poll)
+        self.emit({"e": "async_failed" if final.get("failed") else "async_ok", "k": key,
+                   "result": self._visible(task, dict(final), templar)})
+        return final
 
     def _emit_diff(self, key, task, result, templar):
         """``on_file_diff`` comes before the result it belongs to (L3.5)."""

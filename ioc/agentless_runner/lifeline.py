@@ -16,6 +16,11 @@ that ignores SIGTERM). From then on :func:`guard`'s emitter raises
 :class:`Abandoned`, so the batch stops before its next event instead of
 starting the next task for nobody.
 
+An ``async`` job is the exception, by design: Ansible's ``async_wrapper``
+daemonizes it into a session of its own (:mod:`ioc.agentless_runner.asyncjob`),
+so it outlives the runner as it outlives Ansible's connection, and its
+status file stays for a later ``async_status``.
+
 ``become`` runners are children of the host's runner and notice its end the
 same way, so one lost controller ends the whole tree on the target.
 
@@ -132,6 +137,22 @@ def track(pgid):
 def untrack(pgid):
     with _lock:
         _groups.discard(pgid)
+
+
+def tracked():
+    """The process groups tracked now (a copy)."""
+    with _lock:
+        return set(_groups)
+
+
+def end_groups(groups):
+    """SIGTERM, then SIGKILL after :data:`GRACE`, to ``groups`` (a task past its ``timeout``)."""
+    groups = sorted(groups)
+    if not groups:
+        return
+    _signal_all(groups, signal.SIGTERM)
+    time.sleep(GRACE)
+    _signal_all(groups, signal.SIGKILL)
 
 
 def guard(emit):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ioc.ansible import modules
 from ioc.ansible.values import plain
 from ioc.model import Block, IncludeScope, Location, Play, Task
 
@@ -40,7 +41,7 @@ BRIDGE_INCLUDES = frozenset({"include_tasks", "include_role"})
 #: Actions that run through Ansible's own task machinery, one task at a time
 #: (their variables come back from Ansible's variable manager, their inventory
 #: changes from their results, as for ioc's own add_host/group_by).
-_BRIDGE_PER_TASK = frozenset({"pause", "async_status", "add_host", "group_by"})
+_BRIDGE_PER_TASK = frozenset({"pause", "add_host", "group_by"})
 #: refresh_inventory re-reads Ansible's inventory sources in the main process:
 #: it runs there (``_execute_meta``), and ioc's copy of the inventory follows.
 _BRIDGE_META_PER_TASK = frozenset({"refresh_inventory"})
@@ -222,9 +223,12 @@ class Converter:
             self.refuse("%s acts on Ansible's controller state" % action)
         if action == "include_vars":
             self.include_vars(task, raw)
-        for keyword in ("async_val", "timeout"):
-            if getattr(task, keyword, None):
-                self.refuse("%s is not supported natively" % keyword.replace("_val", ""))
+        async_val = plain(getattr(task, "async_val", None)) or None
+        if modules.async_requested(async_val):
+            module_key, why = modules.async_module(self.modules, task.action,
+                                                   getattr(task, "collections", None))
+            if module_key is None:
+                self.refuse(why or "async is not supported natively")
         throttle = plain(task.throttle) or None
         if throttle is not None and not isinstance(throttle, int):
             try:
@@ -288,6 +292,9 @@ class Converter:
             run_once=plain(task.run_once) or None,
             any_errors_fatal=plain(task.any_errors_fatal) or None,
             throttle=throttle or None,
+            async_val=async_val,
+            poll=plain(getattr(task, "poll", None)),
+            timeout=plain(getattr(task, "timeout", None)) or None,
             **become_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,

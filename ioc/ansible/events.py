@@ -117,6 +117,13 @@ class EventReplay:
             self.tqm.send_callback("v2_runner_retry",
                                    task_result(host, as_run(task, event["result"]),
                                                event["result"], action, "ok", retry=True))
+        elif kind in ("async_poll", "async_ok", "async_failed"):
+            # TaskExecutor._poll_async_result's callbacks (the poll's is the
+            # async_status pseudo-task's result: the callbacks read its keys only)
+            status = "failed" if kind == "async_failed" else "ok"
+            self.tqm.send_callback("v2_runner_on_%s" % kind,
+                                   task_result(host, as_run(task, event["result"]),
+                                               event["result"], action, status))
         elif kind in ("done", "unreachable", "crash"):
             self.final(host, event)
 

@@ -127,6 +127,30 @@ class ModuleSet:
         self.specs[key] = {"dispatch": action, "candidates": candidates}
         return key, None
 
+    def add_async(self, inner: str) -> Tuple[Optional[str], Optional[str]]:
+        """``inner`` (a module key) run as an ``async`` job: with ``async_wrapper``,
+        which starts it, and ``async_status``, which polls it (on the target)."""
+        key = "async:" + inner
+        if key in self.specs:
+            return key, None
+        candidates = {"module": inner}
+        legacy_argv = False
+        for name in ("async_wrapper", "async_status"):
+            resolved = resolve("ansible.legacy." + name, quiet=True)
+            if resolved is None:
+                return None, "ansible.legacy.%s cannot be found" % name
+            sub, why = self.add(resolved, name)
+            if sub is None:
+                return None, why
+            candidates[name] = sub
+            if name == "async_wrapper":
+                with open(resolved.path, "rb") as handle:
+                    # 2.19/2.20: <jid> <time_limit> <modulescript> <argsfile> [-preserve_tmp]
+                    legacy_argv = b"<modulescript> <argsfile>" in handle.read()
+        self.specs[key] = {"dispatch": "async", "candidates": candidates,
+                           "legacy_argv": legacy_argv}
+        return key, None
+
     def digests(self, key: str) -> List[str]:
         """Every file digest the module ``key`` needs on the target."""
         self.prepare([key])
@@ -183,7 +207,12 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None,
 
 #: Actions the runner completes on the target around Ansible's module (see
 #: :meth:`ModuleSet.add_dispatch`); each names its required candidates.
-DISPATCHED = ("service", "package", "shell", "unarchive", "dnf", "yum")
+DISPATCHED = ("service", "package", "shell", "unarchive", "dnf", "yum", "async_status")
+#: Actions whose ``async`` the runner starts under Ansible's ``async_wrapper``:
+#: plain modules (the ``normal`` action) and the ``command``/``shell`` actions.
+#: Ansible's other async actions (``service``, ``package``, ``dnf``, ``uri``)
+#: run more than their module and are refused by name.
+ASYNC_ACTIONS = frozenset({"command", "shell"})
 
 
 def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
@@ -200,7 +229,59 @@ def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
         return ["dnf", "dnf5", "yum", "setup"], ("setup",)
     if action == "unarchive":
         return ["unarchive"], ("unarchive",)
+    if action == "async_status":
+        return ["async_status"], ("async_status",)
     raise ValueError("no dispatch for %s" % action)
+
+
+def async_requested(value: Any) -> bool:
+    """Whether a task's ``async`` may start a job (a template decides on the target)."""
+    if value is None or value is False:
+        return False
+    try:
+        return int(value) != 0
+    except (TypeError, ValueError):
+        return True
+
+
+def async_module(modules: "ModuleSet", action: str,
+                 collections: Optional[Sequence[str]] = None) -> Tuple[Optional[str], Optional[str]]:
+    """The module key of ``action`` run as an ``async`` job; ``(None, why)`` when refused.
+
+    Ansible's ``normal``, ``command`` and ``shell`` actions start their module
+    under ``async_wrapper``; every other action either does not support
+    ``async`` (Ansible fails the task) or runs more than one module.
+    """
+    short = action
+    for prefix in ("ansible.builtin.", "ansible.legacy."):
+        short = short[len(prefix):] if short.startswith(prefix) else short
+    why = "async with %s: ioc runs async only for plain modules, command and shell" % action
+    if short == "shell":
+        inner, why_not = modules.add_dispatch("shell")
+    else:
+        resolved = resolve("ansible.legacy.command" if short == "command" else action,
+                           collections)
+        if resolved is None or (resolved.action_plugin is not None and short != "command"):
+            if resolved is not None and _refuses_async(resolved.action_plugin):
+                why = ("async with %s: This action (%s) does not support async. (Ansible "
+                       "fails the task when it runs)" % (action, action))
+            return None, why
+        inner, why_not = modules.add(resolved, short.rpartition(".")[2])
+    if inner is None:
+        return None, why_not
+    return modules.add_async(inner)
+
+
+#: ansible.builtin's action plugins that accept ``async`` (they say so in ``run``).
+_BUILTIN_ASYNC_PLUGINS = frozenset({"command", "shell", "dnf", "yum", "package", "service", "uri",
+                                    "normal"})
+
+
+def _refuses_async(plugin: Optional[str]) -> bool:
+    """Whether ansible.builtin's action plugin ``plugin`` fails every ``async`` task."""
+    builtin = ("ansible.builtin.", "ansible.legacy.")
+    return bool(plugin) and str(plugin).startswith(builtin) and \
+        str(plugin).rpartition(".")[2] not in _BUILTIN_ASYNC_PLUGINS
 
 
 def _installed(name: str) -> bool:
@@ -431,7 +512,14 @@ class Attacher:
             task = dataclasses.replace(task, args=args)
         qualified = (task.action_written or "").startswith(("ansible.builtin.", "ansible.legacy."))
         try:
-            key = self.module_key(task.action, task.args, None if qualified else collections)
+            if async_requested(task.async_val):
+                key, why = async_module(self.modules, task.action,
+                                         None if qualified else collections)
+                if key is None:
+                    raise PlanError(str(why), task.location)
+            else:
+                key = self.module_key(task.action, task.args,
+                                      None if qualified else collections)
         except AnsibleError as exc:  # a module its collection removed, a broken redirect
             raise PlanError(str(getattr(exc, "message", exc)), task.location) from None
         return task if key is None else dataclasses.replace(task, module=key)

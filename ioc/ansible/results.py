@@ -218,16 +218,15 @@ def _argument(task: Any, expression: Any) -> Any:
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
     action, about its argument ``obj``) raised."""
-    from ansible.errors import AnsibleConnectionFailure, AnsibleError, AnsibleTaskError
+    from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
-    error = AnsibleConnectionFailure if data.get("unreachable") else AnsibleError
     try:
         try:
-            raise error(message, obj=obj)
-        except AnsibleError as ex:
+            raise _engine_exception(message, data, obj)
+        except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
         utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
@@ -246,22 +245,41 @@ _ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
               "_ansible_item_label", "_ansible_no_log")
 
 
+def _timeout_error() -> Any:
+    from ansible._internal._errors._task_timeout import TaskTimeoutError
+    return TaskTimeoutError
+
+
+def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseException:
+    """The exception TaskExecutor caught: the task's ``timeout`` (its result keys, its
+    deprecated ``timedout.frame``), else an AnsibleError with ``message``."""
+    from ansible.errors import AnsibleError
+
+    timedout = data.get("timedout")
+    if isinstance(timedout, dict) and "period" in timedout:
+        return _timeout_error()(timedout["period"])
+    if data.get("unreachable"):
+        from ansible.errors import AnsibleConnectionFailure
+
+        return AnsibleConnectionFailure(message, obj=obj)
+    return AnsibleError(message, obj=obj)
+
+
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
     (a failed become; the action's, about its argument ``obj``), marked so
     ``_raw_task_result`` leaves it as it is."""
     from ansible._internal._errors import _error_utils
-    from ansible.errors import AnsibleConnectionFailure, AnsibleError, AnsibleTaskError
+    from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
-    error = AnsibleConnectionFailure if data.get("unreachable") else AnsibleError
     try:
         try:
             # (from None: called while handling the ImportError that chose 2.19)
-            raise error(message, obj=obj) from None
-        except AnsibleError as ex:
+            raise _engine_exception(message, data, obj) from None
+        except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
         out = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)

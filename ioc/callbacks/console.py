@@ -18,7 +18,7 @@ _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta"})
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
-           "unreachable": "1;31", "warn": "1;35", "banner": ""}
+           "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30"}
 
 
 class Console(Callback):
@@ -142,6 +142,20 @@ class Console(Callback):
         if self.verbosity > 0:
             line += " Result was: %s" % self.dump(result)
         self._print(line, "warn")
+
+    def runner_async_poll(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        self._print("ASYNC POLL on %s: jid=%s started=%s finished=%s" % (
+            host, result.get("ansible_job_id"), result.get("started"), result.get("finished")),
+            "debug")
+
+    def runner_async_ok(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        self._print("ASYNC OK on %s: jid=%s" % (host, result.get("ansible_job_id")), "debug")
+
+    def runner_async_failed(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        jid = result.get("ansible_job_id")
+        if not jid and isinstance(result.get("async_result"), dict):
+            jid = result["async_result"].get("ansible_job_id")
+        self._print("ASYNC FAILED on %s: jid=%s" % (host, jid), "debug")
 
     def on_file_diff(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
         if result.get("changed") and result.get("diff"):

@@ -40,6 +40,15 @@ class JsonEvents(Callback):
     def runner_retry(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
         self._write("runner_retry", host=host, task=task.name, result=result)
 
+    def runner_async_poll(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        self._write("runner_async_poll", host=host, task=task.name, result=result)
+
+    def runner_async_ok(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        self._write("runner_async_ok", host=host, task=task.name, result=result)
+
+    def runner_async_failed(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
+        self._write("runner_async_failed", host=host, task=task.name, result=result)
+
     def runner_result(self, host: str, task: TaskView, status: Status, result: Dict[str, Any],
                       ignored: bool = False) -> None:
         self._write("runner_" + status.value, host=host, task=task.name, result=result,

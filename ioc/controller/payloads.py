@@ -161,10 +161,12 @@ def collect_modules(cache: PayloadCache, connection: str, modules: ModulePayload
                 blobs[digest] = mitogen.core.Blob(modules.files[digest])
                 sent.add(digest)
     specs: Dict[str, Dict[str, Any]] = {}
-    for key in keys:  # a dispatching action (service) brings the specs it chooses from
-        spec = specs[key] = modules.specs[key]
-        for sub in spec.get("candidates", {}).values():
-            specs[sub] = modules.specs[sub]
+    pending = list(keys)
+    while pending:  # a dispatching action (service, async) brings the specs it chooses from
+        key = pending.pop()
+        if key not in specs:
+            specs[key] = modules.specs[key]
+            pending += specs[key].get("candidates", {}).values()
     return specs
 
 

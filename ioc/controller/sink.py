@@ -60,6 +60,8 @@ class PlaySink(StepSink):
                                        _shown(event["result"]))
         elif kind == "retry":
             self.callbacks.runner_retry(host, self.view, event["result"])
+        elif kind in ("async_poll", "async_ok", "async_failed"):
+            getattr(self.callbacks, "runner_" + kind)(host, self.view, event["result"])
         elif kind == "diff":
             self.callbacks.on_file_diff(host, self.view, event["result"])
         elif kind == "notify":

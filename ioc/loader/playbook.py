@@ -28,10 +28,9 @@ __all__ = ["load_playbook"]
 
 log = logging.getLogger(__name__)
 
-#: Valid play keywords ioc-run accepts and IGNORES, with a warning. This set
-#: must be empty ("no silent difference", tests/unit/test_keyword_coverage.py):
-#: ``timeout`` is being implemented on its own branch.
-PLAY_IGNORED = frozenset(("timeout",))
+#: Valid play keywords ioc-run would accept and IGNORE, with a warning: none
+#: ("no silent difference", tests/unit/test_keyword_coverage.py).
+PLAY_IGNORED: frozenset = frozenset()
 #: What the implicit fact gathering takes from the play (Ansible's PlayIterator).
 GATHER_KEYWORDS = ("gather_subset", "gather_timeout", "fact_path")
 #: ``strategy`` values that are the linear semantics ioc-run runs plays with.

@@ -34,11 +34,11 @@ INHERITABLE = (
     "ignore_errors", "ignore_unreachable", "no_log", "environment", "check_mode",
     "diff", "become", "become_user", "become_method", "become_flags", "become_exe",
     "remote_user", "connection", "delegate_to", "run_once", "any_errors_fatal", "throttle",
+    "timeout",
 )
-#: Valid Ansible keywords ioc-run accepts and IGNORES, with a warning. This set
-#: must be empty ("no silent difference", tests/unit/test_keyword_coverage.py):
-#: ``async``/``poll``/``timeout`` are being implemented on their own branch.
-IGNORED = frozenset(("timeout", "async", "poll"))
+#: Valid Ansible keywords ioc-run would accept and IGNORE, with a warning: none
+#: ("no silent difference", tests/unit/test_keyword_coverage.py).
+IGNORED: frozenset = frozenset()
 #: Keywords ioc-run implements that the IR carries other than as inherited values.
 SCOPE_HANDLED = frozenset(("module_defaults", "collections", "debugger"))
 #: ``debugger`` values ioc-run runs as Ansible does (no debugger).
@@ -48,11 +48,11 @@ DEBUGGER_REFUSED = ("ioc-run has no interactive task debugger; use ansible-playb
 TASK_KEYWORDS = frozenset((
     "name", "when", "loop", "loop_control", "register", "changed_when",
     "failed_when", "until", "retries", "delay", "notify", "listen", "vars", "tags",
-    "delegate_facts", "args", "action", "local_action",
+    "delegate_facts", "args", "action", "local_action", "async", "poll",
 )) | frozenset(INHERITABLE) | SCOPE_HANDLED | IGNORED
 #: What a block, an import or a role entry may carry besides its own content.
 SCOPE_KEYWORDS = frozenset(("name", "when", "vars", "tags")) | frozenset(INHERITABLE) | (
-    SCOPE_HANDLED | (IGNORED - {"async", "poll"})
+    SCOPE_HANDLED | IGNORED
 )
 BLOCK_KEYWORDS = SCOPE_KEYWORDS | {"block", "rescue", "always"}
 #: Modules whose free-form words form the command line (``_raw_params``).
@@ -366,6 +366,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         until=_opt_conditions(ds.get("until"), where),
         retries=ds.get("retries"),
         delay=ds.get("delay"),
+        async_val=ds.get("async"),
+        poll=ds.get("poll"),
         notify=string_list(ds.get("notify"), "notify", where),
         listen=string_list(ds.get("listen"), "listen", where),
         vars=vars_of(ds, where),

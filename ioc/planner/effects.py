@@ -111,7 +111,8 @@ PLAIN_LOOPS = frozenset({"items", "list"})
 _FIELDS = (
     "args", "name", "loop", "loop_control", "vars", "notify", "environment", "retries",
     "delay", "ignore_errors", "ignore_unreachable", "no_log", "check_mode", "diff",
-    "delegate_to", "delegate_facts", "run_once", "any_errors_fatal", "throttle", "become",
+    "delegate_to", "delegate_facts", "run_once", "any_errors_fatal", "throttle", "async_val",
+    "poll", "timeout", "become",
     "become_user", "become_method", "become_flags", "become_exe", "remote_user", "connection",
 )
 _CONDITIONS = ("when", "changed_when", "failed_when", "until")

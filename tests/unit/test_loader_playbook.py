@@ -877,12 +877,27 @@ def test_keyword_the_ir_cannot_hold_is_warned_about_and_dropped(
 ) -> None:
     task = only_task(tmp_path, """
         - command: sleep 100
-          async: 200
-          poll: 0
+          debugger: on_failed
     """)
     assert task.args == {"_raw_params": "sleep 100"}
-    assert "keyword 'async' is not supported" in caplog.text
+    assert "keyword 'debugger' is not supported" in caplog.text
     assert "site.yml:3" in caplog.text
+
+
+def test_async_poll_and_timeout_reach_the_ir(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                              ) -> None:
+    """The runner runs them; ``timeout`` is inherited from an enclosing block as in Ansible."""
+    fire, block = tasks_of(tmp_path, """
+        - command: sleep 100
+          async: 200
+          poll: 0
+        - block:
+            - command: sleep 1
+          timeout: 5
+    """)
+    assert (fire.async_val, fire.poll, fire.timeout) == (200, 0, None)
+    assert block.block[0].timeout == 5
+    assert "not supported" not in caplog.text
 
 
 def test_a_free_form_include_with_a_comparison_is_refused_like_ansible(tmp_path):
