@@ -567,6 +567,12 @@ def expression_args(task: Task) -> Iterator[str]:
         var = task.args.get("var")
         if isinstance(var, str) and not is_template(var):
             yield "{{ %s }}" % var
+    elif task.action == "validate_argument_spec":
+        # The action reads the host's variable of each option the spec names.
+        spec = task.args.get("argument_spec")
+        for name in spec if isinstance(spec, dict) else ():
+            if isinstance(name, str) and name.isidentifier():
+                yield "{{ %s }}" % name
 
 
 def _lookup_loop(refs: TemplateRefs, task: Task, where: Any) -> None:
