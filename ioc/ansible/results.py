@@ -29,7 +29,8 @@ from ioc.ansible.values import plain
 ACTION_FAILURE = "<action plugin>"
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
-                      "add_host", "group_by", "pause", "gather_facts", ACTION_FAILURE})
+                      "add_host", "group_by", "pause", "gather_facts", "validate_argument_spec",
+                      ACTION_FAILURE})
 
 
 def outcome(ansible_result: Any) -> Tuple[str, Dict[str, Any], Any, Any]:

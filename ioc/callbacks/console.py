@@ -15,7 +15,7 @@ _DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
 #: (Ansible's ``TaskResult.clean_copy``) and the traceback goes to [ERROR].
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 #: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
-_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta"})
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec"})
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30"}

@@ -50,6 +50,27 @@ def _string_refs(text: str) -> FrozenSet[str]:
         return frozenset()  # the runner reports the broken template when it is read
 
 
+def tree_layers(nodes: Iterable[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    """The variables a runner tree carries itself: block ``vars``/``params``/
+    ``defaults`` (role parameters, include ``vars``) and task ``vars``.
+
+    They travel whole with the tree, but their values are templates too
+    (``roles: [{role: x, who: "{{ target }}"}]``): the names they read must
+    be shipped, so :func:`close_over` closes over them as well.
+    """
+    layers: List[Mapping[str, Any]] = []
+    for node in nodes:
+        task = node.get("t")
+        if task is not None:
+            if task.get("vars"):
+                layers.append(task["vars"])
+            continue
+        layers.extend(node[k] for k in ("vars", "params", "defaults") if node.get(k))
+        for part in ("block", "rescue", "always"):
+            layers.extend(tree_layers(node.get(part) or ()))
+    return layers
+
+
 def restrict(layer: Mapping[str, Any], names: Optional[Set[str]]) -> Dict[str, Any]:
     """``layer`` without the names nobody reads (all of it when ``names`` is None)."""
     if names is None:

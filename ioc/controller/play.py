@@ -659,8 +659,10 @@ class PlayExecutor:
                          and (h not in self.hosts or self.hosts[h].active)])
         static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"]}
+        shape = self._step_shape(step)
         names = None if self.reads is None else closure.close_over(
-            self.reads, [static["extra"], state.included, static["play"], static["inventory"]])
+            self.reads, [static["extra"], state.included, static["play"], static["inventory"]]
+            + closure.tree_layers(shape["tree"]) + closure.tree_layers(shape["handlers"]))
         shipped = {layer: closure.restrict(values, names) for layer, values in static.items()}
         if self.others is None or self.others:
             magic["hostvars"] = self._other_hostvars(host, self.others)

@@ -55,6 +55,9 @@ class RoleFiles:
     #: The ``collections`` of meta/main.yml: where the role's short action names
     #: are looked up (after its own collection).
     collections: tuple[str, ...] = ()
+    #: The role's ``argument_specs`` (entry point -> spec), from
+    #: ``meta/argument_specs.yml`` or else ``meta/main.yml``.
+    argument_specs: Mapping[str, Any] = field(default_factory=dict)
 
 
 def find_role(name: str, search_dirs: Sequence[str], where: Location) -> str:
@@ -142,6 +145,7 @@ def read_role(
         dependencies=_dependencies(meta),
         allow_duplicates=bool(meta.get("allow_duplicates", False)),
         collections=_collections(meta),
+        argument_specs=_argument_specs(path, meta),
     )
 
 
@@ -166,6 +170,18 @@ def _read_meta(role_path: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise LoadError("meta/main.yml must contain a mapping", location_of(data, Location(meta_file, 1)))
     return data
+
+
+def _argument_specs(role_path: str, meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``Role._get_role_argspecs``: ``meta/argument_specs.{yml,yaml,json}`` wins over
+    ``meta/main.yml``'s ``argument_specs``; the files are not merged."""
+    for ext in (".yml", ".yaml", ".json"):
+        candidate = os.path.join(role_path, "meta", "argument_specs" + ext)
+        if os.path.exists(candidate):
+            data = load_yaml_file(candidate)
+            return plain(data.get("argument_specs") or {}) if isinstance(data, Mapping) else {}
+    specs = meta.get("argument_specs") or {}
+    return plain(specs) if isinstance(specs, Mapping) else {}
 
 
 def _dependencies(meta: Mapping[str, Any]) -> Sequence[Any]:

@@ -217,7 +217,7 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
         froms = {k: str(task_args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
                                                  "handlers_from") if task_args.get(k)}
         body = _expand_role(str(task_args["name"]), {}, {}, inner, where, froms, dedup=False,
-                            private=True)
+                            private=True, validate=_rolespec_validate(task_args, where))
         task_args["_ioc_included"] = str(task_args["name"])
     include = _task({k: v for k, v in ds.items() if k != "vars"}, action, task_args, scope, where)
     return Block(block=body, location=where, params=vars_of(ds, where), implicit=True,
@@ -313,7 +313,8 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
         locate_role(name, scope, where)
     except LoadError as exc:
         raise IncludeNotFound(exc.message, where) from exc
-    nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True)
+    nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True,
+                         validate=_rolespec_validate(args, where))
     return Included(nodes=nodes, label=name, handlers=tuple(state.role_handlers),
                     role_defaults=dict(state.role_defaults))
 
@@ -519,7 +520,21 @@ def _import_role(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, w
     if not isinstance(name, str) or not name:
         raise LoadError("import_role needs 'name'", where)
     froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from", "handlers_from") if args.get(k)}
-    return _expand_role(name, ds, {}, scope, where, froms, dedup=False)
+    return _expand_role(name, ds, {}, scope, where, froms, dedup=False,
+                        validate=_rolespec_validate(args, where))
+
+
+def _rolespec_validate(args: Mapping[str, Any], where: Location) -> bool:
+    """``rolespec_validate`` of include_role/import_role (default true)."""
+    value = args.get("rolespec_validate", True)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("yes", "on", "1", "true", "y", "t"):
+        return True
+    if text in ("no", "off", "0", "false", "n", "f"):
+        return False
+    raise LoadError("rolespec_validate must be a boolean, got %r" % (value,), where)
 
 
 def expand_roles_section(entries: Any, scope: Scope, where: Location) -> tuple[Node, ...]:
@@ -559,11 +574,13 @@ def _expand_role(
     froms: Mapping[str, str],
     dedup: bool,
     private: bool = False,
+    validate: bool = True,
 ) -> tuple[Node, ...]:
     """A role as ``(dependency blocks..., role block)``; ``()`` if already run.
 
     ``private`` (``include_role``): the role's defaults stay on its block
-    instead of joining the play's.
+    instead of joining the play's. ``validate`` (``rolespec_validate``): the
+    role starts with the validation of its entry point's argument spec.
     """
     role_name, path, collection = locate_role(name, scope, where)
     files = read_role(role_name, path, where, **froms)
@@ -581,7 +598,8 @@ def _expand_role(
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
                                 collections=files.collections or None)
     _collect_role_handlers(files, inner, {**role_vars, **params})
-    body = _role_tasks(files, inner, where)
+    body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
+                       params if validate else None)
     block = Block(
         block=body, location=where, vars=role_vars, params=params,
         implicit=True, role=files.name, role_path=path,
@@ -630,11 +648,49 @@ def _dependencies(files: RoleFiles, outer: Scope, where: Location) -> tuple[Node
     return tuple(nodes)
 
 
-def _role_tasks(files: RoleFiles, scope: Scope, where: Location) -> tuple[Node, ...]:
-    if files.tasks_file is None:
-        return ()
-    inner = scope.entering(files.tasks_file, where)
-    return parse_tasks(files.tasks, inner, Location(files.tasks_file, 1))
+def _role_tasks(files: RoleFiles, scope: Scope, where: Location, entrypoint: str,
+                params: Mapping[str, Any] | None) -> tuple[Node, ...]:
+    """The role's tasks; with ``params`` (validation on), headed by the argument
+    spec validation of ``entrypoint`` when the role has one
+    (``Role._prepend_validation_task``)."""
+    spec = files.argument_specs.get(entrypoint) if params is not None else None
+    if not spec:
+        if files.tasks_file is None:
+            return ()
+        inner = scope.entering(files.tasks_file, where)
+        return parse_tasks(files.tasks, inner, Location(files.tasks_file, 1))
+    tasks_file = files.tasks_file or os.path.join(files.path, "tasks", entrypoint)
+    data = files.tasks if files.tasks_file is not None else None
+    if data is not None and not isinstance(data, list):
+        raise LoadError("the tasks file of role '%s' must contain a list of tasks" % files.name,
+                        Location(tasks_file, 1))
+    validation = _validation_task(spec, entrypoint, files, params or {}, scope.role_collection)
+    inner = scope.entering(tasks_file, where)
+    first, = parse_tasks([validation], inner, Location(tasks_file, 1))
+    # Ansible's task has no source: its errors say "Origin: <unknown>"
+    first = dataclasses.replace(first, location=Location("<unknown>"))
+    return (first,) + parse_tasks(data or [], inner, Location(tasks_file, 1))
+
+
+def _validation_task(spec: Mapping[str, Any], entrypoint: str, files: RoleFiles,
+                     params: Mapping[str, Any], collection: str | None) -> dict[str, Any]:
+    """``Role._create_validation_task``: the task, as Ansible writes it."""
+    name = "Validating arguments against arg spec '%s'" % entrypoint
+    if "short_description" in spec:
+        name = name + " - " + str(spec["short_description"])
+    return {
+        "action": "ansible.builtin.validate_argument_spec",
+        "args": {
+            "argument_spec": spec.get("options", {}),
+            "provided_arguments": dict(params),
+            # Ansible's ``Role._role_name``: a collection role's short name
+            "validate_args_context": {"type": "role", "name": files.name.rpartition(".")[2]
+                                      if collection else files.name,
+                                      "argument_spec_name": entrypoint, "path": files.path},
+        },
+        "name": name,
+        "tags": ["always"],
+    }
 
 
 def _collect_role_handlers(files: RoleFiles, scope: Scope, role_vars: Mapping[str, Any]) -> None:

@@ -558,6 +558,8 @@ def expression_args(task: Task) -> Iterator[str]:
     ``assert``'s ``that`` items are conditionals and ``debug``'s ``var`` is
     evaluated as an expression: ``that: x == 1`` reads ``x`` though it has
     no ``{{``. (Their templated forms are already seen as ``args``.)
+    ``validate_argument_spec`` reads the variable of each option its
+    ``argument_spec`` names.
     """
     if task.action == "assert":
         that = task.args.get("that")
@@ -568,6 +570,14 @@ def expression_args(task: Task) -> Iterator[str]:
         var = task.args.get("var")
         if isinstance(var, str) and not is_template(var):
             yield "{{ %s }}" % var
+    elif task.action == "validate_argument_spec":
+        # The action reads the host's variable of each option the spec names;
+        # a templated spec (or an option no expression can name) reads any.
+        spec = task.args.get("argument_spec")
+        names = list(spec) if isinstance(spec, dict) else [None]
+        for name in names:
+            ok = isinstance(name, str) and name.isidentifier() and not is_template(name)
+            yield "{{ %s }}" % name if ok else "{{ vars }}"
 
 
 def _lookup_loop(refs: TemplateRefs, task: Task, where: Any) -> None:

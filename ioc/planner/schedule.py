@@ -102,7 +102,8 @@ BYPASS_ACTIONS = frozenset({"add_host", "pause"})
 #: meta actions run once for the play, with the first host's `when` (L7.10).
 #: Actions the linear strategy runs on the controller: they cannot be unreachable,
 #: so with ``ignore_errors`` they cannot trigger any_errors_fatal.
-NEVER_UNREACHABLE = frozenset({"debug", "set_fact", "assert", "fail", "meta"})
+NEVER_UNREACHABLE = frozenset({"debug", "set_fact", "assert", "fail", "meta",
+                               "validate_argument_spec"})
 PLAY_META = frozenset({"end_play", "end_batch", "clear_host_errors", "clear_facts",
                        "refresh_inventory"})
 
@@ -193,7 +194,8 @@ def schedule(program: Program, per_task: bool = False,
 #: Actions the linear strategy runs without a connection to the host: they
 #: run under whatever identity their batch has.
 IDENTITY_NEUTRAL = frozenset({"debug", "set_fact", "assert", "fail", "meta", "include_vars",
-                              "include_tasks", "include_role", "add_host", "group_by", "pause"})
+                              "include_tasks", "include_role", "add_host", "group_by", "pause",
+                              "validate_argument_spec"})
 BECOME_KEYWORDS = ("become", "become_user", "become_method", "become_flags", "become_exe")
 
 

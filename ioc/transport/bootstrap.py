@@ -4,7 +4,9 @@ A new mitogen context imports what it lacks from the controller, one round
 trip per module. Over a 150 ms link that is seconds before the first task.
 So the controller:
 
-* makes its own ``ioc``, ``jinja2``, ``markupsafe`` and PyYAML authoritative
+* makes its own ``ioc``, ``jinja2``, ``markupsafe``, PyYAML and ``ansible``
+  (the ``module_utils`` a runner module such as ``validate_argument_spec``
+  imports) authoritative
   (mitogen *overrides*): the target never runs a different version it
   happens to have installed, and never probes its own site-packages first;
 * *blocks* the optional imports that are expected to fail (the C speedups of
@@ -36,7 +38,7 @@ from ioc.agentless_runner import modules as runner_modules
 LOG = logging.getLogger(__name__)
 
 #: Packages the target always takes from the controller.
-OVERRIDES = ("ioc", "jinja2", "markupsafe", "yaml")
+OVERRIDES = ("ioc", "jinja2", "markupsafe", "yaml", "ansible")
 #: Imports the runner may attempt that must fail fast on the target.
 BLOCKS = ("markupsafe._speedups", "yaml.cyaml", "yaml._yaml", "_yaml")
 #: Imported lazily by jinja2 (the first template error rewrites a traceback),
@@ -93,6 +95,8 @@ def action_modules(actions: Iterable[str]) -> Tuple[str, ...]:
     """The module implementations (and their imports) behind ``actions``."""
     names = ["ioc.agentless_runner.modules." + runner_modules.MODULES[a]
              for a in set(actions) if a in runner_modules.MODULES]
+    for name in names:  # mitogen finds the imports of modules this process has loaded
+        importlib.import_module(name)
     return closure_of(list(MODULE_HELPERS) + names) if names else ()
 
 

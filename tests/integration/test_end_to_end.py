@@ -281,3 +281,22 @@ def test_facts_and_registered_values_outlive_their_play(tmp_path):
         """)
     assert r.rc == 0, r.stdout + r.stderr
     assert [e["result"]["msg"] for e in r.of("runner_ok") if e["task"] == "later play"] == ["first yes True"]
+
+
+def test_role_parameters_read_play_variables(tmp_path):
+    """A role parameter is a template over play variables: those are shipped too
+    (the variables a batch carries are closed over the tree's role parameters)."""
+    role = tmp_path / "roles" / "greet" / "tasks"
+    role.mkdir(parents=True)
+    (role / "main.yml").write_text('- debug:\n    msg: "hello {{ who }}"\n')
+    run = ioc_run(tmp_path, """
+        - hosts: localhost
+          gather_facts: false
+          vars:
+            target: world
+          roles:
+            - role: greet
+              who: "{{ target }}"
+        """)
+    assert run.rc == 0, run.stdout + run.stderr
+    assert '"msg": "hello world"' in run.stdout

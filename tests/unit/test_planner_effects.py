@@ -205,6 +205,16 @@ def test_assert_that_and_debug_var_are_expressions(tmp_path):
     assert names(second) == {"c"}
 
 
+def test_validate_argument_spec_reads_the_variables_its_spec_names():
+    spec = {"who": {"type": "str"}, "times": {"type": "int", "default": "{{ n }}"}}
+    eff = analyze_task(task(action="validate_argument_spec",
+                            args={"argument_spec": spec, "provided_arguments": {"x": "{{ p }}"}}))
+    assert names(eff) == {"who", "times", "n", "p"}
+    # a templated spec may name any variable: the step ships them all
+    eff = analyze_task(task(action="validate_argument_spec", args={"argument_spec": "{{ s }}"}))
+    assert names(eff) == {"s", "vars"}
+
+
 def test_vars_dict_with_constant_key_reads_that_name():
     eff = analyze_task(task(args={"msg": "{{ vars['x'] }} {{ vars.y }} {{ vars[k] }}"}))
     assert names(eff) == {"x", "y", "k", "vars"}

@@ -47,6 +47,7 @@ MODULES = {
     "lineinfile": "lineinfile",
     "template": "template",
     "stat": "stat",
+    "validate_argument_spec": "validate_argument_spec",
 }
 
 _cache = {}
