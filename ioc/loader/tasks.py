@@ -618,7 +618,7 @@ def locate_role(name: str, scope: Scope, where: Location) -> tuple[str, str, str
     on it, and the playbook directory. A collection role's name is its FQCN.
     """
     search = scope.play.search
-    collections = (scope.role_collection,) if scope.role_collection else ()
+    collections: tuple[str, ...] = (scope.role_collection,) if scope.role_collection else ()
     # the ``collections`` keyword in force is searched too (Play.collections for
     # ``roles:``, the task's for import/include_role, a role's meta for its deps)
     collections += tuple(c for c in scope.collections or () if c not in collections)

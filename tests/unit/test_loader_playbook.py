@@ -872,18 +872,6 @@ def test_imported_handlers_are_flattened_with_the_import_vars(tmp_path: Path) ->
     assert handler.vars == {"shared": 2, "own": 1}
 
 
-def test_keyword_the_ir_cannot_hold_is_warned_about_and_dropped(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    task = only_task(tmp_path, """
-        - command: sleep 100
-          debugger: on_failed
-    """)
-    assert task.args == {"_raw_params": "sleep 100"}
-    assert "keyword 'debugger' is not supported" in caplog.text
-    assert "site.yml:3" in caplog.text
-
-
 def test_async_poll_and_timeout_reach_the_ir(tmp_path: Path, caplog: pytest.LogCaptureFixture
                                               ) -> None:
     """The runner runs them; ``timeout`` is inherited from an enclosing block as in Ansible."""
