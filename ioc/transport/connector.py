@@ -234,6 +234,10 @@ class Connector:
                 LOG.info("connecting to %s failed (attempt %d of %d): %s",
                          host, attempt + 1, spec.retries + 1, exc)
                 if permanent or attempt == spec.retries:
+                    if str(exc) == mitogen.parent.Router.connection_timeout_msg:
+                        # mitogen's deadline, the bootstrap bound (ssh's own
+                        # ConnectTimeout ends ssh, whose words are quoted)
+                        raise Unreachable(_late(spec, self.pacing.bootstrap_timeout)) from None
                     raise Unreachable(_describe(spec, exc), _ssh_said(spec, exc)) from None
                 time.sleep(pacing.retry_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -279,9 +283,7 @@ class Connector:
                 self._deadlines.pop(ctx.context_id, None)
             if not slot.done(False):
                 return
-            why = ("Failed to connect to the host via %s: the ioc runner did not start within "
-                   "%d seconds of connecting (IOC_BOOTSTRAP_TIMEOUT) (%s)"
-                   % (spec.transport, self.pacing.bootstrap_timeout, spec.describe_target()))
+            why = _late(spec, self.pacing.bootstrap_timeout)
             LOG.info("%s: %s", host, why)
             with self._lock:
                 self._cut[ctx.context_id] = why
@@ -344,6 +346,13 @@ class Connector:
                 pass
         self.broker.shutdown()
         self.broker.join()
+
+
+def _late(spec: ConnectionSpec, bound: float) -> str:
+    """The unreachable message of a bootstrap that ran out of time."""
+    return ("Failed to connect to the host via %s: the ioc runner did not start within %d "
+            "seconds of connecting (IOC_BOOTSTRAP_TIMEOUT) (%s)"
+            % (spec.transport, bound, spec.describe_target()))
 
 
 def _become_message(become: BecomeSpec, spec: ConnectionSpec, exc: BaseException) -> str:

@@ -10,6 +10,7 @@ The full measurement (10 to 200 hosts) is ``python -m benchmarks.fleet``.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
@@ -67,3 +68,37 @@ def test_a_refused_first_connection_is_retried_with_ansible_ssh_retries(sshd, tm
     assert run.recap("strict")["unreachable"] == 1, out
     assert "fatal: [strict]: UNREACHABLE!" in run.stdout, out
     assert attempts == {"patient": 2, "strict": 1}, (attempts, out)
+
+
+def test_a_runner_that_does_not_start_in_time_is_unreachable_and_the_others_go_on(sshd, tmp_path):
+    """ssh connects at once, but the runner's imports stall on the target (a
+    ``sitecustomize`` there sleeps on ``import pprint``, which the runner needs
+    and mitogen does not): the bootstrap bound cuts it, the other host runs."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "class Stall:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'pprint':\n"
+        "            time.sleep(60)\n"
+        "        return None\n"
+        "sys.meta_path.append(Stall())\n")
+    python = tmp_path / "stalling-python"
+    python.write_text("#!/bin/sh\nPYTHONPATH=%s exec %s \"$@\"\n" % (site, sys.executable))
+    python.chmod(0o755)
+    inventory = sshd.inventory_ini(["quick"]) + sshd.inventory_ini(["stuck"], python=str(python))
+    started = time.monotonic()
+    run = Controller("ioc-run", tmp_path, """
+        - hosts: all
+          gather_facts: false
+          tasks:
+            - command: echo hello
+        """, inventory, env={"IOC_BOOTSTRAP_TIMEOUT": "10"})
+    out = run.finish()
+    took = time.monotonic() - started
+    assert run.rc == 4, out
+    assert run.recap("quick")["ok"] == 1 and run.recap("stuck")["unreachable"] == 1, out
+    assert "the ioc runner did not start within 10 seconds of connecting " \
+           "(IOC_BOOTSTRAP_TIMEOUT)" in run.stdout, out
+    assert took < 40, "the stalled host held the run for %.0f s" % took
