@@ -282,3 +282,16 @@ def test_any_other_connection_plugin_is_refused_by_name(written):
     with pytest.raises(ConnectionSetupError, match="connection type %r is not supported"
                        % written):
         spec_for("h1", {"ansible_connection": written})
+
+
+def test_ansible_ssh_retries_reaches_ioc_run_from_the_environment(monkeypatch):
+    import argparse
+
+    from ioc.ansible.config import read_settings
+    from ioc.cli import connection_vars
+
+    args = argparse.Namespace(remote_user=None, connection=None, timeout=None,
+                              private_key_file=None, ssh_common_args=None, ssh_extra_args=None)
+    assert "ansible_ssh_retries" not in connection_vars(args, read_settings())
+    monkeypatch.setenv("ANSIBLE_SSH_RETRIES", "3")
+    assert connection_vars(args, read_settings())["ansible_ssh_retries"] == 3
