@@ -83,7 +83,7 @@ def test_a_runner_that_does_not_start_in_time_is_unreachable_and_the_others_go_o
         "        if name == 'pprint':\n"
         "            time.sleep(60)\n"
         "        return None\n"
-        "sys.meta_path.append(Stall())\n")
+        "sys.meta_path.insert(0, Stall())\n")
     python = tmp_path / "stalling-python"
     python.write_text("#!/bin/sh\nPYTHONPATH=%s exec %s \"$@\"\n" % (site, sys.executable))
     python.chmod(0o755)
