@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
@@ -137,8 +136,6 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
     events = mitogen.core.Receiver(connector.router, respondent=ctx)
     reply = ctx.call_async(runner_batch.run_batch, wire, events.to_sender())
     select = mitogen.select.Select([events, reply], oneshot=False)
-    # A new runner's first answer is due within its bootstrap bound.
-    deadline = connector.first_call_deadline(ctx)
     lost = False
     try:
         while True:
@@ -146,19 +143,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 # The select raises the ChannelError itself when the runner's
                 # end goes away (killed, ssh cut), as unpickle does for a dead
                 # reply: both are a lost connection, reported as Ansible does.
-                if deadline is not None:
-                    msg = select.get(timeout=max(0.0, deadline - time.monotonic()))
-                    deadline = None
-                else:
-                    msg = select.get()
+                msg = select.get()
                 value = msg.unpickle()
-            except mitogen.core.TimeoutError:
-                lost = True
-                connector.heartbeat.discard(ctx)
-                why = connector.cut(ctx, call.spec)
-                connector.forget(call.connection)
-                put((call.host, tracker.unreachable(why)))
-                return
             except mitogen.core.ChannelError as exc:
                 lost = True
                 connector.heartbeat.discard(ctx)

@@ -34,7 +34,6 @@ def serve(connector: Connector, host: str, spec: ConnectionSpec,
     """
     try:
         context = connector.context(host, spec, request.get("become"))
-        connector.first_call_deadline(context)  # not bound here: the call may run long
         try:
             return _do(context, request)
         except mitogen.core.ChannelError as exc:

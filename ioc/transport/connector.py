@@ -14,9 +14,10 @@ connection from the named host's runner instead of from the controller
 
 Connecting is paced and bounded (:mod:`ioc.transport.pacing`): ssh's
 ``ConnectTimeout`` is the host's ``ansible_timeout``; from ssh's start until
-the runner answers its first batch (:meth:`Connector.first_call_deadline`)
-the bootstrap has ``IOC_BOOTSTRAP_TIMEOUT``; at most a window of connections
-are being made at once per starting point. A connection that fails in a way that may pass (refused,
+the runner answers its first call (``runner_info``, sent right behind the
+runner's code, so it costs no round trip of its own) the bootstrap has
+``IOC_BOOTSTRAP_TIMEOUT``; at most a window of bootstraps are in flight per
+starting point. A connection that fails in a way that may pass (refused,
 reset, timed out, ssh gave up before logging in) is tried again
 ``ansible_ssh_retries`` times, pausing as Ansible's ssh connection does.
 """
@@ -31,6 +32,7 @@ import mitogen.core
 import mitogen.master
 import mitogen.parent
 
+from ioc.agentless_runner import batch as runner_batch
 from ioc.transport import bootstrap, pacing
 from ioc.transport.keepalive import Heartbeat, KeepAlive, from_environment
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
@@ -92,8 +94,9 @@ class Connector:
         self._pacers: Dict[Optional[str], pacing.Pacer] = {}
         #: Why the connector cut a context (by context id): its bootstrap ran out of time.
         self._cut: Dict[int, str] = {}
-        #: The end of the bootstrap bound of each new context, until its first call.
-        self._deadlines: Dict[int, float] = {}
+        #: The bootstrap deadline of each context whose runner has not answered yet
+        #: (mitogen's broker waits for pending timers when it shuts down).
+        self._deadlines: Dict[int, Any] = {}
 
     def context(self, host: str, spec: ConnectionSpec,
                 become: Optional[BecomeSpec] = None) -> mitogen.core.Context:
@@ -117,9 +120,7 @@ class Connector:
             parent_key: Optional[Key] = None
             slot: Optional[pacing.Slot] = None
             if become is not None:
-                parent = self.context(host, spec)
-                ctx = self._become(host, spec, parent, become)
-                self.first_call_deadline(parent)  # it answered: it started the child
+                ctx = self._become(host, spec, self.context(host, spec), become)
                 parent_key = (host, None)
             else:
                 parent = self.context(spec.via, spec.via_spec) \
@@ -128,14 +129,9 @@ class Connector:
                     bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
                     parent_key = (str(spec.via), None)
                 ctx, slot = self._connect_with_retries(host, spec, parent)
-                if parent is not None:
-                    self.first_call_deadline(parent)  # it answered: it started the child
             bootstrap.preload(self.router, ctx)
             if slot is not None:
-                slot.done(True)
-                with self._lock:
-                    self._deadlines[ctx.context_id] = \
-                        slot.started + self.pacing.bootstrap_timeout
+                self._await_runner(host, spec, ctx, slot)
             with self._lock:
                 self.contexts[key] = ctx
                 if parent_key is not None:
@@ -246,26 +242,59 @@ class Connector:
                 time.sleep(pacing.retry_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def first_call_deadline(self, context: mitogen.core.Context) -> Optional[float]:
-        """When (``time.monotonic()``) ``context``'s runner must have answered its first
-        call: the end of its bootstrap bound. None once asked (later calls are not
-        bound), and None for a runner that has answered already (it started a
-        ``become`` child or a ``mitogen_via`` connection) or whose bound is over
-        (a context connected long before its first call)."""
-        with self._lock:
-            deadline = self._deadlines.pop(context.context_id, None)
-        return deadline if deadline is not None and deadline > time.monotonic() else None
+    def _await_runner(self, host: str, spec: ConnectionSpec, ctx: mitogen.core.Context,
+                      slot: pacing.Slot) -> None:
+        """Give ``slot`` back when the new runner answers; cut it if that takes too long.
 
-    def cut(self, context: mitogen.core.Context, spec: ConnectionSpec) -> str:
-        """Give up on ``context``, whose runner did not answer in time; the message."""
-        why = _late(spec, self.pacing.bootstrap_timeout)
-        with self._lock:
-            self._cut[context.context_id] = why
-        try:
-            self.router.disconnect(context)
-        except mitogen.core.Error:
-            pass
-        return why
+        The call (``runner_info``) travels right behind the runner's code and
+        ahead of the caller's first call, which is not held up by it. If no
+        answer comes within the bootstrap bound, the connection is cut: the
+        caller's call ends with a lost connection, :meth:`cut_reason` says why.
+        """
+        reply = ctx.call_async(runner_batch.runner_info)
+
+        def answered(receiver: mitogen.core.Receiver) -> None:
+            try:
+                receiver.get(block=False).unpickle()
+                ok: Optional[bool] = True
+            except mitogen.core.TimeoutError:
+                return  # already taken (the answer came before ``notify`` was set)
+            except mitogen.core.ChannelError:
+                ok = False  # the connection went away first
+            except mitogen.core.CallError:
+                ok = None  # the runner could not start (it says why to the first call)
+            slot.done(ok)
+            with self._lock:
+                timer = self._deadlines.pop(ctx.context_id, None)
+            if timer is not None:
+                timer.cancel()
+
+        def arm() -> None:  # on the broker thread
+            left = slot.started + self.pacing.bootstrap_timeout - time.monotonic()
+            timer = self.broker.timers.schedule(mitogen.core.now() + max(0.0, left), expire)
+            with self._lock:
+                if slot.open:
+                    self._deadlines[ctx.context_id] = timer
+                else:
+                    timer.cancel()
+
+        def expire() -> None:  # on the broker thread
+            with self._lock:
+                self._deadlines.pop(ctx.context_id, None)
+            if not slot.done(False):
+                return
+            why = _late(spec, self.pacing.bootstrap_timeout)
+            LOG.info("%s: %s", host, why)
+            with self._lock:
+                self._cut[ctx.context_id] = why
+            stream = self.router.stream_by_id(ctx.context_id)
+            if stream is not None and stream.protocol.remote_id == ctx.context_id:
+                stream.on_disconnect(self.broker)
+
+        reply.notify = answered
+        if not reply.empty():
+            answered(reply)
+        self.broker.defer(arm)
 
     def _connect(self, spec: ConnectionSpec,
                  parent: Optional[mitogen.core.Context] = None) -> mitogen.core.Context:
@@ -304,6 +333,9 @@ class Connector:
         with self._lock:
             contexts = list(self.contexts.values())
             self.contexts.clear()
+            for timer in self._deadlines.values():
+                timer.cancel()
+            self._deadlines.clear()
         self.heartbeat.stop()
         if self._pool is not None:
             self._pool.stop(join=True)

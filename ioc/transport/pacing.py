@@ -1,20 +1,18 @@
 """Connecting many hosts at once: degrade in speed, never into failures.
 
 A *bootstrap* is what it takes to get a runner going on a host: ssh
-connects and authenticates, the target's Python starts and mitogen's core
-arrives (the connection is up), then the runner's code is imported and the
-runner answers its first batch. On a busy controller, a hundred of them
-started together all slow down together; with one short bound for the whole
-they all fail together. So two things:
+connects and authenticates, the target's Python starts, mitogen's core and
+the runner's code arrive and are imported, and the runner answers its first
+call. On a busy controller, a hundred of them started together all slow
+down together; with one short bound for the whole they all fail together.
+So two things:
 
 * **Bounds.** ssh's own ``ConnectTimeout`` is ``ansible_timeout`` (as in
   Ansible: the TCP connection and the SSH banner). The whole bootstrap, from
-  the start of ssh until the runner's first answer, has a bound of its own,
-  ``IOC_BOOTSTRAP_TIMEOUT`` seconds (default 60): mitogen's connect deadline,
-  then the first batch's wait for its first event. A bootstrap waiting for
-  its turn (below) has not started: its bounds have not either.
-* **Pacing.** At most ``window`` connections are being made (from the start
-  of ssh until the connection is up) from one starting
+  the start of ssh until the runner has answered, has a bound of its own,
+  ``IOC_BOOTSTRAP_TIMEOUT`` seconds (default 60). A bootstrap waiting for its
+  turn (below) has not started: its bounds have not either.
+* **Pacing.** At most ``window`` bootstraps are in flight from one starting
   point (the controller, or each ``mitogen_via`` host for the hosts behind
   it), never more than ``forks``. The window starts at
   ``IOC_CONNECT_WINDOW`` (default 8) and follows progress, judged by how
