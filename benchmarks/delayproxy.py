@@ -160,7 +160,7 @@ class DelayProxy:
     def __init__(self, target_host: str, target_port: int, delay_s: float = 0.0, *,
                  listen_host: str = "127.0.0.1", listen_port: int = 0,
                  quiet_gap: Optional[float] = None,
-                 on_close=None, trace: bool = False) -> None:
+                 on_close=None, trace: bool = False, refuse_first: int = 0) -> None:
         if delay_s < 0:
             raise ValueError("delay_s must be >= 0")
         self.target_host = target_host
@@ -186,6 +186,9 @@ class DelayProxy:
         self.port: Optional[int] = None
         #: Set by :meth:`black_hole`: every byte from then on is dropped.
         self._silent = threading.Event()
+        #: The first ``refuse_first`` connections are closed as soon as they are
+        #: accepted (a host whose sshd is not up yet, or drops the connection).
+        self._refuse = int(refuse_first)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -314,6 +317,11 @@ class DelayProxy:
         _nodelay(cwriter)
         swriter = None
         try:
+            with self._lock:
+                refused, self._refuse = self._refuse > 0, max(0, self._refuse - 1)
+            if refused:
+                conn.error = "refused (refuse_first)"
+                return
             try:
                 sreader, swriter = await asyncio.open_connection(
                     self.target_host, self.target_port)

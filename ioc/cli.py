@@ -213,6 +213,7 @@ def connection_vars(args: argparse.Namespace, settings: Any) -> Dict[str, Any]:
         "ansible_user": args.remote_user or settings.remote_user,
         "ansible_connection": args.connection or settings.connection,
         "ansible_timeout": args.timeout if args.timeout is not None else settings.timeout,
+        "ansible_ssh_retries": settings.retries,
         "ansible_ssh_private_key_file": args.private_key_file or settings.private_key_file,
         "ansible_ssh_args": settings.ssh_args,
         "ansible_ssh_common_args": args.ssh_common_args or settings.ssh_common_args,

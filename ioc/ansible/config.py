@@ -92,6 +92,8 @@ class Settings:
     remote_user: Optional[str] = None
     private_key_file: Optional[str] = None
     timeout: Optional[int] = None
+    #: ``[ssh_connection] retries`` / ``ANSIBLE_SSH_RETRIES`` (None: not set).
+    retries: Optional[int] = None
     host_key_checking: bool = True
     #: Ansible's ``pipelining``: only how an unreachable host's message is worded.
     pipelining: bool = False
@@ -147,6 +149,8 @@ def read_settings() -> Settings:
         remote_user=str(user) if user else None,
         private_key_file=str(key) if key else None,
         timeout=int(ssh.get("timeout", (value("DEFAULT_TIMEOUT"),))[0] or 10),
+        retries=None if ssh.get("reconnection_retries", (None, "default"))[1] == "default"
+        else int(ssh["reconnection_retries"][0] or 0),
         host_key_checking=bool(checking),
         pipelining=bool(ssh.get("pipelining", (value("ANSIBLE_PIPELINING"),))[0]),
         connection=None if origin("DEFAULT_TRANSPORT") == "default" else value("DEFAULT_TRANSPORT"),

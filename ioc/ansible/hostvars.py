@@ -31,7 +31,8 @@ LOG = logging.getLogger(__name__)
 
 #: The ssh connection plugin's options ioc's connections take, as variables.
 _SSH_OPTIONS = (("ssh_args", "ansible_ssh_args"), ("ssh_common_args", "ansible_ssh_common_args"),
-                ("ssh_extra_args", "ansible_ssh_extra_args"), ("timeout", "ansible_timeout"))
+                ("ssh_extra_args", "ansible_ssh_extra_args"), ("timeout", "ansible_timeout"),
+                ("reconnection_retries", "ansible_ssh_retries"))
 
 
 class HostVarsExport:
@@ -201,7 +202,7 @@ def delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) -
 
 
 def ssh_settings(variables: Mapping[str, Any], have: Mapping[str, Any]) -> Dict[str, Any]:
-    """ssh_args, ssh_common_args, ssh_extra_args and timeout as Ansible's ssh
+    """ssh_args, ssh_common_args, ssh_extra_args, timeout and retries as Ansible's ssh
     connection resolves them (variables, CLI, environment, ansible.cfg, default)."""
     from ansible import constants as C
     from ansible.plugins.loader import connection_loader

@@ -149,7 +149,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 lost = True
                 connector.heartbeat.discard(ctx)
                 connector.forget(call.connection)
-                put((call.host, tracker.unreachable(lost_message(call, exc, tracker))))
+                why = connector.cut_reason(ctx) or lost_message(call, exc, tracker)
+                put((call.host, tracker.unreachable(why)))
                 return
             except mitogen.core.CallError as exc:
                 put((call.host, tracker.crashed(str(exc))))

@@ -33,18 +33,20 @@ def serve(connector: Connector, host: str, spec: ConnectionSpec,
     it gave up (or None), for the plugin to word it as Ansible's ssh would.
     """
     try:
+        context = connector.context(host, spec, request.get("become"))
         try:
-            return _do(connector.context(host, spec, request.get("become")), request)
+            return _do(context, request)
         except mitogen.core.ChannelError as exc:
             # The runner is gone (the host died, the runner was killed). The
             # request is not repeated: it may have run. Connecting again
             # tells a dead host (ssh's own words, as linear's next command
             # would get them) from a lost runner; a new one serves what follows.
             connector.forget(host)
+            why = connector.cut_reason(context)  # its runner never started in time
             connector.context(host, spec)
             return {"error": "unreachable", "ssh_said": None,
-                    "msg": "Failed to connect to the host via ssh: the connection to the "
-                           "ioc runner was lost (%s)" % exc}
+                    "msg": why or "Failed to connect to the host via ssh: the connection to "
+                                  "the ioc runner was lost (%s)" % exc}
     except Unreachable as exc:
         return {"error": "unreachable", "msg": str(exc), "ssh_said": exc.ssh_said}
     except BecomeFailed as exc:

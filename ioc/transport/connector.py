@@ -11,6 +11,15 @@ of the host's ssh context started by ``sudo``/``su`` on the target
 identity) for the run. ``mitogen_via: <inventory host>`` starts a host's ssh
 connection from the named host's runner instead of from the controller
 (chains a -> b -> c work the same way).
+
+Connecting is paced and bounded (:mod:`ioc.transport.pacing`): ssh's
+``ConnectTimeout`` is the host's ``ansible_timeout``; from ssh's start until
+the runner answers its first call (``runner_info``, sent right behind the
+runner's code, so it costs no round trip of its own) the bootstrap has
+``IOC_BOOTSTRAP_TIMEOUT``; at most a window of bootstraps are in flight per
+starting point. A connection that fails in a way that may pass (refused,
+reset, timed out, ssh gave up before logging in) is tried again
+``ansible_ssh_retries`` times, pausing as Ansible's ssh connection does.
 """
 from __future__ import annotations
 
@@ -23,7 +32,8 @@ import mitogen.core
 import mitogen.master
 import mitogen.parent
 
-from ioc.transport import bootstrap
+from ioc.agentless_runner import batch as runner_batch
+from ioc.transport import bootstrap, pacing
 from ioc.transport.keepalive import Heartbeat, KeepAlive, from_environment
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
 
@@ -60,7 +70,8 @@ Key = Tuple[str, Optional[BecomeSpec]]
 class Connector:
     """Owns the mitogen broker and one context per host and identity for the whole run."""
 
-    def __init__(self, forks: int = 5, keepalive: Optional[KeepAlive] = None) -> None:
+    def __init__(self, forks: int = 5, keepalive: Optional[KeepAlive] = None,
+                 paced: Optional[pacing.Pacing] = None) -> None:
         self.broker = mitogen.master.Broker()
         self.router = mitogen.master.Router(self.broker)
         #: How long silence on a runner's connection is borne (ioc.transport.keepalive).
@@ -76,15 +87,24 @@ class Connector:
         self._parent: Dict[Key, Key] = {}
         self._lock = threading.Lock()
         self._key_locks: Dict[Key, threading.Lock] = {}
-        self._forks = threading.BoundedSemaphore(max(1, forks))
+        #: The bootstrap bound and the first window (ioc.transport.pacing).
+        self.pacing = paced or pacing.from_environment()
+        self._forks = max(1, forks)
+        #: One pacer per starting point: the controller (None) or a mitogen_via host.
+        self._pacers: Dict[Optional[str], pacing.Pacer] = {}
+        #: Why the connector cut a context (by context id): its bootstrap ran out of time.
+        self._cut: Dict[int, str] = {}
+        #: The bootstrap deadline of each context whose runner has not answered yet
+        #: (mitogen's broker waits for pending timers when it shuts down).
+        self._deadlines: Dict[int, Any] = {}
 
     def context(self, host: str, spec: ConnectionSpec,
                 become: Optional[BecomeSpec] = None) -> mitogen.core.Context:
         """The context of ``host`` as ``become`` (None: the connection's own user).
 
-        Connects (at most ``forks`` at once) if needed: the ``mitogen_via``
-        host first, then the host, then the ``become`` child. Raises
-        :class:`Unreachable` or :class:`BecomeFailed`.
+        Connects (paced: see :mod:`ioc.transport.pacing`) if needed: the
+        ``mitogen_via`` host first, then the host, then the ``become`` child.
+        Raises :class:`Unreachable` or :class:`BecomeFailed`.
         """
         key: Key = (host, become)
         with self._lock:
@@ -98,6 +118,7 @@ class Connector:
             if ctx is not None:
                 return ctx
             parent_key: Optional[Key] = None
+            slot: Optional[pacing.Slot] = None
             if become is not None:
                 ctx = self._become(host, spec, self.context(host, spec), become)
                 parent_key = (host, None)
@@ -107,9 +128,10 @@ class Connector:
                 if parent is not None:
                     bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
                     parent_key = (str(spec.via), None)
-                with self._forks:
-                    ctx = self._connect_with_retries(host, spec, parent)
+                ctx, slot = self._connect_with_retries(host, spec, parent)
             bootstrap.preload(self.router, ctx)
+            if slot is not None:
+                self._await_runner(host, spec, ctx, slot)
             with self._lock:
                 self.contexts[key] = ctx
                 if parent_key is not None:
@@ -122,6 +144,11 @@ class Connector:
             for key in self._behind(host):
                 self.heartbeat.discard(self.contexts.pop(key))
                 self._parent.pop(key, None)
+
+    def cut_reason(self, context: mitogen.core.Context) -> Optional[str]:
+        """Why the connector cut ``context`` (its runner did not answer in time), or None."""
+        with self._lock:
+            return self._cut.get(context.context_id)
 
     def reset(self, host: str) -> None:
         """End ``host``'s runners; the next call connects afresh (reset_connection).
@@ -178,24 +205,103 @@ class Connector:
         except (mitogen.core.StreamError, mitogen.core.CallError, OSError, EOFError) as exc:
             raise BecomeFailed(_become_message(become, spec, exc)) from None
 
+    def _pacer(self, start: Optional[str]) -> pacing.Pacer:
+        """The pacer of the bootstraps started from ``start`` (None: the controller)."""
+        with self._lock:
+            if start not in self._pacers:
+                self._pacers[start] = pacing.Pacer(self.pacing.window, self._forks,
+                                                    self.pacing.bootstrap_timeout)
+            return self._pacers[start]
+
     def _connect_with_retries(self, host: str, spec: ConnectionSpec,
-                              parent: Optional[mitogen.core.Context] = None) -> mitogen.core.Context:
-        delay = 0.5
+                              parent: Optional[mitogen.core.Context] = None
+                              ) -> Tuple[mitogen.core.Context, pacing.Slot]:
+        """A connection and its bootstrap's slot, after up to ``spec.retries`` retries.
+
+        Each attempt waits for room in its starting point's window; a
+        failure that may pass is tried again after Ansible's pause
+        (:func:`ioc.transport.pacing.retry_pause`), one that will not
+        (refused login, changed host key, no such Python) is not.
+        """
+        pacer = self._pacer(spec.via)
         for attempt in range(spec.retries + 1):
+            slot = pacer.admit()
             try:
-                return self._connect(spec, parent)
+                return self._connect(spec, parent), slot
             except (mitogen.core.StreamError, mitogen.core.CallError, OSError, EOFError) as exc:
                 permanent = _is_permanent(exc)
-                LOG.info("connecting to %s failed (attempt %d): %s", host, attempt + 1, exc)
+                slot.done(None if permanent else False)
+                LOG.info("connecting to %s failed (attempt %d of %d): %s",
+                         host, attempt + 1, spec.retries + 1, exc)
                 if permanent or attempt == spec.retries:
+                    if str(exc) == mitogen.parent.Router.connection_timeout_msg:
+                        # mitogen's deadline, the bootstrap bound (ssh's own
+                        # ConnectTimeout ends ssh, whose words are quoted)
+                        raise Unreachable(_late(spec, self.pacing.bootstrap_timeout)) from None
                     raise Unreachable(_describe(spec, exc), _ssh_said(spec, exc)) from None
-                time.sleep(delay)
-                delay *= 2
+                time.sleep(pacing.retry_pause(attempt))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _await_runner(self, host: str, spec: ConnectionSpec, ctx: mitogen.core.Context,
+                      slot: pacing.Slot) -> None:
+        """Give ``slot`` back when the new runner answers; cut it if that takes too long.
+
+        The call (``runner_info``) travels right behind the runner's code and
+        ahead of the caller's first call, which is not held up by it. If no
+        answer comes within the bootstrap bound, the connection is cut: the
+        caller's call ends with a lost connection, :meth:`cut_reason` says why.
+        """
+        reply = ctx.call_async(runner_batch.runner_info)
+
+        def answered(receiver: mitogen.core.Receiver) -> None:
+            try:
+                receiver.get(block=False).unpickle()
+                ok: Optional[bool] = True
+            except mitogen.core.TimeoutError:
+                return  # already taken (the answer came before ``notify`` was set)
+            except mitogen.core.ChannelError:
+                ok = False  # the connection went away first
+            except mitogen.core.CallError:
+                ok = None  # the runner could not start (it says why to the first call)
+            slot.done(ok)
+            with self._lock:
+                timer = self._deadlines.pop(ctx.context_id, None)
+            if timer is not None:
+                timer.cancel()
+
+        def arm() -> None:  # on the broker thread
+            left = slot.started + self.pacing.bootstrap_timeout - time.monotonic()
+            timer = self.broker.timers.schedule(mitogen.core.now() + max(0.0, left), expire)
+            with self._lock:
+                if slot.open:
+                    self._deadlines[ctx.context_id] = timer
+                else:
+                    timer.cancel()
+
+        def expire() -> None:  # on the broker thread
+            with self._lock:
+                self._deadlines.pop(ctx.context_id, None)
+            if not slot.done(False):
+                return
+            why = _late(spec, self.pacing.bootstrap_timeout)
+            LOG.info("%s: %s", host, why)
+            with self._lock:
+                self._cut[ctx.context_id] = why
+            stream = self.router.stream_by_id(ctx.context_id)
+            if stream is not None and stream.protocol.remote_id == ctx.context_id:
+                stream.on_disconnect(self.broker)
+
+        reply.notify = answered
+        if not reply.empty():
+            answered(reply)
+        self.broker.defer(arm)
 
     def _connect(self, spec: ConnectionSpec,
                  parent: Optional[mitogen.core.Context] = None) -> mitogen.core.Context:
-        common: Dict[str, Any] = {"python_path": spec.python, "connect_timeout": spec.timeout,
+        # mitogen's bound is the bootstrap's; ssh's ConnectTimeout (in
+        # ssh_args, see spec_for) is ansible_timeout.
+        common: Dict[str, Any] = {"python_path": spec.python,
+                                  "connect_timeout": self.pacing.bootstrap_timeout,
                                   "remote_name": spec.remote_name}
         if parent is not None:
             common["via"] = parent
@@ -229,6 +335,9 @@ class Connector:
         with self._lock:
             contexts = list(self.contexts.values())
             self.contexts.clear()
+            for timer in self._deadlines.values():
+                timer.cancel()
+            self._deadlines.clear()
         self.heartbeat.stop()
         if self._pool is not None:
             self._pool.stop(join=True)
@@ -239,6 +348,13 @@ class Connector:
                 pass
         self.broker.shutdown()
         self.broker.join()
+
+
+def _late(spec: ConnectionSpec, bound: float) -> str:
+    """The unreachable message of a bootstrap that ran out of time."""
+    return ("Failed to connect to the host via %s: the ioc runner did not start within %d "
+            "seconds of connecting (IOC_BOOTSTRAP_TIMEOUT) (%s)"
+            % (spec.transport, bound, spec.describe_target()))
 
 
 def _become_message(become: BecomeSpec, spec: ConnectionSpec, exc: BaseException) -> str:
@@ -259,9 +375,15 @@ def _become_message(become: BecomeSpec, spec: ConnectionSpec, exc: BaseException
     return "Task failed: %s to user %s failed: %s" % (name, become.user, text)
 
 
+#: What a failure says when trying again cannot help: the login was refused,
+#: the host key is wrong, the Python to start is not there.
+_PERMANENT = ("permission denied", "host key", "identification has changed",
+              "command not found", "no such file or directory")
+
+
 def _is_permanent(exc: BaseException) -> bool:
     text = str(exc).lower()
-    return any(s in text for s in ("permission denied", "host key", "identification has changed"))
+    return any(s in text for s in _PERMANENT)
 
 
 #: mitogen's wrapper around what the ssh process printed before it exited.

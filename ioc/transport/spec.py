@@ -38,8 +38,10 @@ class ConnectionSpec:
     ssh_args: Tuple[str, ...] = ()
     python: Optional[str] = None
     check_host_keys: str = "enforce"
+    #: ``ansible_timeout``: ssh's ``ConnectTimeout`` (also become's prompt timeout).
     timeout: float = 10.0
-    retries: int = 1
+    #: ``ansible_ssh_retries``: attempts after the first (Ansible's default, 0).
+    retries: int = 0
     #: Ansible's ``pipelining`` setting: only how an unreachable host is worded.
     pipelining: bool = field(default=False, compare=False)
     #: Name the target's process shows in ``ps`` (no slashes).
@@ -215,8 +217,13 @@ def spec_for(name: str, hostvars: Mapping[str, Any],
     if transport == "local":
         return ConnectionSpec(transport="local", hostname=name,
                               python=str(python) if python else sys.executable, via=via)
+    timeout = float(hostvars.get("ansible_timeout") or hostvars.get("ansible_ssh_timeout") or 10)
     args = []
     for key in ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        if key == "ansible_ssh_common_args":
+            # Where Ansible's ssh connection puts it: after ssh_args, before the
+            # common and extra args (ssh keeps the first value it is given).
+            args.extend(["-o", "ConnectTimeout=%d" % max(1, int(timeout))])
         if hostvars.get(key):
             args.extend(shlex.split(str(hostvars[key])))
     return ConnectionSpec(
@@ -228,8 +235,8 @@ def spec_for(name: str, hostvars: Mapping[str, Any],
         ssh_args=tuple(args),
         python=str(python) if python else "python3",
         check_host_keys=_host_key_mode(hostvars, args),
-        timeout=float(hostvars.get("ansible_timeout") or hostvars.get("ansible_ssh_timeout") or 10),
-        retries=int(hostvars.get("ansible_ssh_retries", 1)),
+        timeout=timeout,
+        retries=int(hostvars.get("ansible_ssh_retries") or 0),
         pipelining=str(hostvars.get("ansible_pipelining", hostvars.get(
             "ansible_ssh_pipelining", False))).lower() not in _FALSE + ("", "none"),
         via=via,

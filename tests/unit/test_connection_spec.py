@@ -108,10 +108,18 @@ def test_a_via_loop_is_an_error_showing_the_loop():
 def test_ssh_settings_from_variables():
     spec = spec_for("h", {"ansible_host": "x", "ansible_port": "2222", "ansible_user": "u",
                           "ansible_ssh_common_args": "-o A=1", "ansible_ssh_extra_args": "-o B=2",
-                          "ansible_timeout": "7"})
+                          "ansible_timeout": "7", "ansible_ssh_retries": "2"})
     assert spec == ConnectionSpec(transport="ssh", hostname="x", port=2222, user="u",
-                                  ssh_args=("-o", "A=1", "-o", "B=2"), python="python3",
-                                  timeout=7.0)
+                                  ssh_args=("-o", "ConnectTimeout=7", "-o", "A=1", "-o", "B=2"),
+                                  python="python3", timeout=7.0, retries=2)
+
+
+def test_the_connect_timeout_goes_where_ansibles_ssh_puts_it():
+    """After ansible_ssh_args (whose ConnectTimeout wins, ssh keeping the first
+    value), before the common and extra args (whose ConnectTimeout does not)."""
+    spec = spec_for("h", {"ansible_ssh_args": "-o X=1", "ansible_ssh_common_args": "-o Y=2"})
+    assert spec.ssh_args == ("-o", "X=1", "-o", "ConnectTimeout=10", "-o", "Y=2")
+    assert spec.retries == 0  # Ansible's reconnection_retries default
 
 
 
@@ -284,3 +292,16 @@ def test_any_other_connection_plugin_is_refused_by_name(written):
     with pytest.raises(ConnectionSetupError, match="connection type %r is not supported"
                        % written):
         spec_for("h1", {"ansible_connection": written})
+
+
+def test_ansible_ssh_retries_reaches_ioc_run_from_the_environment(monkeypatch):
+    import argparse
+
+    from ioc.ansible.config import read_settings
+    from ioc.cli import connection_vars
+
+    args = argparse.Namespace(remote_user=None, connection=None, timeout=None,
+                              private_key_file=None, ssh_common_args=None, ssh_extra_args=None)
+    assert "ansible_ssh_retries" not in connection_vars(args, read_settings())
+    monkeypatch.setenv("ANSIBLE_SSH_RETRIES", "3")
+    assert connection_vars(args, read_settings())["ansible_ssh_retries"] == 3
