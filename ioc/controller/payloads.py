@@ -236,8 +236,11 @@ def _naming_args(task: Task) -> Dict[str, Any]:
 def source_arg(task: Task, args: Dict[str, Any]) -> Optional[str]:
     """The controller path an action names, from its templated arguments."""
     arg, _ = SOURCES[task.action]
-    if task.action == "include_vars" and args.get("dir"):
-        return str(args["dir"])
+    if task.action == "include_vars":  # its action strips a free-form name's newline
+        if args.get("dir"):
+            return str(args["dir"])
+        value = args.get("file", args.get("_raw_params"))
+        return None if value is None else str(value).rstrip("\n")
     if arg is not None:
         value = args.get(arg, args.get("_raw_params"))
         return None if value is None else str(value)
