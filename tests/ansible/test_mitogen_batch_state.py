@@ -218,7 +218,7 @@ def test_include_vars_runs_natively_and_its_values_reach_later_plays(ansible, an
     ``lookup('first_found')`` searching the role's ``vars/``, ``name``, a
     directory (``depth``, ``files_matching``), a vault-encrypted file (decrypted
     on the controller, its result hidden as Ansible hides it), ``hash_behaviour``
-    and ``run_once``. Their values win over play vars and reach ``hostvars`` and
+    and ``run_once``; a missing directory fails as Ansible words it. Their values win over play vars and reach ``hostvars`` and
     later plays, with ``ansible_included_var_files`` as linear's (-v shows results)."""
     ansible.write("vars/Linux.yml", "color: red\nlist: [1, 2]\n")
     ansible.write("vars/more/a.yml", "extra_a: from dir\n")
@@ -274,6 +274,9 @@ def test_include_vars_runs_natively_and_its_values_reach_later_plays(ansible, an
                 msg: >-
                   {{ extra_a }} {{ extra_b }} {{ extra_c }} {{ nested }} {{ token | length }}
                   {{ matching.ansible_included_var_files | map('basename') }}
+            - include_vars:
+                dir: no-such-dir
+              ignore_errors: true
             - include_vars: other.yml
               run_once: true
         - hosts: web
