@@ -16,7 +16,9 @@ NATIVE = frozenset({"set_fact", "gather_facts", "add_host", "group_by", "pause",
 
 #: The arguments the executor's own actions take where they take fewer than
 #: Ansible's (the planner refuses the rest, naming them).
-NATIVE_OPTIONS = {"include_vars": frozenset({"file", "name"})}
+NATIVE_OPTIONS = {"include_vars": frozenset({
+    "file", "name", "dir", "depth", "files_matching", "ignore_files", "extensions",
+    "ignore_unknown_extensions", "hash_behaviour"})}
 
 
 def run(action, args, ctx):
@@ -26,7 +28,10 @@ def run(action, args, ctx):
     if action in _INVENTORY_ACTIONS:
         return _INVENTORY_ACTIONS[action](args)
     if action == "include_vars":
-        return _include_vars(args, ctx)
+        try:
+            return _include_vars(args, ctx)
+        except TaskError as exc:
+            return _task_error(exc)
     if action in ("include_tasks", "include_role"):
         return _include(action, args)
     try:
@@ -44,11 +49,7 @@ def run(action, args, ctx):
     except ModuleError as exc:
         result = dict(exc.result, failed=True, msg=exc.msg)
     except TaskError as exc:
-        result = results.failed_result("Task failed: %s" % exc.msg,
-                                       exception=traceback.format_exc(), _ioc_task_error=True)
-        if isinstance(exc.expression, str):
-            result["_ioc_error_expr"] = exc.expression
-        return result
+        return _task_error(exc)
     except Exception as exc:  # a bug in a module: report it as Ansible does
         result = {"failed": True, "changed": False,
                   "msg": "MODULE FAILURE: %s: %s" % (type(exc).__name__, exc),
@@ -58,6 +59,15 @@ def run(action, args, ctx):
     elif result.get("failed") and action in _PLAIN_MODULES and "exception" not in result \
             and not results.legacy():
         result["exception"] = results.TRACEBACK_UNAVAILABLE  # as 2.21 gives every module failure
+    return result
+
+
+def _task_error(exc):
+    """The result of a task whose action raised (Ansible's ``AnsibleError``)."""
+    result = results.failed_result("Task failed: %s" % exc.msg,
+                                   exception=traceback.format_exc(), _ioc_task_error=True)
+    if isinstance(exc.expression, str):
+        result["_ioc_error_expr"] = exc.expression
     return result
 
 
@@ -138,30 +148,127 @@ _INVENTORY_ACTIONS = {"add_host": _add_host, "group_by": _group_by, "pause": _pa
 
 
 def _include_vars(args, ctx):
-    """``include_vars`` of a controller file, shipped with the batch (L6.5)."""
+    """``include_vars`` of controller files shipped with the batch (L6.5), as
+    ansible-core's action reads them: one file, or a directory's files in
+    Ansible's order (``depth``, ``files_matching``, ``ignore_files``,
+    ``extensions``, ``ignore_unknown_extensions``), under ``name``, merged
+    by ``hash_behaviour``. A vault-encrypted file arrives decrypted and hides
+    the task's result, as Ansible's does (``_ansible_no_log``)."""
+    if any(k in args for k in _DIR_ARGS) and any(k in args for k in ("file", "_raw_params")):
+        raise TaskError("You are mixing file only and dir only arguments, these are incompatible")
+    for option in ("extensions", "ignore_files"):
+        if option in args and not isinstance(args[option], (list, str) if option == "ignore_files"
+                                             else list):
+            raise TaskError("The '%s' option must be a list." % option)
+    included = []
+    hidden = []
+    try:
+        if args.get("dir"):
+            data = _vars_dir(args, ctx, included, hidden)
+        else:
+            source = args.get("file", args.get("_raw_params"))
+            entry = ctx.controller_file(str(source).rstrip("\n"))
+            data = _vars_file(entry.get("path", source), entry, included, hidden)
+    except (ModuleError, _VarsError) as exc:  # Ansible's action puts its reason under "message"
+        return {"failed": True, "changed": False, "message": str(exc), "ansible_facts": {},
+                "ansible_included_var_files": included}
+    if args.get("name"):
+        data = {str(args["name"]): data}
+    behaviour = args.get("hash_behaviour")
+    if behaviour is not None and behaviour != "replace":  # the setting's default
+        data = _combined({k: v for k, v in ctx.task_vars.items() if k in data}, data,
+                         merge=behaviour == "merge")
+    result = {"ansible_facts": data, "ansible_included_var_files": included,
+              "changed": False, "_ioc_include_vars": True}
+    if hidden:
+        result["_ansible_no_log"] = True
+    return result
+
+
+_DIR_ARGS = ("dir", "depth", "files_matching", "ignore_files", "extensions",
+             "ignore_unknown_extensions")
+
+
+class _VarsError(Exception):
+    """A reason ``include_vars`` fails its task (Ansible's ``err_msg``)."""
+
+
+def _vars_file(path, entry, included, hidden, content=None):
+    """The dict of one vars file (``entry``: its shipped entry)."""
     from ioc.agentless_runner.filters import FILTERS  # the YAML reader, PyYAML or not
-    source = args.get("file", args.get("_raw_params"))
+    content = entry["content"] if content is None else content
+    if content.lstrip().startswith(b"$ANSIBLE_VAULT"):  # no vault secrets on the controller
+        raise ModuleError("Attempting to decrypt but no vault secrets found")
     try:
-        entry = ctx.controller_file(str(source))
-    except ModuleError as exc:
-        return {"failed": True, "changed": False, "msg": exc.msg}
-    if entry["content"].startswith(b"$ANSIBLE_VAULT"):  # only the controller has secrets
-        return {"failed": True, "changed": False,
-                "msg": "Attempting to decrypt but no vault secrets found"}
-    try:
-        data = FILTERS["from_yaml"](entry["content"].decode("utf-8"))
+        data = FILTERS["from_yaml"](content.decode("utf-8"))
     except Exception as exc:  # malformed YAML: the task fails, naming the file
-        return {"failed": True, "changed": False,
-                "msg": "%s: %s" % (entry.get("path", source), exc)}
+        raise ModuleError("%s: %s" % (path, exc))
+    if entry.get("vaulted"):
+        hidden.append(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return {"failed": True, "changed": False,
-                "msg": "%s must be stored as a dictionary/hash" % entry.get("path", source)}
-    if args.get("name"):
-        data = {str(args["name"]): data}
-    return {"ansible_facts": data, "ansible_included_var_files": [entry.get("path", source)],
-            "changed": False, "_ioc_include_vars": True}
+        raise _VarsError("%r must be stored as a dictionary/hash" % path)
+    included.append(path)
+    return data
+
+
+def _vars_dir(args, ctx, included, hidden):
+    """The merged dicts of a directory's vars files, in ansible-core's order."""
+    import os
+    import re
+    entry = ctx.controller_file(str(args["dir"]))
+    root = entry["path"]
+    depth = int(args.get("depth") or 0)
+    matcher = re.compile(str(args["files_matching"])) if args.get("files_matching") else None
+    ignore = args.get("ignore_files") or []
+    if isinstance(ignore, str):
+        ignore = ignore.split()
+    extensions = args.get("extensions", ["yaml", "yml", "json"])
+    by_dir = {}
+    for item in entry["entries"]:
+        if item.get("dir"):
+            by_dir.setdefault(os.path.join(root, item["rel"]), [])
+            continue
+        folder, name = os.path.split(os.path.join(root, item["rel"]))
+        by_dir.setdefault(folder, []).append((name, item))
+    by_dir.setdefault(root, [])
+    data = {}
+    for folder in sorted(by_dir):
+        level = len(os.path.relpath(folder, root).split(os.sep)) + 1 if folder != root else 1
+        if depth and level > depth:
+            continue
+        for name, item in sorted(by_dir[folder], key=lambda pair: pair[0]):
+            if matcher is not None and not matcher.search(name):
+                continue
+            if any(re.search("%s$" % pattern, name) for pattern in ignore):
+                continue
+            valid = os.path.splitext(name)[1][1:] in extensions
+            if not valid and _truthy(args.get("ignore_unknown_extensions")):
+                continue
+            path = os.path.join(folder, name)
+            if not valid:
+                raise _VarsError("%r does not have a valid extension: %s"
+                                 % (path, ", ".join(extensions)))
+            data.update(_vars_file(path, item, included, hidden))
+    return data
+
+
+def _combined(existing, new, merge):
+    """``combine_vars``: ``new`` over ``existing``, dicts merged recursively with ``merge``."""
+    out = dict(existing)
+    for key, value in new.items():
+        if merge and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _combined(out[key], value, merge)
+        else:
+            out[key] = value
+    return out
+
+
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
+    return bool(value)
 
 
 def _include(action, args):

@@ -304,6 +304,11 @@ class HostRun(HandlerRun, LoopRun):
 
     # -- variables -------------------------------------------------------------
 
+    def answer_lookups_of(self, file_key, item=None):
+        """Answer ``lookup()`` from the table of task ``file_key`` (and loop item
+        ``item``): the controller, reading a task's file names before the batch."""
+        self.file_key, self._item = file_key, item
+
     def variables(self, task, scope, overlay=None):
         """The host's variables for ``task``, highest precedence first (L6.3).
 
@@ -702,7 +707,8 @@ class HostRun(HandlerRun, LoopRun):
 
     def _visible(self, task, result, templar):
         shown = dict(result)
-        if self._truthy(task.get("no_log"), templar):
+        # A result may hide itself: include_vars of a vault-encrypted file.
+        if self._truthy(task.get("no_log"), templar) or result.get("_ansible_no_log") is True:
             return results.censor(shown)
         return shown
 

@@ -343,26 +343,14 @@ class Converter:
         return plain(merged)
 
     def include_vars(self, task: Any, args: Mapping[str, Any]) -> None:
-        """``include_vars`` of one file runs natively (the file ships with the batch,
-        the runner reads it) unless the file is vault-encrypted: only the parent
-        holds the vault secrets. A templated file name is looked at when the
-        dispatcher ships it, where a vaulted file fails its task, saying so."""
-        name = args.get("file", args.get("_raw_params"))
-        if self.loader is None or not isinstance(name, str) or "{{" in name:
-            return
-        role = getattr(task, "_role", None)
-        if role is not None:
-            path = self.loader.path_dwim_relative(role._role_path, "vars", name, is_role=True)
-        else:
-            path = self.loader.path_dwim_relative(self.loader.get_basedir(), "vars", name)
-        try:
-            with open(path, "rb") as handle:
-                vaulted = handle.read(14) == b"$ANSIBLE_VAULT"
-        except OSError:
-            return  # missing: the runner fails it as Ansible would
-        if vaulted:
-            self.refuse("include_vars of a vault-encrypted file (%s) needs the vault secrets"
-                        % name)
+        """``include_vars`` runs natively (its files ship with the batch, the
+        runner reads them; a vault-encrypted one is decrypted by the parent)
+        but for what only Ansible words or places alike."""
+        if isinstance(args.get("ignore_files"), str):
+            self.refuse("include_vars with ignore_files as a string: Ansible warns that it is "
+                        "deprecated")
+        if plain(task.delegate_to) and plain(task.delegate_facts):
+            self.refuse("include_vars with delegate_facts gives the delegate the variables")
 
     def ansible_module(self, task: Any, action: str, args: Mapping[str, Any]) -> Optional[str]:
         """The module key when the task runs Ansible's own module code in the runner.

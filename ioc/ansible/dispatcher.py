@@ -228,6 +228,17 @@ class BridgeExecutor(PlayExecutor):
             step = dataclasses.replace(step, once=False)
         super().after_step(step, active, outcome)
 
+    def _copy_once(self, active: List[str], outcome: StepOutcome) -> Dict[str, Dict[str, Any]]:
+        # The other hosts get a run_once task's values in Ansible's variable
+        # manager too (linear sets them for every host), not only in ioc's copy.
+        copied = super()._copy_once(active, outcome)
+        for host in active[1:]:
+            if self.hosts[host].active:
+                for layer, values in copied.items():
+                    if values:
+                        self.link.store(host, values, layer)
+        return copied
+
     def splice_includes(self, step: Step, outcome: StepOutcome) -> int:
         # The parent loads what the hosts included with Ansible's own
         # IncludedFile machinery, splices it into its copy of the play,
@@ -264,6 +275,9 @@ class BridgeRun(PlaybookRun):
         self.skip = {host: frozenset(indexes)
                      for host, indexes in (request.get("skip") or {}).items()}
         self._play_hosts_all = list(request.get("hosts_all") or request["hosts"])
+        # A vault-encrypted controller file ships decrypted (include_vars,
+        # copy, template), as ioc-run's: the parent holds the secrets.
+        self.payload_cache.decrypt = link.decrypt
         self._removed_in_play = set(request.get("removed") or ())
 
     def bridge_executor(self, planned: PlannedPlay, hosts: List[str],

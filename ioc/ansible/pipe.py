@@ -23,7 +23,8 @@ dispatcher *tells* the parent what the replay releases, in linear order:
 * ``("callback", name, args)`` — a play-level callback (no hosts remaining,
   a warning);
 * ``("store", host, values, layer)`` — ``delegate_facts`` for a host outside
-  the play;
+  the play, a run_once task's values for the play's other hosts (``layer``:
+  ``facts``, ``runtime`` or ``include_vars``);
 * ``("runners", names)`` — before a task or handler through Ansible: the
   hosts whose runner its ``ioc_runner`` connection may use
   (:mod:`ioc.ansible.routing`).
@@ -37,7 +38,11 @@ and *asks* it, waiting for the answer (``op``):
 * ``("include", index, active)`` → ``include_done`` — load what a dynamic
   include included and send the new plan (:mod:`ioc.ansible.includes`);
 * ``("outside", names)`` → ``outside_done`` — the variables of inventory
-  hosts outside the play (:mod:`ioc.ansible.hostvars`).
+  hosts outside the play (:mod:`ioc.ansible.hostvars`);
+* ``("decrypt", path)`` → ``decrypt_done`` — a vault-encrypted controller
+  file (an ``include_vars`` file, a ``copy`` source) as Ansible's loader
+  decrypts it with the run's vault secrets, which stay in the parent: its
+  ``content``, or the ``error`` Ansible raised.
 
 :class:`Dispatcher` is the parent's end, :class:`ParentLink` the dispatcher's.
 """
@@ -179,7 +184,8 @@ class ParentLink:
         self.send(("display", method, args, kwargs))
 
     def store(self, host: str, values: Dict[str, Any], layer: str) -> None:
-        """``delegate_facts`` gave ``host`` (outside the play) facts: Ansible keeps them too."""
+        """Values ``host`` got in ioc (``delegate_facts`` outside the play, run_once's
+        other hosts): Ansible's variable manager keeps them too."""
         self.send(("store", host, values, layer))
 
     def runners(self, names: Sequence[str]) -> None:
@@ -215,6 +221,15 @@ class ParentLink:
     def load_includes(self, index: int, active: List[str]) -> Dict[str, Any]:
         """What the hosts of include ``index`` included: the new plan, hosts that failed."""
         return self.ask(("include", index, active), "include_done")
+
+    def decrypt(self, data: bytes, path: str) -> bytes:
+        """The plaintext of vault-encrypted file ``path`` (the parent holds the secrets);
+        ValueError with Ansible's message when they do not decrypt it."""
+        reply = self.ask(("decrypt", path), "decrypt_done")
+        if reply.get("error") is not None:
+            raise ValueError(reply["error"])
+        content: bytes = reply["content"]
+        return content
 
     def outside_hosts(self, names: List[str]) -> Dict[str, Dict[str, Any]]:
         """Variable layers of inventory hosts outside the play, by name."""

@@ -126,7 +126,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
     elif utr.failed and utr.exception and not engine and \
-            (data.get("msg") or result.get("_ioc_conditions")):
+            (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 

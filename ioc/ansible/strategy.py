@@ -100,6 +100,22 @@ def build_strategy_class() -> type:
     return StrategyModule
 
 
+def decrypted(loader: Any, path: str) -> Dict[str, Any]:
+    """A vault-encrypted file's plaintext, read by Ansible's loader with the run's
+    secrets (``content``), or Ansible's message (``error``); never logged."""
+    from ansible.errors import AnsibleError
+
+    try:
+        real = loader.get_real_file(path, decrypt=True)
+    except AnsibleError as exc:
+        return {"error": str(getattr(exc, "message", exc))}
+    try:
+        with open(real, "rb") as handle:
+            return {"content": handle.read()}
+    finally:
+        loader.cleanup_tmp_file(real)
+
+
 class PlayRun:
     """One native play: request the dispatcher, answer it, settle Ansible's state."""
 
@@ -182,15 +198,21 @@ class PlayRun:
                 index, active = reply[1:]
                 dispatcher.request(dict(self.includes.splice(
                     index, active, events.take_include_results()), op="include_done"))
-            elif kind == "store":  # delegate_facts for a host outside the play
+            elif kind == "store":  # delegate_facts outside the play, run_once's others
                 _, name, values, layer = reply
                 if layer == "facts":
                     vm.set_host_facts(name, values)
+                elif layer == "include_vars":
+                    for key, value in values.items():
+                        vm.set_host_variable(name, key, value)
                 else:
                     vm.set_nonpersistent_facts(name, values)
             elif kind == "outside":
                 dispatcher.request({"op": "outside_done",
                                     "hosts": self.hostvars.outside_hosts(reply[1])})
+            elif kind == "decrypt":
+                dispatcher.request(dict(decrypted(self.state.strategy._loader, reply[1]),
+                                        op="decrypt_done"))
             elif kind == "ansible_handler":
                 dispatcher.request(dict(self.tasks.run_handler(*reply[1:]), op="ansible_done"))
             elif kind == "done":

@@ -15,7 +15,8 @@ _DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
 #: (Ansible's ``TaskResult.clean_copy``) and the traceback goes to [ERROR].
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 #: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
-_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec"})
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
+                      "include_vars"})
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30"}
@@ -203,7 +204,8 @@ class Console(Callback):
         callback prints it (``display_failed_stderr`` off)."""
         if "censored" in result:
             return
-        msg = str(result.get("msg", ""))
+        # include_vars puts its reason under "message": Ansible then has none
+        msg = str(result["msg"]) if "msg" in result else "Unknown error."
         if not msg.startswith("Task failed: "):
             # a module's or action's own failure; engine-side errors say so already
             kind = "Action" if task.action in _ACTIONS else "Module"

@@ -22,6 +22,7 @@ import string
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ioc.agentless_runner import results
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
 from ioc.agentless_runner.lookups import PURE, key, listify, shape
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
@@ -46,6 +47,8 @@ class LookupContext:
         self.task = task
         self.basedir = basedir
         self.templar = templar
+        #: Called for the task's ``with_<lookup>`` loop, not from a template.
+        self.as_with = False
 
     def find(self, name: str, subdir: str) -> Optional[str]:
         for candidate in self.search(name, subdir):
@@ -137,8 +140,14 @@ def _first_found(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -
             files += [str(f) for f in listify(term)]
     files += [str(f) for f in listify(kwargs.get("files") or [])]
     candidates = [os.path.join(p, f) for p in paths for f in files] if paths else files
+    # As Ansible's first_found: the subdirectory is named by the task's action
+    # (include_vars searches ``vars/``, template ``templates/``); 2.19 names
+    # none for a lookup() in a template, only for a with_first_found loop.
+    subdir = next((s for s in ("template", "var", "file") if s in ctx.task.action), "file") + "s"
+    if results.legacy() and not ctx.as_with:
+        subdir = ""
     for candidate in candidates:
-        found = ctx.find(candidate, "files")
+        found = ctx.find(candidate, subdir)
         if found is not None:
             return [found]
     if skip:
@@ -192,6 +201,8 @@ class _Recorder:
     def __init__(self, ctx_for: Callable[[], LookupContext]) -> None:
         self.table: Dict[str, Any] = {}
         self.ctx_for = ctx_for
+        #: True while the task's ``with_<lookup>`` loop is evaluated.
+        self.as_with = False
 
     def results(self, plugin: str, given: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
         terms = listify(list(given))
@@ -201,7 +212,9 @@ class _Recorder:
         if table_key not in self.table:
             try:
                 if plugin in PLUGINS:
-                    value = PLUGINS[plugin](terms, dict(kwargs), self.ctx_for())
+                    ctx = self.ctx_for()
+                    ctx.as_with = self.as_with
+                    value = PLUGINS[plugin](terms, dict(kwargs), ctx)
                 elif plugin in plugins.names("lookup", frozenset()):
                     # Ansible's own plugin (a collection's...), run here like ours
                     value = plugins.call("lookup", plugin, to_builtin(terms),
@@ -260,7 +273,7 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
             current.append(templar)
             return templar
 
-        _render_task(task, wire, hostrun, templar_for)
+        _render_task(task, wire, hostrun, templar_for, recorder)
     return {k: v for k, v in tables.items() if v}
 
 
@@ -289,18 +302,21 @@ class _Over:
 
 
 def _render_task(task: Task, wire: Dict[str, Any], hostrun: HostRun,
-                 templar_for: Callable[..., Templar]) -> None:
+                 templar_for: Callable[..., Templar], recorder: _Recorder) -> None:
     """Template every field the runner will, per loop item, to trigger the lookups."""
     templar = templar_for(None)
     overlays: List[Optional[Dict[str, Any]]] = [None]
     if task.loop is not None:
         try:
             terms = templar.template(task.loop)
+            recorder.as_with = True
             items = templar.variables["query"](task.loop_with, *listify(terms)) \
                 if task.loop_with is not None else terms
         except TemplateError as exc:
             LOG.debug("loop of %s for lookups: %s", task.location, exc)
             return
+        finally:
+            recorder.as_with = False
         loop_var = (task.loop_control or {}).get("loop_var", "item")
         overlays = [{loop_var: item} for item in listify(items)]
         try:

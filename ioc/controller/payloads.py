@@ -58,7 +58,8 @@ def wants_controller_file(task: Task) -> bool:
     if task.action in ("copy", "unarchive") and _truthy(task.args.get("remote_src")):
         return False
     arg, _ = SOURCES[task.action]
-    return arg is None or task.args.get(arg) is not None or "_raw_params" in task.args
+    return arg is None or task.args.get(arg) is not None or "_raw_params" in task.args \
+        or (task.action == "include_vars" and task.args.get("dir") is not None)
 
 
 class Undecryptable(ValueError):
@@ -86,6 +87,9 @@ class PayloadCache:
     #: (``include_vars``, ``copy``, ``template`` sources) ships decrypted, as
     #: Ansible's loader reads it; without it the file ships as it is.
     decrypt: Optional[Callable[[bytes, str], bytes]] = field(default=None, repr=False)
+    #: Paths that were vault-encrypted: their entries say so (an include_vars
+    #: of one hides its result, as Ansible's does).
+    vaulted: Set[str] = field(default_factory=set)
 
     def streams(self, path: str) -> bool:
         """Whether ``path`` is big enough to stream (and no vault file, which ships decrypted)."""
@@ -125,6 +129,7 @@ class PayloadCache:
                 content = self.decrypt(content, path)
             except ValueError as exc:  # the task fails with it, as under Ansible
                 raise Undecryptable("%s." % str(exc).rstrip(".")) from None
+            self.vaulted.add(path)
         digest = hashlib.sha1(content).hexdigest()
         self.files[path] = (digest, content, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size)
         return digest, content, stat.S_IMODE(st.st_mode)
@@ -178,14 +183,15 @@ def collect(cache: PayloadCache, host: str, hostrun: HostRun,
     blobs: Dict[str, mitogen.core.Blob] = {}
     sent = cache.sent.setdefault(host, set())
     for key, task, blocks in tasks:
+        hostrun.answer_lookups_of(key)  # a lookup may name the file (with_first_found)
         entries = {src: _entry(cache, task, src, basedir, blobs, sent)
-                   for src in _sources(hostrun, task, blocks)}
+                   for src in _sources(hostrun, key, task, blocks)}
         if entries:
             files[key] = entries
     return files, blobs
 
 
-def _sources(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...]) -> List[str]:
+def _sources(hostrun: HostRun, key: str, task: Task, blocks: Tuple[Block, ...]) -> List[str]:
     """Every templated ``src`` the task will name on this host (per loop item)."""
     wire = to_wire(task)
     scope = Scope(tuple(to_wire(b) for b in blocks))
@@ -203,13 +209,16 @@ def _sources(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...]) -> List[st
     # value set earlier in the same batch (a role's set_fact for ``dest``).
     naming = _naming_args(task)
     out: List[str] = []
-    for overlay in overlays:
+    for number, overlay in enumerate(overlays):
+        hostrun.answer_lookups_of(key, number if overlay else None)
         scoped = Templar(hostrun.variables(wire, scope, overlay)) if overlay else templar
         try:
             src = source_arg(task, scoped.template(naming))
         except TemplateError as exc:
             LOG.debug("src of %s not known before the batch: %s", task.location, exc)
             continue
+        finally:
+            hostrun.answer_lookups_of(key)
         if src and src not in out:
             out.append(src)
     return out
@@ -218,13 +227,20 @@ def _sources(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...]) -> List[st
 def _naming_args(task: Task) -> Dict[str, Any]:
     """The task's arguments :func:`source_arg` reads, untemplated."""
     arg, _ = SOURCES[task.action]
-    keys = (arg, "_raw_params") if arg is not None else ("cmd", "_raw_params")
+    keys: Tuple[str, ...] = (arg, "_raw_params") if arg is not None else ("cmd", "_raw_params")
+    if task.action == "include_vars":
+        keys += ("dir",)
     return {k: task.args[k] for k in keys if k in task.args}
 
 
 def source_arg(task: Task, args: Dict[str, Any]) -> Optional[str]:
     """The controller path an action names, from its templated arguments."""
     arg, _ = SOURCES[task.action]
+    if task.action == "include_vars":  # its action strips a free-form name's newline
+        if args.get("dir"):
+            return str(args["dir"])
+        value = args.get("file", args.get("_raw_params"))
+        return None if value is None else str(value).rstrip("\n")
     if arg is not None:
         value = args.get(arg, args.get("_raw_params"))
         return None if value is None else str(value)
@@ -260,8 +276,34 @@ def candidates(task: Task, name: str, subdir: str, basedir: str) -> List[str]:
     return seen
 
 
+def vars_dir(task: Task, name: str) -> str:
+    """The directory ``include_vars: dir=name`` reads, found as ansible-core's
+    action finds it: in the role (its ``vars/``), else beside the task's file;
+    never on the search path."""
+    if task.role_path:
+        if name.split("/")[0] == "vars":
+            inside = os.path.join(task.role_path, name)
+            return inside if os.path.exists(inside) else name
+        return os.path.join(task.role_path, "vars", name)
+    return os.path.join(os.path.dirname(task.location.path), name)
+
+
+def _vars_dir_entry(cache: PayloadCache, task: Task, src: str,
+                    blobs: Dict[str, mitogen.core.Blob], sent: Set[str]) -> Dict[str, Any]:
+    path = vars_dir(task, src)
+    if not os.path.isdir(path):
+        return {"kind": "missing", "path": path, "msg": "%s %s" % (
+            path, "is not a directory" if os.path.exists(path) else "directory does not exist")}
+    return _dir_entry(cache, path, blobs, sent)
+
+
 def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
            blobs: Dict[str, mitogen.core.Blob], sent: Set[str]) -> Dict[str, Any]:
+    if task.action == "include_vars" and task.args.get("dir") is not None:
+        try:
+            return _vars_dir_entry(cache, task, src, blobs, sent)
+        except Undecryptable as exc:
+            return {"kind": "error", "msg": str(exc)}
     candidates = search_path(task, src, basedir)
     path = next((c for c in candidates if os.path.exists(c)), None)
     if path is None:
@@ -287,6 +329,8 @@ def _ship(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],
     if digest not in sent:
         blobs[digest] = mitogen.core.Blob(content)
         sent.add(digest)
+    if path in cache.vaulted:
+        return {"mode": mode, "digest": digest, "vaulted": True}
     return {"mode": mode, "digest": digest}
 
 

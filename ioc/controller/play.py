@@ -414,19 +414,28 @@ class PlayExecutor:
             self.stop_others(active, outcome.failed)
         self._max_fail_percentage()
 
-    def _copy_once(self, active: List[str], outcome: StepOutcome) -> None:
-        """run_once: the first host's results are every host's (L7.1)."""
+    def _copy_once(self, active: List[str], outcome: StepOutcome) -> Dict[str, Dict[str, Any]]:
+        """run_once: the first host's results are every host's (L7.1). What the
+        step wrote for it (its runner's end state) reaches the others; returns
+        that, per layer (``facts``, ``runtime``, ``include_vars``)."""
         first, others = active[0], active[1:]
         source = self.hosts[first]
         if source.status is HostStatus.FAILED and first in outcome.failed:
             for host in others:
                 self.hosts[host].status = HostStatus.STOPPED
-            return
+            return {}
+        end = outcome.ends.get(first)
+        written = (end.get("state") or {}) if end is not None else {
+            "facts": source.facts, "runtime": source.runtime}
+        copied = {layer: dict(written.get(layer) or {})
+                  for layer in ("facts", "runtime", "include_vars")}
         for host in others:
             state = self.hosts[host]
             if state.active:
-                state.runtime = {**state.runtime, **source.runtime}
-                state.facts = {**state.facts, **source.facts}
+                state.runtime = {**state.runtime, **copied["runtime"]}
+                state.facts = {**state.facts, **copied["facts"]}
+                state.included = {**state.included, **copied["include_vars"]}
+        return copied
 
     def _play_metas(self, active: List[str], outcome: StepOutcome) -> None:
         metas = [m for ms in outcome.metas.values() for m in ms]
@@ -545,9 +554,11 @@ class PlayExecutor:
         except (TemplateError, ConnectionSetupError) as exc:
             return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                             error=str(exc))
+        # Lookups first: a controller file may be named by one (include_vars
+        # with_first_found), and the payloads read the loop items from the answers.
+        self._attach_lookups(wire, step)
         self._attach_payloads(wire, step, context_key(via, become))
         self._attach_modules(wire, step, context_key(via, become))
-        self._attach_lookups(wire, step)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                         modules=self._modules_of(step), become=become)
 

@@ -26,9 +26,10 @@ from ioc.planner.program import Entry, Program
 from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule
 
 #: Actions whose controller file the controller resolves per host (see
-#: ``controller/payloads.py``), with the argument that names it.
-CONTROLLER_FILE_ARGS = {"copy": "src", "template": "src", "unarchive": "src",
-                        "script": "_raw_params", "include_vars": "_raw_params"}
+#: ``controller/payloads.py``), with the arguments that may name it.
+CONTROLLER_FILE_ARGS = {"copy": ("src",), "template": ("src",), "unarchive": ("src",),
+                        "script": ("_raw_params",),
+                        "include_vars": ("_raw_params", "file", "dir")}
 #: Lookups that run on the target (pure): they never need a cut.
 PURE_LOOKUPS = frozenset({"items", "list", "dict", "indexed_items", "nested",
                           "together", "subelements", "sequence", "vars"})
@@ -69,11 +70,11 @@ def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
     for call in effects.lookups:
         if call.plugin not in PURE_LOOKUPS:
             names |= set(call.reads)
-    arg = CONTROLLER_FILE_ARGS.get(task.action)
     remote = str(task.args.get("remote_src", "")).lower() in ("yes", "true", "1")
-    if arg is not None and task.args.get(arg) is not None and not remote:
-        names |= set(value_refs(task.args.get(arg), "args").names)
-        names |= {r.name for r in effects.reads if r.field == "loop"}
+    for arg in CONTROLLER_FILE_ARGS.get(task.action, ()):
+        if task.args.get(arg) is not None and not remote:
+            names |= set(value_refs(task.args.get(arg), "args").names)
+            names |= {r.name for r in effects.reads if r.field == "loop"}
     names |= {r.name for r in effects.reads if r.field in BECOME_FIELDS}
     return frozenset(names - loop_names(task))
 

@@ -7,6 +7,9 @@ Each test also reads the dispatcher's log to prove the play ran natively
 """
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
@@ -210,49 +213,87 @@ def test_fact_gathering_options_run_natively(ansible, ansible_python):
 
 
 def test_include_vars_runs_natively_and_its_values_reach_later_plays(ansible, ansible_python):
-    """include_vars of a role's and a playbook's file runs in the batch (no step
-    through Ansible); its values win over play vars, reach hostvars and later
-    plays, and an option ioc does not take sends only that task through Ansible."""
-    ansible.write("vars/site.yml", "color: red\nlist: [1, 2]\n")
+    """Every include_vars form real roles use runs in the batch (no step through
+    Ansible): a file named by a fact, ``with_first_found`` and
+    ``lookup('first_found')`` searching the role's ``vars/``, ``name``, a
+    directory (``depth``, ``files_matching``), a vault-encrypted file (decrypted
+    on the controller, its result hidden as Ansible hides it), ``hash_behaviour``
+    and ``run_once``; a missing directory fails as Ansible words it. Their values win over play vars and reach ``hostvars`` and
+    later plays, with ``ansible_included_var_files`` as linear's (-v shows results)."""
+    ansible.write("vars/Linux.yml", "color: red\nlist: [1, 2]\n")
     ansible.write("vars/more/a.yml", "extra_a: from dir\n")
-    ansible.write("roles/r/vars/inner.yml", "inner: from role\n")
+    ansible.write("vars/more/b.json", '{"extra_b": 2}\n')
+    ansible.write("vars/more/sub/c.yml", "extra_c: deeper\n")
+    ansible.write("vars/other.yml", "other: once\n")
+    secret = ansible.write("vars/secret.yml", "token: s3cr3t-t0ken\nnested: {a: 1}\n")
+    ansible.write("pw.txt", "pw\n")
+    vault = os.path.join(os.path.dirname(ansible_python), "ansible-vault")
+    subprocess.run([ansible_python, vault, "encrypt", "--vault-password-file",
+                    str(ansible.workdir / "pw.txt"), str(secret)], check=True,
+                   capture_output=True, timeout=120)
+    ansible.write("roles/r/vars/Linux.yml", "inner: from role\n")
     ansible.write("roles/r/tasks/main.yml", """
-        - include_vars: inner.yml
+        - name: Include OS-specific variables.
+          include_vars: "{{ item }}"
+          with_first_found:
+            - files:
+                - "{{ ansible_facts['system'] }}-{{ ansible_facts['machine'] }}.yml"
+                - "{{ ansible_facts['system'] }}.yml"
+              skip: true
+        - include_vars:
+            file: "{{ lookup('first_found', ['missing.yml', 'vars/' ~ ansible_facts['system'] ~ '.yml']) }}"
+            name: bundle
         - debug:
-            msg: "{{ inner }}"
+            msg: "{{ inner }} {{ bundle }}"
     """)
     ansible.write("play.yml", """
         - hosts: web
-          gather_facts: false
+          gather_subset: ['!all']
           vars:
             color: play
+            nested: {b: 2}
           tasks:
-            - include_vars: site.yml
+            - include_vars:
+                file: "{{ ansible_facts['system'] }}.yml"
               register: iv
             - debug:
                 msg: "{{ color }} {{ list | sum }} {{ iv.ansible_included_var_files | length }}"
             - include_role:
                 name: r
             - include_vars:
-                name: bundle
-                file: vars/site.yml
-            - debug:
-                msg: "{{ bundle.color }} {{ hostvars['h2'].color }}"
+                dir: vars/more
+                depth: 1
             - include_vars:
                 dir: vars/more
+                files_matching: "^[c]"
+              register: matching
+            - include_vars:
+                file: secret.yml
+                hash_behaviour: merge
             - debug:
-                msg: "{{ extra_a }}"
+                msg: >-
+                  {{ extra_a }} {{ extra_b }} {{ extra_c }} {{ nested }} {{ token | length }}
+                  {{ matching.ansible_included_var_files | map('basename') }}
+            - include_vars:
+                dir: no-such-dir
+              ignore_errors: true
+            - include_vars: other.yml
+              run_once: true
         - hosts: web
           gather_facts: false
           tasks:
             - debug:
-                msg: "later {{ color }} {{ inner }}"
+                msg: "later {{ color }} {{ inner }} {{ hostvars['h2'].other }} {{ hostvars['h1'].bundle }}"
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
-    linear, batch = ansible.both("play.yml", str(inventory))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 args=["-v", "--vault-password-file", "pw.txt"])
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
-    assert '"msg": "red 3 1"' in batch.stdout and '"msg": "from role"' in batch.stdout
-    assert '"msg": "red red"' in batch.stdout and '"msg": "later red from role"' in batch.stdout
-    # Only the include_vars with dir: (an option ioc does not take) ran through Ansible.
-    assert batch.through_ansible == ["AnsibleStep 8 on 2 host(s)"], batch.log
+    assert batch.stdout.count('"msg": "red 3 1"') == 2
+    assert batch.stdout.count("from role {'inner': 'from role'}") == 2
+    assert batch.stdout.count("from dir 2 deeper {'b': 2, 'a': 1} 12") == 2
+    assert "['c.yml']" in batch.stdout
+    assert batch.stdout.count('"msg": "later red from role once {\'inner\': \'from role\'}"') == 2
+    assert "s3cr3t" not in batch.stdout + batch.stderr + batch.log
+    assert batch.through_ansible == [], batch.log
