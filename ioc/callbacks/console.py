@@ -214,7 +214,8 @@ class Console(Callback):
             msg = "Task failed: %s" % msg
         elif not msg.startswith("Task failed: "):
             # a module's or action's own failure; engine-side errors say so already
-            kind = "Action" if task.action in _ACTIONS else "Module"
+            kind = "Action" if task.action in _ACTIONS or result.get("_ioc_action_failure") \
+                else "Module"
             msg = "Task failed: %s failed: %s" % (kind, msg)
         text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))
         if text not in self._errors:  # Display shows an error once per run

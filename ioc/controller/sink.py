@@ -101,9 +101,10 @@ class PlaySink(StepSink):
         self.included = {}
 
 
-#: The runner's one note to the callbacks: the action raised its failure
-#: (its ``[ERROR]`` line is ``Task failed: <msg>``, not ``Action failed``).
-_FOR_CALLBACKS = frozenset({"_ioc_raised"})
+#: The runner's notes to the callbacks: how the ``[ERROR]`` line words a
+#: failure — the action raised it (``Task failed: <msg>``), or an action
+#: plugin's own failure (``Task failed: Action failed: <msg>``).
+_FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

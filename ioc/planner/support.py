@@ -147,7 +147,8 @@ def check_task(task: Task, caps: Capabilities, run_time_options: bool = False) -
         if what not in SUPPORTED_META:
             raise PlanError("meta: %s is not supported yet" % what, where)
     elif task.module is None and action not in caps.actions:
-        raise PlanError("couldn't resolve module/action '%s'" % action, where)
+        raise PlanError("couldn't resolve module/action '%s'. This often indicates a misspelling, "
+                        "missing collection, or incorrect module path." % action, where)
     if task.module is None and not (run_time_options
                                     and action in caps.options_checked_at_run_time):
         _check_options(task, caps)  # Ansible's own module checks its arguments itself
