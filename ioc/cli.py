@@ -346,13 +346,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return run(args)
     except IocError as exc:
-        from ioc.ansible.errors import display_error
-
-        display_error(exc)  # as ansible-playbook: message, Origin, excerpt, on stderr
+        report_error(exc)
         return exc.exit_code
     except KeyboardInterrupt:
         print("[ERROR]: User interrupted execution", file=sys.stderr)
         return 99
+
+
+def report_error(exc: IocError) -> None:
+    """``exc`` as ansible-playbook prints an error that ends the run (message,
+    ``Origin:``, excerpt, on stderr), by ansible-core's own code; without
+    ansible-core (the error may say it is missing), its message and origin."""
+    try:
+        from ioc.ansible.errors import display_error
+
+        display_error(exc)
+    except ImportError:
+        where = "\nOrigin: %s\n" % exc.location.origin if exc.location is not None else ""
+        print("[ERROR]: %s%s" % (exc.message, where), file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
