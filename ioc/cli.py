@@ -18,7 +18,7 @@ from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
 from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun, plan_playbook
-from ioc.errors import IocError, LoadError, PlanError
+from ioc.errors import IocError
 from ioc.model import Inventory, Playbook
 from ioc.planner import TagFilter, explain
 from ioc.planner.listing import listing
@@ -28,7 +28,6 @@ from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json
 LOG = logging.getLogger("ioc")
 
 #: ansible-playbook's exit code for errors in the playbook or inventory.
-EXIT_PARSE_ERROR = 4
 EXIT_ERROR = 1
 
 
@@ -347,15 +346,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         logging.getLogger("mitogen").setLevel(logging.INFO)
     try:
         return run(args)
-    except (LoadError, PlanError) as exc:
-        print("[ERROR]: %s" % exc, file=sys.stderr)
-        return EXIT_PARSE_ERROR
     except IocError as exc:
-        print("[ERROR]: %s" % exc, file=sys.stderr)
-        return EXIT_ERROR
+        report_error(exc)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("[ERROR]: User interrupted execution", file=sys.stderr)
         return 99
+
+
+def report_error(exc: IocError) -> None:
+    """``exc`` as ansible-playbook prints an error that ends the run (message,
+    ``Origin:``, excerpt, on stderr), by ansible-core's own code; without
+    ansible-core (the error may say it is missing), its message and origin."""
+    try:
+        from ioc.ansible.errors import display_error
+
+        display_error(exc)
+    except ImportError:
+        where = "\nOrigin: %s\n" % exc.location.origin if exc.location is not None else ""
+        print("[ERROR]: %s%s" % (exc.message, where), file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -412,7 +421,10 @@ def run(args: argparse.Namespace) -> int:
         print("[ERROR]: %s" % STEP_REFUSED, file=sys.stderr)
         return EXIT_ERROR
     connection_password, become_password = ask_passwords(args, settings)
-    sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color)]
+    from ioc.ansible.errors import source_context
+
+    sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color,
+                                     source_context=source_context)]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))
     ends = set()

@@ -12,12 +12,24 @@ from ioc.model import Location
 
 
 class IocError(Exception):
-    """Base of every error ioc reports to a user."""
+    """Base of every error ioc reports to a user.
 
-    def __init__(self, message: str, location: Optional[Location] = None) -> None:
+    ``exit_code`` is ansible-playbook's for the same error where it differs
+    from the class's (ansible-core's ``AnsibleParserError`` exits 4, a plain
+    ``AnsibleError`` 1); ``help_text`` follows the message, as Ansible's does.
+    """
+
+    #: ansible-playbook's exit code for this kind of error (``ExitCode``).
+    exit_code = 1
+
+    def __init__(self, message: str, location: Optional[Location] = None,
+                 exit_code: Optional[int] = None, help_text: Optional[str] = None) -> None:
         super().__init__(message)
         self.message = message
         self.location = location
+        self.help_text = help_text
+        if exit_code is not None:
+            self.exit_code = exit_code
 
     def __str__(self) -> str:
         if self.location is not None:
@@ -27,6 +39,13 @@ class IocError(Exception):
 
 class LoadError(IocError, ValueError):
     """A playbook, role, inventory or vars file is malformed."""
+
+    exit_code = 4  # AnsibleParserError
+
+
+class YamlSyntaxError(LoadError):
+    """A file is not valid YAML; ``__cause__`` is the parser's own error (a
+    front end with ansible-core lets Ansible's analysis of it word the hints)."""
 
 
 class IncludeNotFound(LoadError):
@@ -43,6 +62,8 @@ class InventoryError(LoadError):
 
 class PlanError(IocError, ValueError):
     """The planner met a construct it cannot run correctly."""
+
+    exit_code = 4
 
 
 class ConnectionSetupError(IocError):

@@ -23,13 +23,24 @@ WIRE_VERSION = 1
 
 @dataclass(frozen=True)
 class Location:
-    """Where something was written: a file path and a 1-based line."""
+    """Where something was written: a file path, a 1-based line and column.
+
+    ``str()`` is ``path:line`` (plans and ioc's own messages); :attr:`origin`
+    is ``path:line:col`` as ansible-core prints an ``Origin``. ``0`` means
+    unknown.
+    """
 
     path: str
     line: int = 0
+    col: int = 0
 
     def __str__(self) -> str:
         return "%s:%d" % (self.path, self.line) if self.line else self.path
+
+    @property
+    def origin(self) -> str:
+        """``path:line:col``, leaving out what is unknown from the right."""
+        return "%s:%d" % (self, self.col) if self.line and self.col else str(self)
 
 
 #: A conditional as written: a string expression or a YAML boolean literal.
@@ -196,6 +207,9 @@ class Play:
     hosts: str
     location: Location
     vars: Mapping[str, Any] = field(default_factory=dict)
+    #: Where the name was written: the ``name:`` value, or the ``hosts:`` one
+    #: for a play without a name (what an error templating it points at).
+    name_location: Optional[Location] = None
     #: Merged data of ``vars_files``, above ``vars`` (L6.3).
     vars_files: Mapping[str, Any] = field(default_factory=dict)
     #: Merged ``defaults/`` of every role in the play: lowest precedence.

@@ -39,6 +39,10 @@ def run(action, args, ctx):
     except KeyError:
         return {"failed": True, "changed": False,
                 "msg": "The module %s was not found on the target." % action}
+    if action in OPTIONS_CHECKED_HERE:
+        refused = _unknown_options(action, args, module.OPTIONS)
+        if refused is not None:
+            return refused
     if ctx.check_mode and not getattr(module, "SUPPORTS_CHECK_MODE", False):
         return {"changed": False, "skipped": True,
                 "msg": "remote module (%s) does not support check mode" % action}
@@ -74,6 +78,38 @@ def _task_error(exc):
 #: ioc's modules that are Ansible modules without controller work of their own.
 _PLAIN_MODULES = frozenset({"command", "shell", "file", "stat", "lineinfile", "blockinfile",
                             "replace", "slurp"})
+
+
+#: Ansible's action plugins whose options ioc's modules take in full: an
+#: unknown option fails the task when it runs, worded as each plugin raises
+#: it (the planner leaves these to the runner).
+OPTIONS_CHECKED_HERE = frozenset({"debug", "assert", "fail"})
+#: ``assert``'s aliases, as its argument spec lists them.
+_ALIASES = {"assert": {"msg": "fail_msg"}}
+
+
+def _unknown_options(action, args, options):
+    """The failed result for options ``action`` does not take, or None.
+
+    ``_ioc_raised``: the plugin raised (its ``[ERROR]`` line is ``Task failed:
+    <msg>``, not ``Action failed``).
+    """
+    bad = sorted(k for k in args if k not in options and not str(k).startswith("_"))
+    if not bad:
+        return None
+    if action == "fail":  # ActionBase's _VALID_ARGS check
+        return {"failed": True, "changed": False, "_ioc_raised": True,
+                "msg": "Invalid options for fail: %s" % ",".join(bad)}
+    aliases = _ALIASES.get(action, {})
+    listed = ", ".join(sorted(o for o in options if o not in aliases))
+    if aliases:
+        listed += " (%s)" % ", ".join(sorted(aliases))
+    result = {"failed": True, "_ioc_raised": True,
+              "msg": "Unsupported parameters for (%s) module: %s. Supported parameters include: "
+                     "%s." % (action, ", ".join(bad), listed)}
+    if action != "debug":
+        result["changed"] = False
+    return result
 
 
 def _add_host(args):

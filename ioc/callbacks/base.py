@@ -20,7 +20,8 @@ class Status(enum.Enum):
 
 @dataclass(frozen=True)
 class TaskView:
-    """A task as callbacks see it: its step name and where it was written."""
+    """A task as callbacks see it: its step name and where it was written
+    (``path:line:col``, as ansible-core prints a task's ``Origin``)."""
 
     name: str
     action: str

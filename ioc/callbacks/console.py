@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from typing import Any, Dict, Optional, Sequence, Set, TextIO
+from typing import Any, Callable, Dict, Optional, Sequence, Set, TextIO
 
 from ioc.callbacks.base import Callback, Status, TaskView
 
@@ -26,18 +26,23 @@ class Console(Callback):
     """Prints banners, per-host lines and the PLAY RECAP.
 
     ``verbosity`` follows ansible-playbook's ``-v`` count: at 1 every result
-    is printed as JSON, as ``debug`` results always are.
+    is printed as JSON, as ``debug`` results always are. ``source_context``
+    renders a task's ``path:line:col`` as the ``Origin:`` line and source
+    excerpt that follow a task's ``[ERROR]:`` line (ioc-run passes
+    ansible-core's); without it only the ``Origin:`` line is printed.
     """
 
     columns = 79
 
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-                 verbosity: int = 0, color: Optional[bool] = None) -> None:
+                 verbosity: int = 0, color: Optional[bool] = None,
+                 source_context: Optional[Callable[[str], str]] = None) -> None:
         self.out = out
         self.err = err
         self.verbosity = verbosity
         self._errors: Set[str] = set()
         self.color = out.isatty() if color is None else color
+        self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
 
     # -- plumbing ----------------------------------------------------------
 
@@ -200,17 +205,21 @@ class Console(Callback):
             self.warning(str(warning))
 
     def _error(self, result: Dict[str, Any], task: TaskView) -> None:
-        """ansible-core's ``[ERROR]: Task failed:`` block, on stdout as the default
-        callback prints it (``display_failed_stderr`` off)."""
+        """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``
+        and the source excerpt, then a blank line; on stdout, as the default
+        callback prints it (``display_failed_stderr`` is off by default)."""
         if "censored" in result:
             return
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
-        if not msg.startswith("Task failed: "):
+        if result.get("_ioc_raised"):  # the action raised: no "Action failed"
+            msg = "Task failed: %s" % msg
+        elif not msg.startswith("Task failed: "):
             # a module's or action's own failure; engine-side errors say so already
-            kind = "Action" if task.action in _ACTIONS else "Module"
+            kind = "Action" if task.action in _ACTIONS or result.get("_ioc_action_failure") \
+                else "Module"
             msg = "Task failed: %s failed: %s" % (kind, msg)
-        text = "[ERROR]: %s\nOrigin: %s" % (msg, task.location)
+        text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))
         if text not in self._errors:  # Display shows an error once per run
             self._errors.add(text)
             self._print(text, "error")

@@ -19,4 +19,5 @@ def runner_capabilities() -> Capabilities:
         lookups=plugins.names("lookup", lookups.KNOWN),
         options={**{name: frozenset(modules.get(name).OPTIONS) for name in modules.MODULES},
                  **actions.NATIVE_OPTIONS},
+        options_checked_at_run_time=actions.OPTIONS_CHECKED_HERE,
     )

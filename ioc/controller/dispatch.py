@@ -17,10 +17,11 @@ import mitogen.core
 import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
+from ioc.agentless_runner import entry as runner_entry
 from ioc.controller import plugins
 from ioc.transport import bootstrap
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
-from ioc.transport.connector import BecomeFailed, Connector, Unreachable
+from ioc.transport.connector import BecomeFailed, Connector, InterpreterNotFound, Unreachable
 from ioc.planner.schedule import IDENTITY_NEUTRAL
 
 LOG = logging.getLogger(__name__)
@@ -102,6 +103,11 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
         except Unreachable as exc:
             _run_unreachable(call, str(exc), put)
             return
+        except InterpreterNotFound as exc:  # reachable: the task fails, as in Ansible
+            event = tracker.failed(str(exc), engine=False)
+            event["result"]["_ioc_action_failure"] = True  # "Action failed", as Ansible words it
+            put((call.host, event))
+            return
         except BecomeFailed as exc:
             # As in Ansible, only what needs the identity fails: run the batch
             # as the connection's user with every task that would connect
@@ -134,7 +140,7 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
     if call.modules:
         bootstrap.preload(connector.router, ctx, call.modules)
     events = mitogen.core.Receiver(connector.router, respondent=ctx)
-    reply = ctx.call_async(runner_batch.run_batch, wire, events.to_sender())
+    reply = ctx.call_async(runner_entry.run_batch, wire, events.to_sender())
     select = mitogen.select.Select([events, reply], oneshot=False)
     lost = False
     try:
@@ -156,6 +162,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 put((call.host, tracker.crashed(str(exc))))
                 return
             if msg.receiver is reply:
+                if isinstance(value, dict) and "python_too_old" in value:
+                    put((call.host, tracker.failed(too_old(call.host, value))))
                 return  # run_batch returned: every event has been delivered
             if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
                 msg.reply(plugins.answer(value))
@@ -277,6 +285,13 @@ def without_identity(call: HostCall, msg: str) -> Tuple[HostCall, Set[Tuple[int,
     return replace(call, wire=wire, become=None, modules=modules), marked
 
 
+def too_old(host: str, answer: Dict[str, Any]) -> str:
+    """One line for a target whose Python the runner cannot run on."""
+    return ("Task failed: %s's Python is %s (%s): ioc needs Python %s or newer on the target; "
+            "set ansible_python_interpreter to a newer one"
+            % (host, answer["python_too_old"], answer["executable"], answer["minimum"]))
+
+
 class _Position:
     """Where a host stands, so a lost connection is reported at the right step."""
 
@@ -302,13 +317,14 @@ class _Position:
                 "result": {"unreachable": True, "msg": msg, "changed": False},
                 "started": self.open_key is not None}
 
-    def failed(self, msg: str) -> Dict[str, Any]:
-        """The host fails at its first step with ``msg`` (a failed ``become``)."""
+    def failed(self, msg: str, engine: bool = True) -> Dict[str, Any]:
+        """The host fails at its first step with ``msg`` (a failed ``become``);
+        ``engine``: an error of the engine, not of a module (see the bridge)."""
         event = self.unreachable(msg)
-        event.update(e="crash", status="failed",
-                     result={"failed": True, "changed": False, "msg": msg,
-                             # an error of the engine, not of a module (see the bridge)
-                             "_ioc_task_error": True})
+        result = {"failed": True, "changed": False, "msg": msg}
+        if engine:
+            result["_ioc_task_error"] = True
+        event.update(e="crash", status="failed", result=result)
         return event
 
     def crashed(self, msg: str) -> Dict[str, Any]:

@@ -338,7 +338,7 @@ class PlayExecutor:
         """An included file that cannot be loaded fails the hosts that included it."""
         result = {"failed": True, "changed": False, "msg": message}
         view = TaskView(name=entry.task.display_name, action=entry.task.action,
-                        location=str(entry.task.location), args=entry.task.args)
+                        location=entry.task.location.origin, args=entry.task.args)
         self.ctx.stats.record(host, "failed", False)
         self.ctx.callbacks.runner_result(host, view, Status.FAILED, result)
         state = self.hosts[host]

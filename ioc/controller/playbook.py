@@ -213,8 +213,9 @@ class PlaybookRun:
             try:
                 value = templar.template(getattr(play, keyword))
             except TemplateError as exc:
+                where = play.name_location if keyword == "name" else None
                 raise LoadError("Error processing keyword '%s': %s" % (keyword, exc),
-                                play.location) from None
+                                where or play.location) from None
             if isinstance(value, (list, tuple)):
                 value = ",".join(str(v) for v in value)
             values[keyword] = str(value)

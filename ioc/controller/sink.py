@@ -36,14 +36,14 @@ class PlaySink(StepSink):
         if key[1] == 0:
             task = entry.task
             name = first.get("name") or task.display_name
-            self.view = TaskView(name=name, action=task.action, location=str(task.location),
+            self.view = TaskView(name=name, action=task.action, location=task.location.origin,
                                  args=task.args, implicit=entry.implicit)
             if task.action != "meta":
                 self.callbacks.task_start(self.view)
         else:
             handler = self.plan.program.handlers[key[1] - 1]
             name = first.get("name") or handler.display_name
-            self.view = TaskView(name=name, action=handler.action, location=str(handler.location),
+            self.view = TaskView(name=name, action=handler.action, location=handler.location.origin,
                                  is_handler=True, args=handler.args)
             self.callbacks.task_start(self.view)
 
@@ -67,7 +67,7 @@ class PlaySink(StepSink):
         elif kind == "notify":
             handler = self.plan.program.handlers[event["handler"]]
             self.callbacks.on_notify(host, TaskView(name=handler.display_name, action=handler.action,
-                                                    location=str(handler.location), is_handler=True))
+                                                    location=handler.location.origin, is_handler=True))
         elif kind in FINAL_EVENTS:
             self._final(host, event)
 
@@ -101,8 +101,15 @@ class PlaySink(StepSink):
         self.included = {}
 
 
+#: The runner's notes to the callbacks: how the ``[ERROR]`` line words a
+#: failure — the action raised it (``Task failed: <msg>``), or an action
+#: plugin's own failure (``Task failed: Action failed: <msg>``).
+_FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure"})
+
+
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:
     """A result as callbacks get it: without the runner's ``_ioc_*`` notes to the controller."""
     if not any(k.startswith("_ioc_") for k in result):
         return result
-    return {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+    return {k: v for k, v in result.items()
+            if not k.startswith("_ioc_") or k in _FOR_CALLBACKS}

@@ -21,7 +21,9 @@ from ioc.loader.tasks import (
     conditions, expand_roles_section, module_defaults_of, parse_handlers, parse_tasks,
     tag_list, union, vars_of,
 )
-from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain
+from ioc.loader.yamlsrc import (
+    item_locations, key_location, load_yaml_file, location_of, plain, value_location,
+)
 from ioc.model import Location, Play, Playbook
 
 __all__ = ["load_playbook"]
@@ -166,7 +168,8 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         collections=collections_of(ds, where, None),
     )
     pre_tasks = _tasks_section(ds, "pre_tasks", scope, where)
-    roles = expand_roles_section(ds.get("roles"), scope, key_location(ds, "roles", where))
+    roles = expand_roles_section(ds.get("roles"), scope, key_location(ds, "roles", where),
+                                 item_locations(ds, "roles"))
     tasks = _tasks_section(ds, "tasks", scope, where)
     post_tasks = _tasks_section(ds, "post_tasks", scope, where)
     handler_scope = dataclasses.replace(scope, when=())
@@ -175,6 +178,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         name=str(ds.get("name") or hosts),
         hosts=hosts,
         location=where,
+        name_location=value_location(ds, "name" if ds.get("name") else "hosts", where),
         vars=play_vars,
         vars_files=files_vars,
         role_defaults=state.role_defaults,
@@ -210,10 +214,8 @@ def _tasks_section(ds: Mapping[str, Any], key: str, scope: Scope, where: Locatio
 def _check_play_keys(ds: Mapping[str, Any], where: Location) -> None:
     unknown = [k for k in ds if k not in PLAY_KEYWORDS]
     if unknown:
-        raise LoadError(
-            "unknown play keyword(s): %s" % ", ".join(map(repr, unknown)),
-            key_location(ds, unknown[0], where),
-        )
+        raise LoadError("'%s' is not a valid attribute for a Play" % unknown[0],
+                        key_location(ds, unknown[0], where))
     for key in ds:
         if key in PLAY_IGNORED:
             log.warning("%s: play keyword '%s' is not supported by ioc and is ignored", where, key)

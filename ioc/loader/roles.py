@@ -66,15 +66,13 @@ def find_role(name: str, search_dirs: Sequence[str], where: Location) -> str:
     ``name`` may also be a path (relative names are tried in each search
     dir). Raises :class:`LoadError` at ``where`` listing the places tried.
     """
-    tried: list[str] = []
     for base in search_dirs:
         candidate = os.path.abspath(os.path.join(base, name))
         if os.path.isdir(candidate):
             return candidate
-        tried.append(candidate)
-    raise LoadError(
-        "role '%s' not found; looked in: %s" % (name, ", ".join(tried)), where
-    )
+    raise LoadError("The role %r was not found in: %s"  # ansible-core's words
+                    % (name, ":".join(os.path.abspath(base) for base in search_dirs)),
+                    where, exit_code=1)
 
 
 def find_main(directory: str, stem: str = "main") -> str | None:

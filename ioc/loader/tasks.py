@@ -410,12 +410,10 @@ def _action_and_args(ds: Mapping[str, Any], where: Location) -> tuple[str, dict[
     """The module a task runs and its arguments (``args:`` merged under them)."""
     candidates = [k for k in ds if k not in TASK_KEYWORDS and not str(k).startswith("with_")]
     candidates += [k for k in ("action", "local_action") if k in ds]
-    if len(candidates) != 1:
-        found = ", ".join(repr(k) for k in candidates) if candidates else "none"
-        raise LoadError(
-            "a task needs exactly one action (module) key; found %s" % found,
-            key_location(ds, candidates[1], where) if len(candidates) > 1 else where,
-        )
+    if len(candidates) > 1:  # ansible-core's words (an unknown keyword is a module to it)
+        raise LoadError("conflicting action statements: %s" % ", ".join(map(str, candidates)), where)
+    if not candidates:
+        raise LoadError("no module/action detected in task.", where)
     key = candidates[0]
     if key in ("action", "local_action"):
         module, value = _split_action(ds[key], key_location(ds, key, where))
@@ -504,7 +502,12 @@ def _resolve_import(name: str, scope: Scope, where: Location) -> str:
     for candidate in candidates:
         if os.path.isfile(candidate):
             return candidate
-    raise LoadError("imported file not found: %s" % candidates[0], where)
+    raise LoadError(  # ansible-core's AnsibleFileNotFound, as ansible-playbook prints it
+        "Unable to retrieve file contents. Could not find or access '%s' on the Ansible "
+        "Controller: [Errno 2] No such file or directory: '%s'" % (candidates[0], candidates[0]),
+        where, exit_code=1,
+        help_text="If you are using a module and expect the file to exist on the remote, "
+                  "see the remote_src option.")
 
 
 def _import_candidates(name: str, scope: Scope) -> list[str]:
@@ -537,16 +540,22 @@ def _rolespec_validate(args: Mapping[str, Any], where: Location) -> bool:
     raise LoadError("rolespec_validate must be a boolean, got %r" % (value,), where)
 
 
-def expand_roles_section(entries: Any, scope: Scope, where: Location) -> tuple[Node, ...]:
-    """The ``roles:`` list of a play as implicit role blocks (dependencies first)."""
+def expand_roles_section(entries: Any, scope: Scope, where: Location,
+                         item_where: Sequence[Location] = ()) -> tuple[Node, ...]:
+    """The ``roles:`` list of a play as implicit role blocks (dependencies first).
+
+    ``item_where``: where each entry was written (a role named by a plain
+    string has no location of its own).
+    """
     if entries is None:
         return ()
     if not isinstance(entries, list):
         raise LoadError("'roles' must be a list", where)
     nodes: list[Node] = []
-    for entry in entries:
-        name, keywords, params = _role_entry(entry, where)
-        nodes.extend(_expand_role(name, keywords, params, scope, location_of(entry, where), {}, dedup=True))
+    for number, entry in enumerate(entries):
+        at = location_of(entry, item_where[number] if number < len(item_where) else where)
+        name, keywords, params = _role_entry(entry, at)
+        nodes.extend(_expand_role(name, keywords, params, scope, at, {}, dedup=True))
     return tuple(nodes)
 
 

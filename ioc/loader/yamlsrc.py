@@ -11,11 +11,11 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
-from ioc.errors import LoadError
+from ioc.errors import LoadError, YamlSyntaxError
 from ioc.model import Location
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
-           "plain", "value_origins", "set_vault"]
+           "plain", "value_origins", "item_locations", "value_location", "set_vault", "yaml_error"]
 
 #: The run's vault decryption, ``(data, source) -> plaintext`` (raising with
 #: Ansible's message); set once by the front end (:func:`set_vault`), as
@@ -40,14 +40,15 @@ def _decrypt(data: bytes, where: Location) -> str:
 
 
 class LocatedDict(dict):  # type: ignore[type-arg]
-    """A mapping read from YAML, with the file and 1-based line it starts at.
+    """A mapping read from YAML, with the file, 1-based line and column it starts at.
 
-    ``key_lines`` maps each scalar key to the line it was written on, so that
-    an error about one key can point at that key rather than at the mapping.
+    ``key_lines`` maps each scalar key to the (line, column) it was written
+    at, so that an error about one key can point at that key rather than at
+    the mapping.
     """
 
     location: Location
-    key_lines: dict[Any, int]
+    key_lines: dict[Any, tuple[int, int]]
     #: Per scalar key, where its value starts (1-based line and column); for a
     #: list value, where each item starts. Ansible names these positions in
     #: some errors (a non-boolean ``when``, ``path:line:col``).
@@ -74,11 +75,12 @@ class LocatedLoader(yaml.SafeLoader):
 
 def _construct_mapping(loader: LocatedLoader, node: yaml.MappingNode) -> Iterator[LocatedDict]:
     data = LocatedDict()
-    data.location = Location(loader.source_path, node.start_mark.line + 1)
+    data.location = Location(loader.source_path, node.start_mark.line + 1,
+                             node.start_mark.column + 1)
     yield data
     data.update(loader.construct_mapping(node))
     data.key_lines = {
-        key.value: key.start_mark.line + 1
+        key.value: _mark(key)
         for key, _ in node.value
         if isinstance(key, yaml.ScalarNode)
     }
@@ -108,6 +110,23 @@ def value_origins(ds: Mapping[str, Any], key: str, count: int) -> tuple[str, ...
     return out + ("",) * (count - len(out))
 
 
+def value_location(ds: Mapping[str, Any], key: str, default: Location) -> Location:
+    """Where the value of ``key`` starts (where a list value's first item does)."""
+    mark = getattr(ds, "value_marks", {}).get(key)
+    mark = mark[0] if isinstance(mark, list) and mark else mark
+    where = location_of(ds, default)
+    return Location(where.path, *mark) if isinstance(mark, tuple) else where
+
+
+def item_locations(ds: Mapping[str, Any], key: str) -> tuple[Location, ...]:
+    """Where each item of the list value of ``key`` starts (``()`` if unknown)."""
+    marks = getattr(ds, "value_marks", {}).get(key)
+    path = getattr(getattr(ds, "location", None), "path", None)
+    if not isinstance(marks, list) or path is None:
+        return ()
+    return tuple(Location(path, line, col) for line, col in marks)
+
+
 def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
     if isinstance(node, yaml.ScalarNode):
         return loader.construct_scalar(node)
@@ -117,7 +136,7 @@ def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
 
 
 def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
-    where = Location(loader.source_path, node.start_mark.line + 1)
+    where = Location(loader.source_path, *_mark(node))
     if not isinstance(node, yaml.ScalarNode):
         raise LoadError("!vault must be a string", where)
     return _decrypt(str(loader.construct_scalar(node)).encode("utf-8"), where)
@@ -149,14 +168,41 @@ def load_yaml_text(text: str, path: str) -> Any:
     try:
         return loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 0
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise LoadError("YAML syntax error: %s" % problem, Location(path, line)) from exc
+        parsed = _libyaml_error(text) or exc
+        raise yaml_error(parsed, path) from parsed
     except yaml.YAMLError as exc:
-        raise LoadError("YAML error: %s" % exc, Location(path)) from exc
+        raise LoadError("YAML parsing failed: %s" % exc, Location(path)) from exc
     finally:
         loader.dispose()
+
+
+def _libyaml_error(text: str) -> Any:
+    """The error libyaml's parser reports for ``text`` (as ansible-core parses
+    with it, its wording is Ansible's), or None without libyaml."""
+    if not getattr(yaml, "__with_libyaml__", False):
+        return None
+    try:
+        yaml.load(text, Loader=yaml.CSafeLoader)  # noqa: S506 - parsed only for its error
+    except yaml.MarkedYAMLError as exc:
+        return exc
+    except yaml.YAMLError:
+        return None
+    return None
+
+
+def yaml_error(exc: yaml.MarkedYAMLError, path: str) -> YamlSyntaxError:
+    """A YAML syntax error worded and placed as ansible-core 2.21 words it
+    (``YAML parsing failed: While parsing ... .`` at the problem's line and
+    column). Raise it ``from exc``: a front end with ansible-core adds
+    Ansible's own hints (quotes, colons, tabs) from the parser's error."""
+    mark = exc.problem_mark or exc.context_mark
+    text = " ".join(part for part in (exc.context, exc.problem, exc.note) if part).strip()
+    text = " ".join(text.split()) or "invalid YAML"
+    text = text[0].upper() + text[1:]
+    if not text.endswith("."):
+        text += "."
+    where = Location(path, mark.line + 1, mark.column + 1) if mark is not None else Location(path)
+    return YamlSyntaxError("YAML parsing failed: %s" % text, where)
 
 
 def load_yaml_file(path: str) -> Any:
@@ -192,7 +238,7 @@ def location_of(obj: Any, default: Location) -> Location:
 def key_location(mapping: Mapping[Any, Any], key: Any, default: Location) -> Location:
     """The location of ``key`` inside ``mapping`` (its own line when known)."""
     where = location_of(mapping, default)
-    lines = getattr(mapping, "key_lines", None) or {}
-    line = lines.get(key)
-    return Location(where.path, line) if line else where
+    marks = getattr(mapping, "key_lines", None) or {}
+    mark = marks.get(key)
+    return Location(where.path, *mark) if mark else where
 

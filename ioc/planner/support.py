@@ -35,6 +35,10 @@ class Capabilities:
     lookups: AbstractSet[str] = frozenset()
     #: Arguments each module accepts; an action not listed accepts anything.
     options: Mapping[str, AbstractSet[str]] = field(default_factory=dict)
+    #: Actions the runner checks the options of when the task runs, as
+    #: Ansible's plugins do (a task that does not run, or is rescued, is no
+    #: error); without a fallback the planner leaves them to it.
+    options_checked_at_run_time: AbstractSet[str] = frozenset()
 
 
 def check_program(program: Program, caps: Capabilities,
@@ -59,7 +63,7 @@ def check_program(program: Program, caps: Capabilities,
         reason = fallback(entry.task) if fallback is not None else None
         if reason is None:
             try:
-                check_task(entry.task, caps)
+                check_task(entry.task, caps, run_time_options=fallback is None)
                 check_remote_user(entry.task, program.play)
             except PlanError as exc:
                 if fallback is None:
@@ -97,7 +101,7 @@ def check_handlers(program: Program, caps: Capabilities,
         reason = fallback(handler) if fallback is not None else None
         if reason is None:
             try:
-                check_task(handler, caps)
+                check_task(handler, caps, run_time_options=fallback is None)
                 check_remote_user(handler, program.play)
             except PlanError as exc:
                 if fallback is None:
@@ -133,7 +137,9 @@ def check_remote_user(task: Task, play: Play) -> None:
                         % (task.remote_user, play.remote_user), task.location)
 
 
-def check_task(task: Task, caps: Capabilities) -> None:
+def check_task(task: Task, caps: Capabilities, run_time_options: bool = False) -> None:
+    """Raise PlanError if ``task`` cannot run correctly; ``run_time_options``:
+    leave the options of ``caps.options_checked_at_run_time`` to the runner."""
     where = task.location
     action = task.action
     if action == "meta":
@@ -141,9 +147,11 @@ def check_task(task: Task, caps: Capabilities) -> None:
         if what not in SUPPORTED_META:
             raise PlanError("meta: %s is not supported yet" % what, where)
     elif task.module is None and action not in caps.actions:
-        raise PlanError("couldn't resolve module/action '%s'" % action, where)
-    if task.module is None:  # Ansible's own module checks its arguments itself
-        _check_options(task, caps)
+        raise PlanError("couldn't resolve module/action '%s'. This often indicates a misspelling, "
+                        "missing collection, or incorrect module path." % action, where)
+    if task.module is None and not (run_time_options
+                                    and action in caps.options_checked_at_run_time):
+        _check_options(task, caps)  # Ansible's own module checks its arguments itself
     method = task.become_method
     if method is not None and "{{" not in str(method) and \
             str(method).replace("ansible.builtin.", "").replace("ansible.legacy.", "") \

@@ -50,6 +50,11 @@ class Unreachable(Exception):
         self.ssh_said = ssh_said
 
 
+class InterpreterNotFound(Exception):
+    """The host is reachable but its ``ansible_python_interpreter`` does not exist
+    there: the task fails (as in Ansible), it is not an ssh failure."""
+
+
 class BecomeFailed(Exception):
     """The host is reachable but ``become`` did not work (the task fails, as in Ansible)."""
 
@@ -229,6 +234,10 @@ class Connector:
             try:
                 return self._connect(spec, parent), slot
             except (mitogen.core.StreamError, mitogen.core.CallError, OSError, EOFError) as exc:
+                if _interpreter_missing(spec, exc):
+                    slot.done(None)
+                    raise InterpreterNotFound("The module interpreter '%s' was not found."
+                                              % spec.python) from None  # Ansible's words
                 permanent = _is_permanent(exc)
                 slot.done(None if permanent else False)
                 LOG.info("connecting to %s failed (attempt %d of %d): %s",
@@ -379,6 +388,25 @@ def _become_message(become: BecomeSpec, spec: ConnectionSpec, exc: BaseException
 #: the host key is wrong, the Python to start is not there.
 _PERMANENT = ("permission denied", "host key", "identification has changed",
               "command not found", "no such file or directory")
+
+
+def _interpreter_missing(spec: ConnectionSpec, exc: BaseException) -> bool:
+    """Did the connection fail because ``spec.python`` does not exist on the host?
+
+    A local child cannot be started (ENOENT naming it); over ssh, the remote
+    shell said so before ssh ended (``sh: 1: <python>: not found``, bash's
+    ``No such file or directory``).
+    """
+    python = spec.python or ""
+    if not python:
+        return False
+    if spec.transport == "local":
+        return "No such file or directory: %r" % python in str(exc)
+    said = _ssh_said(spec, exc) or ""
+    return any(line.rstrip().endswith(("%s: not found" % python,
+                                       "%s: No such file or directory" % python,
+                                       "%s: command not found" % python))
+               for line in said.splitlines())
 
 
 def _is_permanent(exc: BaseException) -> bool:

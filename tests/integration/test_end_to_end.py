@@ -254,9 +254,9 @@ def test_plan_connects_to_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("- hosts: all\n  tasks:\n    - debug: msg=x\n     bad: indent\n", "play.yml:4"),
-    ("- hosts: all\n  tasks:\n    - nosuchmodule: a=b\n", "play.yml:3: couldn't resolve module/action 'nosuchmodule'"),
-    ("- hosts: all\n  tasks:\n    - debug: msg=\"{{ x | nofilter }}\"\n", "play.yml:3: template error"),
+    ("- hosts: all\n  tasks:\n    - debug: msg=x\n     bad: indent\n", "YAML parsing failed: "),
+    ("- hosts: all\n  tasks:\n    - nosuchmodule: a=b\n", "couldn't resolve module/action 'nosuchmodule'"),
+    ("- hosts: all\n  tasks:\n    - debug: msg=\"{{ x | nofilter }}\"\n", "template error"),
 ])
 def test_bad_playbooks_fail_before_running_with_file_and_line(tmp_path, content, message):
     book = tmp_path / "play.yml"
@@ -264,7 +264,8 @@ def test_bad_playbooks_fail_before_running_with_file_and_line(tmp_path, content,
     proc = subprocess.run([sys.executable, "-m", "ioc", str(book)], capture_output=True,
                           text=True, timeout=30)
     assert proc.returncode == 4
-    assert message in proc.stderr
+    assert proc.stderr.startswith("[ERROR]: ") and message in proc.stderr.splitlines()[0]
+    assert re.search(r"^Origin: %s:\d+:\d+$" % re.escape(str(book)), proc.stderr, re.M), proc.stderr
     assert "PLAY [" not in proc.stdout
 
 

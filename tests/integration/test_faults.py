@@ -381,8 +381,10 @@ def test_templated_hosts_are_templated_and_an_undefined_one_stops_the_run(tmp_pa
     assert "PLAY [localhost] ***" in ran.stdout and '"msg": "ran"' in ran.stdout, ran.stdout
     undefined = _ioc_run(tmp_path, TEMPLATED_HOSTS)
     assert undefined.returncode == 4, undefined.stdout + undefined.stderr
-    assert "[ERROR]: %s:2: Error processing keyword 'name': 'target' is undefined" \
-        % (tmp_path / "play.yml") in undefined.stderr, undefined.stderr
+    # as ansible-playbook: the message, then the hosts value's origin and excerpt
+    assert undefined.stderr.startswith(
+        "[ERROR]: Error processing keyword 'name': 'target' is undefined\n"
+        "Origin: %s:2:10\n\n" % (tmp_path / "play.yml")), undefined.stderr
     assert "PLAY [" not in undefined.stdout
 
 
@@ -390,7 +392,8 @@ def test_a_broken_inventory_section_is_an_error_before_any_host_is_touched(tmp_p
     ran = _ioc_run(tmp_path, "- hosts: all\n  tasks: [{debug: msg=hi}]\n",
                    inventory="[lab\nlocalhost ansible_connection=local\n")
     assert ran.returncode == 4, ran.stdout + ran.stderr
-    assert ran.stderr.startswith("[ERROR]: hosts.ini:1: Invalid section entry: '[lab'"), ran.stderr
+    assert ran.stderr.startswith("[ERROR]: Invalid section entry: '[lab'"), ran.stderr
+    assert "\nOrigin: %s:1\n" % (tmp_path / "hosts.ini") in ran.stderr, ran.stderr
     assert "PLAY [" not in ran.stdout
 
 

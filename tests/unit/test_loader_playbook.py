@@ -43,7 +43,7 @@ def load_error(path: Path) -> str:
 # ---------------------------------------------------------------- YAML source
 
 
-def test_yaml_mappings_remember_file_and_line(tmp_path: Path) -> None:
+def test_yaml_mappings_remember_file_line_and_column(tmp_path: Path) -> None:
     path = write(tmp_path / "x.yml", """
         top: 1
         items:
@@ -52,8 +52,9 @@ def test_yaml_mappings_remember_file_and_line(tmp_path: Path) -> None:
     """)
     data = load_yaml_file(str(path))
     assert isinstance(data, LocatedDict)
-    assert data.location == Location(str(path), 1)
-    assert location_of(data["items"][1], Location("?")) == Location(str(path), 4)
+    assert data.location == Location(str(path), 1, 1)
+    assert location_of(data["items"][1], Location("?")) == Location(str(path), 4, 5)
+    assert location_of(data["items"][1], Location("?")).origin == "%s:4:5" % path
     assert data == {"top": 1, "items": [{"a": 1}, {"b": 2}]}
 
 
@@ -99,7 +100,7 @@ def test_play_fields_are_loaded(tmp_path: Path) -> None:
     assert play.any_errors_fatal is True and play.max_fail_percentage == 30
     assert play.force_handlers is True and play.ignore_unreachable is True
     assert play.order == "sorted" and play.vars == {"a": 1}
-    assert play.location == Location(str(tmp_path / "site.yml"), 1)
+    assert play.location == Location(str(tmp_path / "site.yml"), 1, 3)
     assert play.basedir == str(tmp_path)
 
 
@@ -402,7 +403,7 @@ def test_task_without_action_is_an_error_at_its_line(tmp_path: Path) -> None:
               when: true
     """)
     message = load_error(path)
-    assert message.startswith("%s:3: " % path) and "found none" in message
+    assert message == "%s:3: no module/action detected in task." % path  # ansible-core's words
 
 
 def test_task_with_two_actions_names_both(tmp_path: Path) -> None:
@@ -414,7 +415,7 @@ def test_task_with_two_actions_names_both(tmp_path: Path) -> None:
               shell: id
     """)
     message = load_error(path)
-    assert message.startswith("%s:" % path) and "'command'" in message and "'shell'" in message
+    assert message == "%s:3: conflicting action statements: command, shell" % path
 
 
 def test_templated_or_looped_includes_stay_dynamic(tmp_path: Path) -> None:
@@ -580,7 +581,7 @@ def test_import_tasks_is_an_implicit_block_with_import_vars(tmp_path: Path) -> N
     assert isinstance(block, Block) and block.implicit is True
     assert block.vars == {"iv": 1}
     assert block.block[0].args == {"msg": "hi"}
-    assert block.block[0].location == Location(str(inc), 1)
+    assert block.block[0].location == Location(str(inc), 1, 3)
 
 
 def test_import_when_and_tags_apply_to_every_imported_task(tmp_path: Path) -> None:
