@@ -82,7 +82,13 @@ def run(spec, args, ctx, blob):
     ran = forkserver.run(req, payload, ctx.child_env(), _cwd())
     if ran is not None:
         return parse_returned_data(*ran)
-    stdin = json.dumps({
+    stdin = json.dumps(ansiballz_kwargs(spec, payload, params)).encode("utf-8")
+    return execute(wrapper + _TRAILER, stdin, ctx)
+
+
+def ansiballz_kwargs(spec, payload, params):
+    """The keyword arguments of AnsiballZ's ``_ansiballz_main`` for one module run."""
+    return {
         "zip_data": _b64(payload),
         "ansible_module": spec["name"],
         "module_fqn": spec["fqn"],
@@ -91,8 +97,7 @@ def run(spec, args, ctx, blob):
         "date_time": list(spec.get("date_time") or (2020, 1, 1, 0, 0, 0)),
         "extensions": {},
         "rlimit_nofile": int(spec.get("rlimit_nofile") or 0),
-    }).encode("utf-8")
-    return execute(wrapper + _TRAILER, stdin, ctx)
+    }
 
 
 def module_args(spec, args, ctx):

@@ -74,7 +74,7 @@ class Launcher(object):
         try:
             module_path = os.path.join(tmp, "AnsiballZ_%s.py" % spec["name"])
             _write(module_path, "#!%s\n" % sys.executable + wrapper_code +
-                   _SCRIPT_TRAILER % json.dumps(_ansiballz_kwargs(spec, payload, params)))
+                   _SCRIPT_TRAILER % json.dumps(ansible_module.ansiballz_kwargs(spec, payload, params)))
             wrapper_zip = os.path.join(tmp, "AnsiballZ_async_wrapper.zip")
             with open(wrapper_zip, "wb") as out:
                 out.write(ansible_module.payload_zip(self.wrapper_spec, self.blob))
@@ -95,20 +95,6 @@ class Launcher(object):
         if not result.get("failed"):
             result["changed"] = True
         return result
-
-
-def _ansiballz_kwargs(spec, payload, params):
-    import base64
-    return {
-        "zip_data": base64.b64encode(payload).decode("ascii"),
-        "ansible_module": spec["name"],
-        "module_fqn": spec["fqn"],
-        "params": json.dumps({"ANSIBLE_MODULE_ARGS": params}),
-        "profile": spec.get("profile", "legacy"),
-        "date_time": list(spec.get("date_time") or (2020, 1, 1, 0, 0, 0)),
-        "extensions": {},
-        "rlimit_nofile": int(spec.get("rlimit_nofile") or 0),
-    }
 
 
 def _remote_tmp():
