@@ -238,6 +238,9 @@ class Play:
     #: The play's ``remote_user``: the login user where no host variable
     #: (``ansible_user``) names one; above ``-u`` and ansible.cfg.
     remote_user: Any = None
+    #: The play's ``connection``: the connection type where no host variable
+    #: (``ansible_connection``) names one; above ``-c`` and ansible.cfg.
+    connection: Any = None
     #: Directory the playbook lives in, for relative ``src``/lookups.
     basedir: str = "."
     #: ``vars_prompt`` entries as written (``name``, ``prompt``, ``default``,

@@ -200,6 +200,10 @@ class Converter:
         debugger = plain(getattr(task, "debugger", None))
         if debugger and str(debugger).strip().lower() != "never":
             self.fail(task, "debugger: %s needs Ansible's linear strategy" % debugger)
+        for keyword in ("connection", "remote_user"):
+            if getattr(task, keyword, None) != getattr(self.play, keyword, None):
+                # the batch runs over the play's connection; Ansible's own per task
+                self.refuse("its %s differs from the play's" % keyword)
         if getattr(task, "module_defaults", None) and not dynamic:
             raw = self.module_defaults(task, action, raw)
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:

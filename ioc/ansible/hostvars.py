@@ -103,6 +103,12 @@ class HostVarsExport:
                                             include_hostvars=False, _hosts=None,
                                             _hosts_all=None))
         out = {plain(k): plain(v) for k, v in full.items() if k not in drop}
+        connection = getattr(self.state.play, "connection", None)
+        if connection and "ansible_connection" not in full:
+            # the play's connection keyword (else -c, else ansible.cfg's transport),
+            # templated below like the variable when written as a template
+            full = {**full, "ansible_connection": connection}
+            out["ansible_connection"] = plain(connection)
         out.update(_templated_connection_vars(full, self.state.strategy._loader))
         python = out.get("ansible_python_interpreter")
         if python is None or str(python).startswith("auto"):

@@ -32,6 +32,12 @@ class TaskView:
     #: True for tasks Ansible adds itself and hides (implicit meta).
     implicit: bool = False
 
+    @property
+    def task_path(self) -> str:
+        """``path:line``, as ansible-core's ``Task.get_path()`` (``--events``, -vv)."""
+        head, _, col = self.location.rpartition(":")
+        return head if col.isdigit() and head.rpartition(":")[2].isdigit() else self.location
+
 
 class Callback:
     """Base class: every event is a no-op. Override what you need."""

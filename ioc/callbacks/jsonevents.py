@@ -29,7 +29,7 @@ class JsonEvents(Callback):
 
     def task_start(self, task: TaskView) -> None:
         self._write("handler_task_start" if task.is_handler else "task_start",
-                    name=task.name, action=task.action, location=task.location)
+                    name=task.name, action=task.action, location=task.task_path)
 
     def runner_on_start(self, host: str, task: TaskView) -> None:
         self._write("runner_start", host=host, task=task.name)

@@ -287,22 +287,27 @@ class PlaybookRun:
                         password=self.options.connection_password)
 
     def _connection_defaults(self, play: Play, variables: Mapping[str, Any]) -> Dict[str, Any]:
-        """The connection settings below a host's ``variables``: ``-u`` and the others
-        from the command line and ansible.cfg, with the play's ``remote_user`` over
-        them (Ansible: keywords over options, variables over keywords). No default
-        login user where a variable names one (``ansible_ssh_user`` included)."""
+        """The connection settings below a host's ``variables``: ``-u``, ``-c`` and the
+        others from the command line and ansible.cfg, with the play's ``remote_user``
+        and ``connection`` over them (Ansible: keywords over options, variables over
+        keywords). No default login user where a variable names one
+        (``ansible_ssh_user`` included)."""
         out = {**self.options.connection_vars, **_play_port(play)}
-        user = play.remote_user
-        if isinstance(user, str) and is_template(user):
-            try:
-                user = Templar({**out, **variables, "omit": OMIT}).template(user)
-            except TemplateError as exc:
-                raise LoadError("Error processing keyword 'remote_user': %s" % exc,
-                                play.location) from None
-        if user is not None:
-            out["ansible_user"] = user
+        for keyword, name in (("remote_user", "ansible_user"),
+                              ("connection", "ansible_connection")):
+            value = getattr(play, keyword)
+            if isinstance(value, str) and is_template(value):
+                try:
+                    value = Templar({**out, **variables, "omit": OMIT}).template(value)
+                except TemplateError as exc:
+                    raise LoadError("Error processing keyword '%s': %s" % (keyword, exc),
+                                    play.location) from None
+            if value is not None:
+                out[name] = value
         if "ansible_user" in variables or "ansible_ssh_user" in variables:
             out.pop("ansible_user", None)
+        if "ansible_connection" in variables:
+            out.pop("ansible_connection", None)
         return out
 
     def _replace_inventory(self, inventory: Inventory) -> None:

@@ -123,12 +123,20 @@ def _check_play(play: Play) -> None:
 
 
 def check_remote_user(task: Task, play: Play) -> None:
-    """Refuse a ``remote_user`` (from a block, role, include or the task) other than the play's.
+    """Refuse a ``remote_user`` or ``connection`` (from a block, role, include or the
+    task) other than the play's.
 
     A play's tasks run over one connection per host, made with the play's
     ``remote_user`` (host variables such as ``ansible_user`` win over it,
     as in Ansible); another login user would need a connection of its own.
     """
+    if task.connection is not None and task.connection != play.connection:
+        raise PlanError("connection %r differs from the play's connection (%r): ioc-run "
+                        "connects once per host and play, so every task of a play uses the "
+                        "play's connection; set it on the play (or ansible_connection on the "
+                        "hosts), use delegate_to: localhost for a task that must run on the "
+                        "controller, or move these tasks to a play of their own"
+                        % (task.connection, play.connection), task.location)
     if task.remote_user is not None and task.remote_user != play.remote_user:
         raise PlanError("remote_user %r differs from the play's remote_user (%r): ioc-run logs "
                         "in once per host and play, so every task of a play uses the play's "
