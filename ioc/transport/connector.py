@@ -87,6 +87,8 @@ class Connector:
         self._pool: Optional[Any] = None
         bootstrap.configure(self.router)
         bootstrap.warm(self.router)
+        #: The settings each host's connection was made with.
+        self._specs: Dict[str, ConnectionSpec] = {}
         self.contexts: Dict[Key, mitogen.core.Context] = {}
         #: The context each one was started from (become child, mitogen_via hop).
         self._parent: Dict[Key, Key] = {}
@@ -111,6 +113,7 @@ class Connector:
         ``mitogen_via`` host first, then the host, then the ``become`` child.
         Raises :class:`Unreachable` or :class:`BecomeFailed`.
         """
+        self._settle_spec(host, spec)
         key: Key = (host, become)
         with self._lock:
             ctx = self.contexts.get(key)
@@ -142,6 +145,17 @@ class Connector:
                 if parent_key is not None:
                     self._parent[key] = parent_key
             return ctx
+
+    def _settle_spec(self, host: str, spec: ConnectionSpec) -> None:
+        """A host whose connection settings changed (a later play's ``connection``,
+        ``remote_user``, ``port``...) is connected afresh, as Ansible connects with
+        each task's settings: its runners made with the old ones end first."""
+        with self._lock:
+            known = self._specs.get(host)
+            self._specs[host] = spec
+        if known is not None and known != spec:
+            LOG.info("%s: its connection settings changed: connecting afresh", host)
+            self.reset(host)
 
     def forget(self, host: str) -> None:
         """Drop every context of ``host`` and those started from them (connection lost)."""
