@@ -21,6 +21,24 @@ from typing import Any, Mapping, Optional, Tuple, Union
 WIRE_VERSION = 1
 
 
+#: Jinja markers: text holding none reads the same templated or not.
+_MARKERS = ("{{", "{%", "{#")
+
+
+def verbatim(text: str) -> str:
+    """``text`` as a value ioc's templating leaves exactly as it is.
+
+    Ansible never templates text not trusted as a template (``!unsafe``, a
+    ``vars_prompt`` answer with ``unsafe: true``); ioc's variables carry no
+    such mark, so a template in such text is wrapped in ``{% raw %}``.
+    """
+    if not any(m in text for m in _MARKERS):
+        return text
+    if "{% endraw %}" in text:
+        raise ValueError("text holding '{% endraw %}' cannot be kept from templating")
+    return "{% raw %}" + text + "{% endraw %}"
+
+
 @dataclass(frozen=True)
 class Location:
     """Where something was written: a file path, a 1-based line and column.

@@ -200,10 +200,10 @@ class Converter:
         debugger = plain(getattr(task, "debugger", None))
         if debugger and str(debugger).strip().lower() != "never":
             self.fail(task, "debugger: %s needs Ansible's linear strategy" % debugger)
-        for keyword in ("connection", "remote_user"):
-            if getattr(task, keyword, None) != getattr(self.play, keyword, None):
+        for setting in ("connection", "remote_user"):
+            if getattr(task, setting, None) != getattr(self.play, setting, None):
                 # the batch runs over the play's connection; Ansible's own per task
-                self.refuse("its %s differs from the play's" % keyword)
+                self.refuse("its %s differs from the play's" % setting)
         if getattr(task, "module_defaults", None) and not dynamic:
             raw = self.module_defaults(task, action, raw)
         if action == "meta" and raw.get("_raw_params") in _BRIDGE_META_PER_TASK:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ioc.model import verbatim  # noqa: F401 (ioc.ansible.prompt takes it from here)
+
 
 def plain(value: Any) -> Any:
     """``value`` as builtins only: Ansible's tagged/lazy containers and strings unwrapped."""
@@ -30,24 +32,6 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     # str() of Ansible's EncryptedString decrypts to its tagged str subclass
     return str.__str__(str(value))
-
-
-#: Jinja markers: text holding none reads the same templated or not.
-_MARKERS = ("{{", "{%", "{#")
-
-
-def verbatim(text: str) -> str:
-    """``text`` as a value ioc's templating leaves exactly as it is.
-
-    Ansible never templates text not trusted as a template (``!unsafe``, a
-    ``vars_prompt`` answer with ``unsafe: true``); ioc's variables carry no
-    such mark, so a template in such text is wrapped in ``{% raw %}``.
-    """
-    if not any(m in text for m in _MARKERS):
-        return text
-    if "{% endraw %}" in text:
-        raise ValueError("text holding '{% endraw %}' cannot be kept from templating")
-    return "{% raw %}" + text + "{% endraw %}"
 
 
 def plain_vars(values: Mapping[str, Any]) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 from ioc.errors import LoadError, YamlSyntaxError
-from ioc.model import Location
+from ioc.model import Location, verbatim
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
            "plain", "value_origins", "item_locations", "value_location", "set_vault", "yaml_error"]
@@ -128,11 +128,22 @@ def item_locations(ds: Mapping[str, Any], key: str) -> tuple[Location, ...]:
 
 
 def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
+    """``!unsafe``: text Ansible never templates, kept :func:`ioc.model.verbatim`."""
     if isinstance(node, yaml.ScalarNode):
-        return loader.construct_scalar(node)
+        return _verbatim(loader.construct_scalar(node))
     if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        return _verbatim(loader.construct_sequence(node, deep=True))
+    return _verbatim(loader.construct_mapping(node, deep=True))  # type: ignore[arg-type]
+
+
+def _verbatim(value: Any) -> Any:
+    if isinstance(value, str):
+        return verbatim(value)
+    if isinstance(value, list):
+        return [_verbatim(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _verbatim(v) for k, v in value.items()}
+    return value
 
 
 def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:

@@ -74,9 +74,16 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
     assert info.value.location is not None and info.value.location.line >= 3
 
 
-def test_unsafe_tag_loads_as_plain_string(tmp_path: Path) -> None:
-    path = write(tmp_path / "u.yml", "a: !unsafe '{{ not a template }}'\n")
-    assert load_yaml_file(str(path)) == {"a": "{{ not a template }}"}
+def test_unsafe_text_is_never_templated(tmp_path: Path) -> None:
+    """``!unsafe`` text reads back exactly as written, as Ansible never templates it."""
+    from ioc.agentless_runner.templating import Templar
+
+    path = write(tmp_path / "u.yml", "a: !unsafe '{{ not a template }}'\n"
+                                     "b: !unsafe ['{%% raw %%}', x]\n".replace("%%", "%"))
+    loaded = load_yaml_file(str(path))
+    templar = Templar({})
+    assert templar.template(loaded["a"]) == "{{ not a template }}"
+    assert templar.template(loaded["b"]) == ["{% raw %}", "x"]
 
 
 # ---------------------------------------------------------------- plays
