@@ -6,13 +6,13 @@ the task's ``file:line`` — never a run that silently differs from Ansible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Callable, Dict, Iterator, Mapping, Optional
+from typing import AbstractSet, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence
 
 import jinja2
 from jinja2 import nodes
 
 from ioc.errors import PlanError
-from ioc.model import Play, Task
+from ioc.model import Block, Play, Task
 from ioc.planner.effects import condition_source, template_strings
 from ioc.planner.program import Program
 from ioc.planner.schedule import IDENTITY_NEUTRAL, task_identity_key
@@ -65,6 +65,7 @@ def check_program(program: Program, caps: Capabilities,
             try:
                 check_task(entry.task, caps, run_time_options=fallback is None)
                 check_remote_user(entry.task, program.play)
+                check_connection_vars(entry.task, program.parents[entry.index])
             except PlanError as exc:
                 if fallback is None:
                     raise
@@ -103,6 +104,7 @@ def check_handlers(program: Program, caps: Capabilities,
             try:
                 check_task(handler, caps, run_time_options=fallback is None)
                 check_remote_user(handler, program.play)
+                check_connection_vars(handler)
             except PlanError as exc:
                 if fallback is None:
                     raise
@@ -143,6 +145,31 @@ def check_remote_user(task: Task, play: Play) -> None:
                         "remote_user; set it on the play (or ansible_user on the hosts), or "
                         "move these tasks to a play of their own"
                         % (task.remote_user, play.remote_user), task.location)
+
+
+#: Variables that say how to reach a host (``ioc.transport.spec.spec_for``).
+CONNECTION_VARIABLES = frozenset({
+    "ansible_connection", "ansible_host", "ansible_port", "ansible_user", "ansible_ssh_user",
+    "ansible_ssh_private_key_file", "ansible_private_key_file", "ansible_ssh_args",
+    "ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_python_interpreter",
+    "ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_timeout",
+    "ansible_ssh_timeout", "ansible_ssh_retries", "ansible_host_key_checking", "mitogen_via",
+})
+
+
+def check_connection_vars(task: Task, blocks: Sequence[Block] = ()) -> None:
+    """Refuse a connection variable set in a task's or block's ``vars``.
+
+    Ansible reads them per task; ioc connects once per host and play, with
+    the host's variables (inventory, play vars, extra vars).
+    """
+    for scope in (task, *reversed(tuple(blocks))):
+        named = sorted(CONNECTION_VARIABLES & set(getattr(scope, "vars", None) or {}))
+        if named:
+            raise PlanError("%s set in a task's or block's vars: ioc connects once per host "
+                            "and play, with the host's variables; set it in the inventory, "
+                            "the play's vars or with -e, or move these tasks to a play of "
+                            "their own" % ", ".join(named), task.location)
 
 
 def check_task(task: Task, caps: Capabilities, run_time_options: bool = False) -> None:

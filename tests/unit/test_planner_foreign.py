@@ -225,3 +225,31 @@ def test_a_foreign_handler_no_flush_can_reach_changes_nothing(tmp_path):
     plan = plan_play(play, runner_capabilities(), fallback=foreign_handler)
     assert plan.program.foreign_handlers != ()
     assert shape(plan) == ["B0-7"]
+
+
+CONNECTION_VARS = """
+- hosts: all
+  gather_facts: false
+  vars:
+    ansible_user: fine_at_play_level
+  tasks:
+    - debug: msg=one
+    - block:
+        - name: in the block
+          command: echo two
+      vars:
+        ansible_port: 2222
+    - name: own vars
+      command: echo three
+      vars:
+        ansible_python_interpreter: /usr/bin/python3
+"""
+
+
+def test_connection_variables_in_task_or_block_vars_are_refused_or_run_through_ansible(tmp_path):
+    """Ansible reads them per task; ioc connects once per host and play."""
+    play = load(tmp_path, CONNECTION_VARS)
+    with pytest.raises(PlanError, match="ansible_port set in a task's or block's vars"):
+        plan_play(play, runner_capabilities())
+    plan = plan_play(play, runner_capabilities(), fallback=lambda task: None)
+    assert shape(plan) == ["B1-1", "C2:ansible", "C3:ansible"]
