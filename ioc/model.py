@@ -177,7 +177,10 @@ class Task:
     @property
     def display_name(self) -> str:
         """The name as the linear strategy prints it before templating."""
-        base = self.name if self.name else (self.action_written or self.action)
+        base = self.name or self.action_written or self.action
+        role = (self.args or {}).get("name") if self.action == "include_role" else None
+        if not self.name and isinstance(role, str) and role:
+            base = "%s : %s" % (base, role)  # as the runner's flow.unnamed words it
         return "%s : %s" % (self.role, base) if self.role else base
 
 

@@ -58,10 +58,18 @@ def template_name(task, templar):
     """The task name as the banner shows it, templated for this host (L1.10)."""
     name = task.get("name")
     if not name:
-        base = task.get("action_written") or task["action"]
+        base = unnamed(task.get("action_written") or task["action"], task["action"],
+                       task.get("args") or {})
     else:
         base = safe_template(templar, name)
     return "%s : %s" % (task["role"], base) if task.get("role") else base
+
+
+def unnamed(written, action, args):
+    """The banner of an unnamed task: its action as written; an ``include_role``
+    adds the role's name as written (``include_role : web``), as Ansible does."""
+    role = args.get("name") if action == "include_role" else None
+    return "%s : %s" % (written, role) if isinstance(role, str) and role else written
 
 
 def matching_handlers(handlers, name):

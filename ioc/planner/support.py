@@ -150,6 +150,7 @@ def check_remote_user(task: Task, play: Play) -> None:
 #: Variables that say how to reach a host (``ioc.transport.spec.spec_for``).
 CONNECTION_VARIABLES = frozenset({
     "ansible_connection", "ansible_host", "ansible_port", "ansible_user", "ansible_ssh_user",
+    "ansible_ssh_host", "ansible_ssh_port",
     "ansible_ssh_private_key_file", "ansible_private_key_file", "ansible_ssh_args",
     "ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_python_interpreter",
     "ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_timeout",

@@ -226,10 +226,12 @@ def spec_for(name: str, hostvars: Mapping[str, Any],
             args.extend(["-o", "ConnectTimeout=%d" % max(1, int(timeout))])
         if hostvars.get(key):
             args.extend(shlex.split(str(hostvars[key])))
+    port = hostvars.get("ansible_port") or hostvars.get("ansible_ssh_port")
     return ConnectionSpec(
         transport="ssh",
-        hostname=str(hostvars.get("ansible_host") or name),
-        port=int(hostvars["ansible_port"]) if hostvars.get("ansible_port") else None,
+        # (the ansible_ssh_* spellings are Ansible's older aliases)
+        hostname=str(hostvars.get("ansible_host") or hostvars.get("ansible_ssh_host") or name),
+        port=int(port) if port else None,
         user=_opt_str(hostvars.get("ansible_user") or hostvars.get("ansible_ssh_user")),
         identity_file=_opt_str(hostvars.get("ansible_ssh_private_key_file")),
         ssh_args=tuple(args),

@@ -114,6 +114,14 @@ def test_ssh_settings_from_variables():
                                   python="python3", timeout=7.0, retries=2)
 
 
+def test_the_older_ssh_spellings_of_host_and_port_are_read():
+    spec = spec_for("h", {"ansible_ssh_host": "x", "ansible_ssh_port": "2200"})
+    assert (spec.hostname, spec.port) == ("x", 2200)
+    spec = spec_for("h", {"ansible_host": "y", "ansible_ssh_host": "x", "ansible_port": 22,
+                          "ansible_ssh_port": "2200"})
+    assert (spec.hostname, spec.port) == ("y", 22)
+
+
 def test_the_connect_timeout_goes_where_ansibles_ssh_puts_it():
     """After ansible_ssh_args (whose ConnectTimeout wins, ssh keeping the first
     value), before the common and extra args (whose ConnectTimeout does not)."""
