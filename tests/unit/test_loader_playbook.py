@@ -949,3 +949,22 @@ def test_a_bad_vars_prompt_entry_is_ansibles_load_error(tmp_path: Path, entry: s
         play_of(tmp_path, "- hosts: all\n  vars_prompt:\n    %s\n" % entry)
     assert str(info.value).startswith("%s:2" % (tmp_path / "site.yml"))
     assert message in str(info.value)
+
+
+def test_an_unnamed_include_role_is_shown_with_its_role_as_ansible_shows_it(tmp_path: Path) -> None:
+    """``TASK [include_role : web]``; a templated name as written, the action as written."""
+    from ioc.agentless_runner.flow import template_name
+    from ioc.agentless_runner.templating import Templar
+
+    first, second = tasks_of(tmp_path, """
+        - include_role:
+            name: web
+          loop: [1]
+        - ansible.builtin.include_role:
+            name: "{{ r }}"
+          loop: [1]
+    """)
+    assert first.display_name == "include_role : web"
+    assert second.display_name == "ansible.builtin.include_role : {{ r }}"
+    wire = {"action": "include_role", "action_written": "include_role", "args": {"name": "web"}}
+    assert template_name(wire, Templar({})) == "include_role : web"
