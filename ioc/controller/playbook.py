@@ -224,6 +224,8 @@ class PlaybookRun:
     def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector) -> PlayExecutor:
         play = planned.play
         states = {h: self._host_state(play, h) for h in hosts}
+        for name, state in states.items():
+            connector.settle(name, state.spec)
         ctx = PlayContext(
             connector=connector, callbacks=self.callbacks, stats=self.stats, options=self.options,
             transport=self.transport, payloads=self.payload_cache,

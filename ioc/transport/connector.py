@@ -113,7 +113,6 @@ class Connector:
         ``mitogen_via`` host first, then the host, then the ``become`` child.
         Raises :class:`Unreachable` or :class:`BecomeFailed`.
         """
-        self._settle_spec(host, spec)
         key: Key = (host, become)
         with self._lock:
             ctx = self.contexts.get(key)
@@ -146,10 +145,11 @@ class Connector:
                     self._parent[key] = parent_key
             return ctx
 
-    def _settle_spec(self, host: str, spec: ConnectionSpec) -> None:
-        """A host whose connection settings changed (a later play's ``connection``,
-        ``remote_user``, ``port``...) is connected afresh, as Ansible connects with
-        each task's settings: its runners made with the old ones end first."""
+    def settle(self, host: str, spec: ConnectionSpec) -> None:
+        """``host``'s settings for the play about to run: if they changed (a later
+        play's ``connection``, ``remote_user``, ``port``...) its runners made with
+        the old ones end, and the next call connects afresh, as Ansible connects
+        with each task's settings. Called between plays, never during a step."""
         with self._lock:
             known = self._specs.get(host)
             self._specs[host] = spec
