@@ -28,3 +28,13 @@ def run_batch(batch, sender, econtext=None):
                 u"minimum": u"%d.%d" % MINIMUM}
     from ioc.agentless_runner import batch as runner
     return runner.run_batch(batch, sender, econtext=econtext)
+
+
+def runner_info():
+    """Where this runner came from and what it runs on: the first call of a new
+    connection (``ioc.transport.connector``), answered on any Python."""
+    info = {u"python": list(sys.version_info[:3]), u"executable": sys.executable}
+    if tuple(sys.version_info[:2]) >= MINIMUM:
+        from ioc.agentless_runner import batch as runner
+        info.update(runner.runner_info())
+    return info

@@ -32,7 +32,7 @@ import mitogen.core
 import mitogen.master
 import mitogen.parent
 
-from ioc.agentless_runner import batch as runner_batch
+from ioc.agentless_runner import entry
 from ioc.transport import bootstrap, pacing
 from ioc.transport.keepalive import Heartbeat, KeepAlive, from_environment
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
@@ -274,7 +274,7 @@ class Connector:
         answer comes within the bootstrap bound, the connection is cut: the
         caller's call ends with a lost connection, :meth:`cut_reason` says why.
         """
-        reply = ctx.call_async(runner_batch.runner_info)
+        reply = ctx.call_async(entry.runner_info)
 
         def answered(receiver: mitogen.core.Receiver) -> None:
             try:

@@ -202,5 +202,6 @@ def test_async_on_an_action_without_it_is_refused_at_plan_time(python, tmp_path)
     inventory = ansible.write("hosts.ini", local_inventory(python, ("h1",)))
     ours = _ioc_run(python, tmp_path, "play.yml", str(inventory))
     assert ours.returncode != 0
-    assert "play.yml:4: async with debug: This action (debug) does not support async." \
-        in ours.stderr + ours.stdout
+    assert "[ERROR]: async with debug: This action (debug) does not support async." \
+        in ours.stderr
+    assert "play.yml:4:7\n" in ours.stderr  # the Origin line, then the excerpt

@@ -67,5 +67,6 @@ def test_a_filter_that_exists_nowhere_is_refused_with_its_line(tmp_path, sshd):
                   inventory=sshd.inventory_ini(["h1"], group="web"),
                   env={"ANSIBLE_COLLECTIONS_PATH": community_general()})
     assert run.rc == 4
-    assert "play.yml:5: template error while templating string: No filter named " \
+    assert "[ERROR]: template error while templating string: No filter named " \
            "'community.general.no_such_filter'" in run.stderr
+    assert "play.yml:5:7\n" in run.stderr  # the Origin line, then the excerpt
