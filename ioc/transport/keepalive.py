@@ -27,7 +27,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Dict
+from typing import Any, Dict, List, Mapping, Tuple
 
 import mitogen.core
 
@@ -59,14 +59,26 @@ class KeepAlive:
 
 def from_environment(environ=os.environ) -> KeepAlive:
     """The settings, from ``IOC_KEEPALIVE_INTERVAL`` and ``IOC_KEEPALIVE_COUNT``."""
-    try:
-        interval = float(environ.get("IOC_KEEPALIVE_INTERVAL") or 15)
-        count = int(environ.get("IOC_KEEPALIVE_COUNT") or 3)
-    except ValueError as exc:
-        raise ConnectionSetupError("IOC_KEEPALIVE_INTERVAL/IOC_KEEPALIVE_COUNT: %s" % exc) from None
-    if interval <= 0 or count < 1:
-        raise ConnectionSetupError("IOC_KEEPALIVE_INTERVAL must be > 0 and IOC_KEEPALIVE_COUNT >= 1")
+    interval, count = numbers_from(environ, ("IOC_KEEPALIVE_INTERVAL", float, 15, 0),
+                                   ("IOC_KEEPALIVE_COUNT", int, 3, 1))
     return KeepAlive(interval, count)
+
+
+def numbers_from(environ: Mapping[str, str], *settings: Tuple[str, Any, float, float]) -> List[Any]:
+    """Each ``(name, type, default, least)`` setting's value from ``environ``:
+    a value that does not parse, or is below ``least`` (a float: not above
+    it), is a ConnectionSetupError naming the variable."""
+    out: List[Any] = []
+    for name, kind, default, least in settings:
+        try:
+            value = kind(environ.get(name) or default)
+        except ValueError as exc:
+            raise ConnectionSetupError("%s: %s" % (name, exc)) from None
+        if value < least or (kind is float and value <= least):
+            raise ConnectionSetupError("%s must be %s %s" % (
+                name, ">" if kind is float else ">=", least))
+        out.append(value)
+    return out
 
 
 class Heartbeat:

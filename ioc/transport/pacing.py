@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from ioc.errors import ConnectionSetupError
+from ioc.transport.keepalive import numbers_from
 
 #: The window never shrinks below this many bootstraps in flight.
 FLOOR = 2
@@ -62,13 +62,8 @@ class Pacing:
 
 def from_environment(environ=os.environ) -> Pacing:
     """The settings, from ``IOC_BOOTSTRAP_TIMEOUT`` and ``IOC_CONNECT_WINDOW``."""
-    try:
-        timeout = float(environ.get("IOC_BOOTSTRAP_TIMEOUT") or 60)
-        window = int(environ.get("IOC_CONNECT_WINDOW") or 8)
-    except ValueError as exc:
-        raise ConnectionSetupError("IOC_BOOTSTRAP_TIMEOUT/IOC_CONNECT_WINDOW: %s" % exc) from None
-    if timeout <= 0 or window < 1:
-        raise ConnectionSetupError("IOC_BOOTSTRAP_TIMEOUT must be > 0 and IOC_CONNECT_WINDOW >= 1")
+    timeout, window = numbers_from(environ, ("IOC_BOOTSTRAP_TIMEOUT", float, 60, 0),
+                                   ("IOC_CONNECT_WINDOW", int, 8, 1))
     return Pacing(timeout, window)
 
 
