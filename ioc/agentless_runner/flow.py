@@ -6,6 +6,8 @@ at a fence (the next task is another batch's), :class:`EndHost` and
 tree as a :class:`Failure` value, and :class:`Scope` is what encloses a task.
 The helpers here are shared by the walk, its loops and its handlers.
 """
+import re
+
 from ioc.agentless_runner.templating import TemplateError
 
 
@@ -90,11 +92,31 @@ def _handler_names(handler):
 
 
 def safe_template(templar, value):
+    """``value`` templated; where that fails (a name reading an undefined
+    variable), each ``{{ ... }}`` that fails is replaced in place by ansible-core
+    2.21's marker ``<< error N - <why> >>``."""
     try:
         out = templar.template(value)
     except TemplateError as exc:
-        return "%s << error 1 - %s >>" % (value, exc)
+        if not isinstance(value, str):
+            return "%s << error 1 - %s >>" % (value, exc)
+        errors = []
+
+        def marker(match):
+            try:
+                return str(templar.template(match.group(0)))
+            except TemplateError as part:
+                errors.append(part)
+                return "<< error %d - %s >>" % (len(errors), part)
+
+        out = _EXPRESSION.sub(marker, value)
+        if not errors:  # the failure was not in a {{ }} of its own ({% %} blocks...)
+            return "%s << error 1 - %s >>" % (value, exc)
     return out if isinstance(out, str) else str(out)
+
+
+#: A ``{{ ... }}`` expression (not nested in a ``{% %}`` block).
+_EXPRESSION = re.compile(r"\{\{.*?\}\}", re.S)
 
 
 def native_type_name(value):

@@ -91,8 +91,9 @@ class Console(Callback):
     def runner_result(self, host: str, task: TaskView, status: Status, result: Dict[str, Any],
                       ignored: bool = False) -> None:
         host = host_label(host, result)
-        result = self.clean(result, task)
+        # (before clean: debug's keeps only what it was asked to show, not "results")
         looped = "results" in result and isinstance(result.get("results"), list)
+        result = self.clean(result, task)
         self._warnings(result)
         if status is Status.OK:
             if looped or task.action in ("include_tasks", "include_role"):
