@@ -225,7 +225,8 @@ class PlaybookRun:
         play = planned.play
         states = {h: self._host_state(play, h) for h in hosts}
         for name, state in states.items():
-            connector.settle(name, state.spec)
+            if connector is not None:  # (None: a plan without connections, in tests)
+                connector.settle(name, state.spec)
         ctx = PlayContext(
             connector=connector, callbacks=self.callbacks, stats=self.stats, options=self.options,
             transport=self.transport, payloads=self.payload_cache,

@@ -3,7 +3,9 @@
 The 3.9 interpreter runs with ``-I -S``: no site-packages at all, so the only
 things importable are the stdlib, this checkout and the four pure-Python
 packages a target gets from the controller (jinja2, markupsafe, PyYAML's pure
-part, and mitogen — whose ``mitogen.core`` every mitogen context already has). They are the
+part, and mitogen — whose ``mitogen.core`` every mitogen context already has),
+and Ansible's package, whose ``module_utils`` the controller forwards with the
+batch that needs them (``validate_argument_spec``). They are the
 controller's installed copies, linked into a temporary directory; nothing is
 installed into the 3.9 interpreter.
 """
@@ -14,6 +16,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import ansible
 import jinja2
 import markupsafe
 import mitogen
@@ -57,7 +60,7 @@ def runner_modules():
 @pytest.fixture(scope="module")
 def target_site(tmp_path_factory):
     site = tmp_path_factory.mktemp("py39-site")
-    for mod in (jinja2, markupsafe, mitogen, yaml):
+    for mod in (jinja2, markupsafe, mitogen, yaml, ansible):
         src = Path(mod.__file__).parent
         os.symlink(src, site / src.name)
     return site

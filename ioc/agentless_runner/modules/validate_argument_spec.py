@@ -8,6 +8,8 @@ the controller forwards with this module: it is the controller's own copy,
 so the messages are those of the controller's ansible-core). Each step
 mirrors ``ansible/plugins/action/validate_argument_spec.py``.
 """
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
 from ioc.agentless_runner.context import TaskError
 from ioc.agentless_runner.template_errors import TemplateError
 from ioc.agentless_runner.templating import to_builtin
@@ -30,9 +32,6 @@ def run(args, ctx):
                         % type(provided))
     params = dict(_args_from_vars(spec, ctx))
     params.update(provided)  # combine_vars with the default hash_behaviour: replace
-    # (imported when it runs: mitogen forwards ansible's module_utils then)
-    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
     validation = ArgumentSpecValidator(spec).validate(params, validate_role_argument_spec=True)
     if validation.error_messages:
         result["failed"] = True
