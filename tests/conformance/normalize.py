@@ -33,6 +33,12 @@ Placeholders
     fresh copy, so the absolute paths differ by construction.
   * Ansible's per-task temporary directory (``…/.ansible/tmp/ansible-tmp-…``)
     becomes ``<ansible-tmp>``: a random name.
+  * What follows "Make sure this host can be reached over ssh:" in the
+    unreachable message of a pipelined ssh connection becomes ``<why>``:
+    Ansible's own words for a closed port depend on a race (ssh exits first:
+    ``'ssh: connect to host ... Connection refused'``; its write to ssh's
+    stdin fails first: ``[Errno 32] Broken pipe``, with the address in single
+    quotes and "SSH" in capitals).
 
 Item labels
   * ``runner_item_*`` and ``runner_retry`` events get a ``label`` field: the
@@ -103,6 +109,8 @@ CALLBACK_ONLY_DROPPED = ("failed", "skipped")
 GATHER_TASK = "Gathering Facts"
 BUILTIN_PREFIX = re.compile(r"^ansible\.(builtin|legacy)\.")
 ANSIBLE_TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^/\s'\"]+")
+NOT_SENT = re.compile(r"Data could not be sent to remote host ['\"]([^'\"]+)['\"]\. "
+                      r"Make sure this host can be reached over (?:ssh|SSH): .*", re.S)
 
 
 def load(path: Path) -> List[Dict[str, Any]]:
@@ -120,6 +128,8 @@ class _Paths:
     def text(self, value: str) -> str:
         for path, name in self.replacements:
             value = value.replace(path, name)
+        value = NOT_SENT.sub(r"Data could not be sent to remote host \1. Make sure this host "
+                             r"can be reached over ssh: <why>", value)
         return ANSIBLE_TMP.sub("<ansible-tmp>", value)
 
 

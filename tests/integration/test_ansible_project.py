@@ -703,7 +703,8 @@ def test_the_remote_user_keyword_is_the_login_user_below_ansible_user(tmp_path, 
               register: who
             - debug: var=who.stdout
     """ % login_user)
-    args = ["-i", "hosts", "site.yml", "-u", "nobody"]
+    # -f 1: ansible-playbook prints the hosts' results in the order they finish
+    args = ["-i", "hosts", "site.yml", "-u", "nobody", "-f", "1"]
     ours = ioc(tmp_path, *args)
     theirs = ansible_playbook(tmp_path, *args, env=clean_env(ANSIBLE_HOST_KEY_CHECKING="False"))
     assert ours.returncode == theirs.returncode == 0, ours.stdout + ours.stderr + theirs.stdout
