@@ -6,6 +6,7 @@ import traceback
 from ioc.agentless_runner import modules, results
 from ioc.agentless_runner.context import ModuleContext as Context
 from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.flow import as_bool
 
 __all__ = ["Context", "run", "NATIVE", "NATIVE_OPTIONS"]
 
@@ -212,8 +213,9 @@ def _include_vars(args, ctx):
         data = {str(args["name"]): data}
     behaviour = args.get("hash_behaviour")
     if behaviour is not None and behaviour != "replace":  # the setting's default
-        data = _combined({k: v for k, v in ctx.task_vars.items() if k in data}, data,
-                         merge=behaviour == "merge")
+        from ioc.agentless_runner.filters import merge_hash  # combine_vars
+        existing = {k: v for k, v in ctx.task_vars.items() if k in data}
+        data = merge_hash(existing, data) if behaviour == "merge" else {**existing, **data}
     result = {"ansible_facts": data, "ansible_included_var_files": included,
               "changed": False, "_ioc_include_vars": True}
     if hidden:
@@ -280,7 +282,7 @@ def _vars_dir(args, ctx, included, hidden):
             if any(re.search("%s$" % pattern, name) for pattern in ignore):
                 continue
             valid = os.path.splitext(name)[1][1:] in extensions
-            if not valid and _truthy(args.get("ignore_unknown_extensions")):
+            if not valid and as_bool(args.get("ignore_unknown_extensions")):
                 continue
             path = os.path.join(folder, name)
             if not valid:
@@ -288,23 +290,6 @@ def _vars_dir(args, ctx, included, hidden):
                                  % (path, ", ".join(extensions)))
             data.update(_vars_file(path, item, included, hidden))
     return data
-
-
-def _combined(existing, new, merge):
-    """``combine_vars``: ``new`` over ``existing``, dicts merged recursively with ``merge``."""
-    out = dict(existing)
-    for key, value in new.items():
-        if merge and isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _combined(out[key], value, merge)
-        else:
-            out[key] = value
-    return out
-
-
-def _truthy(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("yes", "on", "1", "true", "y", "t")
-    return bool(value)
 
 
 def _include(action, args):
