@@ -66,7 +66,7 @@ def run(spec, args, ctx, blob):
     task's :class:`~ioc.agentless_runner.context.ModuleContext`.
     """
     try:
-        payload = _zip(spec, blob)
+        payload = payload_zip(spec, blob)
         wrapper = _get(blob, spec["wrapper"]).decode("utf-8")
     except (KeyError, ModuleSpecError) as exc:
         return {"failed": True, "changed": False,
@@ -128,14 +128,6 @@ def execute_argv(argv, stdin, env):
                 "msg": "MODULE FAILURE: could not start %s: %s" % (argv[0], exc)}
     out, err = lifeline.communicate(proc, stdin)
     return parse_returned_data(out, err, proc.returncode)
-
-
-def payload_zip(spec, blob):
-    """The AnsiballZ payload zip of ``spec`` (raises :class:`ModuleSpecError`)."""
-    try:
-        return _zip(spec, blob)
-    except KeyError as exc:
-        raise ModuleSpecError(str(exc))
 
 
 def _cwd():
@@ -238,8 +230,9 @@ def _remove_internal_keys(result):
     return result
 
 
-def _zip(spec, blob):
-    """The module's AnsiballZ payload zip, assembled once per host."""
+def payload_zip(spec, blob):
+    """The module's AnsiballZ payload zip, assembled once per host (KeyError or
+    :class:`ModuleSpecError` when part of it was not shipped)."""
     key = (spec["fqn"], tuple(digest for _, digest in spec["entries"]))
     payload = _ZIPS.get(key)
     if payload is None:

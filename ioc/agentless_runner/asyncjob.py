@@ -78,7 +78,7 @@ class Launcher(object):
             wrapper_zip = os.path.join(tmp, "AnsiballZ_async_wrapper.zip")
             with open(wrapper_zip, "wb") as out:
                 out.write(ansible_module.payload_zip(self.wrapper_spec, self.blob))
-        except (OSError, ansible_module.ModuleSpecError) as exc:
+        except (OSError, KeyError, ansible_module.ModuleSpecError) as exc:
             return {"failed": True, "changed": False,
                     "msg": "ioc: could not prepare the async job: %s" % exc}
         jid = "j%d" % secrets.randbelow(999999999999)

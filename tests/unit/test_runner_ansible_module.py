@@ -97,7 +97,7 @@ def test_the_payload_zip_is_rebuilt_from_compressed_files():
     spec = {"fqn": "ansible.modules.t", "entries": [["ansible/modules/t.py", "zA"]]}
     import io
     import zipfile
-    payload = ansible_module._zip(spec, files.__getitem__)
+    payload = ansible_module.payload_zip(spec, files.__getitem__)
     with zipfile.ZipFile(io.BytesIO(payload)) as zf:
         assert zf.read("ansible/modules/t.py") == b"print(1)\n"
 
