@@ -644,7 +644,8 @@ class HostRun(HandlerRun, LoopRun):
             return ansible_module.run(self.modules[status_key], args, status_ctx, blob)
 
         def emit_poll(result):
-            self.emit({"e": "async_poll", "k": key, "result": dict(result)})
+            self.emit({"e": "async_poll", "k": key,
+                       "result": self._visible(task, dict(result), templar)})
 
         final = asyncjob.poll(launched, limit, interval, ctx, run_status, emit_poll)
         self.emit({"e": "async_failed" if final.get("failed") else "async_ok", "k": key,
