@@ -20,7 +20,7 @@ def run_batch(batch, sender, econtext=None):
     On an older one nothing is imported and the answer is
     ``{"python_too_old": "3.6.15", "executable": ..., "minimum": "3.9"}``.
     """
-    if tuple(sys.version_info[:2]) < MINIMUM:
+    if _too_old():
         # text (u"") so that Python 2's answer is str, not bytes, on the controller
         return {u"python_too_old": u"%d.%d.%d" % tuple(sys.version_info[:3]),
                 u"executable": (sys.executable or "?").decode("utf-8", "replace")
@@ -34,7 +34,11 @@ def runner_info():
     """Where this runner came from and what it runs on: the first call of a new
     connection (``ioc.transport.connector``), answered on any Python."""
     info = {u"python": list(sys.version_info[:3]), u"executable": sys.executable}
-    if tuple(sys.version_info[:2]) >= MINIMUM:
+    if not _too_old():
         from ioc.agentless_runner import batch as runner
         info.update(runner.runner_info())
     return info
+
+
+def _too_old():
+    return tuple(sys.version_info[:2]) < MINIMUM

@@ -32,7 +32,7 @@ def status_of(result):
 def unreachable_result(msg):
     """What a task that needs its host's connection gives when there is none."""
     return {"changed": False, "msg": msg, "unreachable": True,
-            "exception": "(traceback unavailable)",
+            "exception": TRACEBACK_UNAVAILABLE,
             # raised by the engine, not returned by a module (the bridge words it so)
             "_ioc_task_error": True}
 
@@ -87,13 +87,15 @@ def aggregate_loop(results):
                 "skipped_reason": "No items in the list", "results": []}
     failed = any(r.get("failed") for r in results)
     skipped = all(r.get("skipped") for r in results)
+    # an unreachable item is not failed: the loop says "All items completed"
+    unreachable = any(r.get("unreachable") for r in results)
     if legacy():
         # 2.19: ``skipped`` always, ``failed`` only when true
         out = {"changed": False if skipped else any(r.get("changed") for r in results),
                "results": results, "skipped": skipped}
         if failed:
             out["failed"] = True
-        if any(r.get("unreachable") for r in results):
+        if unreachable:
             out["unreachable"] = True
         out["msg"] = ("One or more items failed" if failed else
                       "All items skipped" if skipped else "All items completed")
@@ -106,8 +108,8 @@ def aggregate_loop(results):
     if skipped:
         out["skipped"] = True
         out["changed"] = False
-    if any(r.get("unreachable") for r in results):
-        out["unreachable"] = True  # (its items' msg says so; "All items completed")
+    if unreachable:
+        out["unreachable"] = True
     if failed:
         out["msg"] = "One or more items failed"
     elif skipped:
