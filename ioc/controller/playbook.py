@@ -284,8 +284,13 @@ class PlaybookRun:
             self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
                 else self.inventory
         hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
-        higher = {**play.role_defaults, **hostvars, **play.vars, **play.vars_files,
-                  **self.host_vars_files.get(name, {}), **self.extra_vars}
+        return self._spec(play, name, {**play.role_defaults, **hostvars})
+
+    def _spec(self, play: Play, name: str, layer: Mapping[str, Any]) -> ConnectionSpec:
+        """``name``'s connection from its variables (``layer``, then the play's, its
+        ``host_vars`` files and extra vars) over the play's keywords and options."""
+        higher = {**layer, **play.vars, **play.vars_files, **self.host_vars_files.get(name, {}),
+                  **self.extra_vars}
         return spec_for(name, {**self._connection_defaults(play, higher), **higher},
                         password=self.options.connection_password)
 
@@ -375,12 +380,10 @@ class PlaybookRun:
 
     def _host_state(self, play: Play, host: str) -> HostState:
         inventory_vars = self._inventory_layer(play, host)
-        higher = {**{k: v for k, v in inventory_vars.items() if k != "group_names"},
-                  **play.vars, **play.vars_files, **self.host_vars_files.get(host, {}),
-                  **self.extra_vars}
-        merged = {**self._connection_defaults(play, higher), **higher}
+        spec = self._spec(play, host, {k: v for k, v in inventory_vars.items()
+                                       if k != "group_names"})
         memory = self.memory.get(host, {})
-        return HostState(name=host, spec=spec_for(host, merged, password=self.options.connection_password), inventory_vars=inventory_vars,
+        return HostState(name=host, spec=spec, inventory_vars=inventory_vars,
                          facts=dict(memory.get("facts", {})),
                          runtime=dict(memory.get("runtime", {})),
                          included=dict(memory.get("include_vars", {})))
