@@ -335,12 +335,10 @@ class Converter:
             fact = md.action_fqcn("ansible.legacy.setup", getattr(task, "collections", None))
         try:
             merged = md.apply_defaults(resolved, task, raw, fact_module=fact)
-            if action in md.SUBMODULE_ACTIONS and resolved.startswith("ansible.builtin."):
-                from ioc.ansible.modules import dispatch_candidates
-                for candidate in dispatch_candidates(action)[0]:
-                    sub = md.action_fqcn("ansible.legacy." + candidate, None)
-                    if candidate != "setup" and sub and md.apply_defaults(sub, task, {}):
-                        self.refuse("module_defaults for %s, the module %s picks" % (sub, action))
+            picked = md.picked_with_defaults(action, resolved, task,
+                                             modules.dispatch_candidates)
+            if picked is not None:
+                self.refuse("module_defaults for %s, the module %s picks" % (picked, action))
         except md.TemplatedDefaults:
             self.refuse("module_defaults given as a template as a whole are resolved per host")
             return raw

@@ -20,10 +20,10 @@ own ``Task``).
 from __future__ import annotations
 
 import types
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["TemplatedDefaults", "apply_defaults", "action_fqcn", "PlayDefaults",
-           "SUBMODULE_ACTIONS"]
+           "picked_with_defaults", "SUBMODULE_ACTIONS"]
 
 #: Actions whose plugin picks another module on the target and applies that
 #: module's defaults too (``_apply_action_arg_defaults``), with its candidates.
@@ -65,6 +65,22 @@ def apply_defaults(resolved: str, task: Any, args: Mapping[str, Any],
         given = {k: v for k, v in merged.items() if v is not None}
         merged = {**_get_action_arg_defaults(fact_module, task, _Verbatim()), **given}
     return merged
+
+
+def picked_with_defaults(short: str, resolved: str, task: Any,
+                         candidates_of: Callable[[str], Tuple[List[str], Any]]) -> Optional[str]:
+    """The module ansible.builtin's ``service``/``package``/``dnf``/``yum`` would pick on
+    the target (``candidates_of(short)``: ``ioc.ansible.modules.dispatch_candidates``)
+    that has ``module_defaults`` of its own for ``task`` (None: none has).
+    Its plugin applies them to the module it picks; ioc picks on the target without
+    them, so such a task is refused (ioc-run) or runs through Ansible (mitogen_batch)."""
+    if short not in SUBMODULE_ACTIONS or not resolved.startswith("ansible.builtin."):
+        return None
+    for candidate in candidates_of(short)[0]:
+        picked = action_fqcn("ansible.legacy." + candidate, None)
+        if candidate != "setup" and picked and apply_defaults(picked, task, {}):
+            return picked
+    return None
 
 
 def action_fqcn(action: str, collections: Optional[Sequence[str]]) -> Optional[str]:

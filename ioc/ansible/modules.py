@@ -545,14 +545,12 @@ class Attacher:
             short = fqcn.rpartition(".")[2]
             fact = "ansible.builtin.setup" if fqcn in ("ansible.builtin.gather_facts",) else None
             merged = md.apply_defaults(fqcn, view, args, fact_module=fact)
-            if short in md.SUBMODULE_ACTIONS and fqcn.startswith("ansible.builtin."):
-                for candidate in dispatch_candidates(short)[0]:
-                    sub = md.action_fqcn("ansible.legacy." + candidate, None)
-                    if candidate != "setup" and sub and md.apply_defaults(sub, view, {}):
-                        raise PlanError(
-                            "module_defaults for %s: %s applies them to the module it picks "
-                            "on the target, which ioc-run does not do; set the options on the "
-                            "task or use ansible-playbook" % (sub, fqcn), where)
+            picked = md.picked_with_defaults(short, fqcn, view, dispatch_candidates)
+            if picked is not None:
+                raise PlanError(
+                    "module_defaults for %s: %s applies them to the module it picks "
+                    "on the target, which ioc-run does not do; set the options on the "
+                    "task or use ansible-playbook" % (picked, fqcn), where)
         except md.TemplatedDefaults as exc:
             raise PlanError(
                 "module_defaults for %s is a template as a whole (%s): ioc-run applies "
@@ -570,8 +568,9 @@ class Attacher:
             if own is not None:  # a listed collection has a module of that name
                 if own.action_plugin is not None:
                     from ansible.errors import AnsibleError
-                    raise AnsibleError("%s resolves to %s, whose action plugin %s ioc-run does not "
-                                   "run; use ansible-playbook" % (action, own.fqcn, own.action_plugin))
+                    raise AnsibleError(
+                        "%s resolves to %s, whose action plugin %s ioc-run does not run; use "
+                        "ansible-playbook" % (action, own.fqcn, own.action_plugin))
                 return self._module(own, action)
         short = action
         for prefix in ("ansible.builtin.", "ansible.legacy."):
