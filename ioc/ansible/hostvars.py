@@ -35,12 +35,18 @@ _SSH_OPTIONS = (("ssh_args", "ansible_ssh_args"), ("ssh_common_args", "ansible_s
                 ("reconnection_retries", "ansible_ssh_retries"))
 
 
+#: Not looked up yet.
+_UNREAD = object()
+
+
 class HostVarsExport:
     """Ansible's inventory and variable layers of one play, as the dispatcher takes them."""
 
     def __init__(self, state: PlayState) -> None:
         self.state = state
         self.vm = state.vm
+        #: The ssh connection's configured ``port`` (the same for every host).
+        self._config_port: Any = _UNREAD
 
     def memory(self, names: Sequence[str]) -> Dict[str, Dict[str, Dict[str, Any]]]:
         """The runtime layers of the play's hosts, as plain values (the request's ``memory``)."""
@@ -145,9 +151,11 @@ class HostVarsExport:
             from ansible.template import Templar
             port = Templar(loader=self.state.strategy._loader, variables=variables).template(port)
         if port in (None, ""):
-            connection_loader.get("ssh", class_only=True)  # registers its options
-            port = C.config.get_config_value("port", plugin_type="connection",
-                                             plugin_name="ssh", variables={})
+            if self._config_port is _UNREAD:
+                connection_loader.get("ssh", class_only=True)  # registers its options
+                self._config_port = C.config.get_config_value(
+                    "port", plugin_type="connection", plugin_name="ssh", variables={})
+            port = self._config_port
         return None if port in (None, "") else int(port)
 
     def outside_hosts(self, names: Sequence[str]) -> Dict[str, Dict[str, Any]]:
