@@ -60,6 +60,20 @@ class Location:
         """``path:line:col``, leaving out what is unknown from the right."""
         return "%s:%d" % (self, self.col) if self.line and self.col else str(self)
 
+    @classmethod
+    def parse(cls, text: str) -> "Location":
+        """The location ``path``, ``path:line`` or ``path:line:col`` names (the inverse
+        of ``str()`` and :attr:`origin`; ansible-core's ``Task.get_path()``)."""
+        numbers: list = []
+        path = text
+        while len(numbers) < 2:
+            head, sep, tail = path.rpartition(":")
+            if not sep or not tail.isdigit():
+                break
+            numbers.insert(0, int(tail))
+            path = head
+        return cls(path, *numbers)
+
 
 #: A conditional as written: a string expression or a YAML boolean literal.
 Condition = Union[str, bool]

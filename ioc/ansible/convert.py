@@ -107,11 +107,7 @@ def short_action(task: Any) -> str:
 
 def _location(task: Any) -> Location:
     path = plain(task.get_path()) if hasattr(task, "get_path") else ""
-    if path and ":" in path:
-        head, _, tail = path.rpartition(":")
-        if tail.isdigit():
-            return Location(head, int(tail))
-    return Location(path or "<unknown>")
+    return Location.parse(path) if path else Location("<unknown>")
 
 
 def _as_list(value: Any) -> List[Any]:

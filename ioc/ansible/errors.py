@@ -56,10 +56,7 @@ def source_context(origin: str) -> str:
     :attr:`Location.origin <ioc.model.Location.origin>`."""
     from ansible._internal._errors._error_utils import SourceContext
 
-    parts = origin.rsplit(":", 2)
-    numbers = [int(p) for p in parts[1:] if p.isdigit()]
-    path = ":".join(parts[:len(parts) - len(numbers)])
-    tagged = _origin(Location(path, *numbers))
+    tagged = _origin(Location.parse(origin))
     if tagged is None:
         return "Origin: %s" % origin
     return str(SourceContext.from_origin(tagged))

@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ioc.model import Location
+
 
 class Status(enum.Enum):
     OK = "ok"
@@ -35,8 +37,7 @@ class TaskView:
     @property
     def task_path(self) -> str:
         """``path:line``, as ansible-core's ``Task.get_path()`` (``--events``, -vv)."""
-        head, _, col = self.location.rpartition(":")
-        return head if col.isdigit() and head.rpartition(":")[2].isdigit() else self.location
+        return str(Location.parse(self.location))
 
 
 class Callback:

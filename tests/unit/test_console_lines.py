@@ -25,3 +25,12 @@ def test_an_undefined_variable_in_a_name_is_marked_where_it_stands():
     assert safe_template(templar, "a {{ known }} {{ nope }} b {{ other }}") == \
         "a k << error 1 - 'nope' is undefined >> b << error 2 - 'other' is undefined >>"
     assert safe_template(templar, "{{ known }}") == "k"
+
+
+def test_a_location_reads_back_from_each_way_it_is_written():
+    from ioc.model import Location
+
+    for text in ("a.yml", "a.yml:3", "a.yml:3:7", "/x:1/a.yml:3"):
+        assert Location.parse(text).origin == text
+    assert Location.parse("a.yml:3:7") == Location("a.yml", 3, 7)
+    assert TaskView(name="t", action="debug", location="a.yml:3:7").task_path == "a.yml:3"
