@@ -19,7 +19,7 @@ from ioc.loader.substitute import render_static
 from ioc.loader.tasks import (
     INHERITABLE, PlayState, Scope, canonical_action, check_debugger, collections_of,
     conditions, expand_roles_section, module_defaults_of, parse_handlers, parse_tasks,
-    tag_list, union, vars_of,
+    tag_list, to_bool, union, vars_of,
 )
 from ioc.loader.yamlsrc import (
     item_locations, key_location, load_yaml_file, location_of, plain, value_location,
@@ -47,8 +47,6 @@ PLAY_KEYWORDS = frozenset((
 )) | frozenset(GATHER_KEYWORDS) | (frozenset(INHERITABLE) - {"delegate_to"}) | PLAY_IGNORED
 BECOME_KEYWORDS = ("become", "become_user", "become_method", "become_flags", "become_exe")
 _IMPORT_PLAYBOOK_KEYS = frozenset(("name", "vars", "when", "tags"))
-_TRUE = frozenset(("yes", "on", "true", "1", "y", "t"))
-_FALSE = frozenset(("no", "off", "false", "0", "n", "f"))
 
 
 @dataclass(frozen=True)
@@ -182,7 +180,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         vars=play_vars,
         vars_files=files_vars,
         role_defaults=state.role_defaults,
-        gather_facts=_to_bool(ds, "gather_facts", overlay.gather_default, where),
+        gather_facts=to_bool(ds, "gather_facts", overlay.gather_default, where),
         pre_tasks=pre_tasks,
         tasks=roles + tasks,
         post_tasks=post_tasks,
@@ -190,7 +188,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         serial=ds.get("serial"),
         any_errors_fatal=ds.get("any_errors_fatal"),
         max_fail_percentage=ds.get("max_fail_percentage"),
-        force_handlers=_to_bool(ds, "force_handlers", False, where),
+        force_handlers=to_bool(ds, "force_handlers", False, where),
         ignore_unreachable=ds.get("ignore_unreachable"),
         order=None if ds.get("order") is None else str(ds["order"]),
         tags=tags,
@@ -313,11 +311,3 @@ def _first_file(choices: list[Any], basedir: str, variables: Mapping[str, Any], 
     raise LoadError("vars file not found: %s" % " or ".join(tried), at)
 
 
-def _to_bool(ds: Mapping[str, Any], key: str, default: bool, where: Location) -> bool:
-    value = ds.get(key, default)
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE
-    raise LoadError("'%s' must be a boolean, got %r" % (key, value), key_location(ds, key, where))

@@ -24,7 +24,7 @@ from ioc.model import Block, IncludeScope, Location, Node, Play, Task
 __all__ = [
     "INHERITABLE", "PlayState", "Scope", "parse_tasks", "parse_handlers",
     "expand_roles_section", "canonical_action", "conditions", "tag_list",
-    "string_list", "vars_of", "union", "Included", "load_include",
+    "string_list", "vars_of", "union", "Included", "load_include", "to_bool",
 ]
 
 log = logging.getLogger(__name__)
@@ -529,15 +529,22 @@ def _import_role(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, w
 
 def _rolespec_validate(args: Mapping[str, Any], where: Location) -> bool:
     """``rolespec_validate`` of include_role/import_role (default true)."""
-    value = args.get("rolespec_validate", True)
+    return to_bool(args, "rolespec_validate", True, where)
+
+
+_TRUE = frozenset(("yes", "on", "true", "1", "y", "t"))
+_FALSE = frozenset(("no", "off", "false", "0", "n", "f"))
+
+
+def to_bool(ds: Mapping[str, Any], key: str, default: bool, where: Location) -> bool:
+    """``ds[key]`` as Ansible's boolean field reads it (``default`` when absent)."""
+    value = ds.get(key, default)
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in ("yes", "on", "1", "true", "y", "t"):
-        return True
-    if text in ("no", "off", "0", "false", "n", "f"):
-        return False
-    raise LoadError("rolespec_validate must be a boolean, got %r" % (value,), where)
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise LoadError("'%s' must be a boolean, got %r" % (key, value), key_location(ds, key, where))
 
 
 def expand_roles_section(entries: Any, scope: Scope, where: Location,
