@@ -571,10 +571,10 @@ class HostRun(HandlerRun, LoopRun):
         ``timeout`` bounds the action; ``async`` starts it as a job and, with
         ``poll``, waits for it here (:mod:`ioc.agentless_runner.asyncjob`).
         """
-        if task.get("unreachable"):
-            # The controller could not connect: a task that needs the connection
-            # is where linear reports it (tasks that need none run as usual).
-            return results.unreachable_result(task["unreachable"])
+        if task.get("without_connection") is not None:
+            # The host has no runner (unreachable, no usable Python): a task that
+            # needs one is where linear reports it; those that need none run here.
+            return dict(task["without_connection"])
         try:
             args = _drop_omitted(self._template_args(task, templar))
             try:

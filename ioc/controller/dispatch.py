@@ -17,6 +17,7 @@ import mitogen.core
 import mitogen.select
 
 from ioc.agentless_runner import batch as runner_batch
+from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner import entry as runner_entry
 from ioc.controller import plugins
 from ioc.transport import bootstrap
@@ -101,12 +102,12 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
         try:
             ctx = connector.context(call.connection, call.spec, call.become)
         except Unreachable as exc:
-            _run_unreachable(call, str(exc), put)
+            _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
             return
-        except InterpreterNotFound as exc:  # reachable: the task fails, as in Ansible
-            event = tracker.failed(str(exc), engine=False)
-            event["result"]["_ioc_action_failure"] = True  # "Action failed", as Ansible words it
-            put((call.host, event))
+        except InterpreterNotFound as exc:  # reachable: its tasks fail, as in Ansible
+            _run_without_connection(call, {"failed": True, "changed": False, "msg": str(exc),
+                                           # "Action failed", as Ansible words it
+                                           "_ioc_action_failure": True}, put)
             return
         except BecomeFailed as exc:
             # As in Ansible, only what needs the identity fails: run the batch
@@ -115,7 +116,7 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             try:
                 ctx = connector.context(call.connection, call.spec)
             except Unreachable as lost:
-                _run_unreachable(call, str(lost), put)
+                _run_without_connection(call, runner_results.unreachable_result(str(lost)), put)
                 return
             call, marked = without_identity(call, str(exc))
             _run_call(connector, ctx, call, tracker, put, marked, str(exc))
@@ -163,7 +164,9 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 return
             if msg.receiver is reply:
                 if isinstance(value, dict) and "python_too_old" in value:
-                    put((call.host, tracker.failed(too_old(call.host, value))))
+                    # (the runner could not start: no event was sent)
+                    _run_without_connection(call, runner_results.failed_result(
+                        too_old(call.host, value), _ioc_task_error=True), put)
                 return  # run_batch returned: every event has been delivered
             if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
                 msg.reply(plugins.answer(value))
@@ -191,29 +194,31 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             events.close()
 
 
-def _run_unreachable(call: HostCall, msg: str, put: Callable[[Delivery], None]) -> None:
-    """The step of a host the controller could not connect to, run here.
+def _run_without_connection(call: HostCall, result: Dict[str, Any],
+                            put: Callable[[Delivery], None]) -> None:
+    """The step of a host with no runner to run it, run here.
 
     Linear connects when a task needs the connection: tasks that need none
     (``debug``, ``set_fact``, ``assert``, ``meta``, includes...) and tasks
-    their ``when`` skips come first with their usual results, and the first
-    task that connects is UNREACHABLE (each of its loop items "failed"). So
-    the step runs in the controller's process with every task that would
-    connect marked: the runner reports it unreachable there, and the host
-    leaves the play unless the task ignores unreachable hosts.
+    their ``when`` skips come first with their usual results, and each task
+    that connects gets ``result``: UNREACHABLE when there is no connection
+    (each loop item "failed"; the host leaves the play unless the task
+    ignores unreachable hosts), a failure when the host's Python cannot run
+    (missing, too old; rescue and ignore_errors apply). So the step runs in
+    the controller's process with every task that would connect marked.
     """
-    runner_batch.HostRun(unreachable_wire(call.wire, msg),
+    runner_batch.HostRun(without_connection(call.wire, result),
                          lambda event: put((call.host, event))).run()
 
 
-def unreachable_wire(wire: Dict[str, Any], msg: str) -> Dict[str, Any]:
-    """``wire`` with each task (and handler) that needs a connection marked unreachable."""
+def without_connection(wire: Dict[str, Any], result: Dict[str, Any]) -> Dict[str, Any]:
+    """``wire`` with each task (and handler) that needs a connection given ``result``."""
 
     def task(task_wire: Dict[str, Any]) -> Dict[str, Any]:
         if task_wire.get("action") in IDENTITY_NEUTRAL:
             return task_wire
         out = {k: v for k, v in task_wire.items() if k != "module"}
-        out["unreachable"] = msg
+        out["without_connection"] = result
         return out
 
     return dict(wire, tree=_map_tasks(wire["tree"], lambda t, _key: task(t)),
@@ -317,14 +322,13 @@ class _Position:
                 "result": {"unreachable": True, "msg": msg, "changed": False},
                 "started": self.open_key is not None}
 
-    def failed(self, msg: str, engine: bool = True) -> Dict[str, Any]:
-        """The host fails at its first step with ``msg`` (a failed ``become``);
-        ``engine``: an error of the engine, not of a module (see the bridge)."""
+    def failed(self, msg: str) -> Dict[str, Any]:
+        """The host fails at its first step with ``msg`` (the controller could not
+        prepare its call), an error of the engine, not of a module (see the bridge)."""
         event = self.unreachable(msg)
-        result = {"failed": True, "changed": False, "msg": msg}
-        if engine:
-            result["_ioc_task_error"] = True
-        event.update(e="crash", status="failed", result=result)
+        event.update(e="crash", status="failed",
+                     result={"failed": True, "changed": False, "msg": msg,
+                             "_ioc_task_error": True})
         return event
 
     def crashed(self, msg: str) -> Dict[str, Any]:
