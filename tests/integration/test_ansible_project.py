@@ -20,7 +20,7 @@ import pytest
 from tests.realworld.harness import ansible_python
 from tests.support.sshd import PASSWORD_USER_PREFIX
 from tests.support.terminal import run_on_terminal
-from tests.support.users import make_remote_tmp, make_user, open_keys_to_all, remove_user
+from tests.support.users import key_logins, make_user, remove_user
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -677,14 +677,8 @@ REMOTE_USER = "ioc-ru-a"
 def login_user(sshd):
     """A throwaway user that may log in to the session sshd with its client key
     (sshd without PAM refuses a locked account, one without a password)."""
-    make_user(REMOTE_USER, "unused-3f9a")
-    make_remote_tmp(REMOTE_USER)
-    mode = open_keys_to_all(sshd.tmpdir)
-    try:
+    with key_logins(sshd, {REMOTE_USER: "unused-3f9a"}, remote_tmp=(REMOTE_USER,)):
         yield REMOTE_USER
-    finally:
-        os.chmod(sshd.tmpdir, mode)
-        remove_user(REMOTE_USER)
 
 
 def test_the_remote_user_keyword_is_the_login_user_below_ansible_user(tmp_path, sshd, login_user):

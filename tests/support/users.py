@@ -17,7 +17,7 @@ import os
 import shutil
 import stat
 import subprocess
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Mapping, Optional
 
 from tests.support.sshd import SSHServer
 
@@ -88,15 +88,26 @@ def become_accounts(sshd: SSHServer, plain: str, with_password: str, password: s
     ``remote_tmp``: create ``plain``'s ``~/.ansible/tmp`` (see :func:`make_remote_tmp`).
     """
     require_sudo()
-    make_user(plain)
-    make_user(with_password, password)
-    sudo_rule(with_password, "%s ALL=(ALL) ALL" % with_password)  # a password is required
-    if remote_tmp:
-        make_remote_tmp(plain)
+    with key_logins(sshd, {plain: None, with_password: password},
+                    remote_tmp=(plain,) if remote_tmp else ()):
+        sudo_rule(with_password, "%s ALL=(ALL) ALL" % with_password)  # a password is required
+        yield sshd
+
+
+@contextlib.contextmanager
+def key_logins(sshd: SSHServer, users: Mapping[str, Optional[str]],
+               remote_tmp: Iterable[str] = ()) -> Iterator[None]:
+    """Throwaway ``users`` (name -> password, None for none) that may log in to
+    ``sshd`` with its client key, each of ``remote_tmp`` with its
+    ``~/.ansible/tmp``; removed afterwards."""
+    for name, password in users.items():
+        make_user(name, password)
+    for name in remote_tmp:
+        make_remote_tmp(name)
     mode = open_keys_to_all(sshd.tmpdir)
     try:
-        yield sshd
+        yield
     finally:
         os.chmod(sshd.tmpdir, mode)
-        remove_user(plain)
-        remove_user(with_password)
+        for name in users:
+            remove_user(name)
