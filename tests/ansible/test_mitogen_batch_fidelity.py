@@ -528,6 +528,22 @@ def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, an
     assert '"results.stdout": "Zażółć plain $unset"' in batch.stdout
 
 
+#: ``ansible-vault encrypt_string`` of each text, with the password ``vaultpw``.
+VAULTED = {"hello vault": """$ANSIBLE_VAULT;1.1;AES256
+61373363306636376363313233643830356565346432306264616236366261633334343039666265
+3131326330373566383964323561356432363064616139630a303237666263663163306532626631
+33333839616464313137343466626564653362353135383035336138303762663364306138313462
+3531623563363131390a653663323166386336343034643836666433306565323433373636616238
+6666"""}
+
+
+def vaulted(text: str, indent: int) -> str:
+    """A ``!vault`` block scalar of ``text``, its lines indented by ``indent`` spaces
+    (as they stand in the test's playbook before it is dedented)."""
+    return "!vault |\n" + "\n".join(" " * indent + line
+                                     for line in VAULTED[text].splitlines())
+
+
 def test_a_vaulted_play_variable_reaches_the_batch_decrypted(ansible, ansible_python):
     """A ``!vault`` play variable (password from --vault-password-file) is
     decrypted where a task reads it; the batch that reads it used to fail with
@@ -537,17 +553,11 @@ def test_a_vaulted_play_variable_reaches_the_batch_decrypted(ansible, ansible_py
         - hosts: web
           gather_facts: false
           vars:
-            secret_value: !vault |
-              $ANSIBLE_VAULT;1.1;AES256
-              61373363306636376363313233643830356565346432306264616236366261633334343039666265
-              3131326330373566383964323561356432363064616139630a303237666263663163306532626631
-              33333839616464313137343466626564653362353135383035336138303762663364306138313462
-              3531623563363131390a653663323166386336343034643836666433306565323433373636616238
-              6666
+            secret_value: %s
           tasks:
             - debug:
                 msg: "{{ secret_value }} and {{ secret_value | length }}"
-    """)
+    """ % vaulted("hello vault", 14))
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory),
                                  args=["--vault-password-file", "vault-password.txt"])
@@ -569,16 +579,10 @@ def test_a_vault_value_no_task_reads_needs_no_secret(ansible, ansible_python):
                 msg: first task
             - vars:
                 unused:
-                  vaulted_thing: !vault |
-                    $ANSIBLE_VAULT;1.1;AES256
-                    61373363306636376363313233643830356565346432306264616236366261633334343039666265
-                    3131326330373566383964323561356432363064616139630a303237666263663163306532626631
-                    33333839616464313137343466626564653362353135383035336138303762663364306138313462
-                    3531623563363131390a653663323166386336343034643836666433306565323433373636616238
-                    6666
+                  vaulted_thing: %s
               debug:
                 msg: the vaulted value is not used
-    """)
+    """ % vaulted("hello vault", 20))
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
