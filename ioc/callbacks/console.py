@@ -115,8 +115,7 @@ class Console(Callback):
             if ignored:
                 self._print("...ignoring", "skip")
         elif status is Status.UNREACHABLE:
-            if "exception" in result:  # a task that needed the connection (not a lost one)
-                self._error(result, task)
+            self._error(result, task)
             self._print("fatal: [%s]: UNREACHABLE! => %s" % (host, self.dump(result)),
                         "unreachable")
             if ignored:
@@ -213,8 +212,9 @@ class Console(Callback):
             return
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
-        if result.get("_ioc_raised"):  # the action raised: no "Action failed"
-            msg = "Task failed: %s" % msg
+        if result.get("_ioc_raised") or result.get("unreachable"):
+            # the action (or the connection) raised: no "Action failed"
+            msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg
         elif not msg.startswith("Task failed: "):
             # a module's or action's own failure; engine-side errors say so already
             kind = "Action" if task.action in _ACTIONS or result.get("_ioc_action_failure") \

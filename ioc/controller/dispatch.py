@@ -319,7 +319,7 @@ class _Position:
     def unreachable(self, msg: str) -> Dict[str, Any]:
         key = self.open_key or self.first_key
         return {"e": "unreachable", "k": key, "status": "unreachable",
-                "result": {"unreachable": True, "msg": msg, "changed": False},
+                "result": runner_results.unreachable_result(msg),
                 "started": self.open_key is not None}
 
     def failed(self, msg: str) -> Dict[str, Any]:

@@ -172,6 +172,9 @@ def test_a_runner_killed_mid_task_makes_its_host_unreachable(front, sshd, tmp_pa
     assert re.search(r"^fatal: \[b\]: UNREACHABLE! => .*Lost the connection to the host "
                      r"\(ssh to root@127\.0\.0\.1 port %d\) while the task ran: its result and "
                      r"those after it are unknown" % sshd.port, run.stdout, re.M), out
+    # a connection failure is an error Ansible shows as such, with the task's origin
+    assert re.search(r"^\[ERROR\]: Task failed: Lost the connection to the host .*\n"
+                     r"Origin: .*/play\.yml:6:7$", run.stdout, re.M), out
     assert "Traceback" not in out and "ioc controller error" not in out, out
     # the other host goes on; b leaves the play
     assert re.search(r'TASK \[debug\] \*+\nok: \[a\] => \{\n    "msg": "three"\n\}\n\nPLAY RECAP',
