@@ -18,6 +18,7 @@ from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
 from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun, plan_playbook
+from ioc.controller.stepping import Stepper
 from ioc.errors import IocError
 from ioc.model import Inventory, Playbook
 from ioc.planner import TagFilter, explain
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="perform a syntax check on the playbook (and plan it), "
                              "but do not execute it")
     parser.add_argument("--step", action="store_true",
-                        help="refused: ioc-run cannot ask before each task (see docs/ioc-run.md)")
+                        help="one-step-at-a-time: confirm each task before running")
     parser.add_argument("--start-at-task", help="start the playbook at the task matching this name")
     parser.add_argument("--flush-cache", action="store_true",
                         help="accepted for ansible-playbook's command lines: ioc-run keeps no "
@@ -322,15 +323,6 @@ def include_loader(attacher: Any, search: Any = None) -> Callable[..., Any]:
     return load
 
 
-#: Why ``--step`` is refused (only where a run would start: listings and --plan ignore it).
-STEP_REFUSED = (
-    "ioc-run does not support --step: ansible-playbook asks before each task as each host "
-    "reaches it (a rescue only after a failure, an included file's tasks once it is loaded), "
-    "while ioc-run ships a batch of tasks that each host's runner walks on its own, so the "
-    "questions cannot come in Ansible's order. Run ansible-playbook --step (with the "
-    "mitogen_batch strategy a --step run is handed to the linear strategy)."
-)
-
 #: ansible-playbook's error when ``--limit`` (with the inventory) leaves no host.
 NO_HOSTS = "Specified inventory, host pattern and/or --limit leaves us with no hosts to target."
 
@@ -417,14 +409,11 @@ def run(args: argparse.Namespace) -> int:
         for book in books:
             print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
         return 0
-    if args.step:
-        print("[ERROR]: %s" % STEP_REFUSED, file=sys.stderr)
-        return EXIT_ERROR
     connection_password, become_password = ask_passwords(args, settings)
     from ioc.ansible.errors import source_context
 
-    sinks: List[Callback] = [Console(verbosity=args.verbose, color=settings.color,
-                                     source_context=source_context)]
+    console = Console(verbosity=args.verbose, color=settings.color, source_context=source_context)
+    sinks: List[Callback] = [console]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))
     ends = set()
@@ -450,6 +439,7 @@ def run(args: argparse.Namespace) -> int:
             load_include=include_loader(attacher, search))
         playbook_run.modules = attacher.modules
         playbook_run.ask_var = ask_var
+        playbook_run.stepper = Stepper(console.banner) if args.step else None
         playbook_run.payload_cache.decrypt = vault.decrypt
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
         code = playbook_run.run()

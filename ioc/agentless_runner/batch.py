@@ -71,21 +71,28 @@ def run_batch(batch, sender, econtext=None):
         lifeline.install(econtext)
         transfer.attach(econtext)
         lifeline.watch(econtext, (batch.get("options") or {}).get("keepalive", 0))
-    HostRun(batch, lifeline.guard(sender.send)).run()
+    HostRun(batch, lifeline.guard(sender.send), ask=_asker(sender)).run()
+
+
+def _asker(sender):
+    """Send an event that wants an answer and wait for it: one round trip.
+
+    The event travels on the batch's own event stream with a reply handle
+    (mitogen's ``reply_to``); the controller answers it from its dispatch
+    loop (a plugin call) or when its replay reaches it (``--step``).
+    """
+    def ask(event):
+        return sender.context.send_await(
+            mitogen.core.Message.pickled(event, handle=sender.dst_handle))
+    return ask
 
 
 def _controller_caller(sender):
-    """Ask the controller to run a plugin ioc lacks: one round trip.
+    """Ask the controller to run a plugin ioc lacks (``ioc.controller.plugins.answer``)."""
+    ask = _asker(sender)
 
-    The request travels on the batch's own event stream with a reply handle
-    (mitogen's ``reply_to``); the controller's dispatch loop answers it with
-    ``ioc.controller.plugins.answer`` and does not forward it as an event.
-    """
     def call(kind, name, args, kwargs):
-        msg = mitogen.core.Message.pickled(
-            {"e": "plugin", "kind": kind, "name": name, "args": args, "kwargs": kwargs},
-            handle=sender.dst_handle)
-        answer = sender.context.send_await(msg)
+        answer = ask({"e": "plugin", "kind": kind, "name": name, "args": args, "kwargs": kwargs})
         if "error" in answer:
             raise TemplateError(answer["error"])
         return answer["value"]
@@ -102,7 +109,7 @@ def runner_info():
 class HostRun(HandlerRun, LoopRun):
     """The state of one host while its batch runs (its loops and handlers: the mixins)."""
 
-    def __init__(self, batch, emit):
+    def __init__(self, batch, emit, ask=None):
         self.emit = emit
         self.host = batch["host"]
         self.start = batch["start"]
@@ -110,6 +117,9 @@ class HostRun(HandlerRun, LoopRun):
         self.tree = batch["tree"]
         self.handlers = batch.get("handlers", [])
         self.options = batch.get("options", {})
+        #: ``--step``: sends an ``ask`` event before each task and returns the
+        #: user's answer (see :meth:`take_step`); None when nobody is asked.
+        self.ask = ask if self.options.get("step") else None
         #: Entries this host does not run at all (no event): ``gathering =
         #: smart`` leaves out fact gathering where facts are gathered already.
         self.skip = frozenset(self.options.get("skip") or ())
@@ -373,7 +383,10 @@ class HostRun(HandlerRun, LoopRun):
         ``report``, if given, receives the final status (ok/failed/skipped).
         """
         templar = Templar(self.variables(task, scope))
-        self.emit({"e": "start", "k": key, "name": template_name(task, templar)})
+        name = template_name(task, templar)
+        if self.ask is not None and not self.take_step(key, name):
+            return None
+        self.emit({"e": "start", "k": key, "name": name})
         result = self.execute(key, task, scope, templar)
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
@@ -407,6 +420,16 @@ class HostRun(HandlerRun, LoopRun):
         if status == "failed" and not ignored:
             return Failure(failed_task_wire(task, templar), results.public(result))
         return None
+
+    def take_step(self, key, name):
+        """``--step``: may this task run? The user answers once per task for
+        every host that reaches it, before its ``when`` is looked at, as the
+        linear strategy's ``_take_step`` asks. "n" leaves no trace of the task;
+        "c" runs it and every task after it without asking."""
+        answer = self.ask({"e": "ask", "k": key, "name": name})
+        if answer == "c":
+            self.ask = None
+        return answer in ("y", "c")
 
     def execute(self, key, task, scope, templar):
         """Loop or single run; the returned result is already aggregated."""

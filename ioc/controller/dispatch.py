@@ -97,7 +97,8 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             put((call.host, tracker.failed(call.error)))
             return
         if call.in_process:
-            runner_batch.HostRun(call.wire, lambda event: put((call.host, event))).run()
+            runner_batch.HostRun(call.wire, lambda event: put((call.host, event)),
+                                 ask=_asker(call.host, put)).run()
             return  # (foreign plugins: the process-wide caller, see controller/plugins.py)
         try:
             ctx = connector.context(call.connection, call.spec, call.become)
@@ -171,6 +172,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
             if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
                 msg.reply(plugins.answer(value))
                 continue
+            if value.get("e") == "ask":  # --step: answered when the replay reaches it
+                value["reply"] = msg.reply
             if not tracker.received:  # run_batch has started: it hears heartbeats now
                 connector.heartbeat.add(ctx)
             tracker.received += len(msg.data)
@@ -208,7 +211,17 @@ def _run_without_connection(call: HostCall, result: Dict[str, Any],
     the controller's process with every task that would connect marked.
     """
     runner_batch.HostRun(without_connection(call.wire, result),
-                         lambda event: put((call.host, event))).run()
+                         lambda event: put((call.host, event)), ask=_asker(call.host, put)).run()
+
+
+def _asker(host: str, put: Callable[[Delivery], None]) -> Callable[[Dict[str, Any]], Any]:
+    """A runner in this process sends an event that wants an answer (``--step``)
+    and waits for it, as a remote one does with mitogen's ``send_await``."""
+    def ask(event: Dict[str, Any]) -> Any:
+        answer: "queue.Queue[Any]" = queue.Queue(maxsize=1)
+        put((host, dict(event, reply=answer.put)))
+        return answer.get()
+    return ask
 
 
 def without_connection(wire: Dict[str, Any], result: Dict[str, Any]) -> Dict[str, Any]:

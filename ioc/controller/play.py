@@ -127,6 +127,7 @@ class PlayExecutor:
             if event is None:
                 replay.finish_host(host)
                 continue
+            self._waits(host, event)
             self._observe(host, event, outcome, calls)
             replay.feed(host, event)
         outcome.ends = sink.ends
@@ -171,20 +172,23 @@ class PlayExecutor:
             for host in hosts:
                 count = len(delegates[host])
                 if number >= max(count, 1) or not self.hosts[host].active \
-                        or host in outcome.trouble:
+                        or host in outcome.trouble or self._declined(host, entry.index):
                     continue
                 call = self._call(host, step, active,
                                   via=delegates[host][number] if count else host)
                 if count:
                     call.wire["options"]["item_slice"] = dict(
                         prior[host], index=number, final=number == count - 1)
+                if number:
+                    call.wire["options"].pop("step", None)  # --step: asked at the first item
                 calls.append(call)
             for host, event in dispatch(self.ctx.connector, calls):
-                last = number >= len(delegates[host]) - 1
+                last = number >= len(delegates[host]) - 1 or self._declined(host, entry.index)
                 if event is None:
                     if last or host in outcome.trouble:
                         replay.finish_host(host)
                     continue
+                self._waits(host, event)
                 kind = event.get("e")
                 if kind == "partial":
                     if event.get("item") is not None:
@@ -211,7 +215,18 @@ class PlayExecutor:
 
     def make_sink(self) -> PlaySink:
         """The sink a step's replay feeds (mitogen_batch's forwards to Ansible's callbacks)."""
-        return PlaySink(self.plan, self.ctx.callbacks, self.ctx.stats)
+        return PlaySink(self.plan, self.ctx.callbacks, self.ctx.stats, stepper=self.ctx.stepper)
+
+    def _waits(self, host: str, event: Event) -> None:
+        """``--step``: a runner waits for the answer its ``ask`` event wants (the
+        replay's sink gives it when the task's step starts)."""
+        if event.get("e") == "ask":
+            assert self.ctx.stepper is not None
+            self.ctx.stepper.waiting(host, event)
+
+    def _declined(self, host: str, index: int) -> bool:
+        """``--step``: the user said no to the task at ``index`` for ``host``."""
+        return self.ctx.stepper is not None and (host, (index, 0)) in self.ctx.stepper.declined
 
     def _observe(self, host: str, event: Event, outcome: StepOutcome,
                  calls: List[HostCall]) -> None:
@@ -720,6 +735,8 @@ class PlayExecutor:
             options["skip"] = skip
         if self.ctx.options.shape != "2.21":
             options["shape"] = self.ctx.options.shape
+        if self.ctx.stepper is not None and self.ctx.stepper.on:
+            options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):
             chosen = self._once_handlers(active)
             if chosen:

@@ -18,6 +18,7 @@ from ioc.transport.connector import Connector
 from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import PlayExecutor
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
+from ioc.controller.stepping import Stepper
 from ioc.transport.report import TransportReport
 from ioc.errors import IocError, LoadError
 from ioc.model import Inventory, Play, Playbook
@@ -99,6 +100,8 @@ class PlaybookRun:
         #: Answers one ``vars_prompt`` entry (templated): the front end's terminal
         #: and Ansible's ``Display.do_var_prompt`` (encrypt, defaults, no tty).
         self.ask_var: Optional[Callable[[Mapping[str, Any]], Any]] = None
+        #: ``--step``: asks before each task (``ioc.controller.stepping``).
+        self.stepper: Optional[Stepper] = None
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -241,7 +244,7 @@ class PlaybookRun:
             inventory_vars=lambda name: self._inventory_layer(play, name),
             replace_inventory=self._replace_inventory,
             play_hosts_all=lambda: self._hosts_all(play),
-            skip=dict(self.skip), modules=self.modules)
+            skip=dict(self.skip), modules=self.modules, stepper=self.stepper)
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
                                            "extra": self.extra_vars,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from ioc.callbacks import Callback, Stats, Status, TaskView
+from ioc.controller.stepping import Stepper
 from ioc.planner import Plan
 from ioc.replay import Event, Key, StepSink
 
@@ -22,8 +23,11 @@ FINAL_EVENTS = frozenset({"done", "unreachable", "crash"})
 class PlaySink(StepSink):
     """Turns replayed runner events into callbacks and recap counts."""
 
-    def __init__(self, plan: Plan, callbacks: Callback, stats: Stats) -> None:
+    def __init__(self, plan: Plan, callbacks: Callback, stats: Stats,
+                 stepper: Optional[Stepper] = None) -> None:
         self.plan = plan
+        #: ``--step``: asks the user before each task (None: no ``--step``).
+        self.stepper = stepper
         self.callbacks = callbacks
         self.stats = stats
         self.view: Optional[TaskView] = None
@@ -38,13 +42,16 @@ class PlaySink(StepSink):
             name = first.get("name") or task.display_name
             self.view = TaskView(name=name, action=task.action, location=task.location.origin,
                                  args=task.args, implicit=entry.implicit)
-            if task.action != "meta":
-                self.callbacks.task_start(self.view)
+            label = "TASK: %s" % task.display_name
         else:
             handler = self.plan.program.handlers[key[1] - 1]
             name = first.get("name") or handler.display_name
             self.view = TaskView(name=name, action=handler.action, location=handler.location.origin,
                                  is_handler=True, args=handler.args)
+            label = "HANDLER: %s" % handler.display_name
+        if self.stepper is not None and not self.stepper.decide(key, hosts, label):
+            return  # --step: "no" leaves no trace of the task, not even its banner
+        if self.view.action != "meta" or self.view.is_handler:
             self.callbacks.task_start(self.view)
 
     def host_event(self, host: str, event: Event) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional
 from ioc.callbacks import Callback, Stats
 from ioc.controller import payloads  # noqa: F401 (PlayContext.payloads)
 from ioc.controller.payloads import ModulePayloads
+from ioc.controller.stepping import Stepper
 from ioc.model import Play, Task
 from ioc.planner import Plan
 from ioc.replay import Event
@@ -171,3 +172,5 @@ class PlayContext:
     #: Ansible's module payloads for tasks whose ``module`` is set (an
     #: ``ioc.ansible.modules.ModuleSet``); None when Ansible is not used.
     modules: Optional[ModulePayloads] = None
+    #: ``--step`` (ioc-run): asks the user before each task; None: never asks.
+    stepper: Optional[Stepper] = None

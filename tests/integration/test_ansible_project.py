@@ -720,9 +720,76 @@ def test_the_remote_user_keyword_is_the_login_user_below_ansible_user(tmp_path, 
 # -- --step -------------------------------------------------------------------------------
 
 
-def test_step_is_refused_by_ioc_run_and_asked_as_linear_asks_under_mitogen_batch(tmp_path):
-    """ioc-run cannot ask before each task in Ansible's order: it says so and runs nothing;
-    the message's advice holds: mitogen_batch asks exactly as linear does."""
+STEP_PLAY = """
+- hosts: web
+  tasks:
+    - name: loop on {{ inventory_hostname }}
+      debug: msg="{{ item }}"
+      loop: [1, 2]
+    - name: answered no
+      command: "true"
+      register: never
+    - name: registered nothing
+      debug: msg="{{ never is defined }}"
+    - meta: noop
+    - block:
+        - name: fails on h1
+          fail: msg=boom
+          when: inventory_hostname == 'h1'
+      rescue:
+        - name: rescue
+          command: "true"
+          notify: handle
+    - include_tasks: more.yml
+  handlers:
+    - name: handle
+      debug: msg=handled
+- hosts: web
+  gather_facts: false
+  tasks:
+    - name: continue here
+      debug: msg=on
+    - name: never asked
+      debug: msg="{{ inventory_hostname }}"
+"""
+
+#: One answer per question, in the order linear asks them: facts, the loop, "no", the
+#: task after it, the failing task, the rescue (only h1 reaches it), the include, its two
+#: tasks, the handler; the second play's first task ends the asking ("c"); a blank line
+#: is "no".
+STEP_ANSWERS = "y\ny\nn\ny\nyes\ny\ny\nY\n\ny\nc\n"
+
+
+def test_step_asks_once_per_task_where_linear_asks_it(tmp_path, sshd):
+    """ioc-run --step asks the questions ansible-playbook --step asks, in its order (a
+    rescue only where a host failed, an included file's tasks once it is loaded, a
+    handler when it runs, none after "c"), and does what each answer says: the same
+    console, recap and exit code. Answers come on a pipe, one line each."""
+    write(tmp_path / "hosts", sshd.inventory_ini(["h1", "h2"], group="web"))
+    write(tmp_path / "site.yml", STEP_PLAY)
+    write(tmp_path / "more.yml", """
+        - name: included first
+          debug: msg=first
+        - name: included second, answered with a blank line
+          debug: msg=second
+    """)
+    python = ansible_python()
+    args = ["-i", "hosts", "site.yml", "--step", "-f", "1"]
+    theirs = subprocess.run([python, os.path.join(os.path.dirname(python), "ansible-playbook"),
+                             *args], cwd=str(tmp_path), text=True, capture_output=True,
+                            timeout=300, env=clean_env(), input=STEP_ANSWERS)
+    ours = subprocess.run([python, "-m", "ioc", *args], cwd=str(tmp_path), text=True,
+                          capture_output=True, timeout=300, env=clean_env(), input=STEP_ANSWERS)
+    assert theirs.returncode == ours.returncode == 0, ours.stdout + ours.stderr
+    assert theirs.stdout.count("Perform task:") == 2 * 11  # each question and its banner
+    assert "Perform task: HANDLER: handle" in theirs.stdout
+    assert "TASK [never asked]" in theirs.stdout and "TASK: never asked" not in theirs.stdout
+    assert without_warnings_and_report(ours.stdout) == without_warnings_and_report(theirs.stdout)
+
+
+def test_step_on_a_terminal_reads_as_ansible_playbook_under_both_front_ends(tmp_path):
+    """On a terminal too (the answers echoed): ioc-run and mitogen_batch (which hands a
+    --step run to the linear strategy) print what ansible-playbook prints."""
     write(tmp_path / "site.yml", """
         - hosts: localhost
           gather_facts: false
@@ -733,25 +800,40 @@ def test_step_is_refused_by_ioc_run_and_asked_as_linear_asks_under_mitogen_batch
               debug: msg=two
             - name: third
               debug: msg=three
+            - name: fourth
+              debug: msg=four
     """)
-    r = ioc(tmp_path, "site.yml", "--step")
-    assert r.returncode == 1 and "ioc-run does not support --step" in r.stderr, r.stderr
-    assert "PLAY [" not in r.stdout
     python = ansible_python()
-    argv = [python, os.path.join(os.path.dirname(python), "ansible-playbook"), "site.yml",
-            "--step"]
     answers = [("Perform task: TASK: first (N)o/(y)es/(c)ontinue: ", "n"),
                ("Perform task: TASK: second (N)o/(y)es/(c)ontinue: ", "y"),
                ("Perform task: TASK: third (N)o/(y)es/(c)ontinue: ", "c")]
     runs = []
-    for strategy in ("linear", "mitogen_batch"):
-        env = clean_env(ANSIBLE_STRATEGY=strategy,
-                        ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"))
-        code, out = run_on_terminal(argv, answers, str(tmp_path), env)
+    for front in ("linear", "mitogen_batch", "ioc-run"):
+        argv = [python, "-m", "ioc"] if front == "ioc-run" else \
+            [python, os.path.join(os.path.dirname(python), "ansible-playbook")]
+        env = clean_env(ANSIBLE_STRATEGY=front, ANSIBLE_STRATEGY_PLUGINS=str(
+            ROOT / "strategy_plugin")) if front != "ioc-run" else clean_env()
+        code, out = run_on_terminal(argv + ["site.yml", "--step"], answers, str(tmp_path), env)
         assert code == 0, out
         runs.append(without_warnings_and_report(out))
-    assert runs[0] == runs[1]
-    assert '"msg": "one"' not in runs[1] and '"msg": "three"' in runs[1]
+    assert runs[0] == runs[1] == runs[2]
+    assert '"msg": "one"' not in runs[0] and '"msg": "four"' in runs[0]
+
+
+def test_step_without_answers_is_an_error_naming_the_question(tmp_path):
+    """Standard input ends before an answer: exit 250 as ansible-playbook (whose
+    input() raises EOFError), with one line instead of its traceback, nothing run."""
+    write(tmp_path / "site.yml", """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: first
+              file: path={{ playbook_dir }}/made state=touch
+    """)
+    r = ioc(tmp_path, "site.yml", "--step")
+    assert r.returncode == 250, r.stdout + r.stderr
+    assert "standard input ended" in r.stderr and "TASK: first" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "made").exists()
 
 
 def test_ansible_password_logs_in_under_mitogen_batch_too(tmp_path, sshd, password_user):
