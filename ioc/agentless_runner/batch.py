@@ -387,7 +387,7 @@ class HostRun(HandlerRun, LoopRun):
         if self.ask is not None and not self.take_step(key, name):
             return None
         self.emit({"e": "start", "k": key, "name": name})
-        result = self.execute(key, task, scope, templar)
+        result = results.with_exception(self.execute(key, task, scope, templar))
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
             # next item on its delegate and this task ends with the last one.
@@ -462,6 +462,10 @@ class HostRun(HandlerRun, LoopRun):
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
         """One execution: `when`, then the action with until/retries."""
+        return results.with_exception(
+            self._run_single(key, task, scope, templar, overlay, item_keys))
+
+    def _run_single(self, key, task, scope, templar, overlay, item_keys):
         skipped = self.check_when(task, templar)
         if skipped is not None:
             return skipped

@@ -37,6 +37,21 @@ def unreachable_result(msg):
             "_ioc_task_error": True}
 
 
+#: A failure's ``exception`` as ansible-core records it while tracebacks are
+#: off (its default): every failed or unreachable result has one, but a loop's
+#: aggregate and a failure that is only ``until`` running out.
+NO_TRACEBACK = "(traceback unavailable)"
+
+
+def with_exception(result):
+    """``result`` with the ``exception`` ansible-core gives a failure (what a
+    registered value shows), if it has none."""
+    if (result.get("failed") or result.get("unreachable")) and "exception" not in result \
+            and "results" not in result and not result.get("_ioc_until_exhausted"):
+        result["exception"] = NO_TRACEBACK
+    return result
+
+
 def failed_result(msg, exception=None, **extra):
     """A failure that did not come from a module (templating, conditionals...)."""
     result = {"failed": True, "msg": msg, "changed": False}
@@ -135,11 +150,17 @@ def public(result):
             if not (k.startswith("_ansible_") or k.startswith("_ioc_"))}
 
 
+#: What a censored result keeps, as ansible-core's ``_task.PRESERVE`` (and
+#: ``failed``/``skipped``, which callbacks never print: they carry the status).
+#: Not ``_ansible_verbose_always``: a ``no_log`` debug prints no JSON.
+_PRESERVED = ("failed", "skipped", "attempts", "retries", "warnings", "deprecations")
+
+
 def censor(result):
     """What callbacks may see of a ``no_log`` result."""
     out = {"censored": CENSORED, "changed": bool(result.get("changed")),
            "_ansible_no_log": True}  # as Ansible's: a loop item's label says it is censored
-    for key in ("failed", "skipped", "_ansible_verbose_always"):
+    for key in _PRESERVED:
         if key in result:
             out[key] = result[key]
     if "results" in result:

@@ -41,6 +41,7 @@ class Console(Callback):
         self.err = err
         self.verbosity = verbosity
         self._errors: Set[str] = set()
+        self._warned: Set[str] = set()
         self.color = out.isatty() if color is None else color
         self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
 
@@ -93,12 +94,12 @@ class Console(Callback):
         host = host_label(host, result)
         # (before clean: debug's keeps only what it was asked to show, not "results")
         looped = "results" in result and isinstance(result.get("results"), list)
+        raw, changed = result, bool(result.get("changed"))  # (debug's clean drops "changed")
         result = self.clean(result, task)
         self._warnings(result)
         if status is Status.OK:
             if looped or task.action in ("include_tasks", "include_role"):
                 return
-            changed = bool(result.get("changed"))
             line = "%s: [%s]" % ("changed" if changed else "ok", host)
             if self._verbose(result):
                 line += " => %s" % self.dump(result)
@@ -110,12 +111,13 @@ class Console(Callback):
             self._print(line, "skip")
         elif status is Status.FAILED:
             if not looped or task.action == "debug":
-                self._error(result, task)
+                self._error(raw, task)
                 self._print("fatal: [%s]: FAILED! => %s" % (host, self.dump(result)), "error")
             if ignored:
                 self._print("...ignoring", "skip")
         elif status is Status.UNREACHABLE:
-            self._error(result, task)
+            if not looped:  # (a loop's items showed their errors)
+                self._error(raw, task)
             self._print("fatal: [%s]: UNREACHABLE! => %s" % (host, self.dump(result)),
                         "unreachable")
             if ignored:
@@ -123,12 +125,12 @@ class Console(Callback):
 
     def runner_item(self, host: str, task: TaskView, status: Status, result: Dict[str, Any]) -> None:
         host = host_label(host, result)
+        raw, changed = result, bool(result.get("changed"))  # (debug's clean drops "changed")
         result = self.clean(result, task)
         label = item_label(result)
         if status is Status.OK and task.action in ("include_tasks", "include_role"):
             return  # an include's items print as its ``included:`` lines
         if status is Status.OK:
-            changed = bool(result.get("changed"))
             line = "%s: [%s] => (item=%s)" % ("changed" if changed else "ok", host, label)
             if self._verbose(result):
                 line += " => %s" % self.dump(result)
@@ -139,7 +141,7 @@ class Console(Callback):
                 line += " => %s" % self.dump(result)
             self._print(line, "skip")
         else:
-            self._error(result, task)
+            self._error(raw, task)
             self._print("failed: [%s] (item=%s) => %s" % (host, label, self.dump(result)), "error")
 
     def runner_retry(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
@@ -182,6 +184,9 @@ class Console(Callback):
         self.banner("NO MORE HOSTS LEFT")
 
     def warning(self, message: str) -> None:
+        if message in self._warned:
+            return  # Ansible's Display shows a warning once per run
+        self._warned.add(message)
         self._print("[WARNING]: %s" % message, "warn", stderr=True)
 
     def stats(self, stats: Any) -> None:
@@ -208,10 +213,13 @@ class Console(Callback):
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``
         and the source excerpt, then a blank line; on stdout, as the default
         callback prints it (``display_failed_stderr`` is off by default)."""
-        if "censored" in result:
-            return
+        if "censored" in result or result.get("_ioc_until_exhausted"):
+            return  # (until ran out: Ansible has no error to show, the action did not fail)
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
+        if result.get("failed_when_result") is True:
+            # the failure is the expression's, whatever the result's own msg
+            msg = "A 'failed_when' expression evaluated to 'True'."
         if result.get("_ioc_raised") or result.get("unreachable"):
             # the action (or the connection) raised: no "Action failed"
             msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg
@@ -220,7 +228,14 @@ class Console(Callback):
             kind = "Action" if task.action in _ACTIONS or result.get("_ioc_action_failure") \
                 else "Module"
             msg = "Task failed: %s failed: %s" % (kind, msg)
-        text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))
+        # A task Ansible adds itself (Gathering Facts) has no origin: no Origin: lines;
+        # an error the controller met (an include's file missing) is shown whole.
+        if "_ioc_error" in result:
+            text = "[ERROR]: %s" % result["_ioc_error"]
+        elif task.implicit:
+            text = "[ERROR]: %s" % msg
+        else:
+            text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))
         if text not in self._errors:  # Display shows an error once per run
             self._errors.add(text)
             self._print(text, "error")
@@ -272,7 +287,10 @@ def host_label(host: str, result: Dict[str, Any]) -> str:
 
 
 def item_label(result: Dict[str, Any]) -> Any:
-    """``(item=...)`` text: the loop_control label, else the loop variable."""
+    """``(item=...)`` text: the loop_control label, else the loop variable
+    (Ansible's ``_get_item_label``: nothing of a ``no_log`` item)."""
+    if result.get("_ansible_no_log"):
+        return "(censored due to no_log)"
     if "_ansible_item_label" in result:
         return result["_ansible_item_label"]
     return result.get(result.get("ansible_loop_var", "item"))

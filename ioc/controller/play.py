@@ -304,7 +304,9 @@ class PlayExecutor:
                 loaded = self.ctx.load_include(play, task, group["args"])
             except IncludeNotFound as exc:
                 for host in group["hosts"]:
-                    self._fail_include(host, entry, exc.message)
+                    # (ansible-playbook shows the error with its help and no origin)
+                    self._fail_include(host, entry, exc.message, shown=" ".join(
+                        filter(None, (exc.message, exc.help_text))))
                 continue
             for host in group["hosts"]:
                 self.ctx.stats.record(host, "ok", False)
@@ -349,9 +351,13 @@ class PlayExecutor:
                 self._fail_include(host, entry, message)
         return True
 
-    def _fail_include(self, host: str, entry: Entry, message: str) -> None:
-        """An included file that cannot be loaded fails the hosts that included it."""
-        result = {"failed": True, "changed": False, "msg": message}
+    def _fail_include(self, host: str, entry: Entry, message: str,
+                      shown: Optional[str] = None) -> None:
+        """An included file that cannot be loaded fails the hosts that included it
+        (``shown``: the ``[ERROR]`` line's whole text, when it has no ``Origin:``)."""
+        result: Dict[str, Any] = {"failed": True, "changed": False, "msg": message}
+        if shown is not None:
+            result["_ioc_error"] = shown
         view = TaskView(name=entry.task.display_name, action=entry.task.action,
                         location=entry.task.location.origin, args=entry.task.args)
         self.ctx.stats.record(host, "failed", False)

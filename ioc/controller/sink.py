@@ -60,6 +60,7 @@ class PlaySink(StepSink):
         if kind == "start":
             if event.get("meta"):
                 self.callbacks.task_start(self.view)  # per host, like linear (L5.3)
+                self._meta_when_warning(event)
             else:
                 self.callbacks.runner_on_start(host, self.view)
         elif kind == "item":
@@ -77,6 +78,15 @@ class PlaySink(StepSink):
                                                     location=handler.location.origin, is_handler=True))
         elif kind in FINAL_EVENTS:
             self._final(host, event)
+
+    def _meta_when_warning(self, event: Event) -> None:
+        """Linear warns, after the banner, that these meta tasks ignore ``when``."""
+        key = event["k"]
+        task = self.plan.program.entry(key[0]).task if key[1] == 0 else \
+            self.plan.program.handlers[key[1] - 1]
+        action = (task.args or {}).get("_raw_params")
+        if task.when and action in ("noop", "refresh_inventory", "reset_connection"):
+            self.callbacks.warning("%s task does not support when conditional" % action)
 
     def _final(self, host: str, event: Event) -> None:
         assert self.view is not None
@@ -109,9 +119,10 @@ class PlaySink(StepSink):
 
 
 #: The runner's notes to the callbacks: how the ``[ERROR]`` line words a
-#: failure — the action raised it (``Task failed: <msg>``), or an action
-#: plugin's own failure (``Task failed: Action failed: <msg>``).
-_FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure"})
+#: failure — the action raised it (``Task failed: <msg>``), an action
+#: plugin's own failure (``Task failed: Action failed: <msg>``), or none at
+#: all: ``until`` ran out, the action itself did not fail.
+_FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -300,7 +300,7 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
             raise IncludeNotFound(
                 "Unable to retrieve file contents. Could not find or access '%s' on the "
                 "Ansible Controller: [Errno 2] No such file or directory: '%s'"
-                % (missing, missing), where) from exc
+                % (missing, missing), where, help_text=_REMOTE_SRC) from exc
         data = load_yaml_file(path)
         if data is not None and not isinstance(data, list):
             raise IncludeNotFound("included task files must contain a list of tasks", Location(path, 1))
@@ -505,9 +505,12 @@ def _resolve_import(name: str, scope: Scope, where: Location) -> str:
     raise LoadError(  # ansible-core's AnsibleFileNotFound, as ansible-playbook prints it
         "Unable to retrieve file contents. Could not find or access '%s' on the Ansible "
         "Controller: [Errno 2] No such file or directory: '%s'" % (candidates[0], candidates[0]),
-        where, exit_code=1,
-        help_text="If you are using a module and expect the file to exist on the remote, "
-                  "see the remote_src option.")
+        where, exit_code=1, help_text=_REMOTE_SRC)
+
+
+#: ansible-core's help text of AnsibleFileNotFound.
+_REMOTE_SRC = "If you are using a module and expect the file to exist on the remote, " \
+    "see the remote_src option."
 
 
 def _import_candidates(name: str, scope: Scope) -> list[str]:
