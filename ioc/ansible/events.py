@@ -104,6 +104,12 @@ class EventReplay:
         if kind == "start":
             if event.get("meta"):
                 self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
+                meta = task._get_meta()
+                if meta in ("noop", "refresh_inventory", "reset_connection") and task.when:
+                    from ansible.utils.display import Display
+
+                    # (StrategyBase._execute_meta's warning; Display shows it once)
+                    Display().warning("%s task does not support when conditional" % meta)
             else:
                 self.tqm.send_callback("v2_runner_on_start", host, task)
         elif kind == "item":

@@ -218,8 +218,9 @@ class Console(Callback):
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
         if result.get("failed_when_result") is True:
-            # the failure is the expression's, whatever the result's own msg
-            msg = "A 'failed_when' expression evaluated to 'True'."
+            # the failure is the expression's (an action's, whatever the module),
+            # whatever the result's own msg
+            msg = "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'."
         if result.get("_ioc_raised") or result.get("unreachable"):
             # the action (or the connection) raised: no "Action failed"
             msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg

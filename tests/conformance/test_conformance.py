@@ -38,9 +38,10 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from tests.conformance import normalize as norm
+from tests.conformance import console, normalize as norm
 from tests.support.interpreters import find_python313, pyenv_root
-from tests.conformance.known_differences import (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN,
+from tests.conformance.known_differences import (KNOWN_CONSOLE_DIFFERENCES, KNOWN_DIFFERENCES,
+                                                 KNOWN_DIFFERENCES_PLUGIN,
                                                  KNOWN_DIFFERENCES_PLUGIN_219)
 
 HERE = Path(__file__).resolve().parent
@@ -157,7 +158,8 @@ def read_header(path: Path) -> Dict[str, str]:
 
 def _params():
     names = sorted(p.stem for p in PLAYBOOKS.glob("*.yml"))
-    for known in (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN, KNOWN_DIFFERENCES_PLUGIN_219):
+    for known in (KNOWN_DIFFERENCES, KNOWN_DIFFERENCES_PLUGIN, KNOWN_DIFFERENCES_PLUGIN_219,
+                  *KNOWN_CONSOLE_DIFFERENCES.values()):
         for name in set(known) - set(names):
             raise AssertionError("known_differences.py names a playbook that does not exist: %s"
                                  % name)
@@ -318,6 +320,18 @@ def test_playbook_conforms(engine, name, tmp_path, request):
     a_tree = {k: _relocate(v, ans.out) for k, v in norm.file_tree(ans.out).items()}
     i_tree = {k: _relocate(v, ioc.out) for k, v in norm.file_tree(ioc.out).items()}
     assert a_tree == i_tree, "files under out_dir differ"
+
+    # What the user reads: the default callback's console (console.py says what is normalised).
+    a_console = console.normalize(ans.output, ans.work, ans.out, hosts)
+    i_console = console.normalize(ioc.output, ioc.work, ioc.out, hosts)
+    known = KNOWN_CONSOLE_DIFFERENCES[engine].get(name)
+    if a_console == i_console:
+        assert not known, "the console is the same now: remove %s from " \
+            "KNOWN_CONSOLE_DIFFERENCES[%r] (%s)" % (name, engine, known)
+    elif known:
+        pytest.xfail("console: " + known)
+    else:
+        pytest.fail("consoles differ:\n%s" % _diff(a_console, i_console, engine), pytrace=False)
 
 
 def _relocate(entry, out: Path):
