@@ -140,7 +140,8 @@ def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
     for line in executor.ctx.transport.lines(verbose=True):
         LOG.info("%s", line)
     return {"hosts": {h: {"status": s.status.value, "facts": s.facts, "runtime": s.runtime,
-                          "included": s.included, "marked": s.marked}
+                          "included": s.included, "marked": s.marked,
+                          "fatal": h in executor.fatal_unreachable}
                       for h, s in executor.hosts.items()},
             "ended": executor.ended, "max_fail_hit": executor.max_fail_hit}
 

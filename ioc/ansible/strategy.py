@@ -236,6 +236,9 @@ class PlayRun:
             elif status == "unreachable":
                 tqm._unreachable_hosts[name] = True
                 state.play._removed_hosts.append(name)
+                if host_summary.get("fatal"):
+                    # linear's any_errors_fatal marks it failed as well (L4.5)
+                    tqm._failed_hosts[name] = True
             else:
                 # The linear iterator never walked this host: it is done.
                 from ansible.executor.play_iterator import IteratingStates

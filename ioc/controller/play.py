@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ioc.agentless_runner.batch import OMIT, HostRun
 from ioc.agentless_runner.flow import Scope, matching_handlers
@@ -50,6 +50,11 @@ class PlayExecutor:
         self.magic = magic
         self.ended = False
         self.max_fail_hit = False
+        #: Hosts lost as unreachable in a step that any_errors_fatal (or a
+        #: run_once task) made fatal: linear marks every host of the step
+        #: failed but the failed ones, so these count as failed *and*
+        #: unreachable, and the playbook goes on to its next play (L4.5).
+        self.fatal_unreachable: Set[str] = set()
         #: Names the current step reads (None: all), see ``planner/closure.py``.
         self.reads: Optional[FrozenSet[str]] = None
         #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
@@ -433,6 +438,8 @@ class PlayExecutor:
                 self.ctx.connector.reset(host)
         if outcome.failed and self._any_errors_fatal(step):
             self.stop_others(active, outcome.failed)
+            self.fatal_unreachable.update(h for h, kind in outcome.trouble.items()
+                                          if kind == "unreachable")
         self._max_fail_percentage()
 
     def _copy_once(self, active: List[str], outcome: StepOutcome) -> Dict[str, Dict[str, Any]]:
@@ -441,9 +448,13 @@ class PlayExecutor:
         that, per layer (``facts``, ``runtime``, ``include_vars``)."""
         first, others = active[0], active[1:]
         source = self.hosts[first]
-        if source.status is HostStatus.FAILED and first in outcome.failed:
+        if source.status in (HostStatus.FAILED, HostStatus.UNREACHABLE) \
+                and first in outcome.failed:
+            # (treated as any_errors_fatal, an unreachable host too: L7.1)
             for host in others:
                 self.hosts[host].status = HostStatus.STOPPED
+            if source.status is HostStatus.UNREACHABLE:
+                self.fatal_unreachable.add(first)
             return {}
         end = outcome.ends.get(first)
         written = (end.get("state") or {}) if end is not None else {

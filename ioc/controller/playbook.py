@@ -102,6 +102,8 @@ class PlaybookRun:
         self.ask_var: Optional[Callable[[Mapping[str, Any]], Any]] = None
         #: ``--step``: asks before each task (``ioc.controller.stepping``).
         self.stepper: Optional[Stepper] = None
+        #: max_fail_percentage stopped the playbook (its exit code is 2 then).
+        self.broken_by_failures = False
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
@@ -124,6 +126,8 @@ class PlaybookRun:
         return self.exit_code()
 
     def exit_code(self) -> int:
+        if self.broken_by_failures:
+            return 2  # (max_fail_percentage stopped the playbook: L4.6)
         if self.unreachable_hosts:
             return 4
         return 2 if self.failed_hosts else 0
@@ -161,9 +165,13 @@ class PlaybookRun:
             self._account(planned, executor)
             self._removed_in_play.update(h for h, s in executor.hosts.items()
                                          if s.status not in (HostStatus.ACTIVE, HostStatus.ENDED))
-            if executor.max_fail_hit or not some_lost and not any(
-                    s.status in (HostStatus.ACTIVE, HostStatus.ENDED) and not s.marked
-                    for s in executor.hosts.values()):
+            if executor.max_fail_hit:
+                # ansible-core's RUN_FAILED_BREAK_PLAY: the playbook ends with
+                # RUN_FAILED_HOSTS, unreachable hosts or not
+                self.broken_by_failures = True
+            if executor.max_fail_hit or not some_lost and not executor.fatal_unreachable \
+                    and not any(s.status in (HostStatus.ACTIVE, HostStatus.ENDED) and not s.marked
+                                for s in executor.hosts.values()):
                 return False  # L1.9, L4.6, L4.7: later batches and plays do not run
             if executor.ended and play.serial in (None, "", 0):
                 break

@@ -5,6 +5,8 @@ Each ``playbooks/*.yml`` starts with a comment header::
     # covers: L2.4 L2.6        rules of shared/reference/linear-semantics.md
     # hosts: local2            local2 = h1, h2 with ansible_connection=local
                                ssh3   = h1..h3 on the real sshd fixture
+                               ssh2u  = h1, h2 on it and u1 on a closed port
+                               ssh2s  = h1, h2 on it and s1 on a port that never answers
     # args: --check            optional: extra command-line arguments (both engines)
 
 Both engines run at once, each in a fresh copy of ``playbooks/`` with the same
@@ -191,7 +193,27 @@ def inventory(kind: str, request) -> Tuple[str, List[str]]:
         sshd = request.getfixturevalue("sshd")
         dead = sshd.inventory_ini(["u1"]).replace("ansible_port=%d" % sshd.port, "ansible_port=1")
         return "[web]\n" + sshd.inventory_ini(["h1", "h2"]) + dead, ["h1", "h2", "u1"]
-    raise AssertionError("unknown '# hosts:' %r (local2, ssh3 or ssh2u)" % kind)
+    if kind == "ssh2s":
+        # h1, h2 on the sshd fixture and s1 on a port that accepts TCP and never
+        # answers (the kernel completes the handshake; nobody reads), 3 s timeout.
+        sshd = request.getfixturevalue("sshd")
+        port = request.getfixturevalue("silent_port")
+        silent = sshd.inventory_ini(["s1"], "ansible_timeout=3").replace(
+            "ansible_port=%d" % sshd.port, "ansible_port=%d" % port)
+        return "[web]\n" + sshd.inventory_ini(["h1", "h2"]) + silent, ["h1", "h2", "s1"]
+    raise AssertionError("unknown '# hosts:' %r (local2, ssh3, ssh2u or ssh2s)" % kind)
+
+
+@pytest.fixture(scope="session")
+def silent_port():
+    """A loopback port whose connections are accepted and never answered."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # the kernel accepts; nobody reads or writes
+    yield silent.getsockname()[1]
+    silent.close()
 
 
 # -- running -------------------------------------------------------------------------
