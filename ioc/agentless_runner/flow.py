@@ -75,13 +75,36 @@ def unnamed(written, action, args):
 
 
 def matching_handlers(handlers, name):
-    """Numbers of the (wire) handlers ``name`` notifies: the first by name, all that listen."""
-    matched_name = False
-    for number, handler in enumerate(handlers):
-        by_name = not matched_name and name in _handler_names(handler)
-        if by_name or name in handler.get("listen", ()):
-            matched_name = matched_name or by_name
+    """Numbers of the (wire) handlers ``name`` notifies, in the order linear
+    announces them (``StrategyBase.search_handlers_by_notification``): the
+    handler blocks (each role's, the play's) last loaded first, each in its
+    own order; the first handler answering to ``name``, then every handler
+    listening to it, one per handler name."""
+    order = _search_order(handlers)
+    for number in order:
+        if name in _handler_names(handlers[number]):
             yield number
+            break
+    seen = set()
+    for number in order:
+        handler = handlers[number]
+        if name in handler.get("listen", ()):
+            if handler.get("name") and handler["name"] in seen:
+                continue
+            seen.add(handler.get("name"))
+            yield number
+
+
+def _search_order(handlers):
+    """Handler numbers block by block, the last block first (a block: the
+    handlers of one role, or the play's own, consecutive in the list)."""
+    blocks = []
+    for number, handler in enumerate(handlers):
+        if blocks and handlers[blocks[-1][0]].get("role") == handler.get("role"):
+            blocks[-1].append(number)
+        else:
+            blocks.append([number])
+    return [number for block in reversed(blocks) for number in block]
 
 
 def _handler_names(handler):

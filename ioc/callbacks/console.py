@@ -169,7 +169,8 @@ class Console(Callback):
         if result.get("changed") and result.get("diff"):
             text = format_diff(result["diff"])
             if text:
-                self._print(text.rstrip("\n"))
+                # Display ends a message with a newline unless it has one
+                self._print(text[:-1] if text.endswith("\n") else text)
 
     def on_notify(self, host: str, handler: TaskView) -> None:
         if self.verbosity > 1:
@@ -264,7 +265,7 @@ def format_diff(diff: Any) -> str:
             text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
                            for line in lines)
             if text:
-                parts.append(text)
+                parts.append(text + "\n")  # (a blank line after a diff, as Ansible's)
         if one.get("prepared"):
             parts.append(str(one["prepared"]))
     return "".join(parts)

@@ -59,7 +59,8 @@ class JsonEvents(Callback):
                     ignored=ignored)
 
     def on_file_diff(self, host: str, task: TaskView, result: Dict[str, Any]) -> None:
-        self._write("file_diff", host=host, task=task.name, diff=result.get("diff"))
+        self._write("file_diff", host=host, task=task.name, result={
+            "changed": bool(result.get("changed")), "diff": result.get("diff")})
 
     def on_notify(self, host: str, handler: TaskView) -> None:
         self._write("notify", host=host, handler=handler.name)

@@ -152,11 +152,10 @@ class PlaybookRun:
         # equal the batch, and its batch still counts the play's hosts lost in
         # earlier plays: with one of those, later plays start (and find no host).
         some_lost = len(hosts) < len(matched)
-        # ansible_play_hosts_all: every host of the play, in inventory order
-        # (not the play's ``order``), whatever serial batch it is in.
-        in_play = set(hosts)
-        self._play_hosts_all = [h for h in inv.match_hosts(self.inventory, play.hosts, self.limit)
-                                if h in in_play]
+        # ansible_play_hosts_all: every host the play's pattern matches (with
+        # --limit), in inventory order (not the play's ``order``), whatever
+        # serial batch it is in, and hosts earlier plays lost too (L6.6).
+        self._play_hosts_all = inv.match_hosts(self.inventory, play.hosts, self.limit)
         self._removed_in_play = set()
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
@@ -334,8 +333,7 @@ class PlaybookRun:
 
     def _hosts_all(self, play: Play) -> List[str]:
         """``ansible_play_hosts_all`` from the current inventory (after refresh_inventory)."""
-        self._play_hosts_all = [h for h in inv.match_hosts(self.inventory, play.hosts, self.limit)
-                                if h not in self.lost]
+        self._play_hosts_all = inv.match_hosts(self.inventory, play.hosts, self.limit)
         return list(self._play_hosts_all)
 
     def _outside_hostvars(self, inside: FrozenSet[str]) -> Dict[str, Dict[str, Any]]:

@@ -17,7 +17,8 @@ equal, each rule with its reason:
   prints each host's lines as that host finishes, so within a task the
   hosts' blocks are put in play order (each host's own lines keep their
   order; a block is a status line with the lines that continue it, and the
-  ``[ERROR]``/``[WARNING]`` lines printed for that result just before it).
+  ``[ERROR]``/``[WARNING]`` lines or the file diff printed for that result
+  just before it).
   ``included: <file> for h1, h2`` lists its hosts in play order too. A
   loop's ``...ignoring`` (its host's end of the task, after its items)
   names no host: it may come after another host's items, so it goes to the
@@ -44,7 +45,7 @@ from typing import List, Optional, Sequence
 #: before one. Anything else continues the block above it.
 _RESULT = re.compile(r"^(ok|changed|skipping|fatal|failed|FAILED - RETRYING|ASYNC [A-Z]+ on"
                      r"|ASYNC POLL on)[: ]")
-_PREFACE = re.compile(r"^\[(ERROR|WARNING|DEPRECATION WARNING)\]")
+_PREFACE = re.compile(r"^(\[(ERROR|WARNING|DEPRECATION WARNING)\]|--- before)")
 _HOST = re.compile(r"\[([^\]]+)\]")
 _SECTION = re.compile(r"^(PLAY|TASK|RUNNING HANDLER|PLAY RECAP) ?\[?.*\*{3,}$")
 _INCLUDED = re.compile(r"^(included: .* for )(.*?)( => \(item=.*\))?$")

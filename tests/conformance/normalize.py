@@ -77,6 +77,12 @@ Keys dropped from a ``stat`` dictionary (the ``stat`` module's result)
     timestamps, inode numbers and the inode generation differ between two
     runs by construction.
 
+The ``file_diff`` event
+  * Only its result's ``changed`` and ``diff`` are compared: Ansible passes
+    whatever the action's result holds when the diff is sent (``backup``
+    from ``lineinfile``, nothing more from ``copy``), the diff is what the
+    callback prints.
+
 Keys dropped from the callback result of ``runner_*`` events only
   * top-level ``failed`` and ``skipped``, and the same keys in each entry of
     a loop's ``results``: ansible-core 2.19+ never passes them to callbacks
@@ -182,6 +188,8 @@ def _event(raw: Dict[str, Any], paths: _Paths) -> Dict[str, Any]:
         if isinstance(event.get("result"), dict) and (
                 "ansible_loop_var" in event["result"] or "_ansible_item_label" in event["result"]):
             event["label"] = _item_label(event["result"])
+    if event["event"] == "file_diff" and isinstance(event.get("result"), dict):
+        event["result"] = {k: v for k, v in event["result"].items() if k in ("changed", "diff")}
     if isinstance(event.get("result"), dict):
         event["result"] = _drop_status_keys(event["result"])
         if event.get("task") == GATHER_TASK and "ansible_facts" in event["result"]:
