@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ioc.agentless_runner.results import NO_TRACEBACK
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.values import plain
 
@@ -143,11 +144,17 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
-    """``result`` without ioc's internal keys (its loop items' too)."""
-    data = {k: v for k, v in result.items() if not k.startswith("_ioc_")}
+    """``result`` without ioc's internal keys (its loop items' too), and without
+    the ``exception`` text the runner registers for a failure (Ansible makes
+    its own error summary for the callbacks from the failure itself)."""
+    def public(one: Dict[str, Any]) -> Dict[str, Any]:
+        return {k: v for k, v in one.items() if not k.startswith("_ioc_")
+                and not (k == "exception" and v == NO_TRACEBACK)}
+
+    data = public(result)
     if isinstance(data.get("results"), list):
-        data["results"] = [{k: v for k, v in item.items() if not k.startswith("_ioc_")}
-                           if isinstance(item, dict) else item for item in data["results"]]
+        data["results"] = [public(item) if isinstance(item, dict) else item
+                           for item in data["results"]]
     return data
 
 
