@@ -410,9 +410,10 @@ def run(args: argparse.Namespace) -> int:
             print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
         return 0
     connection_password, become_password = ask_passwords(args, settings)
-    from ioc.ansible.errors import source_context
+    from ioc.ansible.errors import source_context, task_error_text
 
-    console = Console(verbosity=args.verbose, color=settings.color, source_context=source_context)
+    console = Console(verbosity=args.verbose, color=settings.color, source_context=source_context,
+                      task_error=task_error_text)
     sinks: List[Callback] = [console]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))

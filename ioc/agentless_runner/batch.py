@@ -442,7 +442,9 @@ class HostRun(HandlerRun, LoopRun):
             skipped = self.check_when(task, templar)
             if skipped is not None:
                 return skipped
-            return results.failed_result(_task_failed(exc))
+            # (raised by the engine, not the action: the bridge words it as TaskExecutor)
+            return results.failed_result(_task_failed(exc), _ioc_task_error=True,
+                                         _ioc_error_expr=task.get("loop"))
         except LoopTypeError as exc:
             return results.failed_result(str(exc))
         return self.run_loop(key, task, scope, templar, items)
@@ -457,7 +459,9 @@ class HostRun(HandlerRun, LoopRun):
                     return results.skipped_result(cond)
             except TemplateError as exc:
                 return results.failed_result(
-                    "Task failed: A 'when' expression failed: %s" % _conditional_error(exc))
+                    "Task failed: A 'when' expression failed: %s" % _conditional_error(exc),
+                    _ioc_task_error=True, _ioc_error_expr=cond,
+                    _ioc_error_origin=origin or None)
         return None
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):

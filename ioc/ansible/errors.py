@@ -60,3 +60,50 @@ def source_context(origin: str) -> str:
     if tagged is None:
         return "Origin: %s" % origin
     return str(SourceContext.from_origin(tagged))
+
+
+#: A conditional whose value is not a boolean: ansible-core's words, split as it
+#: chains them (the expression's error, caused by the conditional's own).
+_WHEN_FAILED = "A 'when' expression failed"
+_NOT_BOOLEAN = "Conditionals must have a boolean result."
+_BROKEN_HELP = "Broken conditionals can be temporarily allowed with the " \
+    "`ALLOW_BROKEN_CONDITIONALS` configuration option."
+
+
+def engine_exception(message: str, obj: Any = None) -> Exception:
+    """The ``AnsibleError`` TaskExecutor catches for an error the engine met
+    while running a task (``message`` without "Task failed: "), about ``obj``
+    (an origin-tagged value, or an ``Origin``)."""
+    from ansible.errors import AnsibleError
+
+    when, _, broken = message.partition(": ")
+    if when == _WHEN_FAILED and broken.endswith(_NOT_BOOLEAN):
+        try:
+            raise AnsibleError(broken, obj=obj, help_text=_BROKEN_HELP)
+        except AnsibleError as cause:
+            error = AnsibleError(when + ".", obj=obj)
+            error.__cause__ = cause
+            return error
+    return AnsibleError(message, obj=obj)
+
+
+def task_error_text(message: str, task_origin: str, cause_origin: str) -> str:
+    """What follows ``[ERROR]: `` for a task the engine failed at ``cause_origin``
+    (a ``when`` expression): TaskExecutor's ``AnsibleTaskError`` chained to the
+    engine's error, formatted by ansible-core's own display code (the
+    "Task failed." block and each "<<< caused by >>>" with its excerpt)."""
+    from ansible._internal import _display_utils
+    from ansible._internal._errors import _error_factory
+    from ansible.errors import AnsibleTaskError
+    from ansible.module_utils._internal import _messages
+
+    if message.startswith("Task failed: "):
+        message = message[len("Task failed: "):]
+    try:
+        try:
+            raise engine_exception(message, _origin(Location.parse(cause_origin)))
+        except Exception as ex:
+            raise AnsibleTaskError(obj=_origin(Location.parse(task_origin))) from ex
+    except AnsibleTaskError as error:
+        event = _error_factory.ControllerEventFactory.from_exception(error, False)
+    return _display_utils.format_message(_messages.ErrorSummary(event=event), False)

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
 from ioc.ansible.convert import BRIDGE_INCLUDES
+from ioc.ansible.errors import engine_exception
 from ioc.ansible.values import plain
 
 #: Stands for the action of a result the runner marked as an action plugin's own
@@ -211,7 +212,12 @@ def _argument(task: Any, expression: Any) -> Any:
     """
     if not isinstance(expression, str):
         return None
-    pending = [task.args or {}]
+    # its arguments, its loop and its conditions (and those its blocks pass on)
+    pending: List[Any] = [task.args or {}, task.loop, task.when]
+    parent = getattr(task, "_parent", None)
+    while parent is not None:
+        pending.append(getattr(parent, "when", None))
+        parent = getattr(parent, "_parent", None)
     while pending:
         value = pending.pop()
         if isinstance(value, Mapping):
@@ -261,8 +267,6 @@ def _timeout_error() -> Any:
 def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseException:
     """The exception TaskExecutor caught: the task's ``timeout`` (its result keys, its
     deprecated ``timedout.frame``), else an AnsibleError with ``message``."""
-    from ansible.errors import AnsibleError
-
     timedout = data.get("timedout")
     if isinstance(timedout, dict) and "period" in timedout:
         return _timeout_error()(timedout["period"])
@@ -270,7 +274,7 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseExcep
         from ansible.errors import AnsibleConnectionFailure
 
         return AnsibleConnectionFailure(message, obj=obj)
-    return AnsibleError(message, obj=obj)
+    return engine_exception(message, obj)
 
 
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[str, Any]:

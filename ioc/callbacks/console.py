@@ -36,7 +36,8 @@ class Console(Callback):
 
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
                  verbosity: int = 0, color: Optional[bool] = None,
-                 source_context: Optional[Callable[[str], str]] = None) -> None:
+                 source_context: Optional[Callable[[str], str]] = None,
+                 task_error: Optional[Callable[[str, str, str], str]] = None) -> None:
         self.out = out
         self.err = err
         self.verbosity = verbosity
@@ -44,6 +45,9 @@ class Console(Callback):
         self._warned: Set[str] = set()
         self.color = out.isatty() if color is None else color
         self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
+        #: (message, task origin, cause origin) -> the error with its "caused by"
+        #: chain, as Ansible formats it (ioc-run passes ansible-core's); None: no chain.
+        self.task_error = task_error
 
     # -- plumbing ----------------------------------------------------------
 
@@ -236,6 +240,9 @@ class Console(Callback):
             text = "[ERROR]: %s" % result["_ioc_error"]
         elif task.implicit:
             text = "[ERROR]: %s" % msg
+        elif result.get("_ioc_error_origin") and self.task_error is not None:
+            chain = self.task_error(msg, task.location, result["_ioc_error_origin"])
+            text = "[ERROR]: %s\n" % chain.rstrip("\n")  # (a blank line after, as above)
         else:
             text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))
         if text not in self._errors:  # Display shows an error once per run

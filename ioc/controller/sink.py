@@ -121,8 +121,10 @@ class PlaySink(StepSink):
 #: The runner's notes to the callbacks: how the ``[ERROR]`` line words a
 #: failure — the action raised it (``Task failed: <msg>``), an action
 #: plugin's own failure (``Task failed: Action failed: <msg>``), or none at
-#: all: ``until`` ran out, the action itself did not fail.
-_FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted"})
+#: all: ``until`` ran out, the action itself did not fail; where the engine's
+#: error is (a ``when`` expression's origin: the "caused by" part).
+_FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
+                            "_ioc_error_origin"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

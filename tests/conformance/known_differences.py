@@ -43,7 +43,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
         "loop_undefined": _CHAIN % "the loop expression's column",
-        "when_errors": _CHAIN % "the when expression's column",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
@@ -52,10 +51,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
     "mitogen_batch": {
         "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
-        "loop_undefined": "the [ERROR] line reads 'Task failed: Action failed: Task failed: ...' "
-                          "(the engine's words twice); " + _CHAIN % "the loop expression's column",
-        "when_errors": "the [ERROR] line reads 'Task failed: Action failed: Task failed: ...' "
-                       "(the engine's words twice); " + _CHAIN % "the when expression's column",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
