@@ -8,7 +8,32 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
+_UNTIL_UNDEFINED = ("an undefined variable in `until` fails the task at once in 2.21 ({'changed': "
+                    "False, 'msg': \"Task failed: An 'until' expression failed: Error while "
+                    "evaluating conditional: 'nosuch_until' is undefined\"}, no retry, not counted "
+                    "changed); ioc takes it as a false condition: it retries (runner_retry), then "
+                    "fails with the command's own result (attempts 1, changed: true, counted changed)")
+_UNDEFINED_KEYWORDS = ("an undefined variable in `delegate_to` fails the task in 2.21 ('Task failed: "
+                       "'nosuch_delegate' is undefined'), and one in `notify` fails the changed task "
+                       "(\"Task failed: Error processing keyword 'notify': 'nosuch_handler' is "
+                       "undefined\"); ioc runs the first on the inventory host itself and the second "
+                       "as a plain changed task: runner_ok instead of runner_failed (both ignored), "
+                       "recap changed=2 ignored=1 instead of changed=0 ignored=3")
+_LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[WARNING]: Failed to "
+                    "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
+                    "once and labels each item with the item itself ('(item=a)'); ioc labels every "
+                    "item '(item=<< error 1 - 'nosuch_label' is undefined >>)' and warns nothing")
+
 KNOWN_DIFFERENCES: dict = {
+    "undefined_conditions": (
+        "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
+        "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
+        "evaluating conditional: ... is undefined\", ioc-run's has msg ''; and " + _UNTIL_UNDEFINED),
+    "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
+    "undefined_when_label": _LABEL_UNDEFINED + "; and where a when per item fails on an undefined "
+                            "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
+                            "more items failed' with the task's origin before 'fatal: [h1]', "
+                            "2.21 no [ERROR] line",
     "handlers_include_role_loop": (
         "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
         "(include_role adds them to the play's handler list when it runs): RUNNING HANDLER [play "
@@ -19,7 +44,11 @@ KNOWN_DIFFERENCES: dict = {
 
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
-KNOWN_DIFFERENCES_PLUGIN: dict = {}
+KNOWN_DIFFERENCES_PLUGIN: dict = {
+    "undefined_conditions": _UNTIL_UNDEFINED,
+    "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
+    "undefined_when_label": _LABEL_UNDEFINED,
+}
 
 
 #: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run
@@ -49,6 +78,8 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
         "loop_undefined": _CHAIN % "the loop expression's column",
+        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
+                                        "task var's column",
         "when_errors": _CHAIN % "the when expression's column",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
@@ -66,6 +97,8 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
     "mitogen_batch": {
         "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
+        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
+                                        "task var's column",
         "loop_undefined": "the [ERROR] line reads 'Task failed: Action failed: Task failed: ...' "
                           "(the engine's words twice); " + _CHAIN % "the loop expression's column",
         "when_errors": "the [ERROR] line reads 'Task failed: Action failed: Task failed: ...' "
