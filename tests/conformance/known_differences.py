@@ -23,6 +23,12 @@ _LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[
                     "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
                     "once and labels each item with the item itself ('(item=a)'); ioc labels every "
                     "item '(item=<< error 1 - 'nosuch_label' is undefined >>)' and warns nothing")
+_MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens to: 2.21 aborts the "
+                    "whole run there ('[ERROR]: The requested handler 'no such handler' was not "
+                    "found in either the main handlers list nor in the listening handlers list', "
+                    "ignore_errors notwithstanding: no result event for the task, no handler, no "
+                    "later play, no stats, exit code 1); ioc drops the unknown name silently and "
+                    "runs on (H runs, the next play runs, exit code 0)")
 
 KNOWN_DIFFERENCES: dict = {
     "undefined_conditions": (
@@ -34,6 +40,7 @@ KNOWN_DIFFERENCES: dict = {
                             "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
                             "more items failed' with the task's origin before 'fatal: [h1]', "
                             "2.21 no [ERROR] line",
+    "handlers_missing_name": _MISSING_HANDLER,
     "handlers_include_role_loop": (
         "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
         "(include_role adds them to the play's handler list when it runs): RUNNING HANDLER [play "
@@ -48,6 +55,7 @@ KNOWN_DIFFERENCES_PLUGIN: dict = {
     "undefined_conditions": _UNTIL_UNDEFINED,
     "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
     "undefined_when_label": _LABEL_UNDEFINED,
+    "handlers_missing_name": _MISSING_HANDLER,
 }
 
 
@@ -72,6 +80,10 @@ _SKIPPED_REASON = ("2.21's deprecation warning for reading a registered 'skipped
                    "the template's origin) is not printed")
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
+_BLOCK_KEYWORDS_CHAIN = _CHAIN % ("the action's line, the argument value's column, the block var's "
+                                  "column; the block's when column; for environment 'Error "
+                                  "processing keyword 'environment'.' with 'Origin: <unknown>' and "
+                                  "the value, then the variable's column")
 
 KNOWN_CONSOLE_DIFFERENCES: dict = {
     "ioc-run": {
@@ -80,6 +92,7 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "loop_undefined": _CHAIN % "the loop expression's column",
         "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
                                         "task var's column",
+        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
         "when_errors": _CHAIN % "the when expression's column",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
@@ -99,6 +112,9 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
         "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
                                         "task var's column",
+        "undefined_block_keywords": "for the block's undefined when the [ERROR] line reads 'Task "
+                                    "failed: Action failed: Task failed: ...' (the engine's words "
+                                    "twice); " + _BLOCK_KEYWORDS_CHAIN,
         "loop_undefined": "the [ERROR] line reads 'Task failed: Action failed: Task failed: ...' "
                           "(the engine's words twice); " + _CHAIN % "the loop expression's column",
         "when_errors": "the [ERROR] line reads 'Task failed: Action failed: Task failed: ...' "
