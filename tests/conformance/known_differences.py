@@ -32,8 +32,14 @@ _MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens 
 _FATAL_ALWAYS = ("any_errors_fatal on a task (%s) inside a block with an always section: when h2 "
                  "fails it, 2.21 runs the always on h1, h2 and h3 before the play stops (h1, h3 "
                  "ok+1, not failed); ioc runs it on h2 only (h1 and h3 stop at once)")
+_IGNORED_UNREACHABLE_FATAL = (
+    "an ignored unreachable result (ignore_unreachable) under the play's any_errors_fatal: 2.21 "
+    "ends the run after that task (no further task, no later play, exit code 0, u1 ok=1 "
+    "ignored=1); ioc goes on with the play (the next tasks, u1 unreachable at the next task that "
+    "connects, exit code 4)")
 
 KNOWN_DIFFERENCES: dict = {
+    "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
     "undefined_conditions": (
@@ -57,6 +63,7 @@ KNOWN_DIFFERENCES: dict = {
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN: dict = {
+    "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
     "undefined_conditions": _UNTIL_UNDEFINED,
