@@ -8,12 +8,69 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-KNOWN_DIFFERENCES: dict = {}
+_UNTIL_UNDEFINED = ("an undefined variable in `until` fails the task at once in 2.21 ({'changed': "
+                    "False, 'msg': \"Task failed: An 'until' expression failed: Error while "
+                    "evaluating conditional: 'nosuch_until' is undefined\"}, no retry, not counted "
+                    "changed); ioc takes it as a false condition: it retries (runner_retry), then "
+                    "fails with the command's own result (attempts 1, changed: true, counted changed)")
+_UNDEFINED_KEYWORDS = ("an undefined variable in `delegate_to` fails the task in 2.21 ('Task failed: "
+                       "'nosuch_delegate' is undefined'), and one in `notify` fails the changed task "
+                       "(\"Task failed: Error processing keyword 'notify': 'nosuch_handler' is "
+                       "undefined\"); ioc runs the first on the inventory host itself and the second "
+                       "as a plain changed task: runner_ok instead of runner_failed (both ignored), "
+                       "recap changed=2 ignored=1 instead of changed=0 ignored=3")
+_LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[WARNING]: Failed to "
+                    "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
+                    "once and labels each item with the item itself ('(item=a)'); ioc labels every "
+                    "item '(item=<< error 1 - 'nosuch_label' is undefined >>)' and warns nothing")
+_MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens to: 2.21 aborts the "
+                    "whole run there ('[ERROR]: The requested handler 'no such handler' was not "
+                    "found in either the main handlers list nor in the listening handlers list', "
+                    "ignore_errors notwithstanding: no result event for the task, no handler, no "
+                    "later play, no stats, exit code 1); ioc drops the unknown name silently and "
+                    "runs on (H runs, the next play runs, exit code 0)")
+_FATAL_ALWAYS = ("any_errors_fatal on a task (%s) inside a block with an always section: when h2 "
+                 "fails it, 2.21 runs the always on h1, h2 and h3 before the play stops (h1, h3 "
+                 "ok+1, not failed); ioc runs it on h2 only (h1 and h3 stop at once)")
+_IGNORED_UNREACHABLE_FATAL = (
+    "an ignored unreachable result (ignore_unreachable) under the play's any_errors_fatal: 2.21 "
+    "ends the run after that task (no further task, no later play, exit code 0, u1 ok=1 "
+    "ignored=1); ioc goes on with the play (the next tasks, u1 unreachable at the next task that "
+    "connects, exit code 4)")
+
+KNOWN_DIFFERENCES: dict = {
+    "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
+    "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
+    "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
+    "undefined_conditions": (
+        "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
+        "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
+        "evaluating conditional: ... is undefined\", ioc-run's has msg ''; and " + _UNTIL_UNDEFINED),
+    "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
+    "undefined_when_label": _LABEL_UNDEFINED + "; and where a when per item fails on an undefined "
+                            "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
+                            "more items failed' with the task's origin before 'fatal: [h1]', "
+                            "2.21 no [ERROR] line",
+    "handlers_missing_name": _MISSING_HANDLER,
+    "handlers_include_role_loop": (
+        "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
+        "(include_role adds them to the play's handler list when it runs): RUNNING HANDLER [play "
+        "handler] comes first, then [notifier : role handler] and [notifier : role listener]; "
+        "ioc-run runs the role's handlers first, as for a role of `roles:`"),
+}
 
 
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
-KNOWN_DIFFERENCES_PLUGIN: dict = {}
+KNOWN_DIFFERENCES_PLUGIN: dict = {
+    "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
+    "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
+    "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
+    "undefined_conditions": _UNTIL_UNDEFINED,
+    "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
+    "undefined_when_label": _LABEL_UNDEFINED,
+    "handlers_missing_name": _MISSING_HANDLER,
+}
 
 
 #: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run
@@ -37,20 +94,38 @@ _SKIPPED_REASON = ("2.21's deprecation warning for reading a registered 'skipped
                    "the template's origin) is not printed")
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
+_BLOCK_KEYWORDS_CHAIN = _CHAIN % ("the action's line, the argument value's column, the block var's "
+                                  "column; the block's when column; for environment 'Error "
+                                  "processing keyword 'environment'.' with 'Origin: <unknown>' and "
+                                  "the value, then the variable's column")
 
 KNOWN_CONSOLE_DIFFERENCES: dict = {
     "ioc-run": {
         "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
         "loop_undefined": _CHAIN % "the loop expression's column",
+        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
+                                        "task var's column",
+        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
+        "loop_when_results_per_item": (
+            "for a command whose failed_when is true 2.21's [ERROR] line reads 'Task failed: Module "
+            "failed: A 'failed_when' expression evaluated to 'True'.'; ioc-run's reads 'Task "
+            "failed: Action failed: ...'"),
+        "unreachable_delegate_loop": (
+            "for a loop delegated to an unreachable host 2.21 prints 'failed: [h1 -> u1] (item=a)' "
+            "and 'fatal: [h1 -> u1]: UNREACHABLE!'; ioc-run prints 'failed: [h1 -> u1(127.0.0.1)] "
+            "(item=a)' and 'fatal: [h1]: UNREACHABLE!'"),
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
         "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
         "undefined_variables": _CHAIN % "the action's line, the argument value's column",
+        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
+                                        "task var's column",
+        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,

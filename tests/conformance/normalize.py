@@ -98,6 +98,10 @@ Order
     in their own order: linear-semantics L1.4 leaves the interleaving of
     hosts inside one step unspecified (Ansible with forks=5 sends every
     host's ``runner_start`` first); the canonical replay is per-host groups.
+  * The ``hosts`` of an ``include`` event are put in play-host order:
+    Ansible lists the hosts of an included file in the order their include
+    results came back from the forks (``included: notifier for h2, h1``), a
+    race; the console rule for that line is the same (``console.py``).
 """
 from __future__ import annotations
 
@@ -227,6 +231,10 @@ def normalize(raw_events: Iterable[Dict[str, Any]], *, workdir: Path, out_dir: P
         if e["event"] == "stats":
             recap = e["hosts"]
     events = _group_by_host(events, host_order)
+    rank = {h: i for i, h in enumerate(host_order)}
+    for e in events:
+        if e["event"] == "include" and isinstance(e.get("hosts"), list):
+            e["hosts"] = sorted(e["hosts"], key=lambda h: rank.get(h, len(rank)))
     return [json.dumps(e, sort_keys=True) for e in events], recap
 
 
