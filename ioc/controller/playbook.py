@@ -155,7 +155,7 @@ class PlaybookRun:
         # ansible_play_hosts_all: every host the play's pattern matches (with
         # --limit), in inventory order (not the play's ``order``), whatever
         # serial batch it is in, and hosts earlier plays lost too (L6.6).
-        self._play_hosts_all = inv.match_hosts(self.inventory, play.hosts, self.limit)
+        self._play_hosts_all = list(inv.match_hosts(self.inventory, play.hosts, self.limit))
         self._removed_in_play = set()
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
@@ -333,7 +333,7 @@ class PlaybookRun:
 
     def _hosts_all(self, play: Play) -> List[str]:
         """``ansible_play_hosts_all`` from the current inventory (after refresh_inventory)."""
-        self._play_hosts_all = inv.match_hosts(self.inventory, play.hosts, self.limit)
+        self._play_hosts_all = list(inv.match_hosts(self.inventory, play.hosts, self.limit))
         return list(self._play_hosts_all)
 
     def _outside_hostvars(self, inside: FrozenSet[str]) -> Dict[str, Dict[str, Any]]:
