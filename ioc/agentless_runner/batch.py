@@ -395,6 +395,14 @@ class HostRun(HandlerRun, LoopRun):
             return None
         item_notify = result.pop("_ioc_notify", None)
         status = results.status_of(result)
+        if status == "ok" and result.get("changed") and item_notify is None and task.get("notify"):
+            try:  # (TaskExecutor templates a changed task's notify: an error fails the task)
+                item_notify = [templar.template(name) for name in task["notify"]]
+            except TemplateError as exc:
+                result = results.with_exception(results.failed_result(
+                    "Task failed: Error processing keyword 'notify': %s" % exc,
+                    _ioc_task_error=True))
+                status = "failed"
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
             self.set_runtime({task["register"]: results.registered(result)})
@@ -470,6 +478,13 @@ class HostRun(HandlerRun, LoopRun):
             self._run_single(key, task, scope, templar, overlay, item_keys))
 
     def _run_single(self, key, task, scope, templar, overlay, item_keys):
+        undelegated = (self.options.get("delegate_error") or {}).get(str(key[0]))
+        if undelegated is not None and key[1] == 0:
+            # delegate_to could not be templated: the task fails before its `when`
+            message, written = undelegated
+            return results.failed_result(
+                "Task failed: %s" % message, _ioc_task_error=True, _ioc_error_expr=written,
+                _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written})
         skipped = self.check_when(task, templar)
         if skipped is not None:
             return skipped

@@ -149,10 +149,11 @@ def _public(result: Dict[str, Any]) -> Dict[str, Any]:
     the ``exception`` text the runner registers for a failure (Ansible makes
     its own error summary for the callbacks from the failure itself)."""
     def public(one: Dict[str, Any]) -> Dict[str, Any]:
-        return {k: v for k, v in one.items() if not k.startswith("_ioc_")
-                and not (k == "exception" and v == NO_TRACEBACK)}
+        return {k: v for k, v in one.items() if not k.startswith("_ioc_")}
 
     data = public(result)
+    if data.get("exception") == NO_TRACEBACK:
+        del data["exception"]  # (a loop's items keep theirs: callbacks see them as registered)
     if isinstance(data.get("results"), list):
         data["results"] = [public(item) if isinstance(item, dict) else item
                            for item in data["results"]]
@@ -212,8 +213,8 @@ def _argument(task: Any, expression: Any) -> Any:
     """
     if not isinstance(expression, str):
         return None
-    # its arguments, its loop and its conditions (and those its blocks pass on)
-    pending: List[Any] = [task.args or {}, task.loop, task.when]
+    # its arguments, loop, delegate_to and conditions (and those its blocks pass on)
+    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to]
     parent = getattr(task, "_parent", None)
     while parent is not None:
         pending.append(getattr(parent, "when", None))

@@ -571,7 +571,14 @@ class PlayExecutor:
             return HostCall(host=host, spec=self.hosts[host].spec, wire=wire,
                             first_key=first_key, in_process=True)
         if via is None:
-            via = self._delegate(host, step, wire) if where == Where.DELEGATE else host
+            via = host
+            if where == Where.DELEGATE:
+                via, error = self._delegate(host, step, wire)
+                if error is not None:
+                    # As TaskExecutor: the task fails before its `when`, on this host.
+                    entry = self.plan.entries_of(step)[0]
+                    wire["options"]["delegate_error"] = {
+                        str(entry.index): [error, entry.task.delegate_to]}
         if via != host:
             wire["options"]["delegate_facts"] = _set(self.plan.entries_of(step)[0].task.delegate_facts)
         spec = self.hosts[host].spec if via == host else self.ctx.connection_of(via)
@@ -666,15 +673,15 @@ class PlayExecutor:
             out.append(wire)
         return out
 
-    def _delegate(self, host: str, step: Step, wire: Dict[str, Any]) -> str:
-        """The inventory name ``delegate_to`` names for ``host``."""
+    def _delegate(self, host: str, step: Step, wire: Dict[str, Any]) -> Tuple[str, Optional[str]]:
+        """The inventory name ``delegate_to`` names for ``host``, or ``host`` and
+        why ``delegate_to`` cannot be templated (an undefined variable)."""
         entry = self.plan.entries_of(step)[0]
         templar = self._templar(host, entry, wire)
         try:
-            return _delegate_name(templar.template(entry.task.delegate_to), host)
+            return _delegate_name(templar.template(entry.task.delegate_to), host), None
         except TemplateError as exc:
-            LOG.warning("delegate_to of %s for %s: %s", entry.task.location, host, exc)
-            return host
+            return host, str(exc)
 
     def _templar(self, host: str, entry: Entry, wire: Dict[str, Any]) -> Templar:
         blocks = tuple(to_wire(b) for b in self.plan.program.parents[entry.index])

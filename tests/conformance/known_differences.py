@@ -13,12 +13,6 @@ _UNTIL_UNDEFINED = ("an undefined variable in `until` fails the task at once in 
                     "evaluating conditional: 'nosuch_until' is undefined\"}, no retry, not counted "
                     "changed); ioc takes it as a false condition: it retries (runner_retry), then "
                     "fails with the command's own result (attempts 1, changed: true, counted changed)")
-_UNDEFINED_KEYWORDS = ("an undefined variable in `delegate_to` fails the task in 2.21 ('Task failed: "
-                       "'nosuch_delegate' is undefined'), and one in `notify` fails the changed task "
-                       "(\"Task failed: Error processing keyword 'notify': 'nosuch_handler' is "
-                       "undefined\"); ioc runs the first on the inventory host itself and the second "
-                       "as a plain changed task: runner_ok instead of runner_failed (both ignored), "
-                       "recap changed=2 ignored=1 instead of changed=0 ignored=3")
 _LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[WARNING]: Failed to "
                     "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
                     "once and labels each item with the item itself ('(item=a)'); ioc labels every "
@@ -46,7 +40,6 @@ KNOWN_DIFFERENCES: dict = {
         "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
         "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
         "evaluating conditional: ... is undefined\", ioc-run's has msg ''; and " + _UNTIL_UNDEFINED),
-    "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
     "undefined_when_label": _LABEL_UNDEFINED + "; and where a when per item fails on an undefined "
                             "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
                             "more items failed' with the task's origin before 'fatal: [h1]', "
@@ -67,7 +60,6 @@ KNOWN_DIFFERENCES_PLUGIN: dict = {
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
     "undefined_conditions": _UNTIL_UNDEFINED,
-    "undefined_notify_delegate": _UNDEFINED_KEYWORDS,
     "undefined_when_label": _LABEL_UNDEFINED,
     "handlers_missing_name": _MISSING_HANDLER,
 }
@@ -107,6 +99,7 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
                                         "task var's column",
         "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
+        "undefined_notify_delegate": _CHAIN % "delegate_to's column (ioc-run keeps no origin of it)",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
@@ -126,6 +119,8 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
                                         "task var's column",
         "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
+        "undefined_notify_delegate": _CHAIN % "the action's line and the argument value's "
+                                              "column; for notify the keyword's",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
