@@ -11,8 +11,8 @@ from ioc.agentless_runner.flow import BatchEnd, EndHost, EndRole, matching_handl
     safe_template, template_name
 from ioc.agentless_runner.templating import Templar
 
-#: Metas whose `when` ansible-core does not evaluate.
-_META_WITHOUT_WHEN = frozenset({"noop", "refresh_inventory", "reset_connection"})
+#: Metas whose `when` ansible-core does not evaluate (and warns that it does not).
+META_WITHOUT_WHEN = frozenset({"noop", "refresh_inventory", "reset_connection"})
 #: What the skip_reason of a skipped meta adds (strategy/__init__.py _execute_meta).
 _META_SKIP_SUFFIX = {
     "flush_handlers": ", not running handlers for %(host)s",
@@ -53,7 +53,7 @@ class HandlerRun(object):
         templar = Templar(self.variables(task, scope))
         if not node.get("implicit"):
             # noop, refresh_inventory and reset_connection ignore `when` (Ansible warns)
-            skipped = None if action in _META_WITHOUT_WHEN else self.check_when(task, templar)
+            skipped = None if action in META_WITHOUT_WHEN else self.check_when(task, templar)
             self.emit({"e": "start", "k": key, "name": template_name(task, templar),
                        "meta": action})
             if skipped is not None:

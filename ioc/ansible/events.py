@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from ioc.agentless_runner.handlers import META_WITHOUT_WHEN
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.includes import announce_included
 from ioc.ansible.results import task_result
@@ -105,7 +106,7 @@ class EventReplay:
             if event.get("meta"):
                 self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
                 meta = task._get_meta()
-                if meta in ("noop", "refresh_inventory", "reset_connection") and task.when:
+                if meta in META_WITHOUT_WHEN and task.when:
                     from ansible.utils.display import Display
 
                     # (StrategyBase._execute_meta's warning; Display shows it once)

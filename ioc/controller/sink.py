@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
+from ioc.agentless_runner.handlers import META_WITHOUT_WHEN
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller.stepping import Stepper
 from ioc.planner import Plan
@@ -85,7 +86,7 @@ class PlaySink(StepSink):
         task = self.plan.program.entry(key[0]).task if key[1] == 0 else \
             self.plan.program.handlers[key[1] - 1]
         action = (task.args or {}).get("_raw_params")
-        if task.when and action in ("noop", "refresh_inventory", "reset_connection"):
+        if task.when and action in META_WITHOUT_WHEN:
             self.callbacks.warning("%s task does not support when conditional" % action)
 
     def _final(self, host: str, event: Event) -> None:
