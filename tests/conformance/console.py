@@ -10,9 +10,12 @@ equal, each rule with its reason:
   becomes ``<ansible-tmp>``: a random name.
 * The values of ``start``, ``end`` and ``delta`` in printed results become
   ``<time>``: wall-clock timestamps and durations of ``command``/``shell``.
-* What follows "Make sure this host can be reached over ssh:" becomes
-  ``<why>``: Ansible's own words for a closed port depend on a race (see
-  ``normalize.py``).
+* "Data could not be sent to remote host …" loses what follows it and
+  the quotes around the host: Ansible's words for a closed port depend on a
+  race (see ``normalize.py``): ssh.py says ``"h". … over ssh: <why>`` when
+  writing to ssh's stdin fails, and ``'h'. … over SSH.`` (with the cause,
+  such as "[Errno 32] Broken pipe", printed after it) when the initial data
+  cannot be sent.
 * Results of one task from several hosts: ansible-playbook runs forks 5 and
   prints each host's lines as that host finishes, so within a task the
   hosts' blocks are put in play order (each host's own lines keep their
@@ -54,7 +57,8 @@ _TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^\s'\"/]+")
 _DROPPED = ("ioc: ", "[DEPRECATION WARNING]: Use of strategy plugins not included in "
             "ansible.builtin are deprecated",
             "[WARNING]: Deprecation warnings can be disabled by setting")
-_WHY = re.compile(r"(Make sure this host can be reached over ssh:)[^\"\n]*")
+_WHY = re.compile(r"Data could not be sent to remote host \\?[\"']([^\"'\\]+)\\?[\"']\. "
+                  r"Make sure this host can be reached over (?:ssh|SSH)[:.][^\"\n]*")
 
 
 def normalize(text: str, workdir: Path, out_dir: Path, hosts: Sequence[str]) -> List[str]:
@@ -62,7 +66,8 @@ def normalize(text: str, workdir: Path, out_dir: Path, hosts: Sequence[str]) -> 
     text = text.replace(str(out_dir), "<out>").replace(str(workdir), "<work>")
     text = _TMP.sub("<ansible-tmp>", text)
     text = _TIMES.sub(lambda m: '"%s": "<time>"' % m.group(1), text)
-    text = _WHY.sub(r"\1 <why>", text)
+    text = _WHY.sub(r"Data could not be sent to remote host \1. Make sure this host can be "
+                    r"reached over ssh: <why>", text)
     lines = [line for line in text.splitlines() if not line.startswith(_DROPPED)]
     out: List[str] = []
     section: List[List[str]] = []

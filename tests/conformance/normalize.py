@@ -120,7 +120,7 @@ GATHER_TASK = "Gathering Facts"
 BUILTIN_PREFIX = re.compile(r"^ansible\.(builtin|legacy)\.")
 ANSIBLE_TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^/\s'\"]+")
 NOT_SENT = re.compile(r"Data could not be sent to remote host ['\"]([^'\"]+)['\"]\. "
-                      r"Make sure this host can be reached over (?:ssh|SSH): .*", re.S)
+                      r"Make sure this host can be reached over (?:ssh|SSH)[:.].*", re.S)
 
 
 def load(path: Path) -> List[Dict[str, Any]]:
