@@ -18,11 +18,10 @@ The default run and the heavy run
 * ``tests/realworld`` (five public roles on pristine Debian chroots that
   debootstrap builds; ~7 worker-minutes plus ~4 minutes of debootstrap on a
   fresh machine);
-* the ansible-core **2.19** runs of the ``tests/ansible`` files outside
-  :data:`FULL_MATRIX` (their 2.21 runs stay; today that is every file, to
-  keep CI under 30 minutes). ``tests/conformance`` runs its 2.19 playbooks
-  (``PLAYBOOKS_219``) in every run: they hold what differs between the
-  releases (result shapes, loop and handler wording).
+* the ansible-core **2.19** runs: of the ``tests/ansible`` files outside
+  :data:`FULL_MATRIX` (their 2.21 runs stay; today that is every file) and
+  of ``tests/conformance``'s ``PLAYBOOKS_219`` (``mitogen_batch-2.19-*``),
+  to keep CI under 30 minutes on 2 cores.
 
 Both are deselected (counted in pytest's summary line), never skipped.
 """
@@ -60,21 +59,44 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
+    _group_for_workers(items)
     if HEAVY:
         return
     keep, heavy = [], []
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if path.startswith("tests/ansible/") and path not in FULL_MATRIX \
-                and params.get("ansible_python") == "2.19":
+        if (path.startswith("tests/ansible/") and path not in FULL_MATRIX
+                and params.get("ansible_python") == "2.19") \
+                or params.get("engine") == "mitogen_batch-2.19":
             heavy.append(item)
         else:
             keep.append(item)
     if heavy:
         config.hook.pytest_deselected(items=heavy)
         items[:] = keep
+
+
+def _group_for_workers(items):
+    """What ``--dist loadgroup`` (scripts/test) sends to one worker as a unit.
+
+    A test file, as ``--dist loadfile`` would: a file keeps its module
+    fixtures and its order. The conformance files are the exception: a
+    playbook's runs under every front end go to one worker together, so the
+    reference ``ansible-playbook`` run is made once per playbook and worker
+    (``tests.conformance.test_conformance.check_playbook`` keeps it), and
+    the playbooks spread over the workers one by one.
+    """
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if path.startswith("tests/conformance/") and "name" in params:
+            group = "conformance:" + params["name"]
+        else:
+            group = path
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_report_header(config):
