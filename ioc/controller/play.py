@@ -529,7 +529,9 @@ class PlayExecutor:
                    and not _set(e.task.ignore_errors) for e in self.plan.entries_of(step))
 
     def stop_others(self, active: List[str], failed: List[str]) -> None:
-        """any_errors_fatal (L4.5): hosts in a block with a rescue go there; the rest stop."""
+        """any_errors_fatal (L4.5): linear marks every other host failed
+        (``mark_host_failed``): in a block with a rescue it goes there, in one
+        with an always it runs that and stays failed; the rest stop."""
         for host in self.active():
             if host in failed:
                 continue
@@ -909,11 +911,12 @@ def _path_to(tree: Sequence[Any], index: int) -> Optional[List[Tuple[int, str]]]
 
 
 def _rescuable_blocks(tree: Sequence[Any], depth: int = 0) -> Dict[int, int]:
-    """Block id -> nesting depth, for every block that has a rescue section."""
+    """Block id -> nesting depth, for every block that has a rescue or an always
+    section: where a host another host's failure stops goes (``_set_failed_state``)."""
     found: Dict[int, int] = {}
     for node in tree:
         if isinstance(node, NumberedBlock):
-            if node.rescue:
+            if node.rescue or node.always:
                 found[node.id] = depth
             for part in (node.body, node.rescue, node.always):
                 found.update(_rescuable_blocks(part, depth + 1))

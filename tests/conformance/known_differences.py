@@ -23,9 +23,6 @@ _MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens 
                     "ignore_errors notwithstanding: no result event for the task, no handler, no "
                     "later play, no stats, exit code 1); ioc drops the unknown name silently and "
                     "runs on (H runs, the next play runs, exit code 0)")
-_FATAL_ALWAYS = ("any_errors_fatal on a task (%s) inside a block with an always section: when h2 "
-                 "fails it, 2.21 runs the always on h1, h2 and h3 before the play stops (h1, h3 "
-                 "ok+1, not failed); ioc runs it on h2 only (h1 and h3 stop at once)")
 _IGNORED_UNREACHABLE_FATAL = (
     "an ignored unreachable result (ignore_unreachable) under the play's any_errors_fatal: 2.21 "
     "ends the run after that task (no further task, no later play, exit code 0, u1 ok=1 "
@@ -34,8 +31,6 @@ _IGNORED_UNREACHABLE_FATAL = (
 
 KNOWN_DIFFERENCES: dict = {
     "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
-    "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
-    "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
     "undefined_conditions": (
         "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
         "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
@@ -57,8 +52,6 @@ KNOWN_DIFFERENCES: dict = {
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN: dict = {
     "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
-    "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
-    "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
     "undefined_conditions": _UNTIL_UNDEFINED,
     "undefined_when_label": _LABEL_UNDEFINED,
     "handlers_missing_name": _MISSING_HANDLER,
