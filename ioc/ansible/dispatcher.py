@@ -223,16 +223,16 @@ class BridgeExecutor(PlayExecutor):
             reached, ran = self.ansible_hosts
             once = step.once or (len(ran) == 1 and len(reached) > 1)
             if once and ran and ran[0] in outcome.failed:
-                for host in active:
-                    if host != ran[0] and self.hosts[host].active:
-                        self.hosts[host].status = HostStatus.STOPPED
+                self.once_failed([h for h in active if h != ran[0]], step,
+                                 outcome.trouble.get(ran[0]) == "unreachable")
             step = dataclasses.replace(step, once=False)
         super().after_step(step, active, outcome)
 
-    def _copy_once(self, active: List[str], outcome: StepOutcome) -> Dict[str, Dict[str, Any]]:
+    def _copy_once(self, active: List[str], outcome: StepOutcome,
+                   step: Optional[Step] = None) -> Dict[str, Dict[str, Any]]:
         # The other hosts get a run_once task's values in Ansible's variable
         # manager too (linear sets them for every host), not only in ioc's copy.
-        copied = super()._copy_once(active, outcome)
+        copied = super()._copy_once(active, outcome, step)
         for host in active[1:]:
             if self.hosts[host].active:
                 for layer, values in copied.items():

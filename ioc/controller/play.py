@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ioc.agentless_runner.batch import OMIT, HostRun
 from ioc.agentless_runner.flow import Scope, matching_handlers
@@ -59,7 +59,7 @@ class PlayExecutor:
         self.reads: Optional[FrozenSet[str]] = None
         #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
         self.others: Optional[FrozenSet[str]] = None
-        self._rescuable = _rescuable_blocks(plan.program.tree)
+        self._blocks = _block_shapes(plan.program.tree)
         #: Hosts of the play that earlier serial batches lost (failed, unreachable).
         self.removed = removed
         #: Every host's ``hostvars`` entry, by the attributes read (see
@@ -334,7 +334,7 @@ class PlayExecutor:
         old = self.plan.program.play
         play = plan.program.play
         self.plan = plan
-        self._rescuable = _rescuable_blocks(self.plan.program.tree)
+        self._blocks = _block_shapes(self.plan.program.tree)
         added = {k: v for k, v in play.role_defaults.items() if k not in old.role_defaults}
         if added:
             for state in self.hosts.values():
@@ -431,7 +431,7 @@ class PlayExecutor:
         once = outcome.once if outcome.once is not None else \
             isinstance(step, ControllerStep) and step.once
         if once:
-            self._copy_once(active, outcome)
+            self._copy_once(active, outcome, step)
         self._play_metas(active, outcome)
         for host, metas in outcome.metas.items():
             if "reset_connection" in metas:
@@ -442,18 +442,20 @@ class PlayExecutor:
                                           if kind == "unreachable")
         self._max_fail_percentage()
 
-    def _copy_once(self, active: List[str], outcome: StepOutcome) -> Dict[str, Dict[str, Any]]:
+    def _copy_once(self, active: List[str], outcome: StepOutcome,
+                   step: Optional[Step] = None) -> Dict[str, Dict[str, Any]]:
         """run_once: the first host's results are every host's (L7.1). What the
         step wrote for it (its runner's end state) reaches the others; returns
         that, per layer (``facts``, ``runtime``, ``include_vars``)."""
         first, others = active[0], active[1:]
         source = self.hosts[first]
-        if source.status in (HostStatus.FAILED, HostStatus.UNREACHABLE) \
-                and first in outcome.failed:
-            # (treated as any_errors_fatal, an unreachable host too: L7.1)
-            for host in others:
-                self.hosts[host].status = HostStatus.STOPPED
-            if source.status is HostStatus.UNREACHABLE:
+        if first in outcome.failed:
+            # Treated as any_errors_fatal, an unreachable host too, and a
+            # failure its block rescues as well (L7.1); a failure marks the
+            # others twice, see mark_failed.
+            unreachable = outcome.trouble.get(first) == "unreachable"
+            self.once_failed(others, step, unreachable)
+            if unreachable:
                 self.fatal_unreachable.add(first)
             return {}
         end = outcome.ends.get(first)
@@ -528,27 +530,63 @@ class PlayExecutor:
         return any((_set(e.task.any_errors_fatal) or (e.implicit and play_wide))
                    and not _set(e.task.ignore_errors) for e in self.plan.entries_of(step))
 
-    def stop_others(self, active: List[str], failed: List[str]) -> None:
-        """any_errors_fatal (L4.5): linear marks every other host failed
-        (``mark_host_failed``): in a block with a rescue it goes there, in one
-        with an always it runs that and stays failed; the rest stop."""
-        for host in self.active():
-            if host in failed:
-                continue
+    def once_failed(self, others: Sequence[str], step: Optional[Step], unreachable: bool) -> None:
+        """A task run once (on the first host) failed there, or found it
+        unreachable: every other host fails too (L7.1), marked twice for a
+        failure (see :meth:`mark_failed`), where the first host ran the task:
+        linear gives every host the task and runs it on the first only."""
+        path = _path_to(self.plan.program.tree, self.plan.entries_of(step)[0].index) \
+            if step is not None else None
+        for host in others:
             state = self.hosts[host]
-            block = self._rescue_for(state)
-            if block is not None:
-                state.blocks[block] = {"phase": "block",
-                                       "failure": {"task": {}, "result": {}}}
-                state.marked = True
-            else:
-                state.status = HostStatus.STOPPED
+            if not state.active:
+                continue
+            for bid, phase in path or ():
+                if (state.blocks.get(str(bid)) or {}).get("phase") != phase:
+                    state.blocks[str(bid)] = {"phase": phase, "failure": None}
+            self.mark_failed(host, 1 if unreachable else 2)
 
-    def _rescue_for(self, state: HostState) -> Optional[str]:
-        """The innermost rescuable block ``state`` stands in (in its block part)."""
-        candidates = [bid for bid, saved in state.blocks.items()
-                      if saved.get("phase") == "block" and int(bid) in self._rescuable]
-        return max(candidates, key=lambda b: self._rescuable[int(b)]) if candidates else None
+    def stop_others(self, active: List[str], failed: List[str], times: int = 1) -> None:
+        """any_errors_fatal (L4.5): linear marks every other host failed."""
+        for host in self.active():
+            if host not in failed:
+                self.mark_failed(host, times)
+
+    def mark_failed(self, host: str, times: int = 1) -> None:
+        """Linear's ``iterator.mark_host_failed`` (``_set_failed_state``),
+        ``times`` times in a row, for a host another host's failure fails.
+
+        Each mark moves the innermost section the host stands in: a block's
+        body goes to its rescue, else its always, else the block ends failed;
+        a rescue goes to its always, else ends failed; an always ends failed.
+        A block that ends failed fails its parent the same way when the host
+        goes on (the iterator's child state), but a second mark in a row does
+        not reach the parent. A run_once failure marks the other hosts twice
+        (``_process_pending_results`` marks every host, then linear's
+        any_errors_fatal check marks the hosts that did not fail), so they
+        skip the innermost rescue. Where the host ends up is what the runner
+        resumes: a block to rescue, an always to run with the host still
+        failed, or, past the outermost block, the host stops."""
+        state = self.hosts[host]
+        chain = sorted(((bid, saved["phase"]) for bid, saved in state.blocks.items()
+                        if isinstance(saved, dict) and int(bid) in self._blocks
+                        and saved.get("phase") in ("block", "rescue", "always")),
+                       key=lambda pair: -self._blocks[int(pair[0])].depth)
+        level, phase = 0, chain[0][1] if chain else "complete"
+        for _ in range(times):
+            if phase == "complete":
+                break
+            phase = self._blocks[int(chain[level][0])].failed_from(phase)
+        while phase == "complete" and level + 1 < len(chain):
+            level += 1
+            phase = self._blocks[int(chain[level][0])].failed_from(chain[level][1])
+        if phase == "complete":
+            state.status = HostStatus.STOPPED
+            return
+        state.marked = True
+        # the runner resumes a block whose body failed in its rescue
+        state.blocks[chain[level][0]] = {"phase": "block" if phase == "rescue" else "always",
+                                         "failure": {"task": {}, "result": {}}}
 
     def _max_fail_percentage(self) -> None:
         limit = self.plan.program.play.max_fail_percentage
@@ -910,16 +948,29 @@ def _path_to(tree: Sequence[Any], index: int) -> Optional[List[Tuple[int, str]]]
     return None
 
 
-def _rescuable_blocks(tree: Sequence[Any], depth: int = 0) -> Dict[int, int]:
-    """Block id -> nesting depth, for every block that has a rescue or an always
-    section: where a host another host's failure stops goes (``_set_failed_state``)."""
-    found: Dict[int, int] = {}
+class _BlockShape(NamedTuple):
+    """What ``mark_failed`` needs of a block: its nesting depth and sections."""
+    depth: int
+    rescue: bool
+    always: bool
+
+    def failed_from(self, phase: str) -> str:
+        """The section a failure in ``phase`` sends the host to (or "complete")."""
+        if phase == "block" and self.rescue:
+            return "rescue"
+        if phase in ("block", "rescue") and self.always:
+            return "always"
+        return "complete"
+
+
+def _block_shapes(tree: Sequence[Any], depth: int = 0) -> Dict[int, _BlockShape]:
+    """Block id -> its :class:`_BlockShape`, for every block of ``tree``."""
+    found: Dict[int, _BlockShape] = {}
     for node in tree:
         if isinstance(node, NumberedBlock):
-            if node.rescue or node.always:
-                found[node.id] = depth
+            found[node.id] = _BlockShape(depth, bool(node.rescue), bool(node.always))
             for part in (node.body, node.rescue, node.always):
-                found.update(_rescuable_blocks(part, depth + 1))
+                found.update(_block_shapes(part, depth + 1))
     return found
 
 
