@@ -239,6 +239,7 @@ class PlayExecutor:
         kind = event.get("e")
         if kind == "unreachable" and self._ignores_unreachable(event):
             event["ignored"] = True  # L1.8: "...ignoring", ok+ignored, the host stays
+            outcome.ignored_unreachable.append(host)
         elif kind in ("unreachable", "crash"):
             outcome.trouble[host] = kind
             outcome.failed.append(host)
@@ -436,7 +437,8 @@ class PlayExecutor:
         for host, metas in outcome.metas.items():
             if "reset_connection" in metas:
                 self.ctx.connector.reset(host)
-        if outcome.failed and self._any_errors_fatal(step):
+        if (outcome.failed or outcome.ignored_unreachable) and self._any_errors_fatal(step):
+            # (the host whose unreachable result was ignored is marked too)
             self.stop_others(active, outcome.failed)
             self.fatal_unreachable.update(h for h, kind in outcome.trouble.items()
                                           if kind == "unreachable")

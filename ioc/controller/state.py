@@ -120,6 +120,9 @@ class StepOutcome:
     trouble: Dict[str, str] = field(default_factory=dict)
     #: Hosts with a non-ignored failure (rescued or not), and unreachable ones.
     failed: List[str] = field(default_factory=list)
+    #: Hosts found unreachable by a task that ignores it (``ignore_unreachable``):
+    #: they stay, yet linear's any_errors_fatal check counts them (L4.5).
+    ignored_unreachable: List[str] = field(default_factory=list)
     #: meta actions reported as run (not skipped), per host.
     metas: Dict[str, List[str]] = field(default_factory=dict)
     #: Dynamic includes that ran: per host, the ok result of each include (per item).

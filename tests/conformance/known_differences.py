@@ -23,14 +23,7 @@ _MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens 
                     "ignore_errors notwithstanding: no result event for the task, no handler, no "
                     "later play, no stats, exit code 1); ioc drops the unknown name silently and "
                     "runs on (H runs, the next play runs, exit code 0)")
-_IGNORED_UNREACHABLE_FATAL = (
-    "an ignored unreachable result (ignore_unreachable) under the play's any_errors_fatal: 2.21 "
-    "ends the run after that task (no further task, no later play, exit code 0, u1 ok=1 "
-    "ignored=1); ioc goes on with the play (the next tasks, u1 unreachable at the next task that "
-    "connects, exit code 4)")
-
 KNOWN_DIFFERENCES: dict = {
-    "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "undefined_conditions": (
         "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
         "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
@@ -51,7 +44,6 @@ KNOWN_DIFFERENCES: dict = {
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN: dict = {
-    "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "undefined_conditions": _UNTIL_UNDEFINED,
     "undefined_when_label": _LABEL_UNDEFINED,
     "handlers_missing_name": _MISSING_HANDLER,
