@@ -223,9 +223,13 @@ class Console(Callback):
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
         if result.get("failed_when_result") is True:
-            # the failure is the expression's (an action's, whatever the module),
-            # whatever the result's own msg
-            msg = "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'."
+            # The failure is the expression's, whatever the result's own msg;
+            # "Module failed" when the module had failed already (2.21 keeps
+            # the module's error kind, its exception moved aside), else "Action".
+            module = "failed_when_suppressed_exception" in result \
+                and task.action not in _ACTIONS and not result.get("_ioc_action_failure")
+            msg = "Task failed: %s failed: A 'failed_when' expression evaluated to 'True'." % (
+                "Module" if module else "Action")
         if result.get("_ioc_raised") or result.get("unreachable"):
             # the action (or the connection) raised: no "Action failed"
             msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg

@@ -88,10 +88,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
-        "loop_when_results_per_item": (
-            "for a command whose failed_when is true 2.21's [ERROR] line reads 'Task failed: Module "
-            "failed: A 'failed_when' expression evaluated to 'True'.'; ioc-run's reads 'Task "
-            "failed: Action failed: ...'"),
         "unreachable_delegate_loop": (
             "for a loop delegated to an unreachable host 2.21 prints 'failed: [h1 -> u1] (item=a)' "
             "and 'fatal: [h1 -> u1]: UNREACHABLE!'; ioc-run prints 'failed: [h1 -> u1(127.0.0.1)] "
