@@ -214,7 +214,7 @@ def _argument(task: Any, expression: Any) -> Any:
     if not isinstance(expression, str):
         return None
     # its arguments, loop, delegate_to and conditions (and those its blocks pass on)
-    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to]
+    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to, task.until]
     parent = getattr(task, "_parent", None)
     while parent is not None:
         pending.append(getattr(parent, "when", None))

@@ -37,7 +37,8 @@ class Console(Callback):
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
                  verbosity: int = 0, color: Optional[bool] = None,
                  source_context: Optional[Callable[[str], str]] = None,
-                 task_error: Optional[Callable[[str, str, str], str]] = None) -> None:
+                 task_error: Optional[Callable[[str, str, str, Optional[str]], str]] = None
+                 ) -> None:
         self.out = out
         self.err = err
         self.verbosity = verbosity
@@ -45,7 +46,8 @@ class Console(Callback):
         self._warned: Set[str] = set()
         self.color = out.isatty() if color is None else color
         self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
-        #: (message, task origin, cause origin) -> the error with its "caused by"
+        #: (message, task origin, cause origin, "Action"/"Module" when the action's
+        #: result carries the error, else None) -> the error with its "caused by"
         #: chain, as Ansible formats it (ioc-run passes ansible-core's); None: no chain.
         self.task_error = task_error
 
@@ -222,11 +224,19 @@ class Console(Callback):
             return  # (until ran out: Ansible has no error to show, the action did not fail)
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
-        if result.get("failed_when_result") is True:
+        captured = None  # "Action"/"Module": whose result carries the error
+        if result.get("_ioc_condition_error"):
+            # a changed_when/failed_when expression that could not be evaluated: the
+            # error is the action's (the module's, had it failed already), whatever msg says
+            cause, failed_before = result["_ioc_condition_error"]
+            captured = "Module" if failed_before and not (
+                task.action in _ACTIONS or result.get("_ioc_action_failure")) else "Action"
+            msg = "Task failed: %s failed: %s" % (captured, cause)
+        elif result.get("failed_when_result") is True:
             # the failure is the expression's (an action's, whatever the module),
             # whatever the result's own msg
             msg = "Task failed: Action failed: A 'failed_when' expression evaluated to 'True'."
-        if result.get("_ioc_raised") or result.get("unreachable"):
+        elif result.get("_ioc_raised") or result.get("unreachable"):
             # the action (or the connection) raised: no "Action failed"
             msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg
         elif not msg.startswith("Task failed: "):
@@ -241,7 +251,9 @@ class Console(Callback):
         elif task.implicit:
             text = "[ERROR]: %s" % msg
         elif result.get("_ioc_error_origin") and self.task_error is not None:
-            chain = self.task_error(msg, task.location, result["_ioc_error_origin"])
+            # the engine's error (a when/until/changed_when/failed_when expression's)
+            chain = self.task_error(cause if captured else msg, task.location,
+                                    result["_ioc_error_origin"], captured)
             text = "[ERROR]: %s\n" % chain.rstrip("\n")  # (a blank line after, as above)
         else:
             text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))

@@ -8,11 +8,6 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-_UNTIL_UNDEFINED = ("an undefined variable in `until` fails the task at once in 2.21 ({'changed': "
-                    "False, 'msg': \"Task failed: An 'until' expression failed: Error while "
-                    "evaluating conditional: 'nosuch_until' is undefined\"}, no retry, not counted "
-                    "changed); ioc takes it as a false condition: it retries (runner_retry), then "
-                    "fails with the command's own result (attempts 1, changed: true, counted changed)")
 _LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[WARNING]: Failed to "
                     "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
                     "once and labels each item with the item itself ('(item=a)'); ioc labels every "
@@ -36,10 +31,6 @@ KNOWN_DIFFERENCES: dict = {
     "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
-    "undefined_conditions": (
-        "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
-        "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
-        "evaluating conditional: ... is undefined\", ioc-run's has msg ''; and " + _UNTIL_UNDEFINED),
     "undefined_when_label": _LABEL_UNDEFINED + "; and where a when per item fails on an undefined "
                             "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
                             "more items failed' with the task's origin before 'fatal: [h1]', "
@@ -59,7 +50,6 @@ KNOWN_DIFFERENCES_PLUGIN: dict = {
     "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
-    "undefined_conditions": _UNTIL_UNDEFINED,
     "undefined_when_label": _LABEL_UNDEFINED,
     "handlers_missing_name": _MISSING_HANDLER,
 }
