@@ -101,8 +101,7 @@ class Console(Callback):
         # (before clean: debug's keeps only what it was asked to show, not "results")
         looped = "results" in result and isinstance(result.get("results"), list)
         raw, changed = result, bool(result.get("changed"))  # (debug's clean drops "changed")
-        result = self.clean(result, task)
-        self._warnings(result)
+        result = self._warnings(self.clean(result, task))
         if status is Status.OK:
             if looped or task.action in ("include_tasks", "include_role"):
                 return
@@ -117,7 +116,8 @@ class Console(Callback):
             self._print(line, "skip")
         elif status is Status.FAILED:
             if not looped or task.action == "debug":
-                self._error(raw, task)
+                if not looped:  # (a loop's result has no error of its own: its items showed theirs)
+                    self._error(raw, task)
                 self._print("fatal: [%s]: FAILED! => %s" % (host, self.dump(result)), "error")
             if ignored:
                 self._print("...ignoring", "skip")
@@ -136,6 +136,8 @@ class Console(Callback):
         label = item_label(result)
         if status is Status.OK and task.action in ("include_tasks", "include_role"):
             return  # an include's items print as its ``included:`` lines
+        self._warnings(raw)  # (before the item's line, as the default callback)
+        result = self._warnings(result, show=False)
         if status is Status.OK:
             line = "%s: [%s] => (item=%s)" % ("changed" if changed else "ok", host, label)
             if self._verbose(result):
@@ -212,9 +214,19 @@ class Console(Callback):
         for line in report.lines(verbose=self.verbosity > 0):
             self._print(line)
 
-    def _warnings(self, result: Dict[str, Any]) -> None:
-        for warning in result.get("warnings") or ():
-            self.warning(str(warning))
+    def _warnings(self, result: Dict[str, Any], show: bool = True) -> Dict[str, Any]:
+        """Shows the result's warnings; returns it without them (the default
+        callback's ``_handle_warnings`` pops them: they are not dumped)."""
+        if "warnings" not in result:
+            return result
+        label = result.get("_ioc_label_error") or {}
+        for warning in (result.get("warnings") or ()) if show else ():
+            if label and warning == label.get("text") and label.get("origin"):
+                # the loop_control label the runner could not template: where it is
+                self.warning("%s\n%s\n" % (warning, self.source_context(label["origin"])))
+            else:
+                self.warning(str(warning))
+        return {k: v for k, v in result.items() if k != "warnings"}
 
     def _error(self, result: Dict[str, Any], task: TaskView) -> None:
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``

@@ -8,10 +8,6 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-_LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[WARNING]: Failed to "
-                    "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
-                    "once and labels each item with the item itself ('(item=a)'); ioc labels every "
-                    "item '(item=<< error 1 - 'nosuch_label' is undefined >>)' and warns nothing")
 _MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens to: 2.21 aborts the "
                     "whole run there ('[ERROR]: The requested handler 'no such handler' was not "
                     "found in either the main handlers list nor in the listening handlers list', "
@@ -31,10 +27,6 @@ KNOWN_DIFFERENCES: dict = {
     "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
-    "undefined_when_label": _LABEL_UNDEFINED + "; and where a when per item fails on an undefined "
-                            "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
-                            "more items failed' with the task's origin before 'fatal: [h1]', "
-                            "2.21 no [ERROR] line",
     "handlers_missing_name": _MISSING_HANDLER,
     "handlers_include_role_loop": (
         "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
@@ -50,7 +42,6 @@ KNOWN_DIFFERENCES_PLUGIN: dict = {
     "unreachable_ignored_fatal": _IGNORED_UNREACHABLE_FATAL,
     "any_errors_fatal_task_always": _FATAL_ALWAYS % "its own keyword",
     "any_errors_fatal_include": _FATAL_ALWAYS % "given by include_tasks' apply",
-    "undefined_when_label": _LABEL_UNDEFINED,
     "handlers_missing_name": _MISSING_HANDLER,
 }
 
