@@ -133,6 +133,11 @@ class Task:
     changed_when: Optional[Tuple[Condition, ...]] = None
     failed_when: Optional[Tuple[Condition, ...]] = None
     until: Optional[Tuple[Condition, ...]] = None
+    #: Where each condition of ``changed_when``, ``failed_when`` and ``until`` and
+    #: the ``loop_control`` label were written, by keyword (``label`` for the
+    #: label): ``path:line:col`` each, ``""`` unknown. ansible-core names these
+    #: positions when evaluating one fails.
+    origins: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     retries: Any = None
     delay: Any = None
     ignore_errors: Any = None

@@ -520,8 +520,12 @@ class HostRun(HandlerRun, LoopRun):
                 if not results.legacy():
                     bound["_task"] = {"result": results.public(result)}
                 check = Templar(self.variables(task, scope, bound))
-            if self.until_met(task, result, check):
-                return result
+            try:
+                if self.until_met(task, result, check):
+                    return result
+            except _ConditionFailed as failure:
+                # ansible-core raises it: the attempt's result is dropped, no retry
+                return failure.result
             if attempt >= retries:
                 result["attempts"] = retries - 1
                 # Failed by the engine, not by the action (the bridge says so to Ansible).
@@ -546,13 +550,26 @@ class HostRun(HandlerRun, LoopRun):
         return max(count, 0) + 1, delay
 
     def until_met(self, task, result, templar):
+        """Whether the attempt ends the retries; an ``until`` expression that
+        cannot be evaluated raises :class:`_ConditionFailed` with the task's
+        failure, as ansible-core's ``TaskExecutor`` raises it out of the attempt
+        loop (2.21 words it "An 'until' expression failed", 2.19 not)."""
         until = task.get("until")
         if until is None:
             return not result.get("failed")
-        try:
-            return all(templar.conditional(c) for c in until)
-        except TemplateError:
-            return False
+        origins = (task.get("origins") or {}).get("until") or ()
+        for number, cond in enumerate(until):
+            try:
+                if not templar.conditional(cond):
+                    return False
+            except TemplateError as exc:
+                error = _conditional_error(exc)
+                if not results.legacy():
+                    error = "An 'until' expression failed: %s" % error
+                raise _ConditionFailed(results.failed_result(
+                    _task_failed(error), _ioc_task_error=True, _ioc_error_expr=cond,
+                    _ioc_error_origin=_nth(origins, number)))
+        return True
 
     def apply_result_conditions(self, task, result, templar):
         """changed_when, then failed_when, with the register bound (L3.2).
@@ -579,20 +596,23 @@ class HostRun(HandlerRun, LoopRun):
                 result["_ioc_conditions"] = {"before": before, "applied": applied}
             if field == "failed_when" and not results.legacy():
                 self._suppress_exception(result, field)
-            current = None
+            current, number = None, 0
             try:
                 value = True
-                for current in conds:
+                for number, current in enumerate(conds):
                     if not templar.conditional(current):
                         value = False
                         break
             except TemplateError as exc:
+                failed_before = bool(result.get("failed"))
                 if field == "changed_when" and not results.legacy():
                     self._suppress_exception(result, field)
                 result["failed"] = True
                 result[field + "_result"] = _conditional_error(exc)
                 applied.append([field, result[field + "_result"], True,
                                 current if isinstance(current, str) else None])
+                if not results.legacy():
+                    self._condition_error(task, result, field, number, failed_before)
                 return
             applied.append([field, value, False, None])
             if field == "failed_when" and not value and results.legacy():
@@ -604,6 +624,23 @@ class HostRun(HandlerRun, LoopRun):
                     and not results.legacy():
                 result["msg"] = ("Task failed: Action failed: A 'failed_when' expression "
                                  "evaluated to 'True'.")
+
+    @staticmethod
+    def _condition_error(task, result, field, number, failed_before):
+        """2.21: the failure a changed_when/failed_when expression that cannot be
+        evaluated makes (TaskExecutor raises it as the result's own error): a
+        result without a msg of its own takes the error's words. The callbacks
+        get the error (``_ioc_condition_error``: its words, whether the action
+        had failed already) and where the expression was written
+        (``_ioc_error_origin``) for the [ERROR] line and its excerpts."""
+        error = "A '%s' expression failed: %s" % (field, result[field + "_result"])
+        if not result.get("msg"):
+            result["msg"] = "Task failed: %s failed: %s" % (
+                "Module" if failed_before else "Action", error)
+        result["_ioc_condition_error"] = [error, failed_before]
+        origin = _nth((task.get("origins") or {}).get(field) or (), number)
+        if origin:
+            result["_ioc_error_origin"] = origin
 
     @staticmethod
     def _suppress_exception(result, field):
@@ -823,6 +860,19 @@ def _failure_wire(failure):
 def _task_failed(exc):
     """A templating error that fails the task, worded as ansible-core 2.21 does."""
     return "Task failed: %s" % (exc,)
+
+
+class _ConditionFailed(Exception):
+    """A condition could not be evaluated: ``result`` is the task's failure."""
+
+    def __init__(self, result):
+        Exception.__init__(self, result.get("msg"))
+        self.result = result
+
+
+def _nth(origins, number):
+    """The origin of condition ``number`` (None if unknown)."""
+    return (origins[number] if number < len(origins) else None) or None
 
 
 def _conditional_error(exc):

@@ -37,6 +37,7 @@ class LoopRun(object):
         register = task.get("register")
         item_results = []
         notify = []
+        label_failed = None  # the label's templating error, for the callbacks
         live = {}
         # ``delegate_to`` naming the loop item: the controller runs one item
         # per call on that item's delegate, handing over the earlier results.
@@ -75,12 +76,23 @@ class LoopRun(object):
             if "ansible_loop" in overlay:
                 item_keys["ansible_loop"] = overlay["ansible_loop"]
             label = control.get("label")
-            if label is not None:
+            label_error = None
+            if label is not None and results.legacy():
                 item_keys["_ansible_item_label"] = safe_template(item_templar, label)
-            elif not results.legacy():
+            elif label is not None:
+                try:
+                    item_keys["_ansible_item_label"] = item_templar.template(label)
+                except TemplateError as exc:
+                    # 2.21 warns and labels the item with its value
+                    item_keys["_ansible_item_label"] = item
+                    label_error = self._label_warning(task, exc)
+            else:
                 item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
             result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
             result.update(item_keys)
+            if label_error is not None:
+                result.setdefault("warnings", []).append(label_error["text"])
+                result["_ioc_label_error"] = label_failed = label_error
             stop = self._break_when(task, control, result, overlay, scope)
             self._emit_diff(key, task, result, item_templar)
             status = results.status_of(result)
@@ -103,10 +115,21 @@ class LoopRun(object):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
                 only.get("prior") or ()) else None, "notify": notify}}
         out = results.aggregate_loop(item_results)
+        if label_failed is not None:
+            out["_ioc_label_error"] = label_failed  # (also among the loop's warnings)
         if task.get("notify"):
             out["_ioc_notify"] = notify
         return out
 
+    @staticmethod
+    def _label_warning(task, exc):
+        """The warning of a loop_control label that cannot be templated, as
+        2.21's ``display.error_as_warning`` makes it: its words (the registered
+        ``warnings`` entry), the error and where the label was written (for
+        the callbacks' ``Origin:`` excerpt)."""
+        origins = (task.get("origins") or {}).get("label") or ("",)
+        return {"text": "Failed to template loop_control label: %s" % (exc,),
+                "error": str(exc), "origin": origins[0] or None}
 
     def _break_when(self, task, control, result, overlay, scope):
         """``loop_control.break_when`` after an item: True ends the loop there.

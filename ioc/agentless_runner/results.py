@@ -131,6 +131,10 @@ def aggregate_loop(results):
         out["msg"] = "All items skipped"
     else:
         out["msg"] = "All items completed"
+    # 2.21 gathers the items' warnings on the loop's result
+    warnings = [w for r in results for w in (r.get("warnings") or ())]
+    if warnings:
+        out["warnings"] = warnings
     return out
 
 

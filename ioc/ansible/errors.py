@@ -87,21 +87,30 @@ def engine_exception(message: str, obj: Any = None) -> Exception:
     return AnsibleError(message, obj=obj)
 
 
-def task_error_text(message: str, task_origin: str, cause_origin: str) -> str:
+def task_error_text(message: str, task_origin: str, cause_origin: str,
+                    captured: Optional[str] = None) -> str:
     """What follows ``[ERROR]: `` for a task the engine failed at ``cause_origin``
-    (a ``when`` expression): TaskExecutor's ``AnsibleTaskError`` chained to the
-    engine's error, formatted by ansible-core's own display code (the
-    "Task failed." block and each "<<< caused by >>>" with its excerpt)."""
+    (a ``when``/``until``/``changed_when``/``failed_when`` expression):
+    TaskExecutor's ``AnsibleTaskError`` chained to the engine's error,
+    formatted by ansible-core's own display code (the "Task failed." block and
+    each "<<< caused by >>>" with its excerpt). ``captured`` ("Action" or
+    "Module"): the error is in the action's result (a changed_when/failed_when
+    expression's), which the chain says first ("Task failed: Action failed.")."""
     from ansible._internal import _display_utils
     from ansible._internal._errors import _error_factory
-    from ansible.errors import AnsibleTaskError
+    from ansible.errors import AnsibleError, AnsibleTaskError
     from ansible.module_utils._internal import _messages
 
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
     try:
         try:
-            raise engine_exception(message, _origin(Location.parse(cause_origin)))
+            try:
+                raise engine_exception(message, _origin(Location.parse(cause_origin)))
+            except Exception as ex:
+                if captured is None:
+                    raise
+                raise AnsibleError("%s failed." % captured) from ex
         except Exception as ex:
             raise AnsibleTaskError(obj=_origin(Location.parse(task_origin))) from ex
     except AnsibleTaskError as error:

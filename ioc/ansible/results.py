@@ -140,8 +140,34 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         except AnsibleTaskError as atex:
             utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
                                                    source_is_module=False)
+    if result.get("_ioc_label_error"):
+        _label_warnings([utr] + list(utr.loop_results or ()), task, result["_ioc_label_error"])
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> None:
+    """2.21: the runner's warning that the loop_control label could not be
+    templated, as ``TaskContext._populate_item_label`` gives it
+    (``display.error_as_warning`` with the label's origin and excerpt)."""
+    from ansible._internal._errors import _error_factory, _error_utils
+    from ansible.errors import AnsibleError
+    from ansible.module_utils._internal import _errors, _messages
+
+    label = getattr(getattr(task, "loop_control", None), "label", None)
+    context = _error_utils.SourceContext.from_value(label)
+    cause = _error_factory.ControllerEventFactory.from_exception(
+        AnsibleError(error.get("error")), False)
+    warning = _messages.WarningSummary(event=_messages.Event(
+        msg="Failed to template loop_control label.",
+        formatted_source_context=str(context) if context else None,
+        chain=_messages.EventChain(
+            msg_reason=_errors.MSG_REASON_DIRECT_CAUSE,
+            traceback_reason=_errors.TRACEBACK_REASON_EXCEPTION_DIRECT_WARNING, event=cause)))
+    for utr in utrs:
+        if utr._warnings:
+            utr._warnings = [warning if getattr(w, "event", None) is not None and
+                             w.event.msg == error.get("text") else w for w in utr._warnings]
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
@@ -214,7 +240,7 @@ def _argument(task: Any, expression: Any) -> Any:
     if not isinstance(expression, str):
         return None
     # its arguments, loop, delegate_to and conditions (and those its blocks pass on)
-    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to]
+    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to, task.until]
     parent = getattr(task, "_parent", None)
     while parent is not None:
         pending.append(getattr(parent, "when", None))

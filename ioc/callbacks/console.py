@@ -37,7 +37,8 @@ class Console(Callback):
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
                  verbosity: int = 0, color: Optional[bool] = None,
                  source_context: Optional[Callable[[str], str]] = None,
-                 task_error: Optional[Callable[[str, str, str], str]] = None) -> None:
+                 task_error: Optional[Callable[[str, str, str, Optional[str]], str]] = None
+                 ) -> None:
         self.out = out
         self.err = err
         self.verbosity = verbosity
@@ -45,7 +46,8 @@ class Console(Callback):
         self._warned: Set[str] = set()
         self.color = out.isatty() if color is None else color
         self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
-        #: (message, task origin, cause origin) -> the error with its "caused by"
+        #: (message, task origin, cause origin, "Action"/"Module" when the action's
+        #: result carries the error, else None) -> the error with its "caused by"
         #: chain, as Ansible formats it (ioc-run passes ansible-core's); None: no chain.
         self.task_error = task_error
 
@@ -99,8 +101,7 @@ class Console(Callback):
         # (before clean: debug's keeps only what it was asked to show, not "results")
         looped = "results" in result and isinstance(result.get("results"), list)
         raw, changed = result, bool(result.get("changed"))  # (debug's clean drops "changed")
-        result = self.clean(result, task)
-        self._warnings(result)
+        result = self._warnings(self.clean(result, task))
         if status is Status.OK:
             if looped or task.action in ("include_tasks", "include_role"):
                 return
@@ -115,7 +116,8 @@ class Console(Callback):
             self._print(line, "skip")
         elif status is Status.FAILED:
             if not looped or task.action == "debug":
-                self._error(raw, task)
+                if not looped:  # (a loop's result has no error of its own: its items showed theirs)
+                    self._error(raw, task)
                 self._print("fatal: [%s]: FAILED! => %s" % (host, self.dump(result)), "error")
             if ignored:
                 self._print("...ignoring", "skip")
@@ -134,6 +136,8 @@ class Console(Callback):
         label = item_label(result)
         if status is Status.OK and task.action in ("include_tasks", "include_role"):
             return  # an include's items print as its ``included:`` lines
+        self._warnings(raw)  # (before the item's line, as the default callback)
+        result = self._warnings(result, show=False)
         if status is Status.OK:
             line = "%s: [%s] => (item=%s)" % ("changed" if changed else "ok", host, label)
             if self._verbose(result):
@@ -210,9 +214,19 @@ class Console(Callback):
         for line in report.lines(verbose=self.verbosity > 0):
             self._print(line)
 
-    def _warnings(self, result: Dict[str, Any]) -> None:
-        for warning in result.get("warnings") or ():
-            self.warning(str(warning))
+    def _warnings(self, result: Dict[str, Any], show: bool = True) -> Dict[str, Any]:
+        """Shows the result's warnings; returns it without them (the default
+        callback's ``_handle_warnings`` pops them: they are not dumped)."""
+        if "warnings" not in result:
+            return result
+        label = result.get("_ioc_label_error") or {}
+        for warning in (result.get("warnings") or ()) if show else ():
+            if label and warning == label.get("text") and label.get("origin"):
+                # the loop_control label the runner could not template: where it is
+                self.warning("%s\n%s\n" % (warning, self.source_context(label["origin"])))
+            else:
+                self.warning(str(warning))
+        return {k: v for k, v in result.items() if k != "warnings"}
 
     def _error(self, result: Dict[str, Any], task: TaskView) -> None:
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``
@@ -222,7 +236,15 @@ class Console(Callback):
             return  # (until ran out: Ansible has no error to show, the action did not fail)
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
-        if result.get("failed_when_result") is True:
+        captured = None  # "Action"/"Module": whose result carries the error
+        if result.get("_ioc_condition_error"):
+            # a changed_when/failed_when expression that could not be evaluated: the
+            # error is the action's (the module's, had it failed already), whatever msg says
+            cause, failed_before = result["_ioc_condition_error"]
+            captured = "Module" if failed_before and not (
+                task.action in _ACTIONS or result.get("_ioc_action_failure")) else "Action"
+            msg = "Task failed: %s failed: %s" % (captured, cause)
+        elif result.get("failed_when_result") is True:
             # The failure is the expression's, whatever the result's own msg;
             # "Module failed" when the module had failed already (2.21 keeps
             # the module's error kind, its exception moved aside), else "Action".
@@ -230,7 +252,7 @@ class Console(Callback):
                 and task.action not in _ACTIONS and not result.get("_ioc_action_failure")
             msg = "Task failed: %s failed: A 'failed_when' expression evaluated to 'True'." % (
                 "Module" if module else "Action")
-        if result.get("_ioc_raised") or result.get("unreachable"):
+        elif result.get("_ioc_raised") or result.get("unreachable"):
             # the action (or the connection) raised: no "Action failed"
             msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg
         elif not msg.startswith("Task failed: "):
@@ -245,7 +267,9 @@ class Console(Callback):
         elif task.implicit:
             text = "[ERROR]: %s" % msg
         elif result.get("_ioc_error_origin") and self.task_error is not None:
-            chain = self.task_error(msg, task.location, result["_ioc_error_origin"])
+            # the engine's error (a when/until/changed_when/failed_when expression's)
+            chain = self.task_error(cause if captured else msg, task.location,
+                                    result["_ioc_error_origin"], captured)
             text = "[ERROR]: %s\n" % chain.rstrip("\n")  # (a blank line after, as above)
         else:
             text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))

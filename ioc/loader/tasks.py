@@ -365,6 +365,7 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         changed_when=_opt_conditions(ds.get("changed_when"), where),
         failed_when=_opt_conditions(ds.get("failed_when"), where),
         until=_opt_conditions(ds.get("until"), where),
+        origins=_origins(ds),
         retries=ds.get("retries"),
         delay=ds.get("delay"),
         async_val=ds.get("async"),
@@ -382,6 +383,23 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         collections=collections_of(ds, where, scope.collections),
         **effective,
     )
+
+
+def _origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Where the task's changed_when/failed_when/until conditions and its
+    loop_control label were written (see :attr:`Task.origins`)."""
+    out = {}
+    for key in ("changed_when", "failed_when", "until"):
+        # (the conditions are read first: an invalid value has failed already)
+        count = len(conditions(ds.get(key), Location("<unknown>")))
+        if count and any(value_origins(ds, key, count)):
+            out[key] = value_origins(ds, key, count)
+    control = ds.get("loop_control")
+    if isinstance(control, Mapping) and "label" in control:
+        label = value_origins(control, "label", 1)
+        if any(label):
+            out["label"] = label
+    return out
 
 
 def _aligned(scope: Scope) -> tuple[str, ...]:

@@ -8,30 +8,14 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-_UNTIL_UNDEFINED = ("an undefined variable in `until` fails the task at once in 2.21 ({'changed': "
-                    "False, 'msg': \"Task failed: An 'until' expression failed: Error while "
-                    "evaluating conditional: 'nosuch_until' is undefined\"}, no retry, not counted "
-                    "changed); ioc takes it as a false condition: it retries (runner_retry), then "
-                    "fails with the command's own result (attempts 1, changed: true, counted changed)")
-_LABEL_UNDEFINED = ("an undefined variable in loop_control.label: 2.21 prints '[WARNING]: Failed to "
-                    "template loop_control label: 'nosuch_label' is undefined' (with its origin) "
-                    "once and labels each item with the item itself ('(item=a)'); ioc labels every "
-                    "item '(item=<< error 1 - 'nosuch_label' is undefined >>)' and warns nothing")
 _MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens to: 2.21 aborts the "
                     "whole run there ('[ERROR]: The requested handler 'no such handler' was not "
                     "found in either the main handlers list nor in the listening handlers list', "
                     "ignore_errors notwithstanding: no result event for the task, no handler, no "
                     "later play, no stats, exit code 1); ioc drops the unknown name silently and "
                     "runs on (H runs, the next play runs, exit code 0)")
+
 KNOWN_DIFFERENCES: dict = {
-    "undefined_conditions": (
-        "an undefined variable in changed_when/failed_when: 2.21's result has msg \"Task failed: "
-        "Action failed: A 'changed_when' (resp. 'failed_when') expression failed: Error while "
-        "evaluating conditional: ... is undefined\", ioc-run's has msg ''; and " + _UNTIL_UNDEFINED),
-    "undefined_when_label": _LABEL_UNDEFINED + "; and where a when per item fails on an undefined "
-                            "variable ioc-run prints '[ERROR]: Task failed: Action failed: One or "
-                            "more items failed' with the task's origin before 'fatal: [h1]', "
-                            "2.21 no [ERROR] line",
     "handlers_missing_name": _MISSING_HANDLER,
     "handlers_include_role_loop": (
         "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
@@ -44,8 +28,6 @@ KNOWN_DIFFERENCES: dict = {
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN: dict = {
-    "undefined_conditions": _UNTIL_UNDEFINED,
-    "undefined_when_label": _LABEL_UNDEFINED,
     "handlers_missing_name": _MISSING_HANDLER,
 }
 
