@@ -126,6 +126,9 @@ class HostRun(HandlerRun, LoopRun):
         results.SHAPE[0] = self.options.get("shape", "2.21")
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
+        #: The connection variables TaskExecutor adds where nothing sets them
+        #: (PlayContext.update_vars): below every layer, not in hostvars.
+        self.connection = layers.get("connection", {})
         self.play_vars = layers.get("play", {})
         self.extra = layers.get("extra", {})
         self.magic = dict(layers.get("magic", {}))
@@ -344,7 +347,7 @@ class HostRun(HandlerRun, LoopRun):
         maps.append(Verbatim(self.facts_layer()))
         maps.append(self.inventory)
         maps.extend(b["defaults"] for b in reversed(scope.blocks) if b.get("defaults"))
-        view = ChainMap(*maps)
+        view = ChainMap(*(maps + [self.connection]))
         # hostvars[this host] is every variable but the magic ones that hold
         # views themselves (hostvars, vars): no cycle for templates to walk.
         own = ChainMap(*[m for m in maps if m is not magic],
@@ -355,7 +358,7 @@ class HostRun(HandlerRun, LoopRun):
         if self._item is not None:
             table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
                              table)
-        magic.update(Lookups(table, _evaluator(view)).functions())
+        magic.update(Lookups(table, _evaluator(view), lambda: list(view)).functions())
         return view
 
     def facts_layer(self):

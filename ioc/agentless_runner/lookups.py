@@ -244,6 +244,22 @@ def _vars(terms, variables, default=None):
     return out
 
 
+def _varnames(terms, names):
+    """ansible.builtin.varnames: the names of the task's variables that each
+    regular expression matches (``re.search``), term after term."""
+    out = []
+    for term in terms:
+        if not isinstance(term, str):
+            raise LookupFailure('Invalid setting identifier, "%s" is not a string, it is a %s'
+                                % (term, type(term)))
+        try:
+            pattern = re.compile(term)
+        except re.error as exc:
+            raise LookupFailure('Unable to use "%s" as a search parameter: %s' % (term, exc))
+        out.extend(name for name in names if pattern.search(name))
+    return out
+
+
 class LookupFailure(TemplateError):
     """A lookup could not answer; the message is Ansible's where it has one."""
 
@@ -275,16 +291,20 @@ def shape(values, wantlist):
 class Lookups(object):
     """The ``lookup``/``query`` functions of one host's templates."""
 
-    def __init__(self, table, variables_of):
+    def __init__(self, table, variables_of, names=None):
         self.table = table or {}
         #: Callable returning the templated variable for ``vars`` lookups.
         self.variables_of = variables_of
+        #: Callable returning every variable name the task sees (``varnames``).
+        self.names = names
 
     def results(self, plugin, terms, kwargs):
         """The list a lookup plugin would return."""
         terms = listify(terms)
         if plugin == "vars":
             return _vars(terms, _VarView(self.variables_of), kwargs.get("default"))
+        if plugin == "varnames" and self.names is not None:
+            return _varnames(terms, self.names())
         if plugin in PURE:
             return PURE[plugin](terms, None)
         table_key = key(plugin, terms, kwargs)

@@ -192,7 +192,7 @@ PLUGINS: Dict[str, Plugin] = {
 }
 
 #: Every lookup ioc knows, for the planner's up-front check.
-KNOWN = frozenset(PLUGINS) | frozenset(PURE) | {"vars"}
+KNOWN = frozenset(PLUGINS) | frozenset(PURE) | {"vars", "varnames"}
 
 
 class _Recorder:

@@ -750,7 +750,8 @@ class PlayExecutor:
                          if h not in self.removed
                          and (h not in self.hosts or self.hosts[h].active)])
         static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
-                  "extra": self.static_layers["extra"]}
+                  "extra": self.static_layers["extra"],
+                  "connection": _connection_vars(host, state.spec)}
         shape = self._step_shape(step)
         names = None if self.reads is None else closure.close_over(
             self.reads, [static["extra"], state.included, static["play"], static["inventory"]]
@@ -904,6 +905,27 @@ def _delegate_name(value: Any, host: str) -> str:
     """The host a templated ``delegate_to`` names: ``omit`` (``{{ x | default(omit) }}``) is no
     delegation at all, as Ansible drops an omitted keyword: the task runs on ``host``."""
     return host if value is None or value == OMIT else str(value)
+
+
+def _connection_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
+    """The connection variables a task sees where nothing sets them: what
+    TaskExecutor adds from its PlayContext (``PlayContext.update_vars``,
+    ``C.MAGIC_VARIABLE_MAPPING``), below every other variable. The login
+    password is left out: it never travels to the target as a variable."""
+    address = spec.hostname if spec.transport == "ssh" else name
+    timeout = int(spec.timeout) if float(spec.timeout).is_integer() else spec.timeout
+    pairs: List[Tuple[Tuple[str, ...], Any]] = [
+        (("ansible_connection",), spec.transport),
+        (("ansible_module_compression",), "ZIP_DEFLATED"),
+        (("ansible_shell_executable",), "/bin/sh"),
+        (("ansible_ssh_host", "ansible_host"), address),
+        (("ansible_ssh_user", "ansible_user"), spec.user),
+        (("ansible_ssh_port", "ansible_port"), spec.port),
+        (("ansible_ssh_pipelining", "ansible_pipelining"), spec.pipelining),
+        (("ansible_ssh_timeout", "ansible_timeout"), timeout),
+        (("ansible_ssh_private_key_file", "ansible_private_key_file"), spec.identity_file),
+    ]
+    return {name: value for names, value in pairs if value is not None for name in names}
 
 
 def _delegated_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:

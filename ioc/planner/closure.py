@@ -66,4 +66,6 @@ def _open_ended(eff: Effects) -> bool:
         return True
     if any(a.host == SELF and not a.attrs for a in eff.hostvars):
         return True
-    return any(c.plugin in (None, "vars") and not c.static_args for c in eff.lookups)
+    # (varnames lists the names that match: every name is read)
+    return any(c.plugin == "varnames" or (c.plugin in (None, "vars") and not c.static_args)
+               for c in eff.lookups)

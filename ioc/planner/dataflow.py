@@ -32,7 +32,7 @@ CONTROLLER_FILE_ARGS = {"copy": ("src",), "template": ("src",), "unarchive": ("s
                         "include_vars": ("_raw_params", "file", "dir")}
 #: Lookups that run on the target (pure): they never need a cut.
 PURE_LOOKUPS = frozenset({"items", "list", "dict", "indexed_items", "nested",
-                          "together", "subelements", "sequence", "vars"})
+                          "together", "subelements", "sequence", "vars", "varnames"})
 
 
 def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> DataRule:

@@ -214,10 +214,13 @@ def spec_for(name: str, hostvars: Mapping[str, Any],
         raise ConnectionSetupError("host %s: connection type %r is not supported "
                                    "(local and ssh are)" % (name, written))
     python = hostvars.get("ansible_python_interpreter")
+    timeout = float(hostvars.get("ansible_timeout") or hostvars.get("ansible_ssh_timeout") or 10)
+    pipelining = str(hostvars.get("ansible_pipelining", hostvars.get(
+        "ansible_ssh_pipelining", False))).lower() not in _FALSE + ("", "none")
     if transport == "local":
         return ConnectionSpec(transport="local", hostname=name,
-                              python=str(python) if python else sys.executable, via=via)
-    timeout = float(hostvars.get("ansible_timeout") or hostvars.get("ansible_ssh_timeout") or 10)
+                              python=str(python) if python else sys.executable, via=via,
+                              timeout=timeout, pipelining=pipelining)
     args = []
     for key in ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args"):
         if key == "ansible_ssh_common_args":
@@ -239,8 +242,7 @@ def spec_for(name: str, hostvars: Mapping[str, Any],
         check_host_keys=_host_key_mode(hostvars, args),
         timeout=timeout,
         retries=int(hostvars.get("ansible_ssh_retries") or 0),
-        pipelining=str(hostvars.get("ansible_pipelining", hostvars.get(
-            "ansible_ssh_pipelining", False))).lower() not in _FALSE + ("", "none"),
+        pipelining=pipelining,
         via=via,
         password=_password(hostvars, password),
     )
