@@ -17,11 +17,6 @@ _MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens 
 
 KNOWN_DIFFERENCES: dict = {
     "handlers_missing_name": _MISSING_HANDLER,
-    "handlers_include_role_loop": (
-        "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
-        "(include_role adds them to the play's handler list when it runs): RUNNING HANDLER [play "
-        "handler] comes first, then [notifier : role handler] and [notifier : role listener]; "
-        "ioc-run runs the role's handlers first, as for a role of `roles:`"),
 }
 
 
