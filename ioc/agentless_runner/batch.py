@@ -18,7 +18,7 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
     {"e": "warn",  "k": k, "msg": m}                      # a notified name no handler has
     {"e": "abort", "k": k, "msg": m}                      # ... that ends the run, instead of done
     {"e": "done",  "k": k, "status": s, "result": r, "ignored": b, "rescued": b}
-    {"e": "end",   "status": "ok"|"failed"|"ended", "state": {...}}
+    {"e": "end",   "status": "ok"|"failed"|"ended"|"aborted", "state": {...}}
 
 ``s`` is ``ok``, ``failed`` or ``skipped``. Results in events are censored for
 ``no_log`` tasks; the state keeps the real values, because later tasks read
