@@ -432,6 +432,7 @@ def run(args: argparse.Namespace) -> int:
                        closure=not args.no_var_closure, become_password=become_password,
                        connection_password=connection_password,
                        become_allow_same_user=settings.become_allow_same_user,
+                       error_on_missing_handler=settings.error_on_missing_handler,
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),

@@ -68,3 +68,9 @@ class PlanError(IocError, ValueError):
 
 class ConnectionSetupError(IocError):
     """A host's connection settings are unusable (not the same as unreachable)."""
+
+
+class RunAborted(IocError):
+    """A target reported what ends the whole run at once (a changed task
+    notified a name no handler has): no later task, play or recap, as
+    ansible-playbook's strategy raising an ``AnsibleError`` there."""

@@ -15,8 +15,10 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
     {"e": "item",  "k": k, "status": s, "result": r}      # per loop item
     {"e": "retry", "k": k, "result": r}                   # per failed attempt
     {"e": "notify", "k": k, "handler": n}                 # at a flush
+    {"e": "warn",  "k": k, "msg": m}                      # a notified name no handler has
+    {"e": "abort", "k": k, "msg": m}                      # ... that ends the run, instead of done
     {"e": "done",  "k": k, "status": s, "result": r, "ignored": b, "rescued": b}
-    {"e": "end",   "status": "ok"|"failed"|"ended", "state": {...}}
+    {"e": "end",   "status": "ok"|"failed"|"ended"|"aborted", "state": {...}}
 
 ``s`` is ``ok``, ``failed`` or ``skipped``. Results in events are censored for
 ``no_log`` tasks; the state keeps the real values, because later tasks read
@@ -31,7 +33,7 @@ import mitogen.core
 from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, lifeline,
                                   results, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
-                                       LoopTypeError,
+                                       LoopTypeError, AbortRun,
                                        Scope, as_bool, safe_template, template_name)
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
@@ -184,6 +186,8 @@ class HostRun(HandlerRun, LoopRun):
             status = "ended"
         except HostUnreachable:
             status = "unreachable"
+        except AbortRun:
+            status = "aborted"
         end = {"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]}
         if transfer.FETCHED[0]:  # bytes streamed from the controller during this batch
             end["streamed"], transfer.FETCHED[0] = transfer.FETCHED[0], 0
@@ -406,6 +410,10 @@ class HostRun(HandlerRun, LoopRun):
                     "Task failed: Error processing keyword 'notify': %s" % exc,
                     _ioc_task_error=True))
                 status = "failed"
+        if status == "ok" and result.get("changed") and task.get("notify"):
+            if item_notify is None:
+                item_notify = [safe_template(templar, n) for n in task["notify"]]
+            self.check_notified(key, item_notify)  # (before anything else, as linear)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
             self.set_runtime({task["register"]: results.registered(result)})

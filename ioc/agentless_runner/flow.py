@@ -32,6 +32,11 @@ class EndRole(Exception):
     """``meta: end_role`` ran: the host skips the rest of the current role."""
 
 
+class AbortRun(Exception):
+    """The whole run ends here (a changed task notified a name no handler
+    has): the walk stops at once, whatever encloses the task."""
+
+
 class Failure(object):
     """An unrescued failure travelling up the block tree."""
 

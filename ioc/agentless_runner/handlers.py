@@ -7,10 +7,14 @@ stopping before a handler the runner does not run itself (``"foreign"``:
 the controller has it run elsewhere and resumes the flush).
 """
 from ioc.agentless_runner import results
-from ioc.agentless_runner.flow import BatchEnd, EndHost, EndRole, matching_handlers, \
-    safe_template, template_name
+from ioc.agentless_runner.flow import BatchEnd, EndHost, EndRole, AbortRun, \
+    matching_handlers, safe_template, template_name
 from ioc.agentless_runner.templating import Templar
 
+#: ansible-core's words for a notified name no handler has nor listens to
+#: (StrategyBase._process_pending_results).
+MISSING_HANDLER = ("The requested handler '%s' was not found in either the main handlers list "
+                   "nor in the listening handlers list")
 #: Metas whose `when` ansible-core does not evaluate (and warns that it does not).
 META_WITHOUT_WHEN = frozenset({"noop", "refresh_inventory", "reset_connection"})
 #: What the skip_reason of a skipped meta adds (strategy/__init__.py _execute_meta).
@@ -199,6 +203,27 @@ class HandlerRun(object):
                 queued.add(other)
             else:
                 self.notified.append(other)
+
+    def check_notified(self, key, names):
+        """A changed result's notifications each name a handler or a listen
+        topic of the play (``notifiable``, from the controller; None: it
+        cannot tell, as when a handler's name is templated). Linear looks
+        each name up as it processes the result: one no handler answers to
+        ends the whole run there (``ERROR_ON_MISSING_HANDLER``, the default;
+        the result is never shown), or is a warning before the result.
+        """
+        known = self.options.get("notifiable")
+        if known is None:
+            return
+        for name in names:
+            if name in known:
+                continue
+            msg = MISSING_HANDLER % name
+            if self.options.get("missing_handler") == "warn":
+                self.emit({"e": "warn", "k": key, "msg": msg})
+                continue
+            self.emit({"e": "abort", "k": key, "msg": msg})
+            raise AbortRun()
 
     def add_notifications(self, task, templar, names=None):
         """Queue the task's notifications; ``names`` are a loop's, templated per item."""

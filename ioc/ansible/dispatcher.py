@@ -49,6 +49,7 @@ from ioc.controller.play import PlayExecutor
 from ioc.controller.sink import PlaySink
 from ioc.controller.state import HostStatus, StepOutcome
 from ioc.controller.playbook import PlannedPlay, PlaybookRun
+from ioc.errors import RunAborted
 from ioc.model import Host, Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, Where
 from ioc.planner.schedule import Step
@@ -83,6 +84,15 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
                 service = RunnerService(socket, connector) if socket else None
             try:
                 summary = serve_play(request, connector, link, service)
+            except RunAborted as exc:
+                # The parent raised it at the step's end already: the run is
+                # over, and the hosts still in their batches stop now.
+                connector.shutdown()
+                connector = None
+                if service is not None:
+                    service.close()
+                    service = None
+                link.error(str(exc))
             except Exception as exc:  # the parent reports it as Ansible would
                 LOG.exception("dispatcher failed")
                 link.error("%s: %s" % (type(exc).__name__, exc))
@@ -162,7 +172,8 @@ class ForwardingSink(PlaySink):
         super().step_start(key, hosts, first)
 
     def host_event(self, host: str, event: Event) -> None:
-        self.link.event(host, event)
+        if self.shown(event):
+            self.link.event(host, event)
         super().host_event(host, event)
 
     def host_left(self, host: str, event: Event) -> None:

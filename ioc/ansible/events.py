@@ -21,7 +21,7 @@ becomes what the linear strategy would have done at that point:
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.handlers import META_WITHOUT_WHEN
 from ioc.ansible.convert import BRIDGE_INCLUDES
@@ -44,6 +44,9 @@ class EventReplay:
         self.include_results: List[Any] = []
         #: Per host, the item results of a looped include, until its final result.
         self.include_items: Dict[str, List[Dict[str, Any]]] = {}
+        #: Why the run ends after the current step (a notified name no
+        #: handler has: ``PlayRun.run`` raises it), or None.
+        self.aborted: Optional[str] = None
 
     def take_include_results(self) -> List[Any]:
         """The include results kept so far (for ``Includes.splice``); none are kept after."""
@@ -94,6 +97,14 @@ class EventReplay:
         state = self.state
         host = state.hosts[name]
         kind = event["e"]
+        if kind == "abort":
+            self.aborted = event["msg"]
+            return
+        if kind == "warn":  # (linear's display.warning while it processes the result)
+            from ansible.utils.display import Display
+
+            Display().warning(event["msg"])
+            return
         if kind == "notify":  # also from implicit steps (a flush)
             handler = state.handler_objects[event["handler"]]
             self.tqm.send_callback("v2_playbook_on_notify", handler, host)

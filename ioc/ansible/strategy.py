@@ -145,7 +145,8 @@ class PlayRun:
                              become_password=plain(state.play_context.become_pass) or None,
                              # -k / --connection-password-file (variables still win).
                              connection_password=plain(state.play_context.password) or None,
-                             become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER))
+                             become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER),
+                             error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER))
         converted = state.converted
         from ioc.controller import plugins
 
@@ -183,6 +184,11 @@ class PlayRun:
                 events.host_event(*reply[1:])
             elif kind == "step_end":
                 events.announce_includes()
+                if events.aborted is not None:
+                    # What linear's _process_pending_results raises: the
+                    # run ends here, without a recap (exit code 1).
+                    from ansible.errors import AnsibleError
+                    raise AnsibleError(events.aborted)
             elif kind == "left":
                 events.host_left(*reply[1:])
             elif kind == "callback":

@@ -124,6 +124,9 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             return
         _run_call(connector, ctx, call, tracker, put)
     except Exception as exc:  # never leave the main thread waiting on this host
+        if connector.closing:  # the run ended while this host was in its batch
+            LOG.debug("worker for %s ended by the shutdown: %s", call.host, exc)
+            return
         LOG.exception("worker for %s failed", call.host)
         put((call.host, tracker.crashed("ioc controller error: %s" % exc)))
     finally:

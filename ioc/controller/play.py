@@ -17,6 +17,7 @@ from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import ControllerStep, Plan, Where, wire_tree
+from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Replay
@@ -67,6 +68,8 @@ class PlayExecutor:
         self._hostvars: Dict[Optional[FrozenSet[str]], Dict[str, Any]] = {}
         #: The runner's tree and handlers for a step, the same for every host.
         self._shape: Tuple[Any, Any, Dict[str, Any]] = (None, None, {})
+        #: The names notifications may give, of a plan (``_notifiable``).
+        self._notifiable_names: Tuple[Any, Optional[List[str]]] = (None, None)
 
     # -- the loop ----------------------------------------------------------------
 
@@ -808,7 +811,29 @@ class PlayExecutor:
             chosen = self._once_handlers(active)
             if chosen:
                 options["once_handlers"] = chosen
+        names = self._notifiable(step)
+        if names is not None:
+            options["notifiable"] = names
+            if not self.ctx.options.error_on_missing_handler:
+                options["missing_handler"] = "warn"
         return options
+
+    def _notifiable(self, step: Step) -> Optional[List[str]]:
+        """What a notification of the step's tasks (and handlers, at a flush)
+        may name (the runner checks each of a changed result's, as linear
+        does); None where nothing in the step notifies, or the names are
+        known only at run time (see ``effects.notifiable``)."""
+        entries = self.plan.entries_of(step)
+        handlers = self.plan.program.handlers
+        if not any(e.task.notify for e in entries) and not (
+                any(e.is_flush for e in entries) and any(h.notify for h in handlers)):
+            return None
+        plan, names = self._notifiable_names
+        if plan is not self.plan:
+            known = notifiable(handlers)
+            names = sorted(known) if known is not None else None
+            self._notifiable_names = (self.plan, names)
+        return names
 
     def _once_handlers(self, active: List[str]) -> Dict[str, str]:
         """Per run_once handler, the first active host it is notified for (L5.8)."""

@@ -14,11 +14,15 @@ from typing import Any, Dict, List, Optional, Sequence
 from ioc.agentless_runner.handlers import META_WITHOUT_WHEN
 from ioc.callbacks import Callback, Stats, Status, TaskView
 from ioc.controller.stepping import Stepper
+from ioc.errors import RunAborted
 from ioc.planner import Plan
 from ioc.replay import Event, Key, StepSink
 
 #: Events that end a host's part of a step.
-FINAL_EVENTS = frozenset({"done", "unreachable", "crash"})
+FINAL_EVENTS = frozenset({"done", "unreachable", "crash", "abort"})
+#: Events whose callbacks Ansible's workers send as the task runs (through the
+#: results thread), not the strategy as it processes the host's result.
+_FROM_WORKERS = frozenset({"start", "item", "retry", "async_poll", "async_ok", "async_failed"})
 
 
 class PlaySink(StepSink):
@@ -35,6 +39,8 @@ class PlaySink(StepSink):
         self.ends: Dict[str, Event] = {}
         #: Hosts whose include ran in the current step, by included file (L7.8).
         self.included: Dict[str, List[str]] = {}
+        #: Why the run ends after the current step (an ``abort`` event), or None.
+        self.aborted: Optional[str] = None
 
     def step_start(self, key: Key, hosts: Sequence[str], first: Event) -> None:
         entry = self.plan.program.entry(key[0])
@@ -55,10 +61,24 @@ class PlaySink(StepSink):
         if self.view.action != "meta" or self.view.is_handler:
             self.callbacks.task_start(self.view)
 
+    def shown(self, event: Event) -> bool:
+        """Whether callbacks see ``event``. Once a host's result ended the run
+        (``abort``), linear processes no more results: of the other hosts of
+        the step, only what their workers send as it happens still shows (the
+        start of the task, its items, retries and async polls), never their
+        results (and no later step: the run ends with this one)."""
+        return self.aborted is None or (event["e"] in _FROM_WORKERS and not event.get("meta"))
+
     def host_event(self, host: str, event: Event) -> None:
         assert self.view is not None
         kind = event["e"]
-        if kind == "start":
+        if not self.shown(event):
+            return
+        if kind == "abort":
+            self.aborted = event["msg"]
+        elif kind == "warn":
+            self.callbacks.warning(event["msg"])
+        elif kind == "start":
             if event.get("meta"):
                 self.callbacks.task_start(self.view)  # per host, like linear (L5.3)
                 self._meta_when_warning(event)
@@ -113,7 +133,10 @@ class PlaySink(StepSink):
         self.ends[host] = event
 
     def step_end(self, key: Key) -> None:
-        """``included: file for h1, h2`` comes after every result of the step."""
+        """``included: file for h1, h2`` comes after every result of the step;
+        a run a result of it aborted ends here."""
+        if self.aborted is not None:
+            raise RunAborted(self.aborted)
         for included, hosts in self.included.items():
             self.callbacks.playbook_on_include(included, hosts)
         self.included = {}

@@ -110,6 +110,9 @@ class RunOptions:
     connection_vars: Mapping[str, Any] = field(default_factory=dict)
     #: Ansible's ``become_allow_same_user``: become even to the connection's own user.
     become_allow_same_user: bool = False
+    #: Ansible's ``error_on_missing_handler``: a changed task notifying a name
+    #: no handler has ends the run (else a warning).
+    error_on_missing_handler: bool = True
 
 
 @dataclass

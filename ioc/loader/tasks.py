@@ -74,6 +74,10 @@ class PlayState:
     static_vars: Mapping[str, Any]
     role_defaults: dict[str, Any] = field(default_factory=dict)
     role_handlers: list[Task] = field(default_factory=list)
+    #: Handlers an include (``include_role``, or an ``import_role`` inside an
+    #: ``include_tasks``) brings: Ansible adds them to the play's handlers
+    #: when the include runs, after the play's own (``IncludeRole.get_block_list``).
+    included_handlers: list[Task] = field(default_factory=list)
     #: Roles already expanded by ``roles:``/dependencies (Ansible runs each once).
     seen_roles: set[tuple[Any, ...]] = field(default_factory=set)
     #: ``roles_path`` and collections (from Ansible's configuration).
@@ -208,6 +212,7 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
         raise LoadError("'apply' must be a mapping", where)
     inner = scope.nested(apply)
     task_args = {k: v for k, v in args.items() if k != "apply"}
+    loaded = len(scope.play.role_handlers)
     if action == "include_tasks":
         name = str(task_args.get("file") or task_args.get("_raw_params"))
         path = _resolve_import(render_static(name, scope.play.static_vars, where), scope, where)
@@ -219,6 +224,10 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
         body = _expand_role(str(task_args["name"]), {}, {}, inner, where, froms, dedup=False,
                             private=True, validate=_rolespec_validate(task_args, where))
         task_args["_ioc_included"] = str(task_args["name"])
+    # What the include loaded joins the play's handlers after the play's own,
+    # as it does when the include runs in Ansible (not before, as `roles:`').
+    scope.play.included_handlers.extend(scope.play.role_handlers[loaded:])
+    del scope.play.role_handlers[loaded:]
     include = _task({k: v for k, v in ds.items() if k != "vars"}, action, task_args, scope, where)
     return Block(block=body, location=where, params=vars_of(ds, where), implicit=True,
                  include=include)
@@ -305,7 +314,9 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
         if data is not None and not isinstance(data, list):
             raise IncludeNotFound("included task files must contain a list of tasks", Location(path, 1))
         nodes = parse_tasks(data, scope.entering(path, where), Location(path, 1))
-        return Included(nodes=nodes, label=path)
+        return Included(nodes=nodes, label=path,
+                        handlers=tuple(state.role_handlers) + tuple(state.included_handlers),
+                        role_defaults=dict(state.role_defaults))
     name = str(args["name"])
     froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
                                        "handlers_from") if args.get(k)}
@@ -315,7 +326,8 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
         raise IncludeNotFound(exc.message, where) from exc
     nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True,
                          validate=_rolespec_validate(args, where))
-    return Included(nodes=nodes, label=name, handlers=tuple(state.role_handlers),
+    return Included(nodes=nodes, label=name,
+                    handlers=tuple(state.role_handlers) + tuple(state.included_handlers),
                     role_defaults=dict(state.role_defaults))
 
 

@@ -686,6 +686,21 @@ def _handler_topics(handler: Task) -> Set[str]:
     return topics
 
 
+def notifiable(handlers: Sequence[Task]) -> Optional[FrozenSet[str]]:
+    """Every name a notification can give that some handler answers to: a
+    name, ``role : name`` (a collection role's short name too), a listen
+    topic. None when that is known only at run time: a handler's name is
+    templated (linear templates it with the play's variables)."""
+    out: Set[str] = set()
+    for handler in handlers:
+        if handler.name and is_template(handler.name):
+            return None
+        out |= _handler_topics(handler)
+        if handler.name and handler.role and handler.role_collection:
+            out.add("%s : %s" % (handler.role.rsplit(".", 1)[-1], handler.name))
+    return frozenset(out)
+
+
 def effective_writes(program: Program, effects: Sequence[Effects]) -> Tuple[FrozenSet[str], ...]:
     """Per entry, what it writes; a flush writes what its handlers may write.
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ioc.model import Play, Task
-from ioc.planner.effects import _handler_topics, is_template
+from ioc.planner.effects import _handler_topics, is_template, notifiable
 from ioc.planner.program import Entry, Program
 
 
@@ -160,11 +160,18 @@ def schedule(program: Program, per_task: bool = False,
         identity = identity_at = None
 
     reach = flush_reach(program) if program.foreign_handlers else {}
+    known = notifiable(program.handlers)
     for entry in program.entries:
         if _skippable_flush(program, entry):
             continue
         last = entry.index
         cut = classify(entry, program.play, (foreign or {}).get(entry.index))
+        missing = _missing_handler(program, entry, known)
+        if missing is not None and cut.step is None and not cut.after:
+            cut = dataclasses.replace(cut, after=(
+                "notify: no handler has or listens to %r: a changed result ends the run "
+                "there, so no host may run past it: %s (%s)"
+                % (missing, entry.task.display_name, entry.task.location)))
         if entry.index in reach:
             cut = Cut(step=_foreign_flush(program, entry, reach[entry.index]))
         if cut.step is not None:
@@ -313,6 +320,22 @@ def _foreign_flush(program: Program, entry: Entry, reached: Tuple[int, ...]) -> 
                           "flush runs a handler through Ansible: %s; its other handlers run "
                           "natively: %s" % (whys, where),
                           handlers=tuple(sorted(program.foreign_handler_numbers)))
+
+
+def _missing_handler(program: Program, entry: Entry,
+                     known: Optional[FrozenSet[str]]) -> Optional[str]:
+    """A name the entry's task (a flush: its handlers) notifies, not templated,
+    that no handler of the play answers to (None: none, or ``known`` is None:
+    the handlers' names are known at run time only)."""
+    if known is None:
+        return None
+    for task in program.handlers if entry.is_flush else (entry.task,):
+        if task.changed_when is not None and any(c is False for c in task.changed_when):
+            continue  # never changed: it looks no name up
+        for name in task.notify:
+            if not is_template(name) and name not in known:
+                return name
+    return None
 
 
 def _skippable_flush(program: Program, entry: Entry) -> bool:

@@ -79,6 +79,9 @@ class Connector:
                  paced: Optional[pacing.Pacing] = None) -> None:
         self.broker = mitogen.master.Broker()
         self.router = mitogen.master.Router(self.broker)
+        #: Set once :meth:`shutdown` starts: calls still in flight (the run
+        #: ended while other hosts were in their batches) fail quietly.
+        self.closing = False
         #: How long silence on a runner's connection is borne (ioc.transport.keepalive).
         self.keepalive = keepalive or from_environment()
         self.heartbeat = Heartbeat(self.router, self.keepalive)
@@ -355,6 +358,7 @@ class Connector:
 
     def shutdown(self) -> None:
         """End every runner on every target, then the broker."""
+        self.closing = True
         with self._lock:
             contexts = list(self.contexts.values())
             self.contexts.clear()

@@ -8,28 +8,12 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-_MISSING_HANDLER = ("a changed task notifying a name no handler has nor listens to: 2.21 aborts the "
-                    "whole run there ('[ERROR]: The requested handler 'no such handler' was not "
-                    "found in either the main handlers list nor in the listening handlers list', "
-                    "ignore_errors notwithstanding: no result event for the task, no handler, no "
-                    "later play, no stats, exit code 1); ioc drops the unknown name silently and "
-                    "runs on (H runs, the next play runs, exit code 0)")
-
-KNOWN_DIFFERENCES: dict = {
-    "handlers_missing_name": _MISSING_HANDLER,
-    "handlers_include_role_loop": (
-        "the handlers of a role brought in by include_role run after the play's handlers in 2.21 "
-        "(include_role adds them to the play's handler list when it runs): RUNNING HANDLER [play "
-        "handler] comes first, then [notifier : role handler] and [notifier : role listener]; "
-        "ioc-run runs the role's handlers first, as for a role of `roles:`"),
-}
+KNOWN_DIFFERENCES: dict = {}
 
 
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
-KNOWN_DIFFERENCES_PLUGIN: dict = {
-    "handlers_missing_name": _MISSING_HANDLER,
-}
+KNOWN_DIFFERENCES_PLUGIN: dict = {}
 
 
 #: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run

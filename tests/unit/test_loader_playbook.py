@@ -805,6 +805,46 @@ def test_role_handlers_come_before_play_handlers(tmp_path: Path) -> None:
     assert play_handler.listen == ("topic", "other")
 
 
+def test_handlers_an_include_brings_come_after_the_play_handlers(tmp_path: Path) -> None:
+    # Ansible adds them when the include runs (IncludeRole.get_block_list);
+    # those of roles: and import_role, loaded with the play, come first.
+    for name in ("inc", "imp", "nested"):
+        make_role(tmp_path / "roles", name, **{
+            "handlers__main.yml": "- name: %s handler\n  debug: msg=h\n" % name})
+    write(tmp_path / "more.yml", "- import_role: name=nested\n")
+    play = play_of(tmp_path, """
+        - hosts: all
+          tasks:
+            - include_role: name=inc
+            - import_role: name=imp
+            - include_tasks: more.yml
+          handlers:
+            - name: play handler
+              debug: msg=h
+    """)
+    assert [h.name for h in play.handlers] == ["imp handler", "play handler", "inc handler",
+                                               "nested handler"]
+
+
+def test_a_dynamic_include_tasks_brings_its_import_roles_handlers_and_defaults(
+        tmp_path: Path) -> None:
+    from ioc.loader import load_include
+
+    make_role(tmp_path / "roles", "dfl", **{
+        "handlers__main.yml": "- name: dfl handler\n  debug: msg=h\n",
+        "defaults__main.yml": "dv: from_defaults\n"})
+    write(tmp_path / "more.yml", "- import_role: name=dfl\n")
+    play = play_of(tmp_path, """
+        - hosts: all
+          vars: {f: more.yml}
+          tasks:
+            - include_tasks: "{{ f }}"
+    """)
+    included = load_include(play, play.tasks[0], {"_raw_params": "more.yml"}, {})
+    assert [h.name for h in included.handlers] == ["dfl handler"]
+    assert included.role_defaults == {"dv": "from_defaults"}
+
+
 def test_handler_listen_may_be_a_string(tmp_path: Path) -> None:
     play = play_of(tmp_path, """
         - hosts: all
