@@ -15,7 +15,9 @@ equal, each rule with its reason:
   race (see ``normalize.py``): ssh.py says ``"h". … over ssh: <why>`` when
   writing to ssh's stdin fails, and ``'h'. … over SSH.`` (with the cause,
   such as "[Errno 32] Broken pipe", printed after it) when the initial data
-  cannot be sent.
+  cannot be sent. For a connection cut under a running task, ``<why>`` is
+  what ssh printed as it died (often nothing), where ioc gives its own
+  account of what was lost.
 * Results of one task from several hosts: ansible-playbook runs forks 5 and
   prints each host's lines as that host finishes, so within a task the
   hosts' blocks are put in play order (each host's own lines keep their
