@@ -101,41 +101,15 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             runner_batch.HostRun(call.wire, lambda event: put((call.host, event)),
                                  ask=_asker(call.host, put)).run()
             return  # (foreign plugins: the process-wide caller, see controller/plugins.py)
-        try:
-            ctx = connector.context(call.connection, call.spec, call.become)
-        except Unreachable as exc:
-            _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
-            return
-        except InterpreterNotFound as exc:  # reachable: its tasks fail, as in Ansible
-            _run_without_connection(call, {"failed": True, "changed": False, "msg": str(exc),
-                                           # "Action failed", as Ansible words it
-                                           "_ioc_action_failure": True}, put)
-            return
-        except BecomeFailed as exc:
-            # As in Ansible, only what needs the identity fails: run the batch
-            # as the connection's user with every task that would connect
-            # failing with become's error.
-            try:
-                ctx = connector.context(call.connection, call.spec)
-            except Unreachable as lost:
-                _run_without_connection(call, runner_results.unreachable_result(str(lost)), put)
+        # A runner gone before it said anything of this batch (the host died
+        # while the controller or other hosts ran, or its runner alone was
+        # killed between batches) is connected again once: linear connects
+        # afresh for each task, so a host that is really gone runs the batch
+        # without connection (its tasks that need none first, UNREACHABLE at
+        # the first that connects) and one that is back runs it.
+        for last_try in (False, True):
+            if _connect_and_run(connector, call, tracker, put, last_try) != _UNHEARD:
                 return
-            call, marked = without_identity(call, str(exc))
-            _run_call(connector, ctx, call, tracker, put, marked, str(exc))
-            return
-        if _run_call(connector, ctx, call, tracker, put) == _UNHEARD:
-            # The runner was gone before it said anything of this batch: the
-            # host died while the controller (or other hosts) ran, or its
-            # runner was killed between batches. Linear connects afresh for
-            # each task, so connect again: a host that is really gone runs
-            # the batch without connection (its tasks that need none first,
-            # UNREACHABLE at the first that connects), one that is back runs it.
-            try:
-                ctx = connector.context(call.connection, call.spec, call.become)
-            except Unreachable as exc:
-                _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
-                return
-            _run_call(connector, ctx, call, tracker, put, last_try=True)
     except Exception as exc:  # never leave the main thread waiting on this host
         LOG.exception("worker for %s failed", call.host)
         put((call.host, tracker.crashed("ioc controller error: %s" % exc)))
@@ -143,6 +117,33 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
         if gate is not None:
             gate.release()
         put((call.host, None))
+
+
+def _connect_and_run(connector: Connector, call: HostCall, tracker: "_Position",
+                     put: Callable[[Delivery], None], last_try: bool) -> Optional[str]:
+    """Connect ``call``'s host and run the call (:func:`_run_call`'s answer)."""
+    try:
+        ctx = connector.context(call.connection, call.spec, call.become)
+    except Unreachable as exc:
+        _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
+        return None
+    except InterpreterNotFound as exc:  # reachable: its tasks fail, as in Ansible
+        _run_without_connection(call, {"failed": True, "changed": False, "msg": str(exc),
+                                       # "Action failed", as Ansible words it
+                                       "_ioc_action_failure": True}, put)
+        return None
+    except BecomeFailed as exc:
+        # As in Ansible, only what needs the identity fails: run the batch
+        # as the connection's user with every task that would connect
+        # failing with become's error.
+        try:
+            ctx = connector.context(call.connection, call.spec)
+        except Unreachable as lost:
+            _run_without_connection(call, runner_results.unreachable_result(str(lost)), put)
+            return None
+        call, marked = without_identity(call, str(exc))
+        return _run_call(connector, ctx, call, tracker, put, marked, str(exc), last_try)
+    return _run_call(connector, ctx, call, tracker, put, last_try=last_try)
 
 
 #: What :func:`_run_call` returns when the runner's connection ended before any
@@ -156,8 +157,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
               last_try: bool = False) -> Optional[str]:
     """Run ``call`` on ``ctx`` and forward its events; :data:`_UNHEARD` when
     the connection was gone before the runner sent anything (unless
-    ``last_try``, ``marked``, or the connector cut it itself: then, and for a
-    connection lost later, the host is UNREACHABLE at the step it reached)."""
+    ``last_try``, or the connector cut it itself: then, and for a connection
+    lost later, the host is UNREACHABLE at the step it reached)."""
     # The runner ends itself after this much silence (ioc.transport.keepalive).
     wire = dict(call.wire, options=dict(call.wire.get("options") or {},
                                         keepalive=connector.keepalive.runner_bound))
@@ -183,7 +184,7 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 cut = connector.cut_reason(ctx)
                 if tracker.whole() and not cut:
                     return None  # (the next batch finds the host gone)
-                if not (tracker.received or last_try or marked or cut):
+                if not (tracker.received or last_try or cut):
                     return _UNHEARD
                 why = cut or lost_message(call, exc, tracker)
                 put((call.host, dict(tracker.unreachable(why), lost=True)))
