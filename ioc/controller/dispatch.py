@@ -11,7 +11,7 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import mitogen.core
 import mitogen.select
@@ -22,7 +22,8 @@ from ioc.agentless_runner import entry as runner_entry
 from ioc.controller import plugins
 from ioc.transport import bootstrap
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
-from ioc.transport.connector import BecomeFailed, Connector, InterpreterNotFound, Unreachable
+from ioc.transport.connector import (BecomeFailed, Connector, InterpreterNotFound, Unreachable,
+                                     ssh_unreachable)
 from ioc.planner.schedule import IDENTITY_NEUTRAL
 
 LOG = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def dispatch(connector: Connector, calls: List[HostCall], limit: int = 0) -> Ite
 
 def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery], None],
                  gate: Optional[threading.BoundedSemaphore]) -> None:
-    tracker = _Position(call.first_key)
+    tracker = _Position(call.first_key, _task_indices(call.wire))
     if gate is not None:
         gate.acquire()
     try:
@@ -100,29 +101,15 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             runner_batch.HostRun(call.wire, lambda event: put((call.host, event)),
                                  ask=_asker(call.host, put)).run()
             return  # (foreign plugins: the process-wide caller, see controller/plugins.py)
-        try:
-            ctx = connector.context(call.connection, call.spec, call.become)
-        except Unreachable as exc:
-            _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
-            return
-        except InterpreterNotFound as exc:  # reachable: its tasks fail, as in Ansible
-            _run_without_connection(call, {"failed": True, "changed": False, "msg": str(exc),
-                                           # "Action failed", as Ansible words it
-                                           "_ioc_action_failure": True}, put)
-            return
-        except BecomeFailed as exc:
-            # As in Ansible, only what needs the identity fails: run the batch
-            # as the connection's user with every task that would connect
-            # failing with become's error.
-            try:
-                ctx = connector.context(call.connection, call.spec)
-            except Unreachable as lost:
-                _run_without_connection(call, runner_results.unreachable_result(str(lost)), put)
+        # A runner gone before it said anything of this batch (the host died
+        # while the controller or other hosts ran, or its runner alone was
+        # killed between batches) is connected again once: linear connects
+        # afresh for each task, so a host that is really gone runs the batch
+        # without connection (its tasks that need none first, UNREACHABLE at
+        # the first that connects) and one that is back runs it.
+        for last_try in (False, True):
+            if _connect_and_run(connector, call, tracker, put, last_try) != _UNHEARD:
                 return
-            call, marked = without_identity(call, str(exc))
-            _run_call(connector, ctx, call, tracker, put, marked, str(exc))
-            return
-        _run_call(connector, ctx, call, tracker, put)
     except Exception as exc:  # never leave the main thread waiting on this host
         if connector.closing:  # the run ended while this host was in its batch
             LOG.debug("worker for %s ended by the shutdown: %s", call.host, exc)
@@ -135,9 +122,46 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
         put((call.host, None))
 
 
+def _connect_and_run(connector: Connector, call: HostCall, tracker: "_Position",
+                     put: Callable[[Delivery], None], last_try: bool) -> Optional[str]:
+    """Connect ``call``'s host and run the call (:func:`_run_call`'s answer)."""
+    try:
+        ctx = connector.context(call.connection, call.spec, call.become)
+    except Unreachable as exc:
+        _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
+        return None
+    except InterpreterNotFound as exc:  # reachable: its tasks fail, as in Ansible
+        _run_without_connection(call, {"failed": True, "changed": False, "msg": str(exc),
+                                       # "Action failed", as Ansible words it
+                                       "_ioc_action_failure": True}, put)
+        return None
+    except BecomeFailed as exc:
+        # As in Ansible, only what needs the identity fails: run the batch
+        # as the connection's user with every task that would connect
+        # failing with become's error.
+        try:
+            ctx = connector.context(call.connection, call.spec)
+        except Unreachable as lost:
+            _run_without_connection(call, runner_results.unreachable_result(str(lost)), put)
+            return None
+        call, marked = without_identity(call, str(exc))
+        return _run_call(connector, ctx, call, tracker, put, marked, str(exc), last_try)
+    return _run_call(connector, ctx, call, tracker, put, last_try=last_try)
+
+
+#: What :func:`_run_call` returns when the runner's connection ended before any
+#: event of the batch arrived (nothing was reported: the caller may try again).
+_UNHEARD = "unheard"
+
+
 def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
               tracker: "_Position", put: Callable[[Delivery], None],
-              marked: Optional[Set[Tuple[int, int]]] = None, error: str = "") -> None:
+              marked: Optional[Set[Tuple[int, int]]] = None, error: str = "",
+              last_try: bool = False) -> Optional[str]:
+    """Run ``call`` on ``ctx`` and forward its events; :data:`_UNHEARD` when
+    the connection was gone before the runner sent anything (unless
+    ``last_try``, or the connector cut it itself: then, and for a connection
+    lost later, the host is UNREACHABLE at the step it reached)."""
     # The runner ends itself after this much silence (ioc.transport.keepalive).
     wire = dict(call.wire, options=dict(call.wire.get("options") or {},
                                         keepalive=connector.keepalive.runner_bound))
@@ -160,18 +184,23 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 lost = True
                 connector.heartbeat.discard(ctx)
                 connector.forget(call.connection)
-                why = connector.cut_reason(ctx) or lost_message(call, exc, tracker)
-                put((call.host, tracker.unreachable(why)))
-                return
+                cut = connector.cut_reason(ctx)
+                if tracker.whole() and not cut:
+                    return None  # (the next batch finds the host gone)
+                if not (tracker.received or last_try or cut):
+                    return _UNHEARD
+                why = cut or lost_message(call, exc, tracker)
+                put((call.host, dict(tracker.unreachable(why), lost=True)))
+                return None
             except mitogen.core.CallError as exc:
                 put((call.host, tracker.crashed(str(exc))))
-                return
+                return None
             if msg.receiver is reply:
                 if isinstance(value, dict) and "python_too_old" in value:
                     # (the runner could not start: no event was sent)
                     _run_without_connection(call, runner_results.failed_result(
                         too_old(call.host, value), _ioc_task_error=True), put)
-                return  # run_batch returned: every event has been delivered
+                return None  # run_batch returned: every event has been delivered
             if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
                 msg.reply(plugins.answer(value))
                 continue
@@ -260,8 +289,11 @@ def lost_message(call: HostCall, exc: BaseException, tracker: "_Position") -> st
     """What the user reads when a host's runner connection ends mid-batch."""
     where = ("while the task ran: its result and those after it are unknown"
              if tracker.open_key is not None else "between tasks")
-    return ("Lost the connection to the host (%s) %s. The ioc runner on it ended or the "
+    said = ("Lost the connection to the host (%s) %s. The ioc runner on it ended or the "
             "network between went away (%s)" % (call.spec.describe_target(), where, exc))
+    # Ansible's ssh connection words a connection cut under a task as one it
+    # could not use (ssh exits 255), followed by what ssh said: here, what ioc knows.
+    return ssh_unreachable(call.spec, said) if call.spec.transport == "ssh" else said
 
 
 #: Keywords a task that fails for want of its identity no longer acts on:
@@ -313,14 +345,29 @@ def too_old(host: str, answer: Dict[str, Any]) -> str:
             % (host, answer["python_too_old"], answer["executable"], answer["minimum"]))
 
 
+def _task_indices(wire: Dict[str, Any]) -> List[int]:
+    """The indices of the tasks of a batch's tree, in order."""
+    found: List[int] = []
+
+    def note(task: Dict[str, Any], key: Tuple[int, int]) -> Dict[str, Any]:
+        found.append(key[0])
+        return task
+
+    _map_tasks(wire.get("tree") or [], note)
+    return sorted(found)
+
+
 class _Position:
     """Where a host stands, so a lost connection is reported at the right step."""
 
-    def __init__(self, first_key: Tuple[int, int]) -> None:
+    def __init__(self, first_key: Tuple[int, int], indices: Sequence[int] = ()) -> None:
         self.sent = 0
         self.received = 0
         self.open_key: Optional[List[int]] = None
         self.first_key = list(first_key)
+        #: The batch's task indices, and the key of the last step done.
+        self.indices = list(indices)
+        self.done_key: Optional[List[int]] = None
         self.ended = False
 
     def see(self, event: Dict[str, Any]) -> None:
@@ -329,11 +376,27 @@ class _Position:
             self.open_key = event["k"]
         elif kind == "done":
             self.open_key = None
+            self.done_key = event["k"]
         elif kind == "end":
             self.ended = True
 
+    def _later(self) -> List[int]:
+        return [i for i in self.indices if self.done_key is None or i > self.done_key[0]]
+
+    def whole(self) -> bool:
+        """Every step of the batch was reported (if its state was not: its
+        register/set_fact values are lost, a race of a few bytes)."""
+        return self.ended or (self.open_key is None and self.done_key is not None
+                              and self.done_key[1] == 0 and not self._later())
+
+    def _next_key(self) -> List[int]:
+        """Where a host lost between two steps is reported: the batch's next
+        task after the last step done (never a step the replay has passed)."""
+        later = self._later()
+        return [later[0], 0] if self.done_key is not None and later else self.first_key
+
     def unreachable(self, msg: str) -> Dict[str, Any]:
-        key = self.open_key or self.first_key
+        key = self.open_key or self._next_key()
         return {"e": "unreachable", "k": key, "status": "unreachable",
                 "result": runner_results.unreachable_result(msg),
                 "started": self.open_key is not None}

@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
+from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner.batch import OMIT, HostRun
 from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
@@ -243,6 +244,8 @@ class PlayExecutor:
         if kind == "unreachable" and self._ignores_unreachable(event):
             event["ignored"] = True  # L1.8: "...ignoring", ok+ignored, the host stays
             outcome.ignored_unreachable.append(host)
+            if event.get("lost"):
+                self._register_lost(host, event)
         elif kind in ("unreachable", "crash"):
             outcome.trouble[host] = kind
             outcome.failed.append(host)
@@ -388,6 +391,17 @@ class PlayExecutor:
         # for it: a rescue sees the values of an earlier failure, if any.
         state.blocks[str(bid)] = {"phase": phase,
                                   "failure": {"task": to_wire(entry.task), "result": result}}
+
+    def _register_lost(self, host: str, event: Event) -> None:
+        """A task whose connection was lost under it (no runner is left to send
+        the host's state) registers its unreachable result, as linear does;
+        ignore_unreachable tasks run in a batch of their own (schedule.py), so
+        nothing else of the batch is left unrecorded."""
+        register = self.plan.program.entry(event["k"][0]).task.register
+        if register and event["k"][1] == 0:
+            state = self.hosts[host]
+            state.runtime = {**state.runtime,
+                             register: runner_results.registered(event["result"])}
 
     def _ignores_unreachable(self, event: Event) -> bool:
         task = self.plan.program.entry(event["k"][0]).task

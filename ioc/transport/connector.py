@@ -446,15 +446,22 @@ def _describe(spec: ConnectionSpec, exc: BaseException) -> str:
     failures keep mitogen's text.
     """
     ssh_said = _ssh_said(spec, exc)
-    if ssh_said and spec.pipelining:
-        # Ansible pipelines its first command through ssh's stdin
-        return ("Task failed: Data could not be sent to remote host \"%s\". Make sure this "
-                "host can be reached over ssh: %s" % (spec.hostname, ssh_said))
     if ssh_said:
-        return "Task failed: Failed to connect to the host via ssh: %s" % ssh_said
+        return ssh_unreachable(spec, ssh_said)
     text = str(exc)
     target = spec.hostname if spec.port is None else "%s port %s" % (spec.hostname, spec.port)
     return "Failed to connect to the host via %s: %s (%s)" % (spec.transport, text, target)
+
+
+def ssh_unreachable(spec: ConnectionSpec, why: str) -> str:
+    """Ansible's ssh connection's words for a host it could not reach or lost,
+    ``why`` being ssh's own: with pipelining (each command goes through ssh's
+    stdin) "Data could not be sent to remote host", else "Failed to connect
+    to the host via ssh"."""
+    if spec.pipelining:
+        return ("Task failed: Data could not be sent to remote host \"%s\". Make sure this "
+                "host can be reached over ssh: %s" % (spec.hostname, why))
+    return "Task failed: Failed to connect to the host via ssh: %s" % why
 
 
 def _ssh_said(spec: ConnectionSpec, exc: BaseException) -> Optional[str]:

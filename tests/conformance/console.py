@@ -15,7 +15,13 @@ equal, each rule with its reason:
   race (see ``normalize.py``): ssh.py says ``"h". … over ssh: <why>`` when
   writing to ssh's stdin fails, and ``'h'. … over SSH.`` (with the cause,
   such as "[Errno 32] Broken pipe", printed after it) when the initial data
-  cannot be sent.
+  cannot be sent. For a connection cut under a running task, ``<why>`` is
+  what ssh printed as it died (often nothing), where ioc gives its own
+  account of what was lost. An ``[ERROR]`` block with such a ``<why>`` that
+  repeats one printed before is dropped: Ansible prints each distinct error
+  text once per run (``Display._deduplicate``), so two hosts' unreachable
+  errors print once or twice depending on whether the race gave them the
+  same words (CI saw both for ``unreachable_delegate_loop``).
 * Results of one task from several hosts: ansible-playbook runs forks 5 and
   prints each host's lines as that host finishes, so within a task the
   hosts' blocks are put in play order (each host's own lines keep their
@@ -57,6 +63,7 @@ _TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^\s'\"/]+")
 _DROPPED = ("ioc: ", "[DEPRECATION WARNING]: Use of strategy plugins not included in "
             "ansible.builtin are deprecated",
             "[WARNING]: Deprecation warnings can be disabled by setting")
+_NOT_SENT_WHY = "reached over ssh: <why>"
 _WHY = re.compile(r"Data could not be sent to remote host \\?[\"']([^\"'\\]+)\\?[\"']\. "
                   r"Make sure this host can be reached over (?:ssh|SSH)[:.][^\"\n]*")
 
@@ -74,9 +81,16 @@ def normalize(text: str, workdir: Path, out_dir: Path, hosts: Sequence[str]) -> 
     rank = {host: n for n, host in enumerate(hosts)}
 
     ignoring: List[str] = []  # a loop's "...ignoring" lines of the current task
+    shown: set = set()  # the [ERROR] blocks with a <why> printed so far
 
     def flush() -> None:
-        out.extend(line for block in _in_play_order(section, rank) for line in block)
+        for block in _in_play_order(section, rank):
+            if _PREFACE.match(block[0]) and _NOT_SENT_WHY in block[0]:
+                text = "\n".join(block).rstrip()
+                if text in shown:
+                    continue  # (see the module's rule: Ansible's dedup, raced)
+                shown.add(text)
+            out.extend(block)
         out.extend(ignoring)
         section.clear()
         ignoring.clear()

@@ -8,12 +8,27 @@ fixed, the test XPASSes, fails, and the entry must go.
 Differences shared by several playbooks are named once below.
 """
 
-KNOWN_DIFFERENCES: dict = {}
+_RUNS_AHEAD = (
+    "a host killed by another host's task (h1's shell kills d1's sshd and its sessions after 2 s, "
+    "d1's own task of that step is 'true'): 2.21's lockstep starts 'd1 runs ahead' only once h1's "
+    "task has ended, so d1 is UNREACHABLE there (ssh: Connection refused; d1 ok=2 changed=2 "
+    "unreachable=1) and never reaches 'd1 sleeps'; ioc's runner on d1 runs ahead within its "
+    "batch: 'd1 runs ahead' is changed on d1 (it ran, before the kill) and d1 is UNREACHABLE at "
+    "'d1 sleeps', the task it was running when its connection was cut (d1 ok=3 changed=3 "
+    "unreachable=1). Batching hides the interleaving of hosts only when no task acts on another "
+    "host behind the planner's back (linear-semantics section 9); a shell command that does "
+    "cannot be seen")
+
+KNOWN_DIFFERENCES: dict = {
+    "dead_midplay_ahead": _RUNS_AHEAD,
+}
 
 
 #: The same, for ansible-playbook with ``strategy = mitogen_batch`` (the
 #: strategy plugin) against ansible-playbook's linear run.
-KNOWN_DIFFERENCES_PLUGIN: dict = {}
+KNOWN_DIFFERENCES_PLUGIN: dict = {
+    "dead_midplay_ahead": _RUNS_AHEAD,
+}
 
 
 #: ``mitogen_batch`` under ansible-core 2.19 against 2.19's own linear run

@@ -38,7 +38,10 @@ Placeholders
     Ansible's own words for a closed port depend on a race (ssh exits first:
     ``'ssh: connect to host ... Connection refused'``; its write to ssh's
     stdin fails first: ``[Errno 32] Broken pipe``, with the address in single
-    quotes and "SSH" in capitals).
+    quotes and "SSH" in capitals). For a connection cut under a running task
+    (``ssh2d``) what follows is whatever ssh printed as it died (nothing at
+    ``LogLevel=ERROR``, else "Shared connection to ... closed."), where ioc,
+    whose ssh is mitogen's, gives its own account of what was lost.
 
 Item labels
   * ``runner_item_*`` and ``runner_retry`` events get a ``label`` field: the

@@ -7,9 +7,10 @@ Each ``playbooks/*.yml`` starts with a comment header::
                                ssh3   = h1..h3 on the real sshd fixture
                                ssh2u  = h1, h2 on it and u1 on a closed port
                                ssh2s  = h1, h2 on it and s1 on a port that never answers
+                               ssh2d  = h1, h2 on it and d1 on an sshd the playbook kills
     # args: --check            optional: extra command-line arguments (both engines)
 
-Both engines run at once, each in a fresh copy of ``playbooks/`` with the same
+Both engines run at once (one after the other for ``ssh2d``), each in a fresh copy of ``playbooks/`` with the same
 inventory, ``-e out_dir=<its own tmp dir>`` and forks 5. The normalised event
 sequences (``normalize.py``), the recap, the exit codes and the file trees
 under ``out_dir`` must be equal. Known differences of ioc are strict xfails
@@ -32,6 +33,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -201,7 +203,23 @@ def inventory(kind: str, request) -> Tuple[str, List[str]]:
         silent = sshd.inventory_ini(["s1"], "ansible_timeout=3").replace(
             "ansible_port=%d" % sshd.port, "ansible_port=%d" % port)
         return "[web]\n" + sshd.inventory_ini(["h1", "h2"]) + silent, ["h1", "h2", "s1"]
-    raise AssertionError("unknown '# hosts:' %r (local2, ssh3, ssh2u or ssh2s)" % kind)
+    if kind == "ssh2d":
+        # h1, h2 on the sshd fixture and d1 on a sshd of its own that the playbook
+        # kills mid-play with the command in d1's variable mortal_kill (run it
+        # delegated to localhost); check_playbook revives it before each run.
+        sshd = request.getfixturevalue("sshd")
+        mortal = request.getfixturevalue("mortal_sshd")
+        mortal.revive()
+        return ("[web]\n" + sshd.inventory_ini(["h1", "h2"])
+                + mortal.inventory_ini(["d1"], "mortal_kill=%s" % shlex.quote(
+                    mortal.kill_command)), ["h1", "h2", "d1"])
+    raise AssertionError("unknown '# hosts:' %r (local2, ssh3, ssh2u, ssh2s or ssh2d)" % kind)
+
+
+#: Inventories whose playbooks change the world their hosts live in (ssh2d
+#: kills d1's sshd): the reference and the candidate run one after the other,
+#: each against a revived host, never at once.
+SEQUENTIAL = {"ssh2d": "mortal_sshd"}
 
 
 # -- running -------------------------------------------------------------------------
@@ -336,8 +354,12 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
     ioc = EngineRun(engine, tmp_path / "ioc", path.name, inventory_text)
     config = ans.base / "ansible.cfg"
     config.write_text("[defaults]\n")
+    mortal = SEQUENTIAL.get(header["hosts"])
     if key not in _REFERENCES:
         ans.start(ansible_playbook + ans.common_args(extra), ansible_env(ans.events_path, config))
+        if mortal:
+            ans.wait()
+            request.getfixturevalue(mortal).revive()
     if engine.startswith("mitogen_batch"):
         ioc.start(ansible_playbook + ioc.common_args(extra),
                   mitogen_batch_env(ioc.events_path, config))
@@ -346,7 +368,8 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
                    "--events", str(ioc.events_path)], ioc_env())
     if key not in _REFERENCES:
         try:
-            ans.wait()
+            if not mortal:
+                ans.wait()
         finally:
             ioc.wait()
         reference = _Reference.of(ans, hosts)

@@ -162,6 +162,28 @@ class SSHServer:
 
     # -- lifecycle --------------------------------------------------------------
 
+    @property
+    def kill_command(self) -> str:
+        """A shell command that kills this sshd and every session it serves at once
+        (SIGSTOP down the tree, then SIGKILL): their TCP connections close as if
+        the host had gone; :meth:`revive` starts it again."""
+        pid_file = os.path.join(self.tmpdir, "sshd.pid")
+        return ("t() { kill -STOP $1; for c in $(pgrep -P $1); do t $c; done; kill -KILL $1; }; "
+                "t $(cat %s)" % shlex.quote(pid_file))
+
+    def revive(self) -> None:
+        """Start this sshd again if it is not running: same port, keys and
+        configuration (what a client sees of it is unchanged)."""
+        if self.process is not None and self.process.poll() is None:
+            return
+        log_path = os.path.join(self.tmpdir, "sshd-%d.log" % self.port)
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                _sshd_argv(self.tmpdir, self.config_path, self.clean_env),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        _wait_ready(self, self.process, log_path, READY_TIMEOUT)
+
     def stop(self) -> None:
         """End sshd and every process it started; remove the temp directory."""
         proc, self.process = self.process, None
