@@ -112,19 +112,36 @@ class PlayExecutor:
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
         LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
         controller_step = step if isinstance(step, ControllerStep) else None
-        once = None
+        once, first = None, None
+        if controller_step and (controller_step.once or controller_step.once_if is not None):
+            first = self._first_reaching(active, step)
         if controller_step and controller_step.once_if is not None:
-            once = self._once(active[0], controller_step)
+            once = self._once(first or active[0], controller_step)
             controller_step = dataclasses.replace(controller_step, once=once, once_if=None)
             step = controller_step
-        hosts = active[:1] if controller_step and controller_step.once else active
+        hosts = [first or active[0]] if controller_step and controller_step.once else active
         if controller_step and controller_step.per_item:
             outcome = self._run_per_item(controller_step, hosts, active)
-            outcome.once = once
+            outcome.once, outcome.once_host = once, first
             return outcome
         calls = [self._call(h, step, active) for h in hosts]
-        return self.run_calls(calls, StepOutcome(once=once),
+        return self.run_calls(calls, StepOutcome(once=once, once_host=first),
                               limit=controller_step.throttle if controller_step else 0)
+
+    def _first_reaching(self, active: List[str], step: Step) -> str:
+        """The host a run_once task runs on: the first host whose next task it
+        is (L7.1). A host in a block's rescue or always, or with a failure its
+        block holds for its rescue, is elsewhere: linear's lockstep serves the
+        hosts in their tasks first, and run_once picks the first of those."""
+        path = _path_to(self.plan.program.tree, step.start) or []
+        for host in active:
+            blocks = self.hosts[host].blocks
+            if all(not isinstance(blocks.get(str(bid)), dict)
+                   or (blocks[str(bid)].get("phase") == phase
+                       and not (phase == "block" and blocks[str(bid)].get("failure")))
+                   for bid, phase in path):
+                return host
+        return active[0]
 
     def run_calls(self, calls: List[HostCall], outcome: StepOutcome,
                   limit: int = 0) -> StepOutcome:
@@ -466,7 +483,8 @@ class PlayExecutor:
         """run_once: the first host's results are every host's (L7.1). What the
         step wrote for it (its runner's end state) reaches the others; returns
         that, per layer (``facts``, ``runtime``, ``include_vars``)."""
-        first, others = active[0], active[1:]
+        first = outcome.once_host if outcome.once_host in active else active[0]
+        others = [h for h in active if h != first]
         source = self.hosts[first]
         if first in outcome.failed:
             # Treated as any_errors_fatal, an unreachable host too, and a

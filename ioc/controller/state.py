@@ -132,6 +132,8 @@ class StepOutcome:
     includes: Dict[str, List[Event]] = field(default_factory=dict)
     #: A templated run_once, as the first active host's variables decided it.
     once: Optional[bool] = None
+    #: The host a run_once step ran on (the first whose next task it was).
+    once_host: Optional[str] = None
 
 
 @dataclass
