@@ -182,6 +182,30 @@ def read_settings() -> Settings:
     )
 
 
+def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
+    """Which deprecated values a template's read of makes ansible-core 2.21
+    warn: "facts" (the top-level fact names, while INJECT_FACTS_AS_VARS is left
+    at its default), "play_hosts"; none when deprecation warnings are off.
+    ``as_installed``: those the installed ansible-core tags (mitogen_batch,
+    whose warnings Ansible words itself; 2.19 has no "facts")."""
+    from ansible import constants as C
+
+    if not C.config.get_config_value("DEPRECATION_WARNINGS"):
+        return ()
+    facts, play_hosts = True, True
+    if as_installed:
+        from ansible.vars import manager
+
+        facts = getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None) is not None
+        play_hosts = hasattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG")
+    kinds = []
+    if facts and C.config.get_config_value_and_origin("INJECT_FACTS_AS_VARS")[1] == "default":
+        kinds.append("facts")
+    if play_hosts:
+        kinds.append("play_hosts")
+    return tuple(kinds)
+
+
 def unhonoured(ssh: Optional[Dict[str, Tuple[Any, str]]] = None) -> List[Tuple[str, str]]:
     """``(setting, origin)`` of every setting set (not at its default) that ioc-run ignores.
 

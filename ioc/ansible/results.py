@@ -142,6 +142,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
                                                    source_is_module=False)
     if result.get("_ioc_label_error"):
         _label_warnings([utr] + list(utr.loop_results or ()), task, result["_ioc_label_error"])
+    if result.get("_ioc_deprecations"):
+        utr._extend_deprecations(_deprecations(task, result["_ioc_deprecations"]))
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
 
@@ -168,6 +170,38 @@ def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> Non
         if utr._warnings:
             utr._warnings = [warning if getattr(w, "event", None) is not None and
                              w.event.msg == error.get("text") else w for w in utr._warnings]
+
+
+def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
+    """2.21's deprecation warnings for the deprecated values the task's templates
+    read (the runner's ``_ioc_deprecations``), as ``DeprecatedAccessAuditContext``
+    makes them: the tag's words, with the origin of the argument that read it."""
+    from ansible._internal._datatag._tags import Origin
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _messages
+    from ansible.vars import manager
+
+    tags = {"facts": getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None),
+            "play_hosts": getattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG", None)}
+    out = []
+    for read in reads:
+        tag = tags.get(str(read.get("n")))
+        if tag is None:
+            continue
+        args = getattr(task, "args", None) or {}
+        template = args.get(read["arg"]) if read.get("arg") else None
+        msg = tag.msg
+        context = None
+        if template is not None and Origin.is_tagged_on(template):
+            context = _error_utils.SourceContext.from_value(template)
+        elif isinstance(template, str):
+            msg = "While processing %r: %s" % (template, tag.msg)  # (as 2.21 without an origin)
+        out.append(_messages.DeprecationSummary(
+            event=_messages.Event(msg=msg, help_text=tag.help_text,
+                                  formatted_source_context=str(context) if context else None,
+                                  formatted_traceback=tag.formatted_traceback),
+            version=tag.version, date=tag.date, deprecator=tag.deprecator))
+    return out
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:

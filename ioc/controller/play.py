@@ -805,6 +805,8 @@ class PlayExecutor:
             options["skip"] = skip
         if self.ctx.options.shape != "2.21":
             options["shape"] = self.ctx.options.shape
+        if self.ctx.options.deprecated:
+            options["deprecated"] = list(self.ctx.options.deprecated)
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):
