@@ -39,7 +39,7 @@ from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.templating import (ConditionalResultError, Deprecated, DeprecatedReads,
-                                             Templar, TemplateError, UndefinedVariableError,
+                                             DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads)
 
 WIRE_VERSION = 1
@@ -142,6 +142,10 @@ class HostRun(HandlerRun, LoopRun):
         state = batch.get("state", {})
         self.facts = dict(state.get("facts", {}))
         self.runtime = dict(state.get("runtime", {}))
+        if "skipped_reason" in self.deprecated:
+            for name, value in self.runtime.items():
+                if _empty_loop(value):  # (registered in an earlier batch: the wire is plain)
+                    self.runtime[name] = _deprecate_skipped_reason(value)
         #: ``include_vars`` values: above task vars, below set_fact (L6.3).
         self.included = dict(state.get("include_vars", {}))
         self.notified = list(state.get("notified", []))
@@ -428,7 +432,11 @@ class HostRun(HandlerRun, LoopRun):
             self.check_notified(key, item_notify)  # (before anything else, as linear)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
-            self.set_runtime({task["register"]: results.registered(result)})
+            registered = results.registered(result)
+            self.set_runtime({task["register"]: registered})
+            if "skipped_reason" in self.deprecated and _empty_loop(registered):
+                # (here only: what goes back to the controller stays plain)
+                self.runtime[task["register"]] = _deprecate_skipped_reason(registered)
         if status == "ok":
             self.apply_effects(task, result)
             if result.get("changed"):
@@ -902,6 +910,16 @@ class _ConditionFailed(Exception):
 
 #: The names of the facts layer that are not deprecated top-level facts.
 _KEPT_FACTS = frozenset(("ansible_facts", "ansible_local"))
+
+
+def _empty_loop(value):
+    """A registered empty loop: 2.21 deprecates its ``skipped_reason``."""
+    return type(value) is dict and value.get("results") == [] and \
+        value.get("skipped_reason") == "No items in the list"
+
+
+def _deprecate_skipped_reason(value):
+    return dict(value, skipped_reason=DeprecatedText(value["skipped_reason"], "skipped_reason"))
 
 
 def _deprecations(task, found):

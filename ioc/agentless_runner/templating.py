@@ -46,6 +46,7 @@ __all__ = [
     "Verbatim",
     "Deprecated",
     "DeprecatedReads",
+    "DeprecatedText",
     "is_template",
 ]
 
@@ -118,6 +119,22 @@ class Deprecated(Verbatim):
     def read(self, name):
         reads = getattr(_LOCAL, "reads", None)
         if reads is not None and name not in self.kept:
+            reads.add(self.notice)
+
+
+class DeprecatedText(str):
+    """A deprecated str value (a registered ``skipped_reason``): a template
+    whose result holds it records ``notice`` (see :func:`to_builtin`). Keep it
+    off the wire: it is not a builtin."""
+
+    def __new__(cls, text, notice):
+        self = str.__new__(cls, text)
+        self.notice = notice
+        return self
+
+    def read(self):
+        reads = getattr(_LOCAL, "reads", None)
+        if reads is not None:
             reads.add(self.notice)
 
 
@@ -225,6 +242,8 @@ def to_builtin(value):
     if isinstance(value, Undefined):
         _fail_undefined(value)
     if isinstance(value, str):
+        if value.__class__ is DeprecatedText:
+            value.read()
         return str.__str__(value)
     if isinstance(value, collections.abc.Mapping):
         return {to_builtin(k): to_builtin(v) for k, v in value.items()}

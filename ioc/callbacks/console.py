@@ -30,6 +30,8 @@ _DEPRECATED = {
               "Use `ansible_facts[\"fact_name\"]` (no `ansible_` prefix) instead."),
     "play_hosts": ("The `play_hosts` magic variable is deprecated.", "2.23",
                    "Use `ansible_play_batch` instead."),
+    "skipped_reason": ("The 'skipped_reason' value is deprecated.", "2.24",
+                       "Use 'skip_reason' instead."),
 }
 
 

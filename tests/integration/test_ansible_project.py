@@ -120,6 +120,30 @@ def test_the_inventory_of_ansible_cfg_is_used_and_an_unhonoured_setting_is_named
     assert "forks" not in warnings[0] and "nocows" not in warnings[0]
 
 
+def test_deprecation_warnings_false_in_ansible_cfg_silences_a_deprecated_read(tmp_path):
+    write(tmp_path / "inv" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
+    write(tmp_path / "ansible.cfg", "[defaults]\ninventory = inv/hosts\n"
+                                    "deprecation_warnings = False\n")
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug: msg="{{ play_hosts | length }}"
+    """)
+    quiet = ioc(tmp_path, "site.yml")
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert "DEPRECATION" not in quiet.stdout + quiet.stderr
+    # ANSIBLE_DEPRECATION_WARNINGS wins over ansible.cfg: 2.21's warning, once for both hosts
+    loud = ioc(tmp_path, "site.yml", env=clean_env(ANSIBLE_DEPRECATION_WARNINGS="True"))
+    theirs = ansible_playbook(tmp_path, "site.yml",
+                              env=clean_env(ANSIBLE_DEPRECATION_WARNINGS="True"))
+    assert loud.returncode == 0, loud.stdout + loud.stderr
+    assert loud.stderr.count("[DEPRECATION WARNING]: The `play_hosts` magic variable is "
+                             "deprecated.") == 1, loud.stderr
+    warning = theirs.stderr[theirs.stderr.index("[DEPRECATION WARNING]: The `play_hosts`"):]
+    assert warning.startswith(loud.stderr[loud.stderr.index("[DEPRECATION WARNING]"):])
+
+
 def test_ansible_config_variable_wins_over_the_file_in_the_current_directory(tmp_path):
     write(tmp_path / "other" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
     write(tmp_path / "other" / "ansible.cfg", "[defaults]\ninventory = %s\n"

@@ -510,6 +510,17 @@ def test_a_higher_layer_hides_a_deprecated_name():
     assert reads.found == []
 
 
+def test_a_deprecated_text_is_recorded_when_a_result_holds_it_and_comes_out_plain():
+    reason = templating.DeprecatedText("No items in the list", "skipped_reason")
+    templar = Templar(Verbatim({"r": {"skipped": True, "skipped_reason": reason}}))
+    with templating.DeprecatedReads() as reads:
+        assert templar.template("{{ r is skipped }}") is True
+        assert reads.found == []
+        out = templar.evaluate("r")
+    assert type(out["skipped_reason"]) is str
+    assert reads.found == [("skipped_reason", None)]
+
+
 @pytest.mark.parametrize("name", ["templating.py", "filters.py", "tests_jinja.py"])
 def test_runner_files_parse_as_python_3_9(name):
     ast.parse((RUNNER / name).read_text(), feature_version=(3, 9))
@@ -539,6 +550,17 @@ def test_a_higher_layer_hides_a_deprecated_name():
     with templating.DeprecatedReads() as reads:
         assert Templar(collections.ChainMap({"x": 2}, facts)).template("{{ x }}") == 2
     assert reads.found == []
+
+
+def test_a_deprecated_text_is_recorded_when_a_result_holds_it_and_comes_out_plain():
+    reason = templating.DeprecatedText("No items in the list", "skipped_reason")
+    templar = Templar(Verbatim({"r": {"skipped": True, "skipped_reason": reason}}))
+    with templating.DeprecatedReads() as reads:
+        assert templar.template("{{ r is skipped }}") is True
+        assert reads.found == []
+        out = templar.evaluate("r")
+    assert type(out["skipped_reason"]) is str
+    assert reads.found == [("skipped_reason", None)]
 
 
 @pytest.mark.parametrize("name", ["templating.py", "filters.py", "tests_jinja.py"])
