@@ -45,10 +45,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
                                         "task var's column",
         "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
         "undefined_notify_delegate": _CHAIN % "delegate_to's column (ioc-run keeps no origin of it)",
-        "unreachable_delegate_loop": (
-            "for a loop delegated to an unreachable host 2.21 prints 'failed: [h1 -> u1] (item=a)' "
-            "and 'fatal: [h1 -> u1]: UNREACHABLE!'; ioc-run prints 'failed: [h1 -> u1(127.0.0.1)] "
-            "(item=a)' and 'fatal: [h1]: UNREACHABLE!'"),
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
