@@ -493,8 +493,11 @@ class HostRun(HandlerRun, LoopRun):
     def check_when(self, task, templar):
         """None when every `when` holds; the skip result otherwise (or a failure)."""
         origins = task.get("when_origins") or ()
+        reads = current_reads()
         for number, cond in enumerate(task.get("when", ())):
             origin = origins[number] if number < len(origins) else None
+            if reads is not None:
+                reads.where = ("at", origin or None)  # (a deprecated value read names it)
             try:
                 if not templar.conditional(cond, origin=origin or None):
                     return results.skipped_result(cond)
@@ -503,6 +506,8 @@ class HostRun(HandlerRun, LoopRun):
                     "Task failed: A 'when' expression failed: %s" % _conditional_error(exc),
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None)
+        if reads is not None:
+            reads.where = None
         return None
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
@@ -925,11 +930,17 @@ def _deprecate_skipped_reason(value):
 def _deprecations(task, found):
     """The task's reads of deprecated values, for the controller to show as
     2.21 does: each as ``{"n": notice, "arg": argument read in (or None),
-    "origin": where that argument's value was written (or None)}``."""
+    "origin": where the template that read it was written (or None)}``;
+    ``found`` names an argument, or ``("at", origin)`` (a condition)."""
     origins = task.get("origins") or {}
-    return [{"n": notice, "arg": arg,
-             "origin": _nth(origins.get("args." + arg) or (), 0) if arg else None}
-            for notice, arg in found]
+    out = []
+    for notice, where in found:
+        if isinstance(where, tuple):
+            out.append({"n": notice, "arg": None, "origin": where[1]})
+        else:
+            out.append({"n": notice, "arg": where, "origin": _nth(
+                origins.get("args." + where) or (), 0) if where else None})
+    return out
 
 
 def _nth(origins, number):

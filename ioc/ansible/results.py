@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
 from ioc.ansible.convert import BRIDGE_INCLUDES
-from ioc.ansible.errors import engine_exception
+from ioc.ansible.errors import _origin, engine_exception
+from ioc.model import Location
 from ioc.ansible.values import plain
 
 #: Stands for the action of a result the runner marked as an action plugin's own
@@ -202,6 +203,9 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
         context = None
         if template is not None and Origin.is_tagged_on(template):
             context = _error_utils.SourceContext.from_value(template)
+        elif read.get("origin") and _origin(Location.parse(read["origin"])) is not None:
+            # (a condition's: the runner names where it was written)
+            context = _error_utils.SourceContext.from_origin(_origin(Location.parse(read["origin"])))
         elif isinstance(template, str):
             msg = "While processing %r: %s" % (template, tag.msg)  # (as 2.21 without an origin)
         out.append(_messages.DeprecationSummary(
