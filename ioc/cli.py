@@ -361,7 +361,7 @@ def report_error(exc: IocError) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
-    from ioc.ansible.config import read_settings, role_search
+    from ioc.ansible.config import deprecated_reads, read_settings, role_search
     from ioc.ansible.prompt import ask_var
     from ioc.ansible.vault import open_vault
 
@@ -433,6 +433,7 @@ def run(args: argparse.Namespace) -> int:
                        connection_password=connection_password,
                        become_allow_same_user=settings.become_allow_same_user,
                        error_on_missing_handler=settings.error_on_missing_handler,
+                       deprecated=deprecated_reads(),
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),

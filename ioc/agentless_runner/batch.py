@@ -38,8 +38,9 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.templating import (ConditionalResultError, Templar, TemplateError,
-                                             UndefinedVariableError, Verbatim)
+from ioc.agentless_runner.templating import (ConditionalResultError, Deprecated, DeprecatedReads,
+                                             DeprecatedText, Templar, TemplateError, UndefinedVariableError,
+                                             Verbatim, current_reads)
 
 WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
@@ -126,6 +127,9 @@ class HostRun(HandlerRun, LoopRun):
         #: smart`` leaves out fact gathering where facts are gathered already.
         self.skip = frozenset(self.options.get("skip") or ())
         results.SHAPE[0] = self.options.get("shape", "2.21")
+        #: The deprecated values whose reads a task reports ("facts": the
+        #: top-level fact names, "play_hosts"), as ansible-core tags them.
+        self.deprecated = frozenset(self.options.get("deprecated") or ())
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
         #: The connection variables TaskExecutor adds where nothing sets them
@@ -138,6 +142,10 @@ class HostRun(HandlerRun, LoopRun):
         state = batch.get("state", {})
         self.facts = dict(state.get("facts", {}))
         self.runtime = dict(state.get("runtime", {}))
+        if "skipped_reason" in self.deprecated:
+            for name, value in self.runtime.items():
+                if _empty_loop(value):  # (registered in an earlier batch: the wire is plain)
+                    self.runtime[name] = _deprecate_skipped_reason(value)
         #: ``include_vars`` values: above task vars, below set_fact (L6.3).
         self.included = dict(state.get("include_vars", {}))
         self.notified = list(state.get("notified", []))
@@ -339,6 +347,8 @@ class HostRun(HandlerRun, LoopRun):
         if task.get("role_path"):
             magic.update(_role_vars(task))
         maps.append(magic)
+        if "play_hosts" in self.deprecated and "play_hosts" in magic:
+            maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))
         maps.append(self.extra)
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
         maps.append(Verbatim(self.runtime))
@@ -348,7 +358,8 @@ class HostRun(HandlerRun, LoopRun):
             maps.append(task["vars"])
         maps.extend(b["vars"] for b in reversed(scope.blocks) if b.get("vars"))
         maps.append(self.play_vars)
-        maps.append(Verbatim(self.facts_layer()))
+        maps.append(Deprecated(self.facts_layer(), "facts", _KEPT_FACTS)
+                    if "facts" in self.deprecated else Verbatim(self.facts_layer()))
         maps.append(self.inventory)
         maps.extend(b["defaults"] for b in reversed(scope.blocks) if b.get("defaults"))
         view = ChainMap(*(maps + [self.connection]))
@@ -394,7 +405,12 @@ class HostRun(HandlerRun, LoopRun):
         if self.ask is not None and not self.take_step(key, name):
             return None
         self.emit({"e": "start", "k": key, "name": name})
-        result = results.with_exception(self.execute(key, task, scope, templar))
+        if self.deprecated:
+            with DeprecatedReads() as reads:
+                result = results.with_exception(self.execute(key, task, scope, templar))
+        else:
+            reads = None
+            result = results.with_exception(self.execute(key, task, scope, templar))
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
             # next item on its delegate and this task ends with the last one.
@@ -416,13 +432,19 @@ class HostRun(HandlerRun, LoopRun):
             self.check_notified(key, item_notify)  # (before anything else, as linear)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
-            self.set_runtime({task["register"]: results.registered(result)})
+            registered = results.registered(result)
+            self.set_runtime({task["register"]: registered})
+            if "skipped_reason" in self.deprecated and _empty_loop(registered):
+                # (here only: what goes back to the controller stays plain)
+                self.runtime[task["register"]] = _deprecate_skipped_reason(registered)
         if status == "ok":
             self.apply_effects(task, result)
             if result.get("changed"):
                 self.add_notifications(task, templar, item_notify)
         if report is not None:
             report(status)
+        if reads is not None and reads.found:  # (not registered: Ansible's are not either)
+            result["_ioc_deprecations"] = _deprecations(task, reads.found)
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
         if status == "unreachable":
@@ -471,8 +493,11 @@ class HostRun(HandlerRun, LoopRun):
     def check_when(self, task, templar):
         """None when every `when` holds; the skip result otherwise (or a failure)."""
         origins = task.get("when_origins") or ()
+        reads = current_reads()
         for number, cond in enumerate(task.get("when", ())):
             origin = origins[number] if number < len(origins) else None
+            if reads is not None:
+                reads.where = ("at", origin or None)  # (a deprecated value read names it)
             try:
                 if not templar.conditional(cond, origin=origin or None):
                     return results.skipped_result(cond)
@@ -481,6 +506,8 @@ class HostRun(HandlerRun, LoopRun):
                     "Task failed: A 'when' expression failed: %s" % _conditional_error(exc),
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None)
+        if reads is not None:
+            reads.where = None
         return None
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
@@ -762,13 +789,18 @@ class HostRun(HandlerRun, LoopRun):
         """The templated arguments; an error names the argument as ansible-core 2.21 does."""
         args = task.get("args", {})
         out = {}
+        reads = current_reads()
         for name, value in args.items():
+            if reads is not None:
+                reads.where = name  # (a deprecated value read names the argument)
             try:
                 out[name] = templar.template(value)
             except TemplateError as exc:
                 raise TemplateError(
                     "Task failed: Finalization of task args for 'ansible.builtin.%s' failed: "
                     "Error while resolving value for %r: %s" % (task["action"], name, exc))
+        if reads is not None:  # (debug templates its var when it runs)
+            reads.where = "var" if task["action"] == "debug" and "var" in args else None
         return out
 
     def controller_files(self):
@@ -879,6 +911,36 @@ class _ConditionFailed(Exception):
     def __init__(self, result):
         Exception.__init__(self, result.get("msg"))
         self.result = result
+
+
+#: The names of the facts layer that are not deprecated top-level facts.
+_KEPT_FACTS = frozenset(("ansible_facts", "ansible_local"))
+
+
+def _empty_loop(value):
+    """A registered empty loop: 2.21 deprecates its ``skipped_reason``."""
+    return type(value) is dict and value.get("results") == [] and \
+        value.get("skipped_reason") == "No items in the list"
+
+
+def _deprecate_skipped_reason(value):
+    return dict(value, skipped_reason=DeprecatedText(value["skipped_reason"], "skipped_reason"))
+
+
+def _deprecations(task, found):
+    """The task's reads of deprecated values, for the controller to show as
+    2.21 does: each as ``{"n": notice, "arg": argument read in (or None),
+    "origin": where the template that read it was written (or None)}``;
+    ``found`` names an argument, or ``("at", origin)`` (a condition)."""
+    origins = task.get("origins") or {}
+    out = []
+    for notice, where in found:
+        if isinstance(where, tuple):
+            out.append({"n": notice, "arg": None, "origin": where[1]})
+        else:
+            out.append({"n": notice, "arg": where, "origin": _nth(
+                origins.get("args." + where) or (), 0) if where else None})
+    return out
 
 
 def _nth(origins, number):

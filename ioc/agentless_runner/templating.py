@@ -44,6 +44,9 @@ __all__ = [
     "UndefinedVariableError",
     "Templar",
     "Verbatim",
+    "Deprecated",
+    "DeprecatedReads",
+    "DeprecatedText",
     "is_template",
 ]
 
@@ -95,6 +98,78 @@ class Verbatim(collections.abc.Mapping):
 
     def __contains__(self, key):
         return key in self.mapping
+
+
+class Deprecated(Verbatim):
+    """A :class:`Verbatim` layer whose names are deprecated (but ``kept``).
+
+    A template that reads one of them records ``notice`` in the thread's
+    :class:`DeprecatedReads` (if any), as ansible-core 2.21 records a read of
+    a value tagged ``Deprecated``: only a name this layer provides counts, not
+    the same name from a layer of higher precedence.
+    """
+
+    __slots__ = ("notice", "kept")
+
+    def __init__(self, mapping, notice, kept=()):
+        Verbatim.__init__(self, mapping)
+        self.notice = notice
+        self.kept = kept
+
+    def read(self, name):
+        reads = getattr(_LOCAL, "reads", None)
+        if reads is not None and name not in self.kept:
+            reads.add(self.notice)
+
+
+class DeprecatedText(str):
+    """A deprecated str value (a registered ``skipped_reason``): a template
+    whose result holds it records ``notice`` (see :func:`to_builtin`). Keep it
+    off the wire: it is not a builtin."""
+
+    def __new__(cls, text, notice):
+        self = str.__new__(cls, text)
+        self.notice = notice
+        return self
+
+    def read(self):
+        reads = getattr(_LOCAL, "reads", None)
+        if reads is not None:
+            reads.add(self.notice)
+
+
+#: This thread's DeprecatedReads (``reads``), if one records.
+_LOCAL = threading.local()
+
+
+class DeprecatedReads(object):
+    """Records, while active on this thread, which deprecated values templates
+    read, and where: ``found`` lists ``(notice, where)`` once each, in order;
+    ``where`` is what the caller is templating (an argument's name, or None)."""
+
+    def __init__(self):
+        self.found = []
+        self.where = None
+        self._outer = None
+
+    def add(self, notice):
+        entry = (notice, self.where)
+        if entry not in self.found:
+            self.found.append(entry)
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, "reads", None)
+        _LOCAL.reads = self
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.reads = self._outer
+        return False
+
+
+def current_reads():
+    """The DeprecatedReads recording on this thread, or None."""
+    return getattr(_LOCAL, "reads", None)
 
 
 # -- undefined values ------------------------------------------------------------
@@ -167,6 +242,8 @@ def to_builtin(value):
     if isinstance(value, Undefined):
         _fail_undefined(value)
     if isinstance(value, str):
+        if value.__class__ is DeprecatedText:
+            value.read()
         return str.__str__(value)
     if isinstance(value, collections.abc.Mapping):
         return {to_builtin(k): to_builtin(v) for k, v in value.items()}
@@ -534,7 +611,8 @@ class _Scope(collections.abc.Mapping):
 
 
 def _find(mapping, key):
-    """``(value, verbatim)`` for ``key`` in ``mapping``, or None if absent."""
+    """``(value, layer)`` for ``key`` in ``mapping``, or None if absent: ``layer``
+    is the Verbatim layer that holds it, None if its value is raw."""
     if isinstance(mapping, collections.ChainMap):
         for layer in mapping.maps:
             found = _find(layer, key)
@@ -542,7 +620,7 @@ def _find(mapping, key):
                 return found
         return None
     if key in mapping:
-        return mapping[key], isinstance(mapping, Verbatim)
+        return mapping[key], mapping if isinstance(mapping, Verbatim) else None
     return None
 
 
@@ -660,8 +738,14 @@ class Templar(object):
         found = _find(self._variables, name)
         if found is None:
             raise KeyError(name)
-        raw, verbatim = found
-        value = raw if verbatim else self._resolve(name, raw)
+        raw, layer = found
+        if layer is None:
+            value = self._resolve(name, raw)
+        elif layer.__class__ is Deprecated:
+            layer.read(name)
+            return raw  # (not cached: each template that reads it must say so)
+        else:
+            value = raw
         self._cache[name] = value
         return value
 

@@ -53,7 +53,9 @@ HONOURED: Dict[str, str] = {
     "DEFAULT_LOOKUP_PLUGIN_PATH": "lookup_plugins: Ansible's plugin loader reads it",
     "COLLECTIONS_SCAN_SYS_PATH": "collections_scan_sys_path: Ansible's collection finder reads it",
     "FACTS_MODULES": "facts_modules: only the default (smart, i.e. setup)",
-    "INJECT_FACTS_AS_VARS": "inject_facts_as_vars: only the default (on)",
+    "INJECT_FACTS_AS_VARS": "inject_facts_as_vars: only on (set explicitly: no deprecation "
+                            "warning for a top-level fact)",
+    "DEPRECATION_WARNINGS": "deprecation_warnings: off prints no [DEPRECATION WARNING]",
 }
 
 #: Settings that change nothing ioc-run does: they steer a mechanism ioc has
@@ -180,6 +182,39 @@ def read_settings() -> Settings:
         color=color,
         unhonoured=tuple(unhonoured(ssh)),
     )
+
+
+def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
+    """Which deprecated values a template's read of makes ansible-core 2.21
+    warn: "facts" (the top-level fact names, while INJECT_FACTS_AS_VARS is left
+    at its default), "play_hosts", "skipped_reason" (of a registered empty
+    loop); none when deprecation warnings are off. ``as_installed``: those the
+    installed ansible-core deprecates (mitogen_batch, whose warnings Ansible
+    words itself; 2.19 has only "play_hosts")."""
+    from ansible import constants as C
+
+    if not C.config.get_config_value("DEPRECATION_WARNINGS"):
+        return ()
+    facts, play_hosts, skipped_reason = True, True, True
+    if as_installed:
+        import inspect
+
+        from ansible._internal import _task
+        from ansible.vars import manager
+
+        facts = getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None) is not None
+        play_hosts = hasattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG")
+        set_skipped = getattr(getattr(_task, "UnifiedTaskResult", None), "set_skipped", None)
+        skipped_reason = set_skipped is not None and \
+            "include_skipped_reason" in inspect.signature(set_skipped).parameters
+    kinds = []
+    if facts and C.config.get_config_value_and_origin("INJECT_FACTS_AS_VARS")[1] == "default":
+        kinds.append("facts")
+    if play_hosts:
+        kinds.append("play_hosts")
+    if skipped_reason:
+        kinds.append("skipped_reason")
+    return tuple(kinds)
 
 
 def unhonoured(ssh: Optional[Dict[str, Tuple[Any, str]]] = None) -> List[Tuple[str, str]]:

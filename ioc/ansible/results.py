@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
 from ioc.ansible.convert import BRIDGE_INCLUDES
-from ioc.ansible.errors import engine_exception
+from ioc.ansible.errors import _origin, engine_exception
+from ioc.model import Location
 from ioc.ansible.values import plain
 
 #: Stands for the action of a result the runner marked as an action plugin's own
@@ -142,6 +143,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
                                                    source_is_module=False)
     if result.get("_ioc_label_error"):
         _label_warnings([utr] + list(utr.loop_results or ()), task, result["_ioc_label_error"])
+    if result.get("_ioc_deprecations"):
+        utr._extend_deprecations(_deprecations(task, result["_ioc_deprecations"]))
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
 
@@ -168,6 +171,49 @@ def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> Non
         if utr._warnings:
             utr._warnings = [warning if getattr(w, "event", None) is not None and
                              w.event.msg == error.get("text") else w for w in utr._warnings]
+
+
+def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
+    """2.21's deprecation warnings for the deprecated values the task's templates
+    read (the runner's ``_ioc_deprecations``), as ``DeprecatedAccessAuditContext``
+    makes them: the tag's words, with the origin of the argument that read it."""
+    from ansible._internal._datatag._tags import Origin
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _messages
+    from ansible.vars import manager
+
+    from ansible.module_utils._internal import _deprecator
+    from ansible.module_utils._internal._datatag._tags import Deprecated
+
+    tags = {"facts": getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None),
+            "play_hosts": getattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG", None)}
+    core = getattr(_deprecator, "ANSIBLE_CORE_DEPRECATOR", None)  # (2.19 has none)
+    if core is not None:  # UnifiedTaskResult.set_skipped's deprecate_value (no tag of its own)
+        tags["skipped_reason"] = Deprecated(msg="The 'skipped_reason' value is deprecated.",
+                                            help_text="Use 'skip_reason' instead.",
+                                            version="2.24", deprecator=core)
+    out = []
+    for read in reads:
+        tag = tags.get(str(read.get("n")))
+        if tag is None:
+            continue
+        args = getattr(task, "args", None) or {}
+        template = args.get(read["arg"]) if read.get("arg") else None
+        msg = tag.msg
+        context = None
+        if template is not None and Origin.is_tagged_on(template):
+            context = _error_utils.SourceContext.from_value(template)
+        elif read.get("origin") and _origin(Location.parse(read["origin"])) is not None:
+            # (a condition's: the runner names where it was written)
+            context = _error_utils.SourceContext.from_origin(_origin(Location.parse(read["origin"])))
+        elif isinstance(template, str):
+            msg = "While processing %r: %s" % (template, tag.msg)  # (as 2.21 without an origin)
+        out.append(_messages.DeprecationSummary(
+            event=_messages.Event(msg=msg, help_text=tag.help_text,
+                                  formatted_source_context=str(context) if context else None,
+                                  formatted_traceback=tag.formatted_traceback),
+            version=tag.version, date=tag.date, deprecator=tag.deprecator))
+    return out
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:

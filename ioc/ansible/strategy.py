@@ -130,6 +130,7 @@ class PlayRun:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""
         from ansible import constants as C, context
         from ansible.release import __version__
+        from ioc.ansible.config import deprecated_reads
         from ioc.controller.state import RunOptions
 
         state = self.state
@@ -146,7 +147,8 @@ class PlayRun:
                              # -k / --connection-password-file (variables still win).
                              connection_password=plain(state.play_context.password) or None,
                              become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER),
-                             error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER))
+                             error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER),
+                             deprecated=deprecated_reads(as_installed=True))
         converted = state.converted
         from ioc.controller import plugins
 

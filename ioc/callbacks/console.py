@@ -19,7 +19,20 @@ _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_a
                       "include_vars"})
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
-           "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30"}
+           "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30",
+           "deprecate": "0;35"}
+
+#: ansible-core 2.21's deprecated values (the runner reports reads of them by
+#: these names): (message, removed in version, help text), as its tags say.
+_DEPRECATED = {
+    "facts": ("INJECT_FACTS_AS_VARS default to `True` is deprecated, top-level facts will not "
+              "be auto injected after the change.", "2.24",
+              "Use `ansible_facts[\"fact_name\"]` (no `ansible_` prefix) instead."),
+    "play_hosts": ("The `play_hosts` magic variable is deprecated.", "2.23",
+                   "Use `ansible_play_batch` instead."),
+    "skipped_reason": ("The 'skipped_reason' value is deprecated.", "2.24",
+                       "Use 'skip_reason' instead."),
+}
 
 
 class Console(Callback):
@@ -44,6 +57,7 @@ class Console(Callback):
         self.verbosity = verbosity
         self._errors: Set[str] = set()
         self._warned: Set[str] = set()
+        self._deprecated: Set[str] = set()
         self.color = out.isatty() if color is None else color
         self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
         #: (message, task origin, cause origin, "Action"/"Module" when the action's
@@ -215,8 +229,11 @@ class Console(Callback):
             self._print(line)
 
     def _warnings(self, result: Dict[str, Any], show: bool = True) -> Dict[str, Any]:
-        """Shows the result's warnings; returns it without them (the default
-        callback's ``_handle_warnings`` pops them: they are not dumped)."""
+        """Shows the result's warnings, then its deprecation warnings; returns it
+        without them (the default callback's ``_handle_warnings`` pops them:
+        they are not dumped)."""
+        if show and result.get("_ioc_deprecations"):
+            self._deprecations(result["_ioc_deprecations"])
         if "warnings" not in result:
             return result
         label = result.get("_ioc_label_error") or {}
@@ -227,6 +244,26 @@ class Console(Callback):
             else:
                 self.warning(str(warning))
         return {k: v for k, v in result.items() if k != "warnings"}
+
+    def _deprecations(self, reads: Sequence[Dict[str, Any]]) -> None:
+        """2.21's ``[DEPRECATION WARNING]`` for each deprecated value the task's
+        templates read: the tag's words, the origin and excerpt of the argument
+        that read it, the help text; once per run each (Display dedups)."""
+        for read in reads:
+            words = _DEPRECATED.get(str(read.get("n")))
+            if words is None:
+                continue
+            msg, version, help_text = words
+            text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \
+                   "version %s." % (msg, version)
+            if read.get("origin"):
+                text += "\n%s\n" % self.source_context(read["origin"])
+            text += "\n%s\n" % help_text
+            self.warning("Deprecation warnings can be disabled by setting "
+                         "`deprecation_warnings=False` in ansible.cfg.")
+            if text not in self._deprecated:
+                self._deprecated.add(text)
+                self._print(text, "deprecate", stderr=True)
 
     def _error(self, result: Dict[str, Any], task: TaskView) -> None:
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``

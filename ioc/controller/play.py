@@ -280,6 +280,7 @@ class PlayExecutor:
         if kind in ("done", "item"):
             fetched.deliver(event, self.plan.program.play.basedir)
             self._inventory_effects(host, event)
+        if kind in ("done", "item", "unreachable"):
             self._mark_delegated(host, event, calls)
         if kind == "done":
             result = event.get("result") or {}
@@ -436,7 +437,11 @@ class PlayExecutor:
 
     def _mark_delegated(self, host: str, event: Event, calls: List[HostCall]) -> None:
         call = next(c for c in calls if c.host == host)
-        if call.via and call.via != host:
+        if call.via and call.via != host and (event.get("result") or {}).get("unreachable"):
+            # 2.21: the action never ran, so no delegated vars; the label still names
+            # the delegate (the default callback's host_label: ``h1 -> u1``)
+            event["result"]["_ansible_delegated_vars"] = {"ansible_delegated_host": call.via}
+        elif call.via and call.via != host:
             seen = _delegated_vars(call.via, self.ctx.connection_of(call.via))
             event["result"]["_ansible_delegated_vars"] = {
                 k: seen[k] for k in ("ansible_delegated_host", "ansible_host")}
@@ -837,6 +842,8 @@ class PlayExecutor:
             options["skip"] = skip
         if self.ctx.options.shape != "2.21":
             options["shape"] = self.ctx.options.shape
+        if self.ctx.options.deprecated:
+            options["deprecated"] = list(self.ctx.options.deprecated)
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):

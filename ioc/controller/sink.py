@@ -148,9 +148,11 @@ class PlaySink(StepSink):
 #: all: ``until`` ran out, the action itself did not fail; where the engine's
 #: error is (a ``when``/``until``/``changed_when``/``failed_when`` expression's
 #: origin: the "caused by" part); a changed_when/failed_when expression's error
-#: (the action's); a loop_control label that could not be templated (its warning).
+#: (the action's); a loop_control label that could not be templated (its warning);
+#: the deprecated values the task's templates read (their deprecation warnings).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
-                            "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error"})
+                            "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error",
+                            "_ioc_deprecations"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

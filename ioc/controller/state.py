@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ioc.callbacks import Callback, Stats
 from ioc.controller import payloads  # noqa: F401 (PlayContext.payloads)
@@ -113,6 +113,10 @@ class RunOptions:
     #: Ansible's ``error_on_missing_handler``: a changed task notifying a name
     #: no handler has ends the run (else a warning).
     error_on_missing_handler: bool = True
+    #: The deprecated values whose reads the runner reports, as this
+    #: ansible-core tags them (``ioc.ansible.config.deprecated_reads``): "facts"
+    #: (top-level fact names), "play_hosts"; empty when deprecation warnings are off.
+    deprecated: Tuple[str, ...] = ()
 
 
 @dataclass

@@ -44,12 +44,6 @@ KNOWN_DIFFERENCES_PLUGIN_219: dict = {}
 _CHAIN = ("2.21 follows the [ERROR] line of a templating error with 'Task failed.' and the "
           "chain of its causes ('<<< caused by >>>'), each with its own origin and excerpt: %s; "
           "ioc prints the [ERROR] line and the task's origin only")
-_INJECT = ("2.21's deprecation warning for a top-level fact variable (INJECT_FACTS_AS_VARS, with "
-           "the template's origin and excerpt) is not printed")
-_PLAY_HOSTS = ("2.21's deprecation warning for the play_hosts magic variable (with the template's "
-               "origin) is not printed")
-_SKIPPED_REASON = ("2.21's deprecation warning for reading a registered 'skipped_reason' (with "
-                   "the template's origin) is not printed")
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
 _BLOCK_KEYWORDS_CHAIN = _CHAIN % ("the action's line, the argument value's column, the block var's "
@@ -66,13 +60,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
                                         "task var's column",
         "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
         "undefined_notify_delegate": _CHAIN % "delegate_to's column (ioc-run keeps no origin of it)",
-        "facts_gathered": _INJECT,
-        "play_order_serial": _PLAY_HOSTS,
-        "registered_shapes": _SKIPPED_REASON,
-        "unreachable_delegate_loop": (
-            "for a loop delegated to an unreachable host 2.21 prints 'failed: [h1 -> u1] (item=a)' "
-            "and 'fatal: [h1 -> u1]: UNREACHABLE!'; ioc-run prints 'failed: [h1 -> u1(127.0.0.1)] "
-            "(item=a)' and 'fatal: [h1]: UNREACHABLE!'"),
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
@@ -83,9 +70,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
         "undefined_notify_delegate": _CHAIN % "the action's line and the argument value's "
                                               "column; for notify the keyword's",
-        "facts_gathered": _INJECT,
-        "play_order_serial": _PLAY_HOSTS,
-        "registered_shapes": _SKIPPED_REASON,
         "no_log": _NO_LOG_ERROR + "; mitogen_batch prints '[ERROR]: Unknown error.' (the runner "
                                   "sends the censored result only)",
     },

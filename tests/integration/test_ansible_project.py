@@ -120,6 +120,37 @@ def test_the_inventory_of_ansible_cfg_is_used_and_an_unhonoured_setting_is_named
     assert "forks" not in warnings[0] and "nocows" not in warnings[0]
 
 
+def test_deprecation_warnings_false_in_ansible_cfg_silences_a_deprecated_read(tmp_path):
+    write(tmp_path / "inv" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
+    write(tmp_path / "ansible.cfg", "[defaults]\ninventory = inv/hosts\n"
+                                    "deprecation_warnings = False\n")
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug: msg="{{ play_hosts | length }}"
+            - debug: msg=again
+              when: play_hosts | length > 1
+    """)
+    quiet = ioc(tmp_path, "site.yml")
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert "DEPRECATION" not in quiet.stdout + quiet.stderr
+    # ANSIBLE_DEPRECATION_WARNINGS wins over ansible.cfg: 2.21's warnings, each once for
+    # both hosts, with the origin of the argument or condition that read play_hosts
+    loud = ioc(tmp_path, "site.yml", env=clean_env(ANSIBLE_DEPRECATION_WARNINGS="True"))
+    theirs = ansible_playbook(tmp_path, "site.yml",
+                              env=clean_env(ANSIBLE_DEPRECATION_WARNINGS="True"))
+    assert loud.returncode == 0, loud.stdout + loud.stderr
+    assert deprecations(loud.stderr) == deprecations(theirs.stderr)
+    assert len(deprecations(loud.stderr)) == 2
+
+
+def deprecations(stderr: str) -> List[str]:
+    """Each ``[DEPRECATION WARNING]`` block (to the blank line after its help text)."""
+    return [block.split("\n\n[")[0].rstrip("\n")
+            for block in stderr.split("[DEPRECATION WARNING]: ")[1:]]
+
+
 def test_ansible_config_variable_wins_over_the_file_in_the_current_directory(tmp_path):
     write(tmp_path / "other" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
     write(tmp_path / "other" / "ansible.cfg", "[defaults]\ninventory = %s\n"
