@@ -24,6 +24,7 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
 ``no_log`` tasks; the state keeps the real values, because later tasks read
 them exactly as Ansible's variable manager would.
 """
+import re
 import time
 import traceback
 from collections import ChainMap
@@ -462,8 +463,12 @@ class HostRun(HandlerRun, LoopRun):
             if skipped is not None:
                 return skipped
             # (raised by the engine, not the action: the bridge words it as TaskExecutor)
-            return results.failed_result(_task_failed(exc), _ioc_task_error=True,
-                                         _ioc_error_expr=task.get("loop"))
+            failed = results.failed_result(_task_failed(exc), _ioc_task_error=True,
+                                           _ioc_error_expr=task.get("loop"))
+            written = _nth((task.get("origins") or {}).get("loop") or (), 0)
+            if written:  # (ioc-run's console: the "caused by" names the loop expression)
+                failed["_ioc_error_chain"] = [[str(exc), written]]
+            return failed
         except LoopTypeError as exc:
             return results.failed_result(str(exc))
         return self.run_loop(key, task, scope, templar, items)
@@ -681,8 +686,14 @@ class HostRun(HandlerRun, LoopRun):
             diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
             limit, interval, timeout = self._async_settings(task, templar)
         except TemplateError as exc:
-            return results.failed_result(str(exc), exception=traceback.format_exc(),
-                                         _ioc_task_error=True)
+            failed = results.failed_result(str(exc), exception=traceback.format_exc(),
+                                           _ioc_task_error=True)
+            if getattr(exc, "argument", None) is not None:  # (the bridge's chain)
+                failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None)]
+            chain = _argument_chain(task, exc)
+            if chain:
+                failed["_ioc_error_chain"] = chain
+            return failed
         ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
@@ -766,9 +777,13 @@ class HostRun(HandlerRun, LoopRun):
             try:
                 out[name] = templar.template(value)
             except TemplateError as exc:
-                raise TemplateError(
+                error = TemplateError(
                     "Task failed: Finalization of task args for 'ansible.builtin.%s' failed: "
                     "Error while resolving value for %r: %s" % (task["action"], name, exc))
+                # where the console's "caused by" chain points: the argument, and the
+                # variable whose value failed (ansible-core's origin of the error)
+                error.argument, error.variable = name, getattr(exc, "variable", None)
+                raise error
         return out
 
     def controller_files(self):
@@ -871,6 +886,31 @@ def _failure_wire(failure):
 def _task_failed(exc):
     """A templating error that fails the task, worded as ansible-core 2.21 does."""
     return "Task failed: %s" % (exc,)
+
+
+#: How an argument that could not be templated is worded (2.21).
+_ARGUMENT_ERROR = re.compile(r"Task failed: (Finalization of task args for '[^']*' failed): "
+                             r"(Error while resolving value for '[^']*'): (.*)\Z", re.S)
+
+
+def _argument_chain(task, exc):
+    """The [message, origin] links 2.21 chains under "Task failed." for an
+    argument that could not be templated (the action's keyword, the argument's
+    value, the variable whose value failed, as the loader recorded them);
+    [] when one of the first two is unknown."""
+    argument = getattr(exc, "argument", None)
+    match = _ARGUMENT_ERROR.match(str(exc))
+    if argument is None or match is None:
+        return []
+    origins = task.get("origins") or {}
+    action = _nth(origins.get("action") or (), 0)
+    written = _nth(origins.get("arg:%s" % argument) or origins.get("arg:*") or (), 0)
+    if not action or not written:
+        return []
+    variable = getattr(exc, "variable", None)
+    source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else None
+    return [[match.group(1) + ".", action], [match.group(2) + ".", written],
+            [match.group(3), source or written]]
 
 
 class _ConditionFailed(Exception):

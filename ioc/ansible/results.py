@@ -19,6 +19,7 @@ changed, the public result), plus what a rescue gets as
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
@@ -100,7 +101,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
-        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")))
+        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
+                            result.get("_ioc_error_arg"))
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -256,9 +258,49 @@ def _argument(task: Any, expression: Any) -> Any:
     return None
 
 
-def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None) -> Any:
+#: How the runner words an argument that could not be templated (2.21).
+_ARGUMENT_ERROR = re.compile(r"(Finalization of task args for '[^']*' failed): "
+                             r"(Error while resolving value for '[^']*'): (.*)\Z", re.S)
+
+
+def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseException]:
+    """The chain ansible-core raises for task argument ``failed`` = [name, variable
+    whose value failed] that could not be templated: about the task's action, the
+    argument's value and the variable's (origin-tagged values: Ansible's display
+    names where each was written); None if ``message`` is not that error."""
+    from ansible.errors import AnsibleError
+
+    match = _ARGUMENT_ERROR.match(message)
+    if match is None or not isinstance(failed, list) or len(failed) != 2:
+        return None
+    name, variable = failed
+    value = (task.args or {}).get(name)
+    source = value
+    if variable is not None:
+        holder = task
+        while holder is not None:
+            found = (getattr(holder, "vars", None) or {}).get(variable)
+            if found is not None:
+                source = found
+                break
+            holder = getattr(holder, "_parent", None)
+    try:
+        try:
+            try:
+                raise AnsibleError(match.group(3), obj=source)
+            except AnsibleError as ex:
+                raise AnsibleError(match.group(2) + ".", obj=value) from ex
+        except AnsibleError as ex:
+            raise AnsibleError(match.group(1) + ".", obj=task.action) from ex
+    except AnsibleError as error:
+        return error
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
+                  argument: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
-    action, about its argument ``obj``) raised."""
+    action, about its argument ``obj``) raised; ``argument``: [name, variable] of
+    an argument that could not be templated (its chain)."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -266,6 +308,9 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
         message = message[len("Task failed: "):]
     try:
         try:
+            chained = _argument_exception(task, message, argument) if argument else None
+            if chained is not None:
+                raise chained
             raise _engine_exception(message, data, obj)
         except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex

@@ -150,7 +150,8 @@ class PlaySink(StepSink):
 #: origin: the "caused by" part); a changed_when/failed_when expression's error
 #: (the action's); a loop_control label that could not be templated (its warning).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
-                            "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error"})
+                            "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error",
+                            "_ioc_error_chain"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -110,6 +110,8 @@ class Scope:
     module_defaults: tuple[Mapping[str, Any], ...] = ()
     #: The ``collections`` keyword in force; None: not set.
     collections: Optional[tuple[str, ...]] = None
+    #: Where the enclosing blocks' ``vars`` were written, by name (innermost wins).
+    var_origins: Mapping[str, str] = field(default_factory=dict)
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -124,6 +126,7 @@ class Scope:
             inherited={**self.inherited, **own},
             module_defaults=self.module_defaults + module_defaults_of(ds, where),
             collections=collections_of(ds, where, self.collections),
+            var_origins={**self.var_origins, **_var_origins(ds)},
         )
 
     def entering(self, path: str, where: Location) -> "Scope":
@@ -377,7 +380,7 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         changed_when=_opt_conditions(ds.get("changed_when"), where),
         failed_when=_opt_conditions(ds.get("failed_when"), where),
         until=_opt_conditions(ds.get("until"), where),
-        origins=_origins(ds),
+        origins=_origins(ds, scope),
         retries=ds.get("retries"),
         delay=ds.get("delay"),
         async_val=ds.get("async"),
@@ -397,10 +400,15 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
     )
 
 
-def _origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Where the task's changed_when/failed_when/until conditions and its
-    loop_control label were written (see :attr:`Task.origins`)."""
-    out = {}
+def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
+    """Where the task's changed_when/failed_when/until conditions, its
+    loop_control label, its action, arguments, loop and variables were written
+    (see :attr:`Task.origins`)."""
+    out = _argument_origins(ds)
+    for name, origin in {**scope.var_origins, **_var_origins(ds)}.items():
+        out["var:" + name] = (origin,)
+    if "loop" in ds and not isinstance(ds["loop"], list):
+        out["loop"] = value_origins(ds, "loop", 1)
     for key in ("changed_when", "failed_when", "until"):
         # (the conditions are read first: an invalid value has failed already)
         count = len(conditions(ds.get(key), Location("<unknown>")))
@@ -411,6 +419,46 @@ def _origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
         label = value_origins(control, "label", 1)
         if any(label):
             out["label"] = label
+    return out
+
+
+def _var_origins(ds: Mapping[str, Any]) -> dict[str, str]:
+    """Where each of the ``vars`` of ``ds`` (a task, block or import) was written."""
+    value = ds.get("vars")
+    layers = value if isinstance(value, list) else [value]
+    out = {}
+    for layer in layers:
+        if isinstance(layer, Mapping):
+            for name in layer:
+                if not isinstance(layer[name], list):
+                    origin = value_origins(layer, name, 1)[0]
+                    if origin:
+                        out[str(name)] = origin
+    return out
+
+
+def _argument_origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Where the task's action keyword (``action``) and each of its arguments'
+    values (``arg:<name>``; ``arg:*`` the free-form text's) were written:
+    ansible-core names them when templating an argument fails."""
+    candidates = [k for k in ds if k not in TASK_KEYWORDS and not str(k).startswith("with_")]
+    candidates += [k for k in ("action", "local_action") if k in ds]
+    if len(candidates) != 1:
+        return {}
+    key = candidates[0]
+    out: dict[str, tuple[str, ...]] = {}
+    where = key_location(ds, key, Location("<unknown>"))
+    if where.path and not where.path.startswith("<") and where.line:
+        out["action"] = (where.origin,)
+    extra = ds.get("args")
+    value = ds[key]
+    for mapping in (extra, value):
+        if isinstance(mapping, Mapping):
+            for name in mapping:
+                if not isinstance(mapping[name], list) and any(value_origins(mapping, name, 1)):
+                    out["arg:" + str(name)] = value_origins(mapping, name, 1)
+    if isinstance(value, str) and any(value_origins(ds, key, 1)):
+        out["arg:*"] = value_origins(ds, key, 1)
     return out
 
 

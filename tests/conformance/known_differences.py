@@ -37,20 +37,13 @@ _SKIPPED_REASON = ("2.21's deprecation warning for reading a registered 'skipped
                    "the template's origin) is not printed")
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
-_BLOCK_KEYWORDS_CHAIN = _CHAIN % ("the action's line, the argument value's column, the block var's "
-                                  "column; the block's when column; for environment 'Error "
-                                  "processing keyword 'environment'.' with 'Origin: <unknown>' and "
-                                  "the value, then the variable's column")
+_ENVIRONMENT_CHAIN = _CHAIN % ("for environment 'Error processing keyword 'environment'.' with "
+                               "'Origin: <unknown>' and the value, then the variable's column")
 
 KNOWN_CONSOLE_DIFFERENCES: dict = {
     "ioc-run": {
-        "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
-        "undefined_variables": _CHAIN % "the action's line, the argument value's column",
-        "loop_undefined": _CHAIN % "the loop expression's column",
-        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
-                                        "task var's column",
-        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
-        "undefined_notify_delegate": _CHAIN % "delegate_to's column (ioc-run keeps no origin of it)",
+        "undefined_block_keywords": _ENVIRONMENT_CHAIN,
+        "undefined_notify_delegate": _CHAIN % "delegate_to's column; notify's column",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
@@ -61,13 +54,11 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
-        "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
-        "undefined_variables": _CHAIN % "the action's line, the argument value's column",
-        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
-                                        "task var's column",
-        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
-        "undefined_notify_delegate": _CHAIN % "the action's line and the argument value's "
-                                              "column; for notify the keyword's",
+        "undefined_block_keywords": _ENVIRONMENT_CHAIN,
+        "undefined_notify_delegate": (
+            "2.21 names where delegate_to's template was written ('Origin: ...:11:20' and the "
+            "excerpt); mitogen_batch prints 'Origin: <unknown>' and the template; " +
+            _CHAIN % "notify's column"),
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
