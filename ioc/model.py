@@ -139,8 +139,9 @@ class Task:
     #: positions when evaluating one fails. Also (one each): ``action`` the
     #: action's keyword, ``arg:<name>`` an argument's value (``arg:*`` the
     #: free-form text), ``loop`` the loop expression, ``var:<name>`` a task or
-    #: enclosing block variable's value: the "caused by" chain of an argument or
-    #: loop that cannot be templated names them.
+    #: enclosing block variable's value, ``delegate_to``, ``env:<name>`` an
+    #: ``environment`` value; ``notify``: each name. The "caused by" chain of
+    #: a value that cannot be templated names them.
     origins: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     retries: Any = None
     delay: Any = None

@@ -404,12 +404,18 @@ class HostRun(HandlerRun, LoopRun):
         item_notify = result.pop("_ioc_notify", None)
         status = results.status_of(result)
         if status == "ok" and result.get("changed") and item_notify is None and task.get("notify"):
+            item_notify, number = [], 0
             try:  # (TaskExecutor templates a changed task's notify: an error fails the task)
-                item_notify = [templar.template(name) for name in task["notify"]]
+                for number, notified in enumerate(task["notify"]):
+                    item_notify.append(templar.template(notified))
             except TemplateError as exc:
+                message = "Error processing keyword 'notify': %s" % exc
                 result = results.with_exception(results.failed_result(
-                    "Task failed: Error processing keyword 'notify': %s" % exc,
-                    _ioc_task_error=True))
+                    "Task failed: " + message, _ioc_task_error=True,
+                    _ioc_error_expr=task["notify"][number]))
+                written = _nth((task.get("origins") or {}).get("notify") or (), number)
+                if written:  # (the console's "caused by": where the name was written)
+                    result["_ioc_error_chain"] = [[message, written]]
                 status = "failed"
         if status == "ok" and result.get("changed") and task.get("notify"):
             if item_notify is None:
@@ -498,9 +504,13 @@ class HostRun(HandlerRun, LoopRun):
         if undelegated is not None and key[1] == 0:
             # delegate_to could not be templated: the task fails before its `when`
             message, written = undelegated
-            return results.failed_result(
+            failed = results.failed_result(
                 "Task failed: %s" % message, _ioc_task_error=True, _ioc_error_expr=written,
                 _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written})
+            origin = _nth((task.get("origins") or {}).get("delegate_to") or (), 0)
+            if origin:  # (the console's "caused by": where delegate_to was written)
+                failed["_ioc_error_chain"] = [[message, origin]]
+            return failed
         skipped = self.check_when(task, templar)
         if skipped is not None:
             return skipped
@@ -679,8 +689,10 @@ class HostRun(HandlerRun, LoopRun):
             try:
                 env = templar.template(task.get("environment")) or {}
             except TemplateError as exc:
-                raise TemplateError("Task failed: Error processing keyword 'environment': %s"
-                                    % exc)
+                error = TemplateError("Task failed: Error processing keyword 'environment': %s"
+                                      % exc)
+                error.chain, error.keyword = _environment_chain(task, templar, exc)
+                raise error
             check_mode = self._flag(task.get("check_mode"), templar,
                                     self.options.get("check", False))
             diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
@@ -690,7 +702,9 @@ class HostRun(HandlerRun, LoopRun):
                                            _ioc_task_error=True)
             if getattr(exc, "argument", None) is not None:  # (the bridge's chain)
                 failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None)]
-            chain = _argument_chain(task, exc)
+            if getattr(exc, "keyword", None):  # (the bridge's chain)
+                failed["_ioc_error_keyword"] = exc.keyword
+            chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
             if chain:
                 failed["_ioc_error_chain"] = chain
             return failed
@@ -911,6 +925,30 @@ def _argument_chain(task, exc):
     source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else None
     return [[match.group(1) + ".", action], [match.group(2) + ".", written],
             [match.group(3), source or written]]
+
+
+def _environment_chain(task, templar, exc):
+    """``(links, keyword)`` for an ``environment`` that could not be templated:
+    2.21 chains "Error processing keyword 'environment'." about the whole value
+    (no origin: it prints the value) to the error where the failing template was
+    written (``links`` for ioc-run's console, [] when unknown); ``keyword`` is
+    ["environment", the failing name, the variable whose value failed] for the
+    bridge (None when no single name failed)."""
+    environment = task.get("environment")
+    if not isinstance(environment, dict):
+        return [], None
+    for name, value in environment.items():
+        try:
+            templar.template(value)
+        except TemplateError as failed:
+            variable = getattr(failed, "variable", None)
+            origins = task.get("origins") or {}
+            written = _nth(origins.get("env:%s" % name) or (), 0)
+            source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else None
+            links = [["Error processing keyword 'environment'.", "", [environment]],
+                     [str(exc), source or written]] if written else []
+            return links, ["environment", name, variable]
+    return [], None
 
 
 class _ConditionFailed(Exception):

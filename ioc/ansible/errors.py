@@ -11,7 +11,7 @@ error (its hints on missing quotes, unquoted colons, tabs).
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence
 
 from ioc.errors import IocError, YamlSyntaxError
 from ioc.model import Location
@@ -118,10 +118,11 @@ def task_error_text(message: str, task_origin: str, cause_origin: str,
     return _display_utils.format_message(_messages.ErrorSummary(event=event), False)
 
 
-def error_chain_text(links: Sequence[Tuple[str, str]], task_origin: str) -> str:
+def error_chain_text(links: Sequence[Sequence[Any]], task_origin: str) -> str:
     """What follows ``[ERROR]: `` for a task whose error ansible-core raises as a
     chain (an argument that cannot be templated: the action, then the argument,
-    then the variable whose value failed): ``links`` are (message, origin) from
+    then the variable whose value failed): ``links`` are (message, origin[,
+    the value an origin-less link is about]) from
     the outermost cause in, formatted by ansible-core's own display code under
     TaskExecutor's "Task failed." (a cause at its parent's origin is merged into
     its parent's line, as Ansible does)."""
@@ -131,10 +132,12 @@ def error_chain_text(links: Sequence[Tuple[str, str]], task_origin: str) -> str:
     from ansible.module_utils._internal import _messages
 
     cause: Optional[BaseException] = None
-    for message, origin in reversed(links):
+    for link in reversed(links):
+        message, origin = link[0], link[1]
+        # (a link without an origin names its value: Ansible prints it under "<unknown>")
+        obj = _origin(Location.parse(origin)) if origin else (link[2] if len(link) > 2 else None)
         try:
-            raise AnsibleError(message, obj=_origin(Location.parse(origin)) if origin else None) \
-                from cause
+            raise AnsibleError(message, obj=obj) from cause
         except AnsibleError as error:
             cause = error
     try:

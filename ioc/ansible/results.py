@@ -102,7 +102,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
-                            result.get("_ioc_error_arg"))
+                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"))
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -241,8 +241,9 @@ def _argument(task: Any, expression: Any) -> Any:
     """
     if not isinstance(expression, str):
         return None
-    # its arguments, loop, delegate_to and conditions (and those its blocks pass on)
-    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to, task.until]
+    # its arguments, loop, delegate_to, conditions and notify (and the when its blocks pass on)
+    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to, task.until,
+                          task.notify]
     parent = getattr(task, "_parent", None)
     while parent is not None:
         pending.append(getattr(parent, "when", None))
@@ -275,15 +276,8 @@ def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseEx
         return None
     name, variable = failed
     value = (task.args or {}).get(name)
-    source = value
-    if variable is not None:
-        holder = task
-        while holder is not None:
-            found = (getattr(holder, "vars", None) or {}).get(variable)
-            if found is not None:
-                source = found
-                break
-            holder = getattr(holder, "_parent", None)
+    found = _variable_value(task, variable)
+    source = value if found is None else found
     try:
         try:
             try:
@@ -296,11 +290,50 @@ def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseEx
         return error
 
 
+def _variable_value(task: Any, variable: Any) -> Any:
+    """The (origin-tagged) value of the task's or an enclosing block's var ``variable``."""
+    holder = task
+    while variable is not None and holder is not None:
+        found = (getattr(holder, "vars", None) or {}).get(variable)
+        if found is not None:
+            return found
+        holder = getattr(holder, "_parent", None)
+    return None
+
+
+def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseException]:
+    """The chain ansible-core raises for an ``environment`` (``keyword`` =
+    ["environment", the failing name, the variable whose value failed]) that
+    could not be templated: "Error processing keyword 'environment'." about the
+    whole value, caused by the error where its template was written."""
+    from ansible.errors import AnsibleError
+
+    head, _, cause = message.partition(": ")
+    if not isinstance(keyword, list) or len(keyword) != 3 or keyword[0] != "environment" \
+            or head != "Error processing keyword 'environment'":
+        return None
+    _, name, variable = keyword
+    environment = task.environment
+    written = None
+    for layer in environment if isinstance(environment, list) else [environment]:
+        if isinstance(layer, Mapping) and name in layer:
+            written = layer[name]
+    source = _variable_value(task, variable)
+    try:
+        try:
+            raise AnsibleError(cause, obj=written if source is None else source)
+        except AnsibleError as ex:
+            raise AnsibleError(head + ".", obj=environment) from ex
+    except AnsibleError as error:
+        return error
+
+
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
-                  argument: Any = None) -> Any:
+                  argument: Any = None, keyword: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
     action, about its argument ``obj``) raised; ``argument``: [name, variable] of
-    an argument that could not be templated (its chain)."""
+    an argument that could not be templated, ``keyword``: the same for a keyword
+    (their chains)."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -308,7 +341,8 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
         message = message[len("Task failed: "):]
     try:
         try:
-            chained = _argument_exception(task, message, argument) if argument else None
+            chained = _argument_exception(task, message, argument) if argument else \
+                _keyword_exception(task, message, keyword) if keyword else None
             if chained is not None:
                 raise chained
             raise _engine_exception(message, data, obj)

@@ -402,13 +402,24 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
 
 def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
     """Where the task's changed_when/failed_when/until conditions, its
-    loop_control label, its action, arguments, loop and variables were written
-    (see :attr:`Task.origins`)."""
+    loop_control label, its action, arguments, loop, variables, own
+    delegate_to, notify names and environment values were written (see
+    :attr:`Task.origins`)."""
     out = _argument_origins(ds)
     for name, origin in {**scope.var_origins, **_var_origins(ds)}.items():
         out["var:" + name] = (origin,)
     if "loop" in ds and not isinstance(ds["loop"], list):
         out["loop"] = value_origins(ds, "loop", 1)
+    if isinstance(ds.get("delegate_to"), str) and any(value_origins(ds, "delegate_to", 1)):
+        out["delegate_to"] = value_origins(ds, "delegate_to", 1)
+    notify = ds.get("notify")
+    if isinstance(notify, (str, list)) and notify:
+        out["notify"] = value_origins(ds, "notify", 1 if isinstance(notify, str) else len(notify))
+    environment = ds.get("environment")
+    if isinstance(environment, Mapping):
+        for name in environment:
+            if not isinstance(environment[name], list) and any(value_origins(environment, name, 1)):
+                out["env:" + str(name)] = value_origins(environment, name, 1)
     for key in ("changed_when", "failed_when", "until"):
         # (the conditions are read first: an invalid value has failed already)
         count = len(conditions(ds.get(key), Location("<unknown>")))

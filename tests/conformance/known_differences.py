@@ -26,9 +26,6 @@ KNOWN_DIFFERENCES_PLUGIN_219: dict = {}
 #: recap, exit code and files are equal: playbook -> the exact difference.
 #: The test checks everything else first, then xfails; once the consoles are
 #: equal it fails until the entry goes.
-_CHAIN = ("2.21 follows the [ERROR] line of a templating error with 'Task failed.' and the "
-          "chain of its causes ('<<< caused by >>>'), each with its own origin and excerpt: %s; "
-          "ioc prints the [ERROR] line and the task's origin only")
 _INJECT = ("2.21's deprecation warning for a top-level fact variable (INJECT_FACTS_AS_VARS, with "
            "the template's origin and excerpt) is not printed")
 _PLAY_HOSTS = ("2.21's deprecation warning for the play_hosts magic variable (with the template's "
@@ -37,13 +34,9 @@ _SKIPPED_REASON = ("2.21's deprecation warning for reading a registered 'skipped
                    "the template's origin) is not printed")
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
-_ENVIRONMENT_CHAIN = _CHAIN % ("for environment 'Error processing keyword 'environment'.' with "
-                               "'Origin: <unknown>' and the value, then the variable's column")
 
 KNOWN_CONSOLE_DIFFERENCES: dict = {
     "ioc-run": {
-        "undefined_block_keywords": _ENVIRONMENT_CHAIN,
-        "undefined_notify_delegate": _CHAIN % "delegate_to's column; notify's column",
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
@@ -54,11 +47,6 @@ KNOWN_CONSOLE_DIFFERENCES: dict = {
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
-        "undefined_block_keywords": _ENVIRONMENT_CHAIN,
-        "undefined_notify_delegate": (
-            "2.21 names where delegate_to's template was written ('Origin: ...:11:20' and the "
-            "excerpt); mitogen_batch prints 'Origin: <unknown>' and the template; " +
-            _CHAIN % "notify's column"),
         "facts_gathered": _INJECT,
         "play_order_serial": _PLAY_HOSTS,
         "registered_shapes": _SKIPPED_REASON,
