@@ -701,7 +701,8 @@ class HostRun(HandlerRun, LoopRun):
             failed = results.failed_result(str(exc), exception=traceback.format_exc(),
                                            _ioc_task_error=True)
             if getattr(exc, "argument", None) is not None:  # (the bridge's chain)
-                failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None)]
+                failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None),
+                                            getattr(exc, "path", [exc.argument])]
             if getattr(exc, "keyword", None):  # (the bridge's chain)
                 failed["_ioc_error_keyword"] = exc.keyword
             chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
@@ -797,6 +798,7 @@ class HostRun(HandlerRun, LoopRun):
                 # where the console's "caused by" chain points: the argument, and the
                 # variable whose value failed (ansible-core's origin of the error)
                 error.argument, error.variable = name, getattr(exc, "variable", None)
+                error.path = _failing_path(templar, value, [str(name)])
                 raise error
         return out
 
@@ -922,9 +924,26 @@ def _argument_chain(task, exc):
     if not action or not written:
         return []
     variable = getattr(exc, "variable", None)
-    source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else None
+    source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else \
+        _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
     return [[match.group(1) + ".", action], [match.group(2) + ".", written],
             [match.group(3), source or written]]
+
+
+def _failing_path(templar, value, path):
+    """``path`` ([an argument's name]) followed by the keys down to the innermost
+    mapping value of ``value`` whose template fails: where 2.21 says the error
+    was written."""
+    while isinstance(value, dict):
+        for key, inner in value.items():
+            try:
+                templar.template(inner)
+            except TemplateError:
+                path, value = path + [str(key)], inner
+                break
+        else:
+            break
+    return path
 
 
 def _environment_chain(task, templar, exc):

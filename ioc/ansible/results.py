@@ -266,17 +266,22 @@ _ARGUMENT_ERROR = re.compile(r"(Finalization of task args for '[^']*' failed): "
 
 def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseException]:
     """The chain ansible-core raises for task argument ``failed`` = [name, variable
-    whose value failed] that could not be templated: about the task's action, the
-    argument's value and the variable's (origin-tagged values: Ansible's display
-    names where each was written); None if ``message`` is not that error."""
+    whose value failed, the keys down to the innermost failing value] that could not
+    be templated: about the task's action, the argument's value and the variable's
+    (else the innermost value's; origin-tagged values: Ansible's display names
+    where each was written); None if ``message`` is not that error."""
     from ansible.errors import AnsibleError
 
     match = _ARGUMENT_ERROR.match(message)
-    if match is None or not isinstance(failed, list) or len(failed) != 2:
+    if match is None or not isinstance(failed, list) or len(failed) != 3:
         return None
-    name, variable = failed
+    name, variable, path = failed
     value = (task.args or {}).get(name)
     found = _variable_value(task, variable)
+    if found is None:  # the innermost mapping value whose template failed
+        found = value
+        for key in list(path)[1:]:
+            found = found.get(key) if isinstance(found, Mapping) else None
     source = value if found is None else found
     try:
         try:
@@ -331,8 +336,8 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
                   argument: Any = None, keyword: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
-    action, about its argument ``obj``) raised; ``argument``: [name, variable] of
-    an argument that could not be templated, ``keyword``: the same for a keyword
+    action, about its argument ``obj``) raised; ``argument``: [name, variable,
+    path] of an argument that could not be templated, ``keyword``: the same for a keyword
     (their chains)."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 

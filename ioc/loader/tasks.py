@@ -408,8 +408,9 @@ def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
     out = _argument_origins(ds)
     for name, origin in {**scope.var_origins, **_var_origins(ds)}.items():
         out["var:" + name] = (origin,)
-    if "loop" in ds and not isinstance(ds["loop"], list):
-        out["loop"] = value_origins(ds, "loop", 1)
+    for key in ds:
+        if (key == "loop" or str(key).startswith("with_")) and not isinstance(ds[key], list):
+            out["loop"] = value_origins(ds, key, 1)
     if isinstance(ds.get("delegate_to"), str) and any(value_origins(ds, "delegate_to", 1)):
         out["delegate_to"] = value_origins(ds, "delegate_to", 1)
     notify = ds.get("notify")
@@ -465,12 +466,22 @@ def _argument_origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     value = ds[key]
     for mapping in (extra, value):
         if isinstance(mapping, Mapping):
-            for name in mapping:
-                if not isinstance(mapping[name], list) and any(value_origins(mapping, name, 1)):
-                    out["arg:" + str(name)] = value_origins(mapping, name, 1)
+            _nested_origins(mapping, "arg:", out)
     if isinstance(value, str) and any(value_origins(ds, key, 1)):
         out["arg:*"] = value_origins(ds, key, 1)
     return out
+
+
+def _nested_origins(mapping: Mapping[str, Any], prefix: str,
+                    out: dict[str, tuple[str, ...]]) -> None:
+    """Where each value of ``mapping`` was written, as ``<prefix><name>``, and
+    those of the mappings inside it, as ``<prefix><name>.<key>``; list values
+    are left out (only their items' positions are known)."""
+    for name in mapping:
+        if not isinstance(mapping[name], list) and any(value_origins(mapping, name, 1)):
+            out[prefix + str(name)] = value_origins(mapping, name, 1)
+            if isinstance(mapping[name], Mapping):
+                _nested_origins(mapping[name], "%s%s." % (prefix, name), out)
 
 
 def _aligned(scope: Scope) -> tuple[str, ...]:
@@ -703,8 +714,11 @@ def _expand_role(
     role_vars = {**files.vars, **vars_of(keywords, where)}
     # roles do not inherit ``collections``: a role searches its own collection
     # and those of its meta/main.yml (Role._load_role_data)
+    # (a role's vars and params hide the origins of the vars they override)
+    origins = {k: v for k, v in outer.var_origins.items() if k not in files.vars and k not in params}
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
-                                collections=files.collections or None)
+                                collections=files.collections or None,
+                                var_origins={**origins, **_var_origins(keywords)})
     _collect_role_handlers(files, inner, {**role_vars, **params})
     body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
                        params if validate else None)
