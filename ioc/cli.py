@@ -410,10 +410,10 @@ def run(args: argparse.Namespace) -> int:
             print(listing(book, hosts_of, list_tags, args.list_tasks, args.list_tags), end="")
         return 0
     connection_password, become_password = ask_passwords(args, settings)
-    from ioc.ansible.errors import source_context, task_error_text
+    from ioc.ansible.errors import error_chain_text, source_context, task_error_text
 
     console = Console(verbosity=args.verbose, color=settings.color, source_context=source_context,
-                      task_error=task_error_text)
+                      task_error=task_error_text, error_chain=error_chain_text)
     sinks: List[Callback] = [console]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))

@@ -136,7 +136,12 @@ class Task:
     #: Where each condition of ``changed_when``, ``failed_when`` and ``until`` and
     #: the ``loop_control`` label were written, by keyword (``label`` for the
     #: label): ``path:line:col`` each, ``""`` unknown. ansible-core names these
-    #: positions when evaluating one fails.
+    #: positions when evaluating one fails. Also (one each): ``action`` the
+    #: action's keyword, ``arg:<name>`` an argument's value (``arg:*`` the
+    #: free-form text), ``loop`` the loop expression, ``var:<name>`` a task or
+    #: enclosing block variable's value, ``delegate_to``, ``env:<name>`` an
+    #: ``environment`` value; ``notify``: each name. The "caused by" chain of
+    #: a value that cannot be templated names them.
     origins: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     retries: Any = None
     delay: Any = None

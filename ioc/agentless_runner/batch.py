@@ -24,6 +24,7 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
 ``no_log`` tasks; the state keeps the real values, because later tasks read
 them exactly as Ansible's variable manager would.
 """
+import re
 import time
 import traceback
 from collections import ChainMap
@@ -419,12 +420,18 @@ class HostRun(HandlerRun, LoopRun):
         item_notify = result.pop("_ioc_notify", None)
         status = results.status_of(result)
         if status == "ok" and result.get("changed") and item_notify is None and task.get("notify"):
+            item_notify, number = [], 0
             try:  # (TaskExecutor templates a changed task's notify: an error fails the task)
-                item_notify = [templar.template(name) for name in task["notify"]]
+                for number, notified in enumerate(task["notify"]):
+                    item_notify.append(templar.template(notified))
             except TemplateError as exc:
+                message = "Error processing keyword 'notify': %s" % exc
                 result = results.with_exception(results.failed_result(
-                    "Task failed: Error processing keyword 'notify': %s" % exc,
-                    _ioc_task_error=True))
+                    "Task failed: " + message, _ioc_task_error=True,
+                    _ioc_error_expr=task["notify"][number]))
+                written = _nth((task.get("origins") or {}).get("notify") or (), number)
+                if written:  # (the console's "caused by": where the name was written)
+                    result["_ioc_error_chain"] = [[message, written]]
                 status = "failed"
         if status == "ok" and result.get("changed") and task.get("notify"):
             if item_notify is None:
@@ -484,8 +491,12 @@ class HostRun(HandlerRun, LoopRun):
             if skipped is not None:
                 return skipped
             # (raised by the engine, not the action: the bridge words it as TaskExecutor)
-            return results.failed_result(_task_failed(exc), _ioc_task_error=True,
-                                         _ioc_error_expr=task.get("loop"))
+            failed = results.failed_result(_task_failed(exc), _ioc_task_error=True,
+                                           _ioc_error_expr=task.get("loop"))
+            written = _nth((task.get("origins") or {}).get("loop") or (), 0)
+            if written:  # (ioc-run's console: the "caused by" names the loop expression)
+                failed["_ioc_error_chain"] = [[str(exc), written]]
+            return failed
         except LoopTypeError as exc:
             return results.failed_result(str(exc))
         return self.run_loop(key, task, scope, templar, items)
@@ -520,9 +531,13 @@ class HostRun(HandlerRun, LoopRun):
         if undelegated is not None and key[1] == 0:
             # delegate_to could not be templated: the task fails before its `when`
             message, written = undelegated
-            return results.failed_result(
+            failed = results.failed_result(
                 "Task failed: %s" % message, _ioc_task_error=True, _ioc_error_expr=written,
                 _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written})
+            origin = _nth((task.get("origins") or {}).get("delegate_to") or (), 0)
+            if origin:  # (the console's "caused by": where delegate_to was written)
+                failed["_ioc_error_chain"] = [[message, origin]]
+            return failed
         skipped = self.check_when(task, templar)
         if skipped is not None:
             return skipped
@@ -701,15 +716,26 @@ class HostRun(HandlerRun, LoopRun):
             try:
                 env = templar.template(task.get("environment")) or {}
             except TemplateError as exc:
-                raise TemplateError("Task failed: Error processing keyword 'environment': %s"
-                                    % exc)
+                error = TemplateError("Task failed: Error processing keyword 'environment': %s"
+                                      % exc)
+                error.chain, error.keyword = _environment_chain(task, templar, exc)
+                raise error
             check_mode = self._flag(task.get("check_mode"), templar,
                                     self.options.get("check", False))
             diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
             limit, interval, timeout = self._async_settings(task, templar)
         except TemplateError as exc:
-            return results.failed_result(str(exc), exception=traceback.format_exc(),
-                                         _ioc_task_error=True)
+            failed = results.failed_result(str(exc), exception=traceback.format_exc(),
+                                           _ioc_task_error=True)
+            if getattr(exc, "argument", None) is not None:  # (the bridge's chain)
+                failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None),
+                                            getattr(exc, "path", [exc.argument])]
+            if getattr(exc, "keyword", None):  # (the bridge's chain)
+                failed["_ioc_error_keyword"] = exc.keyword
+            chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
+            if chain:
+                failed["_ioc_error_chain"] = chain
+            return failed
         ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
@@ -796,9 +822,14 @@ class HostRun(HandlerRun, LoopRun):
             try:
                 out[name] = templar.template(value)
             except TemplateError as exc:
-                raise TemplateError(
+                error = TemplateError(
                     "Task failed: Finalization of task args for 'ansible.builtin.%s' failed: "
                     "Error while resolving value for %r: %s" % (task["action"], name, exc))
+                # where the console's "caused by" chain points: the argument, and the
+                # variable whose value failed (ansible-core's origin of the error)
+                error.argument, error.variable = name, getattr(exc, "variable", None)
+                error.path = _failing_path(templar, value, [str(name)])
+                raise error
         if reads is not None:  # (debug templates its var when it runs)
             reads.where = "var" if task["action"] == "debug" and "var" in args else None
         return out
@@ -903,6 +934,72 @@ def _failure_wire(failure):
 def _task_failed(exc):
     """A templating error that fails the task, worded as ansible-core 2.21 does."""
     return "Task failed: %s" % (exc,)
+
+
+#: How an argument that could not be templated is worded (2.21).
+_ARGUMENT_ERROR = re.compile(r"Task failed: (Finalization of task args for '[^']*' failed): "
+                             r"(Error while resolving value for '[^']*'): (.*)\Z", re.S)
+
+
+def _argument_chain(task, exc):
+    """The [message, origin] links 2.21 chains under "Task failed." for an
+    argument that could not be templated (the action's keyword, the argument's
+    value, the variable whose value failed, as the loader recorded them);
+    [] when one of the first two is unknown."""
+    argument = getattr(exc, "argument", None)
+    match = _ARGUMENT_ERROR.match(str(exc))
+    if argument is None or match is None:
+        return []
+    origins = task.get("origins") or {}
+    action = _nth(origins.get("action") or (), 0)
+    written = _nth(origins.get("arg:%s" % argument) or origins.get("arg:*") or (), 0)
+    if not action or not written:
+        return []
+    variable = getattr(exc, "variable", None)
+    source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else \
+        _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
+    return [[match.group(1) + ".", action], [match.group(2) + ".", written],
+            [match.group(3), source or written]]
+
+
+def _failing_path(templar, value, path):
+    """``path`` ([an argument's name]) followed by the keys down to the innermost
+    mapping value of ``value`` whose template fails: where 2.21 says the error
+    was written."""
+    while isinstance(value, dict):
+        for key, inner in value.items():
+            try:
+                templar.template(inner)
+            except TemplateError:
+                path, value = path + [str(key)], inner
+                break
+        else:
+            break
+    return path
+
+
+def _environment_chain(task, templar, exc):
+    """``(links, keyword)`` for an ``environment`` that could not be templated:
+    2.21 chains "Error processing keyword 'environment'." about the whole value
+    (no origin: it prints the value) to the error where the failing template was
+    written (``links`` for ioc-run's console, [] when unknown); ``keyword`` is
+    ["environment", the failing name, the variable whose value failed] for the
+    bridge (None when no single name failed)."""
+    environment = task.get("environment")
+    if not isinstance(environment, dict):
+        return [], None
+    for name, value in environment.items():
+        try:
+            templar.template(value)
+        except TemplateError as failed:
+            variable = getattr(failed, "variable", None)
+            origins = task.get("origins") or {}
+            written = _nth(origins.get("env:%s" % name) or (), 0)
+            source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else None
+            links = [["Error processing keyword 'environment'.", "", [environment]],
+                     [str(exc), source or written]] if written else []
+            return links, ["environment", name, variable]
+    return [], None
 
 
 class _ConditionFailed(Exception):

@@ -773,6 +773,10 @@ class Templar(object):
         self._resolving.add(name)
         try:
             return self.lazy(raw)
+        except TemplateError as exc:
+            if getattr(exc, "variable", None) is None:
+                exc.variable = name  # the innermost variable whose value failed
+            raise
         finally:
             self._resolving.discard(name)
 

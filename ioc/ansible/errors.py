@@ -11,7 +11,7 @@ error (its hints on missing quotes, unquoted colons, tabs).
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from ioc.errors import IocError, YamlSyntaxError
 from ioc.model import Location
@@ -113,6 +113,35 @@ def task_error_text(message: str, task_origin: str, cause_origin: str,
                 raise AnsibleError("%s failed." % captured) from ex
         except Exception as ex:
             raise AnsibleTaskError(obj=_origin(Location.parse(task_origin))) from ex
+    except AnsibleTaskError as error:
+        event = _error_factory.ControllerEventFactory.from_exception(error, False)
+    return _display_utils.format_message(_messages.ErrorSummary(event=event), False)
+
+
+def error_chain_text(links: Sequence[Sequence[Any]], task_origin: str) -> str:
+    """What follows ``[ERROR]: `` for a task whose error ansible-core raises as a
+    chain (an argument that cannot be templated: the action, then the argument,
+    then the variable whose value failed): ``links`` are (message, origin[,
+    the value an origin-less link is about]) from
+    the outermost cause in, formatted by ansible-core's own display code under
+    TaskExecutor's "Task failed." (a cause at its parent's origin is merged into
+    its parent's line, as Ansible does)."""
+    from ansible._internal import _display_utils
+    from ansible._internal._errors import _error_factory
+    from ansible.errors import AnsibleError, AnsibleTaskError
+    from ansible.module_utils._internal import _messages
+
+    cause: Optional[BaseException] = None
+    for link in reversed(links):
+        message, origin = link[0], link[1]
+        # (a link without an origin names its value: Ansible prints it under "<unknown>")
+        obj = _origin(Location.parse(origin)) if origin else (link[2] if len(link) > 2 else None)
+        try:
+            raise AnsibleError(message, obj=obj) from cause
+        except AnsibleError as error:
+            cause = error
+    try:
+        raise AnsibleTaskError(obj=_origin(Location.parse(task_origin))) from cause
     except AnsibleTaskError as error:
         event = _error_factory.ControllerEventFactory.from_exception(error, False)
     return _display_utils.format_message(_messages.ErrorSummary(event=event), False)

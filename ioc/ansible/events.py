@@ -276,8 +276,10 @@ def as_run(task: Any, result: Mapping[str, Any]) -> Any:
     copy = task.copy(exclude_parent=True, exclude_tasks=True)
     copy._parent = task._parent
     if delegate:
-        copy.delegate_to = (result.get("_ansible_delegated_vars") or {}).get(
-            "ansible_delegated_host")
+        host = (result.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+        # (a delegate_to that could not be templated stays the task's own, origin-tagged
+        # value: the error names where it was written)
+        copy.delegate_to = task.delegate_to if host == plain(task.delegate_to) else host
     if no_log:  # the callbacks censor on task.no_log: a template is always true
         copy.no_log = bool(result.get("_ansible_no_log") or "censored" in result)
     return copy

@@ -19,6 +19,7 @@ changed, the public result), plus what a rescue gets as
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
@@ -101,7 +102,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
-        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")))
+        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
+                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"))
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -285,8 +287,9 @@ def _argument(task: Any, expression: Any) -> Any:
     """
     if not isinstance(expression, str):
         return None
-    # its arguments, loop, delegate_to and conditions (and those its blocks pass on)
-    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to, task.until]
+    # its arguments, loop, delegate_to, conditions and notify (and the when its blocks pass on)
+    pending: List[Any] = [task.args or {}, task.loop, task.when, task.delegate_to, task.until,
+                          task.notify]
     parent = getattr(task, "_parent", None)
     while parent is not None:
         pending.append(getattr(parent, "when", None))
@@ -302,9 +305,86 @@ def _argument(task: Any, expression: Any) -> Any:
     return None
 
 
-def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None) -> Any:
+#: How the runner words an argument that could not be templated (2.21).
+_ARGUMENT_ERROR = re.compile(r"(Finalization of task args for '[^']*' failed): "
+                             r"(Error while resolving value for '[^']*'): (.*)\Z", re.S)
+
+
+def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseException]:
+    """The chain ansible-core raises for task argument ``failed`` = [name, variable
+    whose value failed, the keys down to the innermost failing value] that could not
+    be templated: about the task's action, the argument's value and the variable's
+    (else the innermost value's; origin-tagged values: Ansible's display names
+    where each was written); None if ``message`` is not that error."""
+    from ansible.errors import AnsibleError
+
+    match = _ARGUMENT_ERROR.match(message)
+    if match is None or not isinstance(failed, list) or len(failed) != 3:
+        return None
+    name, variable, path = failed
+    value = (task.args or {}).get(name)
+    found = _variable_value(task, variable)
+    if found is None:  # the innermost mapping value whose template failed
+        found = value
+        for key in list(path)[1:]:
+            found = found.get(key) if isinstance(found, Mapping) else None
+    source = value if found is None else found
+    try:
+        try:
+            try:
+                raise AnsibleError(match.group(3), obj=source)
+            except AnsibleError as ex:
+                raise AnsibleError(match.group(2) + ".", obj=value) from ex
+        except AnsibleError as ex:
+            raise AnsibleError(match.group(1) + ".", obj=task.action) from ex
+    except AnsibleError as error:
+        return error
+
+
+def _variable_value(task: Any, variable: Any) -> Any:
+    """The (origin-tagged) value of the task's or an enclosing block's var ``variable``."""
+    holder = task
+    while variable is not None and holder is not None:
+        found = (getattr(holder, "vars", None) or {}).get(variable)
+        if found is not None:
+            return found
+        holder = getattr(holder, "_parent", None)
+    return None
+
+
+def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseException]:
+    """The chain ansible-core raises for an ``environment`` (``keyword`` =
+    ["environment", the failing name, the variable whose value failed]) that
+    could not be templated: "Error processing keyword 'environment'." about the
+    whole value, caused by the error where its template was written."""
+    from ansible.errors import AnsibleError
+
+    head, _, cause = message.partition(": ")
+    if not isinstance(keyword, list) or len(keyword) != 3 or keyword[0] != "environment" \
+            or head != "Error processing keyword 'environment'":
+        return None
+    _, name, variable = keyword
+    environment = task.environment
+    written = None
+    for layer in environment if isinstance(environment, list) else [environment]:
+        if isinstance(layer, Mapping) and name in layer:
+            written = layer[name]
+    source = _variable_value(task, variable)
+    try:
+        try:
+            raise AnsibleError(cause, obj=written if source is None else source)
+        except AnsibleError as ex:
+            raise AnsibleError(head + ".", obj=environment) from ex
+    except AnsibleError as error:
+        return error
+
+
+def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
+                  argument: Any = None, keyword: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
-    action, about its argument ``obj``) raised."""
+    action, about its argument ``obj``) raised; ``argument``: [name, variable,
+    path] of an argument that could not be templated, ``keyword``: the same for a keyword
+    (their chains)."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -312,6 +392,10 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
         message = message[len("Task failed: "):]
     try:
         try:
+            chained = _argument_exception(task, message, argument) if argument else \
+                _keyword_exception(task, message, keyword) if keyword else None
+            if chained is not None:
+                raise chained
             raise _engine_exception(message, data, obj)
         except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex

@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence, Set, TextIO
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO
 
 from ioc.callbacks.base import Callback, Status, TaskView
 
@@ -50,7 +50,8 @@ class Console(Callback):
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
                  verbosity: int = 0, color: Optional[bool] = None,
                  source_context: Optional[Callable[[str], str]] = None,
-                 task_error: Optional[Callable[[str, str, str, Optional[str]], str]] = None
+                 task_error: Optional[Callable[[str, str, str, Optional[str]], str]] = None,
+                 error_chain: Optional[Callable[[List[Any], str], str]] = None
                  ) -> None:
         self.out = out
         self.err = err
@@ -64,6 +65,9 @@ class Console(Callback):
         #: result carries the error, else None) -> the error with its "caused by"
         #: chain, as Ansible formats it (ioc-run passes ansible-core's); None: no chain.
         self.task_error = task_error
+        #: ([(message, origin[, value])] outermost first, task origin) -> the error with its
+        #: "caused by" chain, as Ansible formats it; None: no chain.
+        self.error_chain = error_chain
 
     # -- plumbing ----------------------------------------------------------
 
@@ -303,6 +307,11 @@ class Console(Callback):
             text = "[ERROR]: %s" % result["_ioc_error"]
         elif task.implicit:
             text = "[ERROR]: %s" % msg
+        elif result.get("_ioc_error_chain") and self.error_chain is not None:
+            # an argument that could not be templated: the action's, the argument's
+            # and the failing variable's origins
+            chain = self.error_chain(list(result["_ioc_error_chain"]), task.location)
+            text = "[ERROR]: %s\n" % chain.rstrip("\n")
         elif result.get("_ioc_error_origin") and self.task_error is not None:
             # the engine's error (a when/until/changed_when/failed_when expression's)
             chain = self.task_error(cause if captured else msg, task.location,

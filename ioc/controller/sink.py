@@ -152,7 +152,7 @@ class PlaySink(StepSink):
 #: the deprecated values the task's templates read (their deprecation warnings).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
                             "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error",
-                            "_ioc_deprecations"})
+                            "_ioc_deprecations", "_ioc_error_chain"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -110,6 +110,8 @@ class Scope:
     module_defaults: tuple[Mapping[str, Any], ...] = ()
     #: The ``collections`` keyword in force; None: not set.
     collections: Optional[tuple[str, ...]] = None
+    #: Where the enclosing blocks' ``vars`` were written, by name (innermost wins).
+    var_origins: Mapping[str, str] = field(default_factory=dict)
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -124,6 +126,7 @@ class Scope:
             inherited={**self.inherited, **own},
             module_defaults=self.module_defaults + module_defaults_of(ds, where),
             collections=collections_of(ds, where, self.collections),
+            var_origins={**self.var_origins, **_var_origins(ds)},
         )
 
     def entering(self, path: str, where: Location) -> "Scope":
@@ -377,7 +380,7 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         changed_when=_opt_conditions(ds.get("changed_when"), where),
         failed_when=_opt_conditions(ds.get("failed_when"), where),
         until=_opt_conditions(ds.get("until"), where),
-        origins={**_origins(ds), **_arg_origins(ds, action, args)},
+        origins={**_origins(ds, scope), **_arg_origins(ds, action, args)},
         retries=ds.get("retries"),
         delay=ds.get("delay"),
         async_val=ds.get("async"),
@@ -415,10 +418,27 @@ def _arg_origins(ds: Mapping[str, Any], action: str,
     return {"args." + name: where for name, where in found.items() if any(where)}
 
 
-def _origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Where the task's changed_when/failed_when/until conditions and its
-    loop_control label were written (see :attr:`Task.origins`)."""
-    out = {}
+def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
+    """Where the task's changed_when/failed_when/until conditions, its
+    loop_control label, its action, arguments, loop, variables, own
+    delegate_to, notify names and environment values were written (see
+    :attr:`Task.origins`)."""
+    out = _argument_origins(ds)
+    for name, origin in {**scope.var_origins, **_var_origins(ds)}.items():
+        out["var:" + name] = (origin,)
+    for key in ds:
+        if (key == "loop" or str(key).startswith("with_")) and not isinstance(ds[key], list):
+            out["loop"] = value_origins(ds, key, 1)
+    if isinstance(ds.get("delegate_to"), str) and any(value_origins(ds, "delegate_to", 1)):
+        out["delegate_to"] = value_origins(ds, "delegate_to", 1)
+    notify = ds.get("notify")
+    if isinstance(notify, (str, list)) and notify:
+        out["notify"] = value_origins(ds, "notify", 1 if isinstance(notify, str) else len(notify))
+    environment = ds.get("environment")
+    if isinstance(environment, Mapping):
+        for name in environment:
+            if not isinstance(environment[name], list) and any(value_origins(environment, name, 1)):
+                out["env:" + str(name)] = value_origins(environment, name, 1)
     for key in ("changed_when", "failed_when", "until"):
         # (the conditions are read first: an invalid value has failed already)
         count = len(conditions(ds.get(key), Location("<unknown>")))
@@ -430,6 +450,56 @@ def _origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
         if any(label):
             out["label"] = label
     return out
+
+
+def _var_origins(ds: Mapping[str, Any]) -> dict[str, str]:
+    """Where each of the ``vars`` of ``ds`` (a task, block or import) was written."""
+    value = ds.get("vars")
+    layers = value if isinstance(value, list) else [value]
+    out = {}
+    for layer in layers:
+        if isinstance(layer, Mapping):
+            for name in layer:
+                if not isinstance(layer[name], list):
+                    origin = value_origins(layer, name, 1)[0]
+                    if origin:
+                        out[str(name)] = origin
+    return out
+
+
+def _argument_origins(ds: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Where the task's action keyword (``action``) and each of its arguments'
+    values (``arg:<name>``; ``arg:*`` the free-form text's) were written:
+    ansible-core names them when templating an argument fails."""
+    candidates = [k for k in ds if k not in TASK_KEYWORDS and not str(k).startswith("with_")]
+    candidates += [k for k in ("action", "local_action") if k in ds]
+    if len(candidates) != 1:
+        return {}
+    key = candidates[0]
+    out: dict[str, tuple[str, ...]] = {}
+    where = key_location(ds, key, Location("<unknown>"))
+    if where.path and not where.path.startswith("<") and where.line:
+        out["action"] = (where.origin,)
+    extra = ds.get("args")
+    value = ds[key]
+    for mapping in (extra, value):
+        if isinstance(mapping, Mapping):
+            _nested_origins(mapping, "arg:", out)
+    if isinstance(value, str) and any(value_origins(ds, key, 1)):
+        out["arg:*"] = value_origins(ds, key, 1)
+    return out
+
+
+def _nested_origins(mapping: Mapping[str, Any], prefix: str,
+                    out: dict[str, tuple[str, ...]]) -> None:
+    """Where each value of ``mapping`` was written, as ``<prefix><name>``, and
+    those of the mappings inside it, as ``<prefix><name>.<key>``; list values
+    are left out (only their items' positions are known)."""
+    for name in mapping:
+        if not isinstance(mapping[name], list) and any(value_origins(mapping, name, 1)):
+            out[prefix + str(name)] = value_origins(mapping, name, 1)
+            if isinstance(mapping[name], Mapping):
+                _nested_origins(mapping[name], "%s%s." % (prefix, name), out)
 
 
 def _aligned(scope: Scope) -> tuple[str, ...]:
@@ -662,8 +732,11 @@ def _expand_role(
     role_vars = {**files.vars, **vars_of(keywords, where)}
     # roles do not inherit ``collections``: a role searches its own collection
     # and those of its meta/main.yml (Role._load_role_data)
+    # (a role's vars and params hide the origins of the vars they override)
+    origins = {k: v for k, v in outer.var_origins.items() if k not in files.vars and k not in params}
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
-                                collections=files.collections or None)
+                                collections=files.collections or None,
+                                var_origins={**origins, **_var_origins(keywords)})
     _collect_role_handlers(files, inner, {**role_vars, **params})
     body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
                        params if validate else None)

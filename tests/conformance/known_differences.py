@@ -41,35 +41,14 @@ KNOWN_DIFFERENCES_PLUGIN_219: dict = {}
 #: recap, exit code and files are equal: playbook -> the exact difference.
 #: The test checks everything else first, then xfails; once the consoles are
 #: equal it fails until the entry goes.
-_CHAIN = ("2.21 follows the [ERROR] line of a templating error with 'Task failed.' and the "
-          "chain of its causes ('<<< caused by >>>'), each with its own origin and excerpt: %s; "
-          "ioc prints the [ERROR] line and the task's origin only")
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
-_BLOCK_KEYWORDS_CHAIN = _CHAIN % ("the action's line, the argument value's column, the block var's "
-                                  "column; the block's when column; for environment 'Error "
-                                  "processing keyword 'environment'.' with 'Origin: <unknown>' and "
-                                  "the value, then the variable's column")
 
 KNOWN_CONSOLE_DIFFERENCES: dict = {
     "ioc-run": {
-        "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
-        "undefined_variables": _CHAIN % "the action's line, the argument value's column",
-        "loop_undefined": _CHAIN % "the loop expression's column",
-        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
-                                        "task var's column",
-        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
-        "undefined_notify_delegate": _CHAIN % "delegate_to's column (ioc-run keeps no origin of it)",
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
-        "ignore_errors_templating": _CHAIN % "the action's line, the argument value's column",
-        "undefined_variables": _CHAIN % "the action's line, the argument value's column",
-        "undefined_vars_args": _CHAIN % "the action's line, the argument value's column, the "
-                                        "task var's column",
-        "undefined_block_keywords": _BLOCK_KEYWORDS_CHAIN,
-        "undefined_notify_delegate": _CHAIN % "the action's line and the argument value's "
-                                              "column; for notify the keyword's",
         "no_log": _NO_LOG_ERROR + "; mitogen_batch prints '[ERROR]: Unknown error.' (the runner "
                                   "sends the censored result only)",
     },
