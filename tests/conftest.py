@@ -59,9 +59,7 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    _group_for_workers(items)
     if HEAVY:
         return
     keep, heavy = [], []
@@ -77,26 +75,6 @@ def pytest_collection_modifyitems(config, items):
     if heavy:
         config.hook.pytest_deselected(items=heavy)
         items[:] = keep
-
-
-def _group_for_workers(items):
-    """What ``--dist loadgroup`` (scripts/test) sends to one worker as a unit.
-
-    A test file, as ``--dist loadfile`` would: a file keeps its module
-    fixtures and its order. The conformance files are the exception: a
-    playbook's runs under every front end go to one worker together, so the
-    reference ``ansible-playbook`` run is made once per playbook and worker
-    (``tests.conformance.test_conformance.check_playbook`` keeps it), and
-    the playbooks spread over the workers one by one.
-    """
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if path.startswith("tests/conformance/") and "name" in params:
-            group = "conformance:" + params["name"]
-        else:
-            group = path
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_report_header(config):

@@ -332,10 +332,21 @@ class _Reference(NamedTuple):
                    console.normalize(run.output, run.work, run.out, hosts), run.output)
 
 
-#: The reference run of each playbook, made once per worker: (ansible-playbook,
-#: playbook, inventory, extra arguments) -> :class:`_Reference`. The front ends
-#: of one playbook run on one worker (tests/conftest.py, _group_for_workers).
-_REFERENCES: Dict[tuple, _Reference] = {}
+#: The reference run of each playbook, made once per pytest process:
+#: (ansible-playbook, playbook, inventory, extra arguments) -> :class:`_Reference`,
+#: reused by the playbook's other front ends run by the same process. Kept on
+#: pytest's config, which every test of the worker shares: this module
+#: is imported twice (pytest imports it as ``test_conformance``, the
+#: mitogen_batch file as ``tests.conformance.test_conformance``), so a
+#: module-level dict would be two dicts.
+_REFERENCES_ATTR = "_ioc_conformance_references"
+
+
+def _references(request) -> Dict[tuple, "_Reference"]:
+    config = request.config
+    if not hasattr(config, _REFERENCES_ATTR):
+        setattr(config, _REFERENCES_ATTR, {})
+    return getattr(config, _REFERENCES_ATTR)
 
 
 def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
@@ -350,12 +361,13 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
     extra = header.get("args", "").split()
 
     key = (tuple(ansible_playbook), name, inventory_text, tuple(extra))
+    references = _references(request)
     ans = EngineRun("ansible-playbook", tmp_path / "ansible", path.name, inventory_text)
     ioc = EngineRun(engine, tmp_path / "ioc", path.name, inventory_text)
     config = ans.base / "ansible.cfg"
     config.write_text("[defaults]\n")
     mortal = SEQUENTIAL.get(header["hosts"])
-    if key not in _REFERENCES:
+    if key not in references:
         ans.start(ansible_playbook + ans.common_args(extra), ansible_env(ans.events_path, config))
         if mortal:
             ans.wait()
@@ -366,7 +378,7 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
     else:
         ioc.start([sys.executable, "-m", "ioc", *ioc.common_args(extra),
                    "--events", str(ioc.events_path)], ioc_env())
-    if key not in _REFERENCES:
+    if key not in references:
         try:
             if not mortal:
                 ans.wait()
@@ -375,10 +387,10 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
         reference = _Reference.of(ans, hosts)
         assert reference.events, "ansible-playbook wrote no events (rc=%s):\n%s" % (
             ans.rc, ans.output[-3000:])
-        _REFERENCES[key] = reference
+        references[key] = reference
     else:
         ioc.wait()
-    ref = _REFERENCES[key]
+    ref = references[key]
 
     i_events, i_recap = norm.normalize(norm.load(ioc.events_path), workdir=ioc.work,
                                        out_dir=ioc.out, host_order=hosts)

@@ -1,7 +1,7 @@
 """Conformance of mitogen_batch (ansible-core 2.21, and 2.19 for PLAYBOOKS_219):
-the same playbooks and checks as test_conformance.py, compared with the same
-reference run of ansible-playbook (a playbook's front ends run on one worker:
-tests/conftest.py, _group_for_workers)."""
+the same playbooks and checks as test_conformance.py, in a file of their own so
+that pytest-xdist's ``--dist loadfile`` gives the two engines' runs to two
+workers (each reuses a reference run its process already made: README.md)."""
 from __future__ import annotations
 
 import pytest
