@@ -526,43 +526,6 @@ def test_runner_files_parse_as_python_3_9(name):
     ast.parse((RUNNER / name).read_text(), feature_version=(3, 9))
 
 
-# -- deprecated values: a template that reads one says so ---------------------------
-
-
-def test_reading_a_deprecated_name_is_recorded_where_it_was_read():
-    facts = templating.Deprecated({"ansible_os": "Linux", "ansible_facts": {"os": "Linux"}},
-                                  "facts", kept=frozenset(["ansible_facts"]))
-    templar = Templar(collections.ChainMap({"mine": 1}, facts))
-    with templating.DeprecatedReads() as reads:
-        reads.where = "msg"
-        assert templar.template("{{ ansible_facts.os }} {{ mine }}") == "Linux 1"
-        assert reads.found == []  # (a kept name, another layer's name)
-        assert templar.template("{{ ansible_os }}") == "Linux"
-        reads.where = "other"
-        templar.template("{{ ansible_os }}")  # (each template that reads it: not cached)
-    assert reads.found == [("facts", "msg"), ("facts", "other")]
-    templar.template("{{ ansible_os }}")  # nothing records outside a DeprecatedReads
-    assert templating.current_reads() is None
-
-
-def test_a_higher_layer_hides_a_deprecated_name():
-    facts = templating.Deprecated({"x": 1}, "facts")
-    with templating.DeprecatedReads() as reads:
-        assert Templar(collections.ChainMap({"x": 2}, facts)).template("{{ x }}") == 2
-    assert reads.found == []
-
-
-def test_a_deprecated_text_is_recorded_when_a_result_holds_it_and_comes_out_plain():
-    reason = templating.DeprecatedText("No items in the list", "skipped_reason")
-    templar = Templar(Verbatim({"r": {"skipped": True, "skipped_reason": reason}}))
-    with templating.DeprecatedReads() as reads:
-        assert templar.template("{{ r is skipped }}") is True
-        assert reads.found == []
-        out = templar.evaluate("r")
-    assert type(out["skipped_reason"]) is str
-    assert reads.found == [("skipped_reason", None)]
-
-
 @pytest.mark.parametrize("name", ["templating.py", "filters.py", "tests_jinja.py"])
 def test_runner_files_import_only_allowed_modules(name):
     allowed = {"jinja2", "markupsafe", "mitogen", "ioc", "yaml"}
