@@ -1035,8 +1035,8 @@ def _deprecations(task, found):
         if isinstance(where, tuple):
             out.append({"n": notice, "arg": None, "origin": where[1]})
         else:
-            out.append({"n": notice, "arg": where, "origin": _nth(
-                origins.get("args." + where) or (), 0) if where else None})
+            written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
+            out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
     return out
 
 

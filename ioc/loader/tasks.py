@@ -380,7 +380,7 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         changed_when=_opt_conditions(ds.get("changed_when"), where),
         failed_when=_opt_conditions(ds.get("failed_when"), where),
         until=_opt_conditions(ds.get("until"), where),
-        origins={**_origins(ds, scope), **_arg_origins(ds, action, args)},
+        origins=_origins(ds, scope),
         retries=ds.get("retries"),
         delay=ds.get("delay"),
         async_val=ds.get("async"),
@@ -398,24 +398,6 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         collections=collections_of(ds, where, scope.collections),
         **effective,
     )
-
-
-def _arg_origins(ds: Mapping[str, Any], action: str,
-                 args: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """``args.<name>``: where each argument's value was written (the whole
-    free-form string for ``debug: var=x``), as ansible-core names the
-    template that read a deprecated value."""
-    key = next((k for k in ds if isinstance(k, str) and (
-        k == action or k.endswith("." + action) or k in ("action", "local_action"))), None)
-    if key is None:
-        return {}
-    value = ds[key]
-    if isinstance(value, Mapping):
-        found = {name: value_origins(value, name, 1) for name in args if name in value}
-    else:
-        whole = value_origins(ds, key, 1)
-        found = {name: whole for name in args}
-    return {"args." + name: where for name, where in found.items() if any(where)}
 
 
 def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
