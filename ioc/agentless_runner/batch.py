@@ -24,7 +24,6 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
 ``no_log`` tasks; the state keeps the real values, because later tasks read
 them exactly as Ansible's variable manager would.
 """
-import re
 import time
 import traceback
 from collections import ChainMap
@@ -822,12 +821,13 @@ class HostRun(HandlerRun, LoopRun):
             try:
                 out[name] = templar.template(value)
             except TemplateError as exc:
-                error = TemplateError(
-                    "Task failed: Finalization of task args for 'ansible.builtin.%s' failed: "
-                    "Error while resolving value for %r: %s" % (task["action"], name, exc))
+                causes = ("Finalization of task args for 'ansible.builtin.%s' failed"
+                          % task["action"], "Error while resolving value for %r" % name, str(exc))
+                error = TemplateError("Task failed: %s: %s: %s" % causes)
                 # where the console's "caused by" chain points: the argument, and the
                 # variable whose value failed (ansible-core's origin of the error)
                 error.argument, error.variable = name, getattr(exc, "variable", None)
+                error.causes = causes
                 error.path = _failing_path(templar, value, [str(name)])
                 raise error
         if reads is not None:  # (debug templates its var when it runs)
@@ -936,19 +936,14 @@ def _task_failed(exc):
     return "Task failed: %s" % (exc,)
 
 
-#: How an argument that could not be templated is worded (2.21).
-_ARGUMENT_ERROR = re.compile(r"Task failed: (Finalization of task args for '[^']*' failed): "
-                             r"(Error while resolving value for '[^']*'): (.*)\Z", re.S)
-
-
 def _argument_chain(task, exc):
     """The [message, origin] links 2.21 chains under "Task failed." for an
     argument that could not be templated (the action's keyword, the argument's
     value, the variable whose value failed, as the loader recorded them);
     [] when one of the first two is unknown."""
     argument = getattr(exc, "argument", None)
-    match = _ARGUMENT_ERROR.match(str(exc))
-    if argument is None or match is None:
+    causes = getattr(exc, "causes", None)
+    if argument is None or causes is None:
         return []
     origins = task.get("origins") or {}
     action = _nth(origins.get("action") or (), 0)
@@ -958,8 +953,7 @@ def _argument_chain(task, exc):
     variable = getattr(exc, "variable", None)
     source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else \
         _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
-    return [[match.group(1) + ".", action], [match.group(2) + ".", written],
-            [match.group(3), source or written]]
+    return [[causes[0] + ".", action], [causes[1] + ".", written], [causes[2], source or written]]
 
 
 def _failing_path(templar, value, path):
