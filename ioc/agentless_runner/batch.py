@@ -24,6 +24,7 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
 ``no_log`` tasks; the state keeps the real values, because later tasks read
 them exactly as Ansible's variable manager would.
 """
+import contextlib
 import time
 import traceback
 from collections import ChainMap
@@ -405,11 +406,7 @@ class HostRun(HandlerRun, LoopRun):
         if self.ask is not None and not self.take_step(key, name):
             return None
         self.emit({"e": "start", "k": key, "name": name})
-        if self.deprecated:
-            with DeprecatedReads() as reads:
-                result = results.with_exception(self.execute(key, task, scope, templar))
-        else:
-            reads = None
+        with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads:
             result = results.with_exception(self.execute(key, task, scope, templar))
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
