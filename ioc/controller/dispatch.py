@@ -11,7 +11,7 @@ import logging
 import queue
 import threading
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import mitogen.core
 import mitogen.select
@@ -90,7 +90,7 @@ def dispatch(connector: Connector, calls: List[HostCall], limit: int = 0) -> Ite
 
 def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery], None],
                  gate: Optional[threading.BoundedSemaphore]) -> None:
-    tracker = _Position(call.first_key, _task_indices(call.wire))
+    tracker = _Position(call.first_key, call.wire)
     if gate is not None:
         gate.acquire()
     try:
@@ -360,13 +360,14 @@ def _task_indices(wire: Dict[str, Any]) -> List[int]:
 class _Position:
     """Where a host stands, so a lost connection is reported at the right step."""
 
-    def __init__(self, first_key: Tuple[int, int], indices: Sequence[int] = ()) -> None:
+    def __init__(self, first_key: Tuple[int, int], wire: Optional[Dict[str, Any]] = None) -> None:
         self.sent = 0
         self.received = 0
         self.open_key: Optional[List[int]] = None
         self.first_key = list(first_key)
-        #: The batch's task indices, and the key of the last step done.
-        self.indices = list(indices)
+        #: The batch (its task indices are read only if its connection is lost),
+        #: and the key of the last step done.
+        self.wire = wire or {}
         self.done_key: Optional[List[int]] = None
         self.ended = False
 
@@ -381,7 +382,8 @@ class _Position:
             self.ended = True
 
     def _later(self) -> List[int]:
-        return [i for i in self.indices if self.done_key is None or i > self.done_key[0]]
+        return [i for i in _task_indices(self.wire)
+                if self.done_key is None or i > self.done_key[0]]
 
     def whole(self) -> bool:
         """Every step of the batch was reported (if its state was not: its

@@ -1,7 +1,7 @@
 """Where a host whose runner connection is lost mid-batch is reported
 (ioc/controller/dispatch.py, _Position): never at a step the replay has
 already passed, and not at all once its batch is whole."""
-from ioc.controller.dispatch import _Position, _task_indices
+from ioc.controller.dispatch import _Position
 
 WIRE = {"tree": [{"i": 3, "t": {"action": "debug"}},
                  {"b": 0, "block": [{"i": 4, "t": {"action": "command"}}],
@@ -11,7 +11,7 @@ WIRE = {"tree": [{"i": 3, "t": {"action": "debug"}},
 
 
 def position() -> _Position:
-    return _Position((3, 0), _task_indices(WIRE))
+    return _Position((3, 0), WIRE)
 
 
 def test_lost_under_a_task_is_that_task():
