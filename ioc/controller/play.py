@@ -588,11 +588,11 @@ class PlayExecutor:
                     state.blocks[str(bid)] = {"phase": phase, "failure": None}
             self.mark_failed(host, 1 if unreachable else 2)
 
-    def stop_others(self, active: List[str], failed: List[str], times: int = 1) -> None:
+    def stop_others(self, active: List[str], failed: List[str]) -> None:
         """any_errors_fatal (L4.5): linear marks every other host failed."""
         for host in self.active():
             if host not in failed:
-                self.mark_failed(host, times)
+                self.mark_failed(host)
 
     def mark_failed(self, host: str, times: int = 1) -> None:
         """Linear's ``iterator.mark_host_failed`` (``_set_failed_state``),
