@@ -994,12 +994,10 @@ def _connection_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
 
 def _delegated_vars(name: str, spec: ConnectionSpec) -> Dict[str, Any]:
     """What a delegated task sees of its delegate's connection (as ansible-core sets it)."""
-    out: Dict[str, Any] = {"ansible_host": spec.hostname if spec.transport == "ssh" else name,
-                           "ansible_delegated_host": name}
-    if spec.port is not None:
-        out["ansible_port"] = spec.port
-    if spec.user is not None:
-        out["ansible_user"] = spec.user
+    known = _connection_vars(name, spec)
+    out: Dict[str, Any] = {k: known[k] for k in ("ansible_host", "ansible_port", "ansible_user")
+                           if k in known}
+    out["ansible_delegated_host"] = name
     return out
 
 
