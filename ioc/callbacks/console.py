@@ -277,30 +277,27 @@ class Console(Callback):
             return  # (until ran out: Ansible has no error to show, the action did not fail)
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
+        # Whose failure 2.21 names: the module's when the module itself failed
+        # (a result of a module, not of one of the controller's own actions).
+        module_failed = not (task.action in _ACTIONS or result.get("_ioc_action_failure"))
         captured = None  # "Action"/"Module": whose result carries the error
         if result.get("_ioc_condition_error"):
             # a changed_when/failed_when expression that could not be evaluated: the
             # error is the action's (the module's, had it failed already), whatever msg says
             cause, failed_before = result["_ioc_condition_error"]
-            captured = "Module" if failed_before and not (
-                task.action in _ACTIONS or result.get("_ioc_action_failure")) else "Action"
+            captured = _kind(failed_before and module_failed)
             msg = "Task failed: %s failed: %s" % (captured, cause)
         elif result.get("failed_when_result") is True:
-            # The failure is the expression's, whatever the result's own msg;
-            # "Module failed" when the module had failed already (2.21 keeps
-            # the module's error kind, its exception moved aside), else "Action".
-            module = "failed_when_suppressed_exception" in result \
-                and task.action not in _ACTIONS and not result.get("_ioc_action_failure")
+            # The failure is the expression's, whatever the result's own msg; the
+            # module's when it had failed already (its exception moved aside).
             msg = "Task failed: %s failed: A 'failed_when' expression evaluated to 'True'." % (
-                "Module" if module else "Action")
+                _kind("failed_when_suppressed_exception" in result and module_failed))
         elif result.get("_ioc_raised") or result.get("unreachable"):
             # the action (or the connection) raised: no "Action failed"
             msg = msg if msg.startswith("Task failed: ") else "Task failed: %s" % msg
         elif not msg.startswith("Task failed: "):
             # a module's or action's own failure; engine-side errors say so already
-            kind = "Action" if task.action in _ACTIONS or result.get("_ioc_action_failure") \
-                else "Module"
-            msg = "Task failed: %s failed: %s" % (kind, msg)
+            msg = "Task failed: %s failed: %s" % (_kind(module_failed), msg)
         # A task Ansible adds itself (Gathering Facts) has no origin: no Origin: lines;
         # an error the controller met (an include's file missing) is shown whole.
         if "_ioc_error" in result:
@@ -322,6 +319,11 @@ class Console(Callback):
         if text not in self._errors:  # Display shows an error once per run
             self._errors.add(text)
             self._print(text, "error")
+
+
+def _kind(module: bool) -> str:
+    """How 2.21 names what failed: "Module" or "Action" (``_captured_error_message``)."""
+    return "Module" if module else "Action"
 
 
 def format_diff(diff: Any) -> str:
