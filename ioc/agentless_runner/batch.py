@@ -725,7 +725,8 @@ class HostRun(HandlerRun, LoopRun):
                                            _ioc_task_error=True)
             if getattr(exc, "argument", None) is not None:  # (the bridge's chain)
                 failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None),
-                                            getattr(exc, "path", [exc.argument])]
+                                            getattr(exc, "path", [exc.argument]),
+                                            list(exc.causes)]
             if getattr(exc, "keyword", None):  # (the bridge's chain)
                 failed["_ioc_error_keyword"] = exc.keyword
             chain = getattr(exc, "chain", None) or _argument_chain(task, exc)

@@ -19,7 +19,6 @@ changed, the public result), plus what a rescue gets as
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
@@ -305,23 +304,18 @@ def _argument(task: Any, expression: Any) -> Any:
     return None
 
 
-#: How the runner words an argument that could not be templated (2.21).
-_ARGUMENT_ERROR = re.compile(r"(Finalization of task args for '[^']*' failed): "
-                             r"(Error while resolving value for '[^']*'): (.*)\Z", re.S)
-
-
-def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseException]:
+def _argument_exception(task: Any, failed: Any) -> Optional[BaseException]:
     """The chain ansible-core raises for task argument ``failed`` = [name, variable
-    whose value failed, the keys down to the innermost failing value] that could not
-    be templated: about the task's action, the argument's value and the variable's
-    (else the innermost value's; origin-tagged values: Ansible's display names
-    where each was written); None if ``message`` is not that error."""
+    whose value failed, the keys down to the innermost failing value, the
+    chain's three messages] that could not be templated: about the task's
+    action, the argument's value and the variable's (else the innermost
+    value's; origin-tagged values: Ansible's display names where each was
+    written); None if ``failed`` is not that error's."""
     from ansible.errors import AnsibleError
 
-    match = _ARGUMENT_ERROR.match(message)
-    if match is None or not isinstance(failed, list) or len(failed) != 3:
+    if not isinstance(failed, list) or len(failed) != 4:
         return None
-    name, variable, path = failed
+    name, variable, path, (finalization, resolving, cause) = failed
     value = (task.args or {}).get(name)
     found = _variable_value(task, variable)
     if found is None:  # the innermost mapping value whose template failed
@@ -332,11 +326,11 @@ def _argument_exception(task: Any, message: str, failed: Any) -> Optional[BaseEx
     try:
         try:
             try:
-                raise AnsibleError(match.group(3), obj=source)
+                raise AnsibleError(cause, obj=source)
             except AnsibleError as ex:
-                raise AnsibleError(match.group(2) + ".", obj=value) from ex
+                raise AnsibleError(resolving + ".", obj=value) from ex
         except AnsibleError as ex:
-            raise AnsibleError(match.group(1) + ".", obj=task.action) from ex
+            raise AnsibleError(finalization + ".", obj=task.action) from ex
     except AnsibleError as error:
         return error
 
@@ -392,7 +386,7 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
         message = message[len("Task failed: "):]
     try:
         try:
-            chained = _argument_exception(task, message, argument) if argument else \
+            chained = _argument_exception(task, argument) if argument else \
                 _keyword_exception(task, message, keyword) if keyword else None
             if chained is not None:
                 raise chained
