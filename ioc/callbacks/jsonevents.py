@@ -2,11 +2,14 @@
 
 Meant for tools and for comparing runs mechanically (the conformance suite
 normalises Ansible's events into the same shape). Results are written as
-callbacks receive them, so ``no_log`` results are already censored.
+callbacks receive them, so ``no_log`` results are already censored. Every
+event carries ``time``: when it was written, in Unix seconds (a float), so a
+tool can tell when each host's results came in.
 """
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Dict, Sequence, TextIO
 
 from ioc.callbacks.base import Callback, Status, TaskView
@@ -18,6 +21,7 @@ class JsonEvents(Callback):
 
     def _write(self, event: str, **fields: Any) -> None:
         fields["event"] = event
+        fields["time"] = time.time()
         result = fields.get("result")
         if isinstance(result, dict) and any(k.startswith("_ioc_") for k in result):
             # (the runner's notes to the console: how to word an error, or that none shows)
