@@ -16,6 +16,7 @@ from ioc import inventory as inv
 from ioc.callbacks import Callback, CallbackSet
 from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
+from ioc.callbacks.progress import Progress
 from ioc.controller.state import RunOptions
 from ioc.controller.playbook import PlaybookRun, plan_playbook
 from ioc.controller.stepping import Stepper
@@ -444,6 +445,11 @@ def run(args: argparse.Namespace) -> int:
         playbook_run.ask_var = ask_var
         playbook_run.stepper = Stepper(console.banner) if args.step else None
         playbook_run.payload_cache.decrypt = vault.decrypt
+        if sys.stdout.isatty() and not args.step and args.verbose < 4 \
+                and os.environ.get("IOC_PROGRESS", "1") != "0":
+            # (--step asks on the terminal; -vvvv's log lines go there unannounced)
+            console.progress = playbook_run.progress = Progress(sys.stdout)
+            stack.callback(console.progress.close)
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
         code = playbook_run.run()
     if not found:

@@ -68,6 +68,9 @@ class Console(Callback):
         #: ([(message, origin[, value])] outermost first, task origin) -> the error with its
         #: "caused by" chain, as Ansible formats it; None: no chain.
         self.error_chain = error_chain
+        #: The live progress line on the terminal (ioc.callbacks.progress): erased
+        #: before each line printed here. None: there is none.
+        self.progress: Optional[Any] = None
 
     # -- plumbing ----------------------------------------------------------
 
@@ -76,8 +79,13 @@ class Console(Callback):
             text = "\n".join("\033[%sm%s\033[0m" % (_COLORS[color], line)
                              for line in text.split("\n"))
         stream = self.err if stderr else self.out
-        stream.write(text + "\n")
-        stream.flush()
+        if self.progress is None:
+            stream.write(text + "\n")
+            stream.flush()
+            return
+        with self.progress.hidden():
+            stream.write(text + "\n")
+            stream.flush()
 
     def banner(self, message: str) -> None:
         message = message.strip()

@@ -345,7 +345,7 @@ def too_old(host: str, answer: Dict[str, Any]) -> str:
             % (host, answer["python_too_old"], answer["executable"], answer["minimum"]))
 
 
-def _task_indices(wire: Dict[str, Any]) -> List[int]:
+def task_indices(wire: Dict[str, Any]) -> List[int]:
     """The indices of the tasks of a batch's tree, in order."""
     found: List[int] = []
 
@@ -382,7 +382,7 @@ class _Position:
             self.ended = True
 
     def _later(self) -> List[int]:
-        return [i for i in _task_indices(self.wire)
+        return [i for i in task_indices(self.wire)
                 if self.done_key is None or i > self.done_key[0]]
 
     def whole(self) -> bool:

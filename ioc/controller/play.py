@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner.batch import OMIT, HostRun
@@ -12,7 +12,7 @@ from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads, plugins
-from ioc.controller.dispatch import HostCall, context_key, dispatch
+from ioc.controller.dispatch import HostCall, context_key, dispatch, task_indices
 from ioc.controller.sink import FINAL_EVENTS, PlaySink
 from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
@@ -75,6 +75,8 @@ class PlayExecutor:
     # -- the loop ----------------------------------------------------------------
 
     def run(self) -> None:
+        if self.ctx.progress is not None:
+            self.ctx.progress.play(self.order)
         number = 0
         while number < len(self.plan.steps):
             step = self.plan.steps[number]
@@ -149,13 +151,17 @@ class PlayExecutor:
         hosts = [call.host for call in calls]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
+        progress = self._progress_of(calls)
         for host, event in dispatch(self.ctx.connector, calls, limit=limit):
+            progress(host, event)
             if event is None:
                 replay.finish_host(host)
                 continue
             self._waits(host, event)
             self._observe(host, event, outcome, calls)
             replay.feed(host, event)
+        if self.ctx.progress is not None:
+            self.ctx.progress.step_done()
         outcome.ends = sink.ends
         for call in calls:
             self._settle(call, outcome)
@@ -193,6 +199,8 @@ class PlayExecutor:
         outcome = StepOutcome()
         prior: Dict[str, Dict[str, Any]] = {h: {"prior": [], "notify": []} for h in hosts}
         rounds = max([len(d) for d in delegates.values()] + [1])
+        if self.ctx.progress is not None:
+            self.ctx.progress.step({host: 1 for host in hosts})
         for number in range(rounds):
             calls = []
             for host in hosts:
@@ -210,6 +218,8 @@ class PlayExecutor:
                 calls.append(call)
             for host, event in dispatch(self.ctx.connector, calls):
                 last = number >= len(delegates[host]) - 1 or self._declined(host, entry.index)
+                if self.ctx.progress is not None and (last or event is not None):
+                    self.ctx.progress.event(host, event)
                 if event is None:
                     if last or host in outcome.trouble:
                         replay.finish_host(host)
@@ -237,7 +247,25 @@ class PlayExecutor:
                     outcome.ends = {**outcome.ends, **sink.ends}
                     self._settle(call, outcome)
             self._hostvars = {}
+        if self.ctx.progress is not None:
+            self.ctx.progress.step_done()
         return outcome
+
+    def _progress_of(self, calls: List[HostCall]) -> Callable[[str, Optional[Event]], None]:
+        """Where a step's events go for the live progress line (a no-op without one).
+
+        It is quiet through a step whose ``pause`` asks on the terminal."""
+        progress = self.ctx.progress
+        if progress is None:
+            return lambda host, event: None
+        asks = any(e.task.action == "pause" and not (
+            isinstance(e.task.args, Mapping) and ("seconds" in e.task.args
+                                                  or "minutes" in e.task.args))
+            for call in calls[:1] for e in self.plan.program.entries
+            if call.wire["start"] <= e.index < call.wire["end"])
+        progress.step({call.host: max(1, len(task_indices(call.wire))) for call in calls},
+                      quiet=asks)
+        return progress.event
 
     def make_sink(self) -> PlaySink:
         """The sink a step's replay feeds (mitogen_batch's forwards to Ansible's callbacks)."""

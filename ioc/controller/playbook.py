@@ -12,6 +12,7 @@ from ioc import inventory as inv
 from ioc.agentless_runner.batch import OMIT
 from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.callbacks import Callback, Stats
+from ioc.callbacks.progress import Progress
 from ioc.controller.capabilities import runner_capabilities
 from ioc.transport.spec import ConnectionSpec, spec_for
 from ioc.transport.connector import Connector
@@ -104,10 +105,14 @@ class PlaybookRun:
         self.stepper: Optional[Stepper] = None
         #: max_fail_percentage stopped the playbook (its exit code is 2 then).
         self.broken_by_failures = False
+        #: The live progress line on ioc-run's terminal (ioc.callbacks.progress).
+        self.progress: Optional[Progress] = None
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
         connector = Connector(forks=self.options.forks)
+        if self.progress is not None:
+            connector.observer = self.progress.connection
         try:
             self.callbacks.playbook_on_start(self.playbook.path)
             for index, planned in enumerate(self.plans):
@@ -251,7 +256,8 @@ class PlaybookRun:
             inventory_vars=lambda name: self._inventory_layer(play, name),
             replace_inventory=self._replace_inventory,
             play_hosts_all=lambda: self._hosts_all(play),
-            skip=dict(self.skip), modules=self.modules, stepper=self.stepper)
+            skip=dict(self.skip), modules=self.modules, stepper=self.stepper,
+            progress=self.progress)
         return PlayExecutor(planned.plan, states, ctx,
                             static_layers={"play": {**play.vars, **play.vars_files},
                                            "extra": self.extra_vars,

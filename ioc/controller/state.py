@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ioc.callbacks import Callback, Stats
+from ioc.callbacks.progress import Progress
 from ioc.controller import payloads  # noqa: F401 (PlayContext.payloads)
 from ioc.controller.payloads import ModulePayloads
 from ioc.controller.stepping import Stepper
@@ -186,3 +187,6 @@ class PlayContext:
     modules: Optional[ModulePayloads] = None
     #: ``--step`` (ioc-run): asks the user before each task; None: never asks.
     stepper: Optional[Stepper] = None
+    #: ioc-run's live progress line on a terminal (``ioc.callbacks.progress``);
+    #: None: none is shown (stdout is no terminal, or mitogen_batch).
+    progress: Optional[Progress] = None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import mitogen.core
 import mitogen.master
@@ -107,6 +107,10 @@ class Connector:
         #: The bootstrap deadline of each context whose runner has not answered yet
         #: (mitogen's broker waits for pending timers when it shuts down).
         self._deadlines: Dict[int, Any] = {}
+        #: Told of each host's own connection, from the thread that makes it:
+        #: (host, "connecting" / "connected" / "unreachable" / "gone"); ioc-run's
+        #: live progress line (ioc.callbacks.progress) listens here.
+        self.observer: Callable[[str, str], None] = lambda host, what: None
 
     def context(self, host: str, spec: ConnectionSpec,
                 become: Optional[BecomeSpec] = None) -> mitogen.core.Context:
@@ -138,7 +142,13 @@ class Connector:
                 if parent is not None:
                     bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
                     parent_key = (str(spec.via), None)
-                ctx, slot = self._connect_with_retries(host, spec, parent)
+                self.observer(host, "connecting")
+                try:
+                    ctx, slot = self._connect_with_retries(host, spec, parent)
+                except BaseException as exc:
+                    self.observer(host, "unreachable" if isinstance(exc, Unreachable) else "gone")
+                    raise
+                self.observer(host, "connected")
             bootstrap.preload(self.router, ctx)
             if slot is not None:
                 self._await_runner(host, spec, ctx, slot)
@@ -163,9 +173,12 @@ class Connector:
     def forget(self, host: str) -> None:
         """Drop every context of ``host`` and those started from them (connection lost)."""
         with self._lock:
-            for key in self._behind(host):
+            keys = self._behind(host)
+            for key in keys:
                 self.heartbeat.discard(self.contexts.pop(key))
                 self._parent.pop(key, None)
+        for name in sorted({key[0] for key in keys if key[1] is None}):
+            self.observer(name, "gone")
 
     def cut_reason(self, context: mitogen.core.Context) -> Optional[str]:
         """Why the connector cut ``context`` (its runner did not answer in time), or None."""
@@ -185,6 +198,8 @@ class Connector:
             contexts = [self.contexts.pop(k) for k in keys]
             for key in keys:
                 self._parent.pop(key, None)
+        for name in sorted({key[0] for key in keys if key[1] is None}):
+            self.observer(name, "gone")
         for ctx in contexts:
             self.heartbeat.discard(ctx)
             try:
