@@ -448,8 +448,11 @@ def run(args: argparse.Namespace) -> int:
         if sys.stdout.isatty() and not args.step and args.verbose < 4 \
                 and os.environ.get("IOC_PROGRESS", "1") != "0":
             # (--step asks on the terminal; -vvvv's log lines go there unannounced)
-            console.progress = playbook_run.progress = Progress(sys.stdout)
-            stack.callback(console.progress.close)
+            progress = console.progress = playbook_run.progress = Progress(sys.stdout)
+            stack.callback(progress.close)
+            for handler in logging.getLogger().handlers:  # (warnings on stderr)
+                handler.addFilter(progress)
+                stack.callback(handler.removeFilter, progress)
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
         code = playbook_run.run()
     if not found:

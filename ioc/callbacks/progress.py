@@ -118,6 +118,15 @@ class Progress:
             finally:
                 self._quiet_since = time.monotonic()
 
+    def filter(self, record: Any) -> bool:
+        """As a ``logging`` filter of a handler writing to the terminal: the
+        line is erased before each record is written, and stays away
+        ``interval`` after (enough for the handler to write it)."""
+        with self._lock:
+            self._erase()
+            self._quiet_since = time.monotonic()
+        return True
+
     def close(self) -> None:
         """Erase the line for good and stop redrawing it."""
         self._stop.set()
