@@ -528,6 +528,13 @@ class PlayExecutor:
             if unreachable:
                 self.fatal_unreachable.add(first)
             return {}
+        if first in outcome.ignored_unreachable and step is not None and not any(
+                _set(e.task.ignore_errors) for e in self.plan.entries_of(step)):
+            # An unreachable result fails a run_once task's hosts even when it
+            # is ignored (ignore_unreachable): linear's any_errors_fatal check
+            # reads the result's "unreachable", not whether it counts, and marks
+            # every host failed, the first one too.
+            self.stop_others(active, outcome.failed)
         end = outcome.ends.get(first)
         written = (end.get("state") or {}) if end is not None else {
             "facts": source.facts, "runtime": source.runtime}
