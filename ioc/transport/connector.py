@@ -23,6 +23,7 @@ reset, timed out, ssh gave up before logging in) is tried again
 """
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -107,6 +108,9 @@ class Connector:
         #: The bootstrap deadline of each context whose runner has not answered yet
         #: (mitogen's broker waits for pending timers when it shuts down).
         self._deadlines: Dict[int, Any] = {}
+        #: Per key, how many connections were tried, and the last one's failure.
+        self._attempts: Dict[Key, int] = {}
+        self._failures: Dict[Key, Exception] = {}
         #: Told of each host's own connection, from the thread that makes it:
         #: (host, "connecting" / "connected" / "unreachable" / "gone"); ioc-run's
         #: live progress line (ioc.callbacks.progress) listens here.
@@ -126,37 +130,61 @@ class Connector:
             if ctx is not None:
                 return ctx
             key_lock = self._key_locks.setdefault(key, threading.Lock())
+            tried = self._attempts.get(key, 0)
         with key_lock:  # one connection per key, even when two calls ask at once
             with self._lock:
                 ctx = self.contexts.get(key)
+                failed = self._failures.get(key) if self._attempts.get(key, 0) != tried else None
             if ctx is not None:
                 return ctx
-            parent_key: Optional[Key] = None
-            slot: Optional[pacing.Slot] = None
-            if become is not None:
-                ctx = self._become(host, spec, self.context(host, spec), become)
-                parent_key = (host, None)
+            if failed is not None:
+                # The attempt made while this call waited for it failed: that is
+                # this call's answer too (several hosts delegating to one dead
+                # host wait for one connect timeout, not one each in turn).
+                raise copy.copy(failed)
+            try:
+                ctx = self._connect_key(key, spec)
+            except (Unreachable, InterpreterNotFound, BecomeFailed) as exc:
+                with self._lock:
+                    self._failures[key] = exc
+                raise
             else:
-                parent = self.context(spec.via, spec.via_spec) \
-                    if spec.via and spec.via_spec is not None else None
-                if parent is not None:
-                    bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
-                    parent_key = (str(spec.via), None)
-                self.observer(host, "connecting")
-                try:
-                    ctx, slot = self._connect_with_retries(host, spec, parent)
-                except BaseException as exc:
-                    self.observer(host, "unreachable" if isinstance(exc, Unreachable) else "gone")
-                    raise
-                self.observer(host, "connected")
-            bootstrap.preload(self.router, ctx)
-            if slot is not None:
-                self._await_runner(host, spec, ctx, slot)
-            with self._lock:
-                self.contexts[key] = ctx
-                if parent_key is not None:
-                    self._parent[key] = parent_key
-            return ctx
+                with self._lock:
+                    self._failures.pop(key, None)
+                return ctx
+            finally:
+                with self._lock:
+                    self._attempts[key] = self._attempts.get(key, 0) + 1
+
+    def _connect_key(self, key: Key, spec: ConnectionSpec) -> mitogen.core.Context:
+        """Connect ``key`` (its caller holds the key's lock)."""
+        host, become = key
+        parent_key: Optional[Key] = None
+        slot: Optional[pacing.Slot] = None
+        if become is not None:
+            ctx = self._become(host, spec, self.context(host, spec), become)
+            parent_key = (host, None)
+        else:
+            parent = self.context(spec.via, spec.via_spec) \
+                if spec.via and spec.via_spec is not None else None
+            if parent is not None:
+                bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
+                parent_key = (str(spec.via), None)
+            self.observer(host, "connecting")
+            try:
+                ctx, slot = self._connect_with_retries(host, spec, parent)
+            except BaseException as exc:
+                self.observer(host, "unreachable" if isinstance(exc, Unreachable) else "gone")
+                raise
+            self.observer(host, "connected")
+        bootstrap.preload(self.router, ctx)
+        if slot is not None:
+            self._await_runner(host, spec, ctx, slot)
+        with self._lock:
+            self.contexts[key] = ctx
+            if parent_key is not None:
+                self._parent[key] = parent_key
+        return ctx
 
     def settle(self, host: str, spec: ConnectionSpec) -> None:
         """``host``'s settings for the play about to run: if they changed (a later

@@ -585,3 +585,83 @@ def test_a_silent_port_is_unreachable_within_the_connect_timeout(sshd, tmp_path)
     assert run.recap("a")["ok"] == 2, out
     assert run.recap("mute")["ok"] == 1 and run.recap("mute")["unreachable"] == 1, out
     assert took < 30, "the silent host held the run for %.0f s" % took
+
+
+
+# -- a dead or slow host holds the others no longer than its own step ---------------------
+
+#: ansible_timeout of the silent host (seconds).
+MUTE_TIMEOUT = 3
+
+SILENT_AT_EVERY_KIND_OF_STEP = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: notifies without connecting
+      debug: msg=notify
+      changed_when: true
+      notify: connects
+    - meta: flush_handlers
+    - name: every host's
+      command: "true"
+      delegate_to: mute
+      ignore_unreachable: true
+    - name: once
+      command: "true"
+      run_once: true
+      delegate_to: mute
+      ignore_unreachable: true
+    - name: never reached
+      command: "true"
+  handlers:
+    - name: connects
+      command: "true"
+"""
+
+
+def _events(path: Path) -> List[Dict]:
+    import json
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_silent_host_costs_one_connect_timeout_per_step_that_connects_to_it(sshd, tmp_path):
+    """A host that accepts TCP and never answers, connected to by a handler
+    flush, a step of three hosts delegated to it and a run_once step: each
+    step waits for one connect timeout (ansible_timeout), as linear's forks
+    connect at once, not one timeout per host in turn."""
+    import socket
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepts connections in the kernel, never says a word
+    try:
+        inventory = sshd.inventory_ini(["a", "b", "c"]) + sshd.inventory_ini(["mute"]).replace(
+            "ansible_port=%d" % sshd.port,
+            "ansible_port=%d ansible_timeout=%d" % (silent.getsockname()[1], MUTE_TIMEOUT))
+        started = time.monotonic()
+        run = Controller("ioc-run", tmp_path, SILENT_AT_EVERY_KIND_OF_STEP, inventory,
+                         args=["--events", "events.jsonl"])
+        out = run.finish()
+        took = time.monotonic() - started
+    finally:
+        silent.close()
+    assert run.rc == 4, out
+    assert re.search(r"^RUNNING HANDLER \[connects\] \*+\nchanged: \[a\]\nchanged: \[b\]\n"
+                     r"changed: \[c\]\n(.*\n)*?fatal: \[mute\]: UNREACHABLE!", run.stdout, re.M), out
+    for host in "abc":
+        assert re.search(r"^fatal: \[%s -> mute\]: UNREACHABLE! .*\n\.\.\.ignoring$" % host,
+                         run.stdout, re.M), out
+    # as linear: an unreachable run_once result, ignored or not, fails every host
+    assert "never reached" not in run.stdout and run.stdout.count("...ignoring") == 4, out
+    assert run.recap("a") == dict(ok=4, changed=2, unreachable=0, failed=0, skipped=0,
+                                  rescued=0, ignored=2), out
+    assert run.recap("b") == dict(ok=3, changed=2, unreachable=0, failed=0, skipped=0,
+                                  rescued=0, ignored=1), out
+    assert run.recap("mute") == dict(ok=1, changed=1, unreachable=1, failed=0, skipped=0,
+                                     rescued=0, ignored=0), out
+    # a, b and c delegated to mute: one timeout after the flush's
+    unreachable = {(e["task"], e["host"]): e["time"] for e in _events(tmp_path / "events.jsonl")
+                   if e["event"] == "runner_unreachable"}
+    waited = unreachable[("every host's", "c")] - unreachable[("connects", "mute")]
+    assert waited < MUTE_TIMEOUT + 2, "the delegated step took %.1f s" % waited
+    # three steps connected to mute: three timeouts, plus connecting and running the rest
+    assert took < 3 * MUTE_TIMEOUT + 10, "the run took %.1f s" % took
