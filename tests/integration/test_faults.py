@@ -665,3 +665,68 @@ def test_a_silent_host_costs_one_connect_timeout_per_step_that_connects_to_it(ss
     assert waited < MUTE_TIMEOUT + 2, "the delegated step took %.1f s" % waited
     # three steps connected to mute: three timeouts, plus connecting and running the rest
     assert took < 3 * MUTE_TIMEOUT + 10, "the run took %.1f s" % took
+
+
+#: Where a runner is killed while it runs a task that would take 30 s: the
+#: playbook (hosts a and b, d a delegate), then what the user reads.
+KILLED_AT = {
+    "a handler flush": ("""
+        - hosts: a,b
+          gather_facts: false
+          tasks:
+            - command: "true"
+              notify: slow
+            - meta: flush_handlers
+            - debug: msg=after
+          handlers:
+            - name: slow
+              shell: "if [ {{{{ inventory_hostname }}}} = b ]; then echo $PPID. > {tmp}/runner.pid; sleep 30; fi"
+        """, "b", r"RUNNING HANDLER \[slow\] \*+\nchanged: \[a\]\n(.*\n)*?fatal: \[b\]: UNREACHABLE!",
+        dict(a=dict(ok=3, changed=2, unreachable=0), b=dict(ok=1, changed=1, unreachable=1))),
+    "a run_once step": ("""
+        - hosts: a,b
+          gather_facts: false
+          tasks:
+            - name: once
+              shell: "echo $PPID. > {tmp}/runner.pid; sleep 30"
+              run_once: true
+            - debug: msg=after
+        """, "a", r"TASK \[once\] \*+\n(.*\n)*?fatal: \[a\]: UNREACHABLE!",
+        # as linear: an unreachable run_once result fails every host, the play
+        # ends, and b, which has no result, is not in the recap
+        dict(a=dict(ok=0, changed=0, unreachable=1), b=None)),
+    "a delegate_to step": ("""
+        - hosts: a,b
+          gather_facts: false
+          tasks:
+            - name: b's on d
+              shell: "if [ {{{{ inventory_hostname }}}} = b ]; then echo $PPID. > {tmp}/runner.pid; sleep 30; fi"
+              delegate_to: "{{{{ 'd' if inventory_hostname == 'b' else inventory_hostname }}}}"
+            - debug: msg=after
+        """, "d", r"TASK \[b's on d\] \*+\nchanged: \[a\]\n(.*\n)*?fatal: \[b -> d\]: UNREACHABLE!",
+        dict(a=dict(ok=2, changed=1, unreachable=0), b=dict(ok=0, changed=0, unreachable=1))),
+}
+
+
+@pytest.mark.parametrize("where", list(KILLED_AT))
+def test_a_runner_killed_at_any_kind_of_step_does_not_hold_the_others(where, sshd, tmp_path):
+    playbook, killed, shown, recap = KILLED_AT[where]
+    run = Controller("ioc-run", tmp_path, playbook.format(tmp=tmp_path),
+                     sshd.inventory_ini(["a", "b", "d"]))
+    os.kill(run.pid_file("runner.pid"), signal.SIGKILL)
+    killed_at = time.monotonic()
+    out = run.finish()
+    took = time.monotonic() - killed_at
+    assert took < 10, "the run ended %.1f s after %s's runner was killed" % (took, killed)
+    assert run.rc == 4, out
+    assert re.search(shown, run.stdout, re.M), out
+    if recap["a"]["ok"]:  # the other host went on to the end
+        assert re.search(r'ok: \[a\] => \{\n    "msg": "after"\n\}\n', run.stdout), out
+    else:
+        assert '"msg": "after"' not in run.stdout, out
+    for host, counts in recap.items():
+        if counts is None:
+            assert not re.search(r"^%s\s+:" % host, run.stdout, re.M), out
+        else:
+            assert {k: run.recap(host)[k] for k in counts} == counts, out
+    assert "Traceback" not in out, out
