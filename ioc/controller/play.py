@@ -218,7 +218,7 @@ class PlayExecutor:
                 calls.append(call)
             for host, event in dispatch(self.ctx.connector, calls):
                 last = number >= len(delegates[host]) - 1 or self._declined(host, entry.index)
-                if self.ctx.progress is not None and (last or event is not None):
+                if self.ctx.progress is not None and last:  # (the task's own result)
                     self.ctx.progress.event(host, event)
                 if event is None:
                     if last or host in outcome.trouble:
