@@ -19,7 +19,7 @@ import pytest
 
 from tests.realworld.harness import ansible_python
 from tests.support.sshd import PASSWORD_USER_PREFIX
-from tests.support.terminal import run_on_terminal
+from tests.support.terminal import run_on_terminal, screen
 from tests.support.users import key_logins, make_user, remove_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -608,7 +608,9 @@ def terminal_run(tmp_path: Path, front: str, *args: str) -> str:
 
 
 def without_warnings_and_report(out: str) -> str:
-    return "\n".join(line for line in out.splitlines()
+    """What stays on the screen (ioc-run's progress line erased), without
+    warnings and ioc's transport report."""
+    return "\n".join(line for line in screen(out).splitlines()
                      if not line.startswith(("[WARNING]", "ioc: ", "[DEPRECATION")))
 
 

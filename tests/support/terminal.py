@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import time
 from typing import Dict, List, Sequence, Tuple
@@ -18,7 +19,9 @@ def run_on_terminal(argv: Sequence[str], answers: List[Tuple[str, str]], cwd: st
     """Run ``argv``; each time the next prompt of ``answers`` appears, type its answer.
 
     Returns the exit code and everything the terminal showed (both streams,
-    the echoed answers included, ``\\r\\n`` as ``\\n``).
+    the echoed answers included, ``\\r\\n`` as ``\\n``), as written: a line
+    redrawn in place (ioc-run's progress) is there with each of its drawings
+    (:func:`screen` gives what stays on the screen).
     """
     pid, fd = pty.fork()
     if pid == 0:  # the child: never returns
@@ -48,3 +51,21 @@ def run_on_terminal(argv: Sequence[str], answers: List[Tuple[str, str]], cwd: st
         os.close(fd)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), out.decode().replace("\r\n", "\n")
+
+
+def screen(raw: str) -> str:
+    """What a terminal shows after ``raw``: each line with its carriage returns
+    and erase-line sequences (``\\r``, ``ESC [K``) applied, ``\\r\\n`` as ``\\n``."""
+    lines = []
+    for line in raw.replace("\r\n", "\n").split("\n"):
+        shown, cursor = "", 0
+        for part in re.split(r"(\r|\x1b\[K)", line):
+            if part == "\r":
+                cursor = 0
+            elif part == "\x1b[K":
+                shown = shown[:cursor]
+            else:
+                shown = shown[:cursor] + part + shown[cursor + len(part):]
+                cursor += len(part)
+        lines.append(shown)
+    return "\n".join(lines)
