@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "none)" % DEFAULT_FAILED_FILE)
     out.add_argument("--retries", type=int, default=0, metavar="N",
                      help="run again, up to N times, on the hosts that could not be reached "
-                          "(connection failures only), after 1, 2, 4 ... %d s"
+                          "(connection failures only: not a host whose connection was lost "
+                          "while the module ran), after 1, 2, 4 ... %d s"
                           % MAX_BACKOFF)
     out.add_argument("--events", metavar="FILE",
                      help="also write every callback event as JSON lines to FILE")
@@ -206,6 +207,12 @@ class Outcome:
     @property
     def succeeded(self) -> bool:
         return self.status in (Status.OK, Status.SKIPPED)
+
+    @property
+    def unconnected(self) -> bool:
+        """Unreachable without ever running anything: no connection was made (a
+        connection lost under a running task is not retried: it may have run)."""
+        return self.status is Status.UNREACHABLE and not self.result.get("_ioc_lost")
 
 
 class PerHost(Callback):
@@ -361,8 +368,7 @@ def run(args: argparse.Namespace) -> int:
             playbook_run.modules = attacher.modules
             playbook_run.payload_cache.decrypt = vault.decrypt
             playbook_run.run()
-            lost = [h for h in hosts if h in shown.outcomes
-                    and shown.outcomes[h].status is Status.UNREACHABLE]
+            lost = [h for h in hosts if h in shown.outcomes and shown.outcomes[h].unconnected]
             if not lost or attempt == args.retries:
                 break
             pause = min(FIRST_BACKOFF * 2 ** attempt, MAX_BACKOFF)

@@ -190,7 +190,11 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 if not (tracker.received or last_try or cut):
                     return _UNHEARD
                 why = cut or lost_message(call, exc, tracker)
-                put((call.host, dict(tracker.unreachable(why), lost=True)))
+                event = dict(tracker.unreachable(why), lost=True)
+                # (the batch reached a runner: its tasks may have run; ioc-adhoc
+                # --retries tries again only hosts it could not connect to)
+                event["result"]["_ioc_lost"] = True
+                put((call.host, event))
                 return None
             except mitogen.core.CallError as exc:
                 put((call.host, tracker.crashed(str(exc))))

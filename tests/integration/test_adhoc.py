@@ -151,6 +151,13 @@ def test_retries_reach_a_host_that_comes_up_late(tmp_path, sshd):
     assert out.count("late | UNREACHABLE!") == 1 and "late | CHANGED | rc=0 >>\nup-late\n" in out
     assert out.endswith("3 succeeded, 0 failed, 3 total\n")
 
+    # A connection lost while the command ran (its runner killed) is not retried.
+    r = adhoc(tmp_path, "a", "-i", str(hosts), "-m", "shell", "-a", "kill -9 $PPID; sleep 5",
+              "--retries", "2")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert r.stdout.count("a | UNREACHABLE!") == 1 and "while the task ran" in r.stdout
+    assert "retrying" not in r.stderr
+
 
 def ioc_ssh(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ioc.ssh", *args], capture_output=True,
