@@ -230,6 +230,8 @@ class PerHost(Callback):
     def runner_result(self, host: str, task: TaskView, status: Status, result: Dict[str, Any],
                       ignored: bool = False) -> None:
         self.outcomes[host] = Outcome(status, result)
+        for warning in result.get("warnings") or ():
+            self.warning(str(warning))
         self._print(self.text(host, short_name(task.action), status, result),
                     self.color_of(short_name(task.action), status, result))
 
@@ -285,12 +287,17 @@ def _flat(text: str) -> str:
     return text.replace("\n", "\\n").replace("\r", "\\r")
 
 
+#: What ``ansible``'s callbacks leave out of a result they print as JSON (its
+#: ``_dump_results`` and result cleaning, below ``-vvv``; as ioc-run's console).
+NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation", "diff", "warnings",
+                        "deprecations"})
+
+
 def dump(result: Dict[str, Any], indent: Optional[int]) -> str:
-    """The result as ``ansible`` prints it: without its internal keys (nor a
-    ``failed`` that is false)."""
+    """The result as ``ansible`` prints it: without its internal keys."""
     shown = {k: v for k, v in result.items()
              if not k.startswith("_ansible_") and not k.startswith("_ioc_")
-             and not (k == "failed" and not v)}
+             and k not in NOT_DUMPED}
     return json.dumps(shown, indent=indent, ensure_ascii=False, sort_keys=True, default=str)
 
 
@@ -321,15 +328,7 @@ def run(args: argparse.Namespace) -> int:
                             else args.ask_vault_pass))
     loader.set_vault(vault.decrypt)
     extra = loader.parse_extra_vars(args.extra_vars)
-    task = task_of(args)
     basedir = os.getcwd()
-    play = {"name": "Ansible Ad-Hoc", "hosts": args.pattern, "gather_facts": False,
-            "tasks": [task]}
-    book = loader.load_playbook_data([play], os.path.join(basedir, "__adhoc_playbook__"),
-                                     extra_vars=extra,
-                                     defaults=cli.become_defaults(args, settings))
-    attacher = cli.ansible_modules(args.verbose)
-    book = attacher.playbook(book)
     sources = cli.inventory_sources(args, settings)
     inventory = cli.load_inventory(sources, basedir)
     hosts = inv.match_hosts(inventory, args.pattern, args.limit)
@@ -345,6 +344,13 @@ def run(args: argparse.Namespace) -> int:
         for host in hosts:
             print("    %s" % host)
         return 0
+    play = {"name": "Ansible Ad-Hoc", "hosts": args.pattern, "gather_facts": False,
+            "tasks": [task_of(args)]}
+    book = loader.load_playbook_data([play], os.path.join(basedir, "__adhoc_playbook__"),
+                                     extra_vars=extra,
+                                     defaults=cli.become_defaults(args, settings))
+    attacher = cli.ansible_modules(args.verbose)
+    book = attacher.playbook(book)
     connection_password, become_password = cli.ask_passwords(args, settings)
     options = RunOptions(check=args.check, diff=args.diff,
                          forks=args.forks if args.forks is not None else settings.forks,
