@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import socket
 import subprocess
 import sys
@@ -182,6 +183,19 @@ def test_ioc_ssh_runs_a_command_passing_its_exit_code_and_through_via_hops(tmp_p
     assert holder.split()[2] == "ssh"
     assert "sshd" in ancestors.split() and str(os.getpid()) not in ancestors, r.stdout
     assert ioc_ssh("-i", str(hosts), "nosuch", "--", "true").returncode == 1
+
+
+def test_ioc_ssh_gives_a_terminal_when_it_has_one(tmp_path, sshd):
+    hosts = tmp_path / "hosts.ini"
+    hosts.write_text(sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"], "mitogen_via=a"))
+    assert ioc_ssh("-i", str(hosts), "b", "--", "tty").stdout == "not a tty\n"
+    # script(1) runs it on a terminal: ssh -t at each hop, a pty at the end
+    command = shlex.join([sys.executable, "-m", "ioc.ssh", "-i", str(hosts), "b", "--",
+                          "tty; exit 4"])
+    r = subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert r.stdout.strip("\0\r\n^@").startswith("/dev/pts/"), r.stdout
 
 
 #: After OWNER: the names of the ancestors of the process it found, on one line.
