@@ -17,6 +17,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -156,7 +157,7 @@ def task_of(args: argparse.Namespace) -> Dict[str, Any]:
         task = {"fetch": {"src": src, "dest": directory, "flat": True}}
     elif args.script:
         script = os.path.abspath(os.path.expanduser(args.script[0]))
-        task = {"script": " ".join([_quote(script)] + list(args.script[1:]))}
+        task = {"script": shlex.join([script] + list(args.script[1:]))}
     else:
         module = args.module_name or DEFAULT_MODULE
         raw = args.module_args or ""
@@ -170,12 +171,6 @@ def task_of(args: argparse.Namespace) -> Dict[str, Any]:
                 value = raw
         task = {module: value if value != "" else None}
     return _placeholders(task)
-
-
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 def _placeholders(value: Any) -> Any:

@@ -38,7 +38,7 @@ def test_push_pull_and_script_are_copy_fetch_and_script(tmp_path, monkeypatch):
         "fetch": {"src": "/etc/hostname", "dest": "%s/{{ inventory_hostname }}/" % (tmp_path / "got"),
                   "flat": True}}
     assert task("--script", "s.sh", "?HOST", "x y") == {
-        "script": "%s {{ inventory_hostname }} x y" % (tmp_path / "s.sh")}
+        "script": "%s '{{ inventory_hostname }}' 'x y'" % (tmp_path / "s.sh")}
 
 
 def lines(status, result, action="command", one_line=False, color=False):
