@@ -49,60 +49,6 @@ def events(path: Path) -> List[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_command_on_three_hosts_one_down_then_again_on_the_failed_one(tmp_path, sshd):
-    hosts = inventory(tmp_path, sshd)
-    r = adhoc(tmp_path, "all", "-i", str(hosts), "-m", "shell", "-a",
-              "echo out-?HOST; test ?HOST = a || echo err-{{ inventory_hostname }} >&2",
-              "--events", str(tmp_path / "events.jsonl"))
-    assert r.returncode == 4, r.stdout + r.stderr  # ansible's: a host was unreachable
-    assert "a | CHANGED | rc=0 >>\nout-a\n" in r.stdout
-    assert "b | CHANGED | rc=0 >>\nout-b\nerr-b\n" in r.stdout
-    assert "c | UNREACHABLE! => {" in r.stdout and "Connection refused" in r.stdout
-    assert "\033[" not in r.stdout  # no colours: stdout is not a terminal
-    assert r.stdout.endswith("2 succeeded, 1 failed, 3 total\nfailed: c\n"
-                             "(their names are in ioc-adhoc.failed: -l @ioc-adhoc.failed runs "
-                             "on them alone)\n")
-    assert (tmp_path / "ioc-adhoc.failed").read_text() == "c\n"
-    calls = [e for e in events(tmp_path / "events.jsonl") if e["event"] == "transport"]
-    assert [e["calls"] for e in calls] == [{"a": 1, "b": 1, "c": 0}]  # one round trip a host
-
-    again = adhoc(tmp_path, "all", "-i", str(hosts), "-a", "echo again", "-l",
-                  "@ioc-adhoc.failed", "--failed-file", "retry.txt")
-    assert again.returncode == 4, again.stdout + again.stderr
-    assert "a |" not in again.stdout and "b |" not in again.stdout
-    assert "c | UNREACHABLE!" in again.stdout
-    assert "0 succeeded, 1 failed, 1 total\nfailed: c\n" in again.stdout
-    assert (tmp_path / "retry.txt").read_text() == "c\n"
-
-
-def test_an_ansible_module_push_pull_and_script(tmp_path, sshd):
-    hosts = inventory(tmp_path, sshd, down="")
-    r = adhoc(tmp_path, "a", "-i", str(hosts), "-m", "ansible.builtin.stat", "-a", "path=/etc")
-    assert r.returncode == 0, r.stdout + r.stderr
-    head, _, body = r.stdout.partition(" => ")
-    assert head == "a | SUCCESS"
-    assert json.loads(body[:body.rindex("}") + 1])["stat"]["isdir"] is True
-
-    (tmp_path / "local.txt").write_text("pushed\n")
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    r = adhoc(tmp_path, "all", "-i", str(hosts), "--push", "local.txt",
-              "%s/?HOST.txt" % remote)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "a | CHANGED => {" in r.stdout and "2 succeeded, 0 failed, 2 total" in r.stdout
-    assert sorted(os.listdir(remote)) == ["a.txt", "b.txt"]
-    r = adhoc(tmp_path, "all", "-i", str(hosts), "--pull", "%s/?HOST.txt" % remote, "got")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert (tmp_path / "got/a/a.txt").read_text() == "pushed\n"
-    assert (tmp_path / "got/b/b.txt").read_text() == "pushed\n"
-
-    (tmp_path / "s.sh").write_text('#!/bin/sh\necho "script $1 $2"\n')
-    r = adhoc(tmp_path, "all", "-i", str(hosts), "-o", "--script", "s.sh", "?HOST", "x")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "a | CHANGED | rc=0 | (stdout) script a x" in r.stdout
-    assert "b | CHANGED | rc=0 | (stdout) script b x" in r.stdout
-
-
 def forward(listen: socket.socket, port: int) -> None:
     """Accept on ``listen`` and relay each connection to ``port`` (a late sshd)."""
     def relay(a: socket.socket) -> None:
@@ -124,6 +70,59 @@ def forward(listen: socket.socket, port: int) -> None:
         except OSError:
             return
         threading.Thread(target=relay, args=(conn,), daemon=True).start()
+
+
+def test_command_on_three_hosts_one_down_then_a_module_on_the_failed_one(tmp_path, sshd):
+    port = closed_port()
+    hosts = inventory(tmp_path, sshd, port=port)
+    r = adhoc(tmp_path, "all", "-i", str(hosts), "-m", "shell", "-a",
+              "echo out-?HOST; test ?HOST = a || echo err-{{ inventory_hostname }} >&2",
+              "--events", str(tmp_path / "events.jsonl"))
+    assert r.returncode == 4, r.stdout + r.stderr  # ansible's: a host was unreachable
+    assert "a | CHANGED | rc=0 >>\nout-a\n" in r.stdout
+    assert "b | CHANGED | rc=0 >>\nout-b\nerr-b\n" in r.stdout
+    assert "c | UNREACHABLE! => {" in r.stdout and "Connection refused" in r.stdout
+    assert "\033[" not in r.stdout  # no colours: stdout is not a terminal
+    assert r.stdout.endswith("2 succeeded, 1 failed, 3 total\nfailed: c\n"
+                             "(their names are in ioc-adhoc.failed: -l @ioc-adhoc.failed runs "
+                             "on them alone)\n")
+    assert (tmp_path / "ioc-adhoc.failed").read_text() == "c\n"
+    calls = [e for e in events(tmp_path / "events.jsonl") if e["event"] == "transport"]
+    assert [e["calls"] for e in calls] == [{"a": 1, "b": 1, "c": 0}]  # one round trip a host
+
+    # c comes back; the next attempt, on the failed host alone, runs an Ansible module
+    with socket.create_server(("127.0.0.1", port)) as listen:
+        threading.Thread(target=forward, args=(listen, sshd.port), daemon=True).start()
+        again = adhoc(tmp_path, "all", "-i", str(hosts), "-l", "@ioc-adhoc.failed",
+                      "-m", "ansible.builtin.stat", "-a", "path=/etc")
+    assert again.returncode == 0, again.stdout + again.stderr
+    head, _, body = again.stdout.partition(" => ")
+    assert head == "c | SUCCESS"
+    assert json.loads(body[:body.rindex("}") + 1])["stat"]["isdir"] is True
+    assert again.stdout.endswith("}\n1 succeeded, 0 failed, 1 total\n")
+    assert not (tmp_path / "ioc-adhoc.failed").exists()  # no host failed: the list is gone
+
+
+def test_push_pull_and_script(tmp_path, sshd):
+    hosts = inventory(tmp_path, sshd, down="")
+    (tmp_path / "local.txt").write_text("pushed\n")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    r = adhoc(tmp_path, "all", "-i", str(hosts), "--push", "local.txt",
+              "%s/?HOST.txt" % remote)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "a | CHANGED => {" in r.stdout and "2 succeeded, 0 failed, 2 total" in r.stdout
+    assert sorted(os.listdir(remote)) == ["a.txt", "b.txt"]
+    r = adhoc(tmp_path, "all", "-i", str(hosts), "--pull", "%s/?HOST.txt" % remote, "got")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "got/a/a.txt").read_text() == "pushed\n"
+    assert (tmp_path / "got/b/b.txt").read_text() == "pushed\n"
+
+    (tmp_path / "s.sh").write_text('#!/bin/sh\necho "script $1 $2"\n')
+    r = adhoc(tmp_path, "all", "-i", str(hosts), "-o", "--script", "s.sh", "?HOST", "x")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "a | CHANGED | rc=0 | (stdout) script a x" in r.stdout
+    assert "b | CHANGED | rc=0 | (stdout) script b x" in r.stdout
 
 
 def test_retries_reach_a_host_that_comes_up_late(tmp_path, sshd):
