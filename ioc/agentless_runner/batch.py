@@ -181,6 +181,8 @@ class HostRun(HandlerRun, LoopRun):
         #: handler the runner does not run (``"foreign"``: the controller has
         #: it run elsewhere, then resumes the flush with ``flush_resume``).
         self.flushing = state.get("flushing")
+        #: The suspension point this host stopped at (see :meth:`reaches`).
+        self.suspended = None
 
     # -- the walk ------------------------------------------------------------
 
@@ -198,6 +200,8 @@ class HostRun(HandlerRun, LoopRun):
         except AbortRun:
             status = "aborted"
         end = {"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]}
+        if self.suspended is not None and status == "ok":
+            end["suspended"] = self.suspended
         if transfer.FETCHED[0]:  # bytes streamed from the controller during this batch
             end["streamed"], transfer.FETCHED[0] = transfer.FETCHED[0], 0
         self.emit(end)
@@ -243,7 +247,37 @@ class HostRun(HandlerRun, LoopRun):
         if task["action"] == "meta":
             return self.run_meta(node, scope)
         self.file_key = str(index)
+        if task.get("suspend") and self.reaches(task, scope):
+            # Ansible runs it for this host; the controller then resumes the batch
+            self.suspended = index
+            raise BatchEnd()
         return self.run_task([index, 0], task, scope)
+
+    def reaches(self, task, scope):
+        """Whether this host runs ``task`` (a suspension point: Ansible runs it).
+
+        False only when its ``when`` is false (for every loop item): then the
+        runner reports it skipped itself, as for any task, and never runs its
+        action. Anything it cannot decide here (an error, ``_task.result`` in
+        a loop's ``when``) is Ansible's to decide.
+        """
+        try:
+            templar = Templar(self.variables(task, scope))
+            if task.get("loop") is None:
+                skipped = self.check_when(task, templar)
+                return not (skipped is not None and skipped.get("skipped"))
+            if any("_task" in str(cond) for cond in task.get("when", ())):
+                return True
+            items = self.loop_items(task, templar)
+            control = task.get("loop_control") or {}
+            for index in range(len(items)):
+                overlay = self.item_overlay(control, items, index)
+                skipped = self.check_when(task, Templar(self.variables(task, scope, overlay)))
+                if not (skipped is not None and skipped.get("skipped")):
+                    return True
+            return False
+        except Exception:
+            return True
 
     def run_block(self, block, scope):
         """A block; a role's block also ends where ``meta: end_role`` says (L7.10)."""

@@ -12,12 +12,12 @@ from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads, plugins
-from ioc.controller.dispatch import HostCall, context_key, dispatch
+from ioc.controller.dispatch import Dispatch, HostCall, context_key, dispatch
 from ioc.controller.sink import FINAL_EVENTS, PlaySink
 from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
-from ioc.planner import ControllerStep, Plan, Where, wire_tree
+from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
 from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
@@ -149,18 +149,61 @@ class PlayExecutor:
         hosts = [call.host for call in calls]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
-        for host, event in dispatch(self.ctx.connector, calls, limit=limit):
+        #: Each host's latest call (a host that stopped at a suspension point
+        #: goes on in a call of its own), and where such hosts stopped.
+        latest = {call.host: call for call in calls}
+        stopped: Dict[str, int] = {}
+        run = Dispatch(self.ctx.connector, calls, limit=limit)
+        for host, event in run:
             if event is None:
-                replay.finish_host(host)
-                continue
-            self._waits(host, event)
-            self._observe(host, event, outcome, calls)
-            replay.feed(host, event)
+                if host in stopped:
+                    replay.hold(host, (stopped.pop(host), 0))
+                else:
+                    replay.finish_host(host)
+            else:
+                self._waits(host, event)
+                self._observe(host, event, outcome, list(latest.values()))
+                if event.get("e") == "end" and event.get("suspended") is not None:
+                    stopped[host] = event["suspended"]
+                    self.hosts[host].absorb(event)  # (its state as Ansible's run finds it)
+                replay.feed(host, event)
+            self._resume_held(replay, run, latest, outcome, sink)
         outcome.ends = sink.ends
-        for call in calls:
+        for call in latest.values():
             self._settle(call, outcome)
         self._hostvars = {}  # hosts' variables changed: later calls of the step see them
         return outcome
+
+    def _resume_held(self, replay: Replay, run: Dispatch, latest: Dict[str, HostCall],
+                     outcome: StepOutcome, sink: PlaySink) -> None:
+        """Hosts stopped at a suspension point, once the replay reaches it:
+        the task runs for them elsewhere (:meth:`run_held`), then each goes on
+        with the rest of its batch in a call of its own."""
+        while True:
+            held = replay.held()
+            if held is None:
+                return
+            key, names, announced = held
+            step = next(s for s in self.plan.steps if isinstance(s, Batch)
+                        and s.start <= key[0] < s.end and key[0] in s.suspend_at)
+            going = self.run_held(key[0], names, announced, outcome, sink)
+            for host in names:
+                replay.release(host)
+            rest = Batch(key[0] + 1, step.end, step.reason, step.suspend)
+            for host in names:
+                if host in going and rest.start < rest.end:
+                    LOG.info("Resume %d-%d on %s", rest.start, rest.end - 1, host)
+                    call = latest[host] = self._call(host, rest, self.active())
+                    run.add(call)
+                else:
+                    replay.finish_host(host)
+
+    def run_held(self, index: int, hosts: List[str], announced: bool,
+                 outcome: StepOutcome, sink: PlaySink) -> List[str]:
+        """Run task ``index`` (a suspension point) for ``hosts``, which stopped
+        before it; the hosts that go on after it. Only a caller that runs
+        tasks through Ansible plans suspension points (mitogen_batch)."""
+        raise NotImplementedError("a suspension point needs a caller that runs tasks elsewhere")
 
     def _run_per_item(self, step: ControllerStep, hosts: List[str],
                       active: List[str]) -> StepOutcome:
@@ -726,8 +769,13 @@ class PlayExecutor:
             LOG.warning("run_once of %s for %s: %s", entry.task.location, host, exc)
             return False
 
+    def _runner_entries(self, step: Step) -> List[Entry]:
+        """The step's entries the runner runs (not its suspension points)."""
+        suspend = step.suspend_at if isinstance(step, Batch) else frozenset()
+        return [e for e in self.plan.entries_of(step) if e.index not in suspend]
+
     def _modules_of(self, step: Step) -> Tuple[str, ...]:
-        entries = self.plan.entries_of(step)
+        entries = self._runner_entries(step)
         actions = {e.task.action for e in entries}
         if any(e.is_flush for e in entries):
             actions |= {h.action for _, h in self._native_handlers()}
@@ -823,7 +871,8 @@ class PlayExecutor:
         plan, last, shape = self._shape
         if plan is not self.plan or last is not step:
             flush = any(e.is_flush for e in self.plan.entries_of(step))
-            shape = {"tree": wire_tree(self.plan.program.tree, step.start, step.end),
+            suspend = step.suspend_at if isinstance(step, Batch) else frozenset()
+            shape = {"tree": wire_tree(self.plan.program.tree, step.start, step.end, suspend),
                      "handlers": self._handlers_wire() if flush else []}
             self._shape = (self.plan, step, shape)
         return shape
@@ -933,7 +982,7 @@ class PlayExecutor:
         modules = self.ctx.modules
         if modules is None:
             return
-        entries = self.plan.entries_of(step)
+        entries = self._runner_entries(step)
         tasks = [e.task for e in entries]
         if any(e.is_flush for e in entries):
             tasks += [h for _, h in self._native_handlers()]
@@ -945,7 +994,7 @@ class PlayExecutor:
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program
         tasks = [(str(e.index), e.task, program.parents[e.index])
-                 for e in self.plan.entries_of(step) if lookups.needs_controller(e.task)]
+                 for e in self._runner_entries(step) if lookups.needs_controller(e.task)]
         tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                   if lookups.needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
@@ -956,7 +1005,7 @@ class PlayExecutor:
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""
         program = self.plan.program
-        entries = self.plan.entries_of(step)
+        entries = self._runner_entries(step)
         tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
                             for e in entries if payloads.wants_controller_file(e.task)]
         if any(e.is_flush for e in entries):

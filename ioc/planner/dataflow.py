@@ -105,3 +105,12 @@ def _what(task: Task, effects: Effects) -> str:
     if any(r.field in BECOME_FIELDS for r in effects.reads):
         return "the become settings of the task"
     return "the controller file of %s" % task.action
+
+
+def decidable_on_target(task: Task, effects: Effects) -> bool:
+    """Whether a runner can tell, without the controller, if a host reaches
+    ``task`` (a task run through Ansible, see ``Batch.suspend``): it has a
+    ``when`` and no lookup of its needs the controller (their answers are
+    made for tasks the runner runs; a side-effecting one must run once)."""
+    return bool(task.when) and task.include_scope is None and task.action != "meta" \
+        and all(call.plugin in PURE_LOOKUPS for call in effects.lookups)

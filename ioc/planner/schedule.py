@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
+from typing import AbstractSet, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ioc.model import Play, Task
 from ioc.planner.effects import _handler_topics, is_template, notifiable
@@ -50,6 +50,16 @@ class Batch:
     end: int
     #: Why the batch ends where it does, for ``--plan``.
     reason: str
+    #: Suspension points: (index, why) of tasks run through Ansible that stay
+    #: inside the batch. The runner decides whether a host reaches one (its
+    #: ``when``, per loop item); a host that does not goes on in the same
+    #: call; one that does stops there, the controller has Ansible run the
+    #: task for it, then runs the rest of the batch for it.
+    suspend: Tuple[Tuple[int, str], ...] = ()
+
+    @property
+    def suspend_at(self) -> FrozenSet[int]:
+        return frozenset(index for index, _ in self.suspend)
 
 
 class Where:
@@ -139,11 +149,15 @@ DataRule = Callable[[Entry, int], Optional[str]]
 
 def schedule(program: Program, per_task: bool = False,
              data_rule: Optional[DataRule] = None,
-             foreign: Optional[Mapping[int, str]] = None) -> Plan:
+             foreign: Optional[Mapping[int, str]] = None,
+             suspend: AbstractSet[int] = frozenset()) -> Plan:
     """The ordered steps of ``program``; pure and deterministic.
 
     ``foreign`` maps the indices of tasks ioc does not run natively to the
-    reason: each becomes a ``Where.ANSIBLE`` step, cut before and after.
+    reason: each becomes a ``Where.ANSIBLE`` step, cut before and after,
+    unless it is in ``suspend`` (its ``when`` can be decided by the runner)
+    and nothing else about it needs a cut: then it stays in its batch as a
+    suspension point (``Batch.suspend``).
     """
     steps: List[Step] = []
     start: Optional[int] = None
@@ -151,13 +165,17 @@ def schedule(program: Program, per_task: bool = False,
     #: The identity of the open batch: its first entry that connects decides it.
     identity: Optional[Tuple[object, ...]] = None
     identity_at: Optional[Task] = None
+    #: The open batch's suspension points.
+    points: List[Tuple[int, str]] = []
 
     def close(end: int, reason: str) -> None:
-        nonlocal start, identity, identity_at
+        nonlocal start, identity, identity_at, points
         if start is not None and end > start:
-            steps.append(Batch(start, end, reason))
+            steps.append(Batch(start, end, reason,
+                               tuple(p for p in points if start <= p[0] < end)))
         start = None
         identity = identity_at = None
+        points = []
 
     reach = flush_reach(program) if program.foreign_handlers else {}
     known = notifiable(program.handlers)
@@ -165,8 +183,21 @@ def schedule(program: Program, per_task: bool = False,
         if _skippable_flush(program, entry):
             continue
         last = entry.index
-        cut = classify(entry, program.play, (foreign or {}).get(entry.index))
+        why = (foreign or {}).get(entry.index)
+        cut = classify(entry, program.play, why)
         missing = _missing_handler(program, entry, known)
+        if why and entry.index in suspend and not per_task and missing is None \
+                and entry.index not in reach \
+                and classify(entry, program.play) == Cut():
+            reason = data_rule(entry, start) if data_rule and start is not None else None
+            if reason:
+                close(entry.index, reason)
+            if start is None:
+                start = entry.index
+            # (Ansible runs it as whoever it says: it takes no part in the batch's identity)
+            points.append((entry.index, "runs through Ansible: %s: task %s (%s)"
+                           % (why, entry.task.display_name, entry.task.location)))
+            continue
         if missing is not None and cut.step is None and not cut.after:
             cut = dataclasses.replace(cut, after=(
                 "notify: no handler has or listens to %r: a changed result ends the run "
