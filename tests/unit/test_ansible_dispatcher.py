@@ -140,7 +140,7 @@ def test_a_failure_where_ansible_ran_the_task_once_stops_the_other_hosts(tmp_pat
     step = _step(executor, "top")
     outcome = executor.run_step(step, ["h1", "h2"])
     executor.after_step(step, ["h1", "h2"], outcome)
-    assert parent.sent() == [("ansible", step.index, [("h1", False), ("h2", False)], False)]
+    assert parent.sent() == [("ansible", step.index, [("h1", False), ("h2", False)], False, True)]
     assert executor.hosts["h1"].status is HostStatus.FAILED
     assert executor.hosts["h2"].status is HostStatus.STOPPED
 
