@@ -181,8 +181,12 @@ class HostRun(HandlerRun, LoopRun):
         #: handler the runner does not run (``"foreign"``: the controller has
         #: it run elsewhere, then resumes the flush with ``flush_resume``).
         self.flushing = state.get("flushing")
-        #: The suspension point this host stopped at (see :meth:`reaches`).
+        #: The suspension point this host stopped at (see :meth:`reaches`),
+        #: and whether it stopped before a task it runs after all (``checks``:
+        #: an ``ansible_become*`` variable changed, it needs another runner).
         self.suspended = None
+        self.before = False
+        self.checks = frozenset(self.options.get("checks") or ())
 
     # -- the walk ------------------------------------------------------------
 
@@ -202,6 +206,8 @@ class HostRun(HandlerRun, LoopRun):
         end = {"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]}
         if self.suspended is not None and status == "ok":
             end["suspended"] = self.suspended
+            if self.before:
+                end["before"] = True
         if transfer.FETCHED[0]:  # bytes streamed from the controller during this batch
             end["streamed"], transfer.FETCHED[0] = transfer.FETCHED[0], 0
         self.emit(end)
@@ -244,6 +250,13 @@ class HostRun(HandlerRun, LoopRun):
         if index in self.skip:
             return None
         task = node["t"]
+        if index in self.checks and any(
+                name.startswith("ansible_become")
+                for layer in self.written.values() for name in layer):
+            # This runner's identity was chosen before: the controller runs the
+            # task and the rest of the batch as the one the host needs now.
+            self.suspended, self.before = index, True
+            raise BatchEnd()
         if task["action"] == "meta":
             return self.run_meta(node, scope)
         self.file_key = str(index)

@@ -153,10 +153,15 @@ class PlayExecutor:
         #: goes on in a call of its own), and where such hosts stopped.
         latest = {call.host: call for call in calls}
         stopped: Dict[str, int] = {}
+        before: Dict[str, int] = {}
         run = Dispatch(self.ctx.connector, calls, limit=limit)
         for host, event in run:
             if event is None:
-                if host in stopped:
+                if host in before:  # it runs the task itself, as the identity it needs
+                    index = before.pop(host)
+                    latest[host] = self._resume(host, index, index)
+                    run.add(latest[host])
+                elif host in stopped:
                     replay.hold(host, (stopped.pop(host), 0))
                 else:
                     replay.finish_host(host)
@@ -164,8 +169,8 @@ class PlayExecutor:
                 self._waits(host, event)
                 self._observe(host, event, outcome, list(latest.values()))
                 if event.get("e") == "end" and event.get("suspended") is not None:
-                    stopped[host] = event["suspended"]
-                    self.hosts[host].absorb(event)  # (its state as Ansible's run finds it)
+                    (before if event.get("before") else stopped)[host] = event["suspended"]
+                    self.hosts[host].absorb(event)  # (its state as the next call finds it)
                 replay.feed(host, event)
             self._resume_held(replay, run, latest, outcome, sink)
         outcome.ends = sink.ends
@@ -184,19 +189,27 @@ class PlayExecutor:
             if held is None:
                 return
             key, names, announced = held
-            step = next(s for s in self.plan.steps if isinstance(s, Batch)
-                        and s.start <= key[0] < s.end and key[0] in s.suspend_at)
             going = self.run_held(key[0], names, announced, outcome, sink)
             for host in names:
                 replay.release(host)
-            rest = Batch(key[0] + 1, step.end, step.reason, step.suspend)
             for host in names:
-                if host in going and rest.start < rest.end:
-                    LOG.info("Resume %d-%d on %s", rest.start, rest.end - 1, host)
-                    call = latest[host] = self._call(host, rest, self.active())
+                call = self._resume(host, key[0], key[0] + 1) if host in going else None
+                if call is not None:
+                    latest[host] = call
                     run.add(call)
                 else:
                     replay.finish_host(host)
+
+    def _resume(self, host: str, index: int, start: int) -> Optional[HostCall]:
+        """The call that runs the rest of ``host``'s batch from ``start`` (it
+        stopped at ``index``); None when nothing of the batch is left."""
+        step = next(s for s in self.plan.steps if isinstance(s, Batch)
+                    and s.start <= index < s.end)
+        if start >= step.end:
+            return None
+        rest = dataclasses.replace(step, start=start)
+        LOG.info("Resume %d-%d on %s", rest.start, rest.end - 1, host)
+        return self._call(host, rest, self.active())
 
     def run_held(self, index: int, hosts: List[str], announced: bool,
                  outcome: StepOutcome, sink: PlaySink) -> List[str]:
@@ -893,6 +906,8 @@ class PlayExecutor:
             options["shape"] = self.ctx.options.shape
         if self.ctx.options.deprecated:
             options["deprecated"] = list(self.ctx.options.deprecated)
+        if isinstance(step, Batch) and step.checks:
+            options["checks"] = [i for i in step.checks if i > step.start]
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):

@@ -2,7 +2,7 @@
 import dataclasses
 
 from ioc.planner.closure import other_hostvars, step_reads
-from ioc.planner.dataflow import data_rule, decidable_on_target
+from ioc.planner.dataflow import data_rule, decidable_on_target, identity_rule
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
@@ -39,7 +39,8 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=
         if suspendable is not None and suspendable(program.entry(index).task)
         and decidable_on_target(program.entry(index).task, effects[index]))
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
-                    foreign=foreign, suspend=suspend)
+                    foreign=foreign, suspend=suspend,
+                    identity_rule=identity_rule(program, effects))
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
     others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
     return dataclasses.replace(plan, reads=reads, hostvars=others)
@@ -70,6 +71,10 @@ def explain(plan):
         else:
             lines.append("  step %d: batch of %d task(s), %d-%d; ends: %s"
                          % (number, len(entries), step.start, step.end - 1, reason))
+            if step.checks:
+                lines.append("          checks its identity before %s: an earlier task may set "
+                             "ansible_become*; a host for which one did goes on in a new runner"
+                             % ", ".join(str(i) for i in step.checks))
             for index, why in step.suspend:
                 lines.append("          suspends at %d: %s; a host its `when` skips goes on, "
                              "one that reaches it has Ansible run it, then runs the rest"

@@ -23,7 +23,7 @@ from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
-from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule
+from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule, IdentityRule
 
 #: Actions whose controller file the controller resolves per host (see
 #: ``controller/payloads.py``), with the arguments that may name it.
@@ -48,8 +48,9 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
         if cross:
             return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
         needed = controller_reads(entry.task, effects[index])
-        if entry.task.action not in IDENTITY_NEUTRAL:
-            needed |= BECOME_VARS  # they choose the runner too (set_fact can change them)
+        # (the ansible_become* variables choose the runner too, and a set_fact
+        # or include_vars may change them: the runner checks that, see
+        # identity_rule, so they need no cut)
         if not needed:
             return None
         written = _writers(writes, start, index, needed)
@@ -60,6 +61,28 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
                 where, what, "; ".join(
                     "'%s' is written by task %d" % (name, at) for name, at in written))
         return None
+
+    return rule
+
+
+def identity_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> IdentityRule:
+    """Whether a batch from ``start`` must check, before ``entry``, that the
+    runner it runs in is still the identity the task needs: a task that
+    connects after a task of the batch that may write an ``ansible_become*``
+    variable (``set_fact``, ``include_vars``...). The runner checks it when it
+    gets there (``Batch.checks``): a host for which something did write one
+    stops before the task, and the controller starts the rest of its batch
+    in the identity it now needs; the others go on. A cut before every such
+    task would cost every host a round trip for a change that seldom happens
+    (a role's include_vars may set anything, so all of its later tasks)."""
+    effects = effects if effects is not None else analyze_program(program)
+    writes = effective_writes(program, effects)
+
+    def rule(entry: Entry, start: int) -> bool:
+        if entry.is_flush:
+            return bool(_writers(writes, start, entry.index, BECOME_VARS))
+        return entry.task.action not in IDENTITY_NEUTRAL and \
+            bool(_writers(writes, start, entry.index, BECOME_VARS))
 
     return rule
 

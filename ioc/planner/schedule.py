@@ -56,6 +56,11 @@ class Batch:
     #: call; one that does stops there, the controller has Ansible run the
     #: task for it, then runs the rest of the batch for it.
     suspend: Tuple[Tuple[int, str], ...] = ()
+    #: Entries before which the runner checks that it still is the identity
+    #: the task needs (an earlier task of the batch may have set an
+    #: ``ansible_become*`` variable); one that is not ends the host's call
+    #: there, and the controller runs the rest of its batch as that identity.
+    checks: Tuple[int, ...] = ()
 
     @property
     def suspend_at(self) -> FrozenSet[int]:
@@ -145,12 +150,15 @@ class Cut:
 
 #: Extra cut rules from data-flow analysis: (entry, batch start) -> reason or None.
 DataRule = Callable[[Entry, int], Optional[str]]
+#: Whether the runner must check its identity before an entry (entry, batch start).
+IdentityRule = Callable[[Entry, int], bool]
 
 
 def schedule(program: Program, per_task: bool = False,
              data_rule: Optional[DataRule] = None,
              foreign: Optional[Mapping[int, str]] = None,
-             suspend: AbstractSet[int] = frozenset()) -> Plan:
+             suspend: AbstractSet[int] = frozenset(),
+             identity_rule: Optional[IdentityRule] = None) -> Plan:
     """The ordered steps of ``program``; pure and deterministic.
 
     ``foreign`` maps the indices of tasks ioc does not run natively to the
@@ -165,17 +173,19 @@ def schedule(program: Program, per_task: bool = False,
     #: The identity of the open batch: its first entry that connects decides it.
     identity: Optional[Tuple[object, ...]] = None
     identity_at: Optional[Task] = None
-    #: The open batch's suspension points.
+    #: The open batch's suspension points and identity checks.
     points: List[Tuple[int, str]] = []
+    checks: List[int] = []
 
     def close(end: int, reason: str) -> None:
-        nonlocal start, identity, identity_at, points
+        nonlocal start, identity, identity_at, points, checks
         if start is not None and end > start:
             steps.append(Batch(start, end, reason,
-                               tuple(p for p in points if start <= p[0] < end)))
+                               tuple(p for p in points if start <= p[0] < end),
+                               tuple(c for c in checks if start <= c < end)))
         start = None
         identity = identity_at = None
-        points = []
+        points, checks = [], []
 
     reach = flush_reach(program) if program.foreign_handlers else {}
     known = notifiable(program.handlers)
@@ -219,6 +229,8 @@ def schedule(program: Program, per_task: bool = False,
             close(entry.index, reason)
         if start is None:
             start = entry.index
+        elif identity_rule is not None and identity_rule(entry, start):
+            checks.append(entry.index)
         if key is not None and identity is None:
             identity, identity_at = key, identity_task(program, entry)
         if per_task:

@@ -212,15 +212,17 @@ def test_a_become_user_written_inside_the_batch_is_a_cut(tmp_path):
     assert "the controller evaluates the become settings of the task" in explain(plan)
 
 
-def test_setting_a_become_variable_inside_the_batch_is_a_cut(tmp_path):
+def test_setting_a_become_variable_inside_the_batch_is_checked_by_the_runner(tmp_path):
     plan = plan_of(tmp_path, tasks(
         "- command: id",
         "- set_fact: ansible_become_user=app",
         "- debug: msg=x",
         "- command: id"))
-    assert shape(plan) == ["B1-3", "B4-4"]
-    assert "the controller evaluates the become settings of the task before a batch, and " \
-           "'ansible_become_user' is written by task 2" in explain(plan)
+    # No cut: the runner checks before the last command whether an
+    # ansible_become* variable was written, and only then stops there.
+    assert shape(plan) == ["B1-4"]
+    assert plan.steps[0].checks == (4,)
+    assert "checks its identity before 4" in explain(plan)
 
 
 def test_role_level_become_reaches_the_roles_tasks(tmp_path):
