@@ -18,6 +18,7 @@ from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
+from ioc.planner.dataflow import name_pattern
 from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
@@ -984,11 +985,22 @@ class PlayExecutor:
 
     def _attach_payloads(self, wire: Dict[str, Any], step: Step, connection: str) -> None:
         tasks = self._payload_tasks(step)
+        deferred = self._deferred(step)
+        if deferred:
+            # include_vars files named by values of this batch: every file the name can be
+            blobs = wire.setdefault("blobs", {})
+            wire["candidates"] = {
+                str(index): payloads.candidates_of(
+                    self.ctx.payloads, connection, task,
+                    name_pattern(task.args.get("file", task.args.get("_raw_params"))),
+                    self.plan.program.play.basedir, blobs)
+                for index, task in deferred}
         if not tasks:
             return
-        wire["files"], wire["blobs"] = payloads.collect(
+        wire["files"], blobs = payloads.collect(
             self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
             self.plan.program.play.basedir)
+        wire["blobs"] = {**wire.get("blobs", {}), **blobs}
         if self.ctx.payloads.streamed:  # the runner may ask for these (FileService)
             self.ctx.connector.serve_files(self.ctx.payloads.streamed)
 
@@ -1017,10 +1029,18 @@ class PlayExecutor:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
                                               program.play.basedir)
 
+    def _deferred(self, step: Step) -> List[Tuple[int, Task]]:
+        """The include_vars of ``step`` whose file the runner picks (``Batch.deferred``;
+        not the first task of a call: the controller knows its name then)."""
+        if not isinstance(step, Batch):
+            return []
+        return [(i, self.plan.program.entry(i).task) for i in step.deferred if i > step.start]
+
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""
         program = self.plan.program
-        entries = self._runner_entries(step)
+        deferred = {index for index, _ in self._deferred(step)}
+        entries = [e for e in self._runner_entries(step) if e.index not in deferred]
         tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
                             for e in entries if payloads.wants_controller_file(e.task)]
         if any(e.is_flush for e in entries):

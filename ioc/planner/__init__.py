@@ -2,7 +2,7 @@
 import dataclasses
 
 from ioc.planner.closure import other_hostvars, step_reads
-from ioc.planner.dataflow import data_rule, decidable_on_target, identity_rule
+from ioc.planner.dataflow import data_rule, decidable_on_target, deferred_rule, identity_rule
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
@@ -40,7 +40,8 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=
         and decidable_on_target(program.entry(index).task, effects[index]))
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
                     foreign=foreign, suspend=suspend,
-                    identity_rule=identity_rule(program, effects))
+                    identity_rule=identity_rule(program, effects),
+                    deferred_rule=deferred_rule(program, effects))
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
     others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
     return dataclasses.replace(plan, reads=reads, hostvars=others)
@@ -75,6 +76,10 @@ def explain(plan):
                 lines.append("          checks its identity before %s: an earlier task may set "
                              "ansible_become*; a host for which one did goes on in a new runner"
                              % ", ".join(str(i) for i in step.checks))
+            if step.deferred:
+                lines.append("          include_vars files chosen on the target: %s (every file "
+                             "their name could be is shipped)"
+                             % ", ".join(str(i) for i in step.deferred))
             for index, why in step.suspend:
                 lines.append("          suspends at %d: %s; a host its `when` skips goes on, "
                              "one that reaches it has Ansible run it, then runs the rest"

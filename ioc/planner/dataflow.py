@@ -17,13 +17,15 @@ kinds of reads cannot wait for the runner:
 """
 from __future__ import annotations
 
+import re
+
 from typing import AbstractSet, FrozenSet, List, Optional, Sequence
 
 from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
-from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule, IdentityRule
+from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule, DeferredRule, IdentityRule
 
 #: Actions whose controller file the controller resolves per host (see
 #: ``controller/payloads.py``), with the arguments that may name it.
@@ -47,7 +49,7 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
         cross = sorted(n for n, o in origins[index].items() if o is Origin.CROSS_HOST)
         if cross:
             return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
-        needed = controller_reads(entry.task, effects[index])
+        needed = controller_reads(entry.task, effects[index], deferrable(entry.task, effects[index]))
         # (the ansible_become* variables choose the runner too, and a set_fact
         # or include_vars may change them: the runner checks that, see
         # identity_rule, so they need no cut)
@@ -87,14 +89,57 @@ def identity_rule(program: Program, effects: Optional[Sequence[Effects]] = None)
     return rule
 
 
-def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
-    """Variables the controller must know to prepare ``task`` for a host."""
+def deferrable(task: Task, effects: Effects) -> bool:
+    """Whether the controller can leave the file an ``include_vars`` names to
+    the runner: one file (no ``dir``, no loop, no controller lookup), its name
+    a template whose literal text has no glob character. The controller then
+    ships every file the name could be (``Batch.deferred``); the runner
+    templates the name when it gets there and picks, in Ansible's search
+    order (a name the shipped set cannot answer stops the host's call before
+    the task, and the controller runs the rest of its batch from there)."""
+    if task.action != "include_vars" or task.loop is not None or "dir" in task.args \
+            or any(call.plugin not in PURE_LOOKUPS for call in effects.lookups):
+        return False
+    name = task.args.get("file", task.args.get("_raw_params"))
+    return isinstance(name, str) and name_pattern(name) is not None
+
+
+def name_pattern(name: str) -> Optional[str]:
+    """The glob a templated file name can match: each template part a ``*``
+    (None: no template in it, or glob characters in its literal text)."""
+    parts = re.split(r"\{\{.*?\}\}|\{%.*?%\}", name.rstrip("\n"), flags=re.S)
+    if len(parts) == 1 or any(c in part for part in parts for c in "*?[]{}"):
+        return None
+    return "*".join(parts)
+
+
+def deferred_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> DeferredRule:
+    """Whether the file ``entry`` names is left to the runner in a batch from
+    ``start``: :func:`deferrable`, and its name reads a variable an earlier
+    task of the batch may write (else the controller knows it)."""
+    effects = effects if effects is not None else analyze_program(program)
+    writes = effective_writes(program, effects)
+
+    def rule(entry: Entry, start: int) -> bool:
+        task = entry.task
+        if not deferrable(task, effects[entry.index]):
+            return False
+        names = set(value_refs(task.args.get("file", task.args.get("_raw_params")),
+                               "args").names)
+        return bool(_writers(writes, start, entry.index, names))
+
+    return rule
+
+
+def controller_reads(task: Task, effects: Effects, deferred: bool = False) -> FrozenSet[str]:
+    """Variables the controller must know to prepare ``task`` for a host
+    (``deferred``: not the name of the file it reads, see :func:`deferrable`)."""
     names = set()
     for call in effects.lookups:
         if call.plugin not in PURE_LOOKUPS:
             names |= set(call.reads)
     remote = str(task.args.get("remote_src", "")).lower() in ("yes", "true", "1")
-    for arg in CONTROLLER_FILE_ARGS.get(task.action, ()):
+    for arg in CONTROLLER_FILE_ARGS.get(task.action, ()) if not deferred else ():
         if task.args.get(arg) is not None and not remote:
             names |= set(value_refs(task.args.get(arg), "args").names)
             names |= {r.name for r in effects.reads if r.field == "loop"}

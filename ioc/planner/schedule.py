@@ -61,6 +61,10 @@ class Batch:
     #: ``ansible_become*`` variable); one that is not ends the host's call
     #: there, and the controller runs the rest of its batch as that identity.
     checks: Tuple[int, ...] = ()
+    #: ``include_vars`` entries whose file name reads a value written earlier
+    #: in the batch: the controller ships every file the name could be, the
+    #: runner picks (see ``dataflow.deferrable``).
+    deferred: Tuple[int, ...] = ()
 
     @property
     def suspend_at(self) -> FrozenSet[int]:
@@ -152,13 +156,16 @@ class Cut:
 DataRule = Callable[[Entry, int], Optional[str]]
 #: Whether the runner must check its identity before an entry (entry, batch start).
 IdentityRule = Callable[[Entry, int], bool]
+#: Whether the runner resolves the controller file an entry names (entry, batch start).
+DeferredRule = Callable[[Entry, int], bool]
 
 
 def schedule(program: Program, per_task: bool = False,
              data_rule: Optional[DataRule] = None,
              foreign: Optional[Mapping[int, str]] = None,
              suspend: AbstractSet[int] = frozenset(),
-             identity_rule: Optional[IdentityRule] = None) -> Plan:
+             identity_rule: Optional[IdentityRule] = None,
+             deferred_rule: Optional[DeferredRule] = None) -> Plan:
     """The ordered steps of ``program``; pure and deterministic.
 
     ``foreign`` maps the indices of tasks ioc does not run natively to the
@@ -176,16 +183,18 @@ def schedule(program: Program, per_task: bool = False,
     #: The open batch's suspension points and identity checks.
     points: List[Tuple[int, str]] = []
     checks: List[int] = []
+    deferred: List[int] = []
 
     def close(end: int, reason: str) -> None:
-        nonlocal start, identity, identity_at, points, checks
+        nonlocal start, identity, identity_at, points, checks, deferred
         if start is not None and end > start:
             steps.append(Batch(start, end, reason,
                                tuple(p for p in points if start <= p[0] < end),
-                               tuple(c for c in checks if start <= c < end)))
+                               tuple(c for c in checks if start <= c < end),
+                               tuple(d for d in deferred if start <= d < end)))
         start = None
         identity = identity_at = None
-        points, checks = [], []
+        points, checks, deferred = [], [], []
 
     reach = flush_reach(program) if program.foreign_handlers else {}
     known = notifiable(program.handlers)
@@ -229,8 +238,11 @@ def schedule(program: Program, per_task: bool = False,
             close(entry.index, reason)
         if start is None:
             start = entry.index
-        elif identity_rule is not None and identity_rule(entry, start):
-            checks.append(entry.index)
+        else:
+            if identity_rule is not None and identity_rule(entry, start):
+                checks.append(entry.index)
+            if deferred_rule is not None and deferred_rule(entry, start):
+                deferred.append(entry.index)
         if key is not None and identity is None:
             identity, identity_at = key, identity_task(program, entry)
         if per_task:

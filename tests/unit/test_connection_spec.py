@@ -315,3 +315,16 @@ def test_ansible_ssh_retries_reaches_ioc_run_from_the_environment(monkeypatch):
     assert "ansible_ssh_retries" not in connection_vars(args, read_settings())
     monkeypatch.setenv("ANSIBLE_SSH_RETRIES", "3")
     assert connection_vars(args, read_settings())["ansible_ssh_retries"] == 3
+
+
+def test_an_include_vars_named_by_a_value_of_the_batch_is_chosen_on_the_target(tmp_path):
+    """No cut before it: the controller ships every file the name can be."""
+    plan = plan_of(tmp_path, tasks(
+        "- set_fact: os=Debian",
+        "- include_vars: 'vars/{{ os }}.yml'",
+        "- include_vars: 'vars/{{ os }}[1].yml'",
+        "- command: id"))
+    # The second's name has a glob character of its own: the controller resolves it.
+    assert shape(plan) == ["B1-2", "B3-4"]
+    assert plan.steps[0].deferred == (2,)
+    assert "include_vars files chosen on the target: 2" in explain(plan)
