@@ -72,32 +72,18 @@ def ioc_ssh_argv(hostvars: Dict[str, object], *command: str) -> List[str]:
     running ``command`` instead of mitogen's bootstrap.
 
     Built by ioc's own :func:`ioc.transport.spec.spec_for` and
-    mitogen's own ``mitogen.ssh.Connection.get_boot_command`` (``-o LogLevel
-    ERROR``, ``Compression yes``, ``ServerAliveInterval 15``, ``BatchMode
-    yes``, the host key options, then the user's ssh arguments), so a
-    baseline ``ssh host true`` pays exactly what ioc's ssh pays.
+    :func:`ioc.transport.connector.ssh_command_line` (what ``ioc-ssh`` runs:
+    mitogen's own ``get_boot_command`` with the connector's options, ``-o
+    LogLevel ERROR``, ``Compression yes``, ``ServerAliveInterval 15``,
+    ``BatchMode yes``, the host key options, then the user's ssh
+    arguments), so a baseline ``ssh host true`` pays exactly what ioc's ssh pays.
     """
-    import mitogen.core
-    import mitogen.parent
-    import mitogen.ssh
-
+    from ioc.transport.connector import ssh_command_line
+    from ioc.transport.keepalive import from_environment
     from ioc.transport.spec import spec_for
 
     spec = spec_for("probe", hostvars)
-
-    class NoBootstrap(mitogen.parent.Connection):
-        def get_boot_command(self):
-            return []
-
-    class Probe(mitogen.ssh.Connection, NoBootstrap):
-        pass
-
-    options = mitogen.ssh.Options(
-        max_message_size=mitogen.core.CHUNK_SIZE, hostname=spec.hostname, port=spec.port,
-        username=spec.user, identity_file=spec.identity_file, ssh_args=list(spec.ssh_args),
-        check_host_keys=spec.check_host_keys, python_path=spec.python,
-        connect_timeout=spec.timeout)
-    argv = Probe(options, None).get_boot_command()
+    argv = ssh_command_line(spec, from_environment())
     assert argv[-1] == spec.hostname, argv
     return argv + list(command)
 

@@ -11,6 +11,14 @@ next task it is. :class:`Replay` rebuilds exactly that order (L1.2, L1.4):
 * within the step, hosts come in play order, each host's events together;
 * the step ends when every host in it has sent its final (``done``) event.
 
+A host may also be *held* at a step (:meth:`Replay.hold`): it stopped
+before the task, which something else runs for it (a suspension point:
+Ansible). Its part of the step is over once it is released;
+:meth:`Replay.held` says when the step waits on a held host, and names
+every host held at it (the task runs for them together, where the first
+of them comes in play order). A step only held hosts take part in is not
+announced (``step_start``/``step_end``): whoever runs the task announces it.
+
 The replay only orders; what the events mean is the sink's business. It is
 pure: feeding the same per-host streams in any interleaving yields the same
 output sequence.
@@ -58,6 +66,8 @@ class Replay:
         self.streams: Dict[str, _Stream] = {h: _Stream() for h in self.hosts}
         self.step: Optional[Key] = None
         self.pending: list[str] = []
+        #: Whether the current step was announced (not only held hosts in it).
+        self.announced = False
 
     def feed(self, host: str, event: Event) -> None:
         """Accept one event of ``host`` and release whatever is now in order."""
@@ -68,6 +78,26 @@ class Replay:
         """``host`` will send nothing more in this batch."""
         self.streams[host].finished = True
         self._pump()
+
+    def hold(self, host: str, key: Key) -> None:
+        """``host`` stopped before step ``key``: it reports nothing of it."""
+        self.feed(host, {"k": list(key), "e": "held"})
+
+    def held(self) -> Optional[Tuple[Key, list, bool]]:
+        """(step, hosts held at it, announced) when the step waits on a held host."""
+        if self.step is None or not self.pending or not self._held(self.pending[0]):
+            return None
+        return self.step, [h for h in self.pending if self._held(h)], self.announced
+
+    def release(self, host: str) -> None:
+        """``host``'s part of the step it is held at is over."""
+        self.streams[host].events[0]["released"] = True
+        self._pump()
+
+    def _held(self, host: str) -> bool:
+        events = self.streams[host].events
+        return bool(events) and events[0].get("e") == "held" \
+            and not events[0].get("released")
 
     @property
     def complete(self) -> bool:
@@ -100,8 +130,10 @@ class Replay:
             return False
         self.step = min(keys.values())
         self.pending = [h for h in self.hosts if keys.get(h) == self.step]
-        self.sink.step_start(self.step, list(self.pending),
-                             self.streams[self.pending[0]].events[0])
+        first = next((h for h in self.pending if not self._held(h)), None)
+        self.announced = first is not None
+        if first is not None:
+            self.sink.step_start(self.step, list(self.pending), self.streams[first].events[0])
         return True
 
     def _drain_step(self) -> bool:
@@ -110,7 +142,8 @@ class Replay:
                 return False
             self.pending.pop(0)
         assert self.step is not None
-        self.sink.step_end(self.step)
+        if self.announced:
+            self.sink.step_end(self.step)
         self.step = None
         return True
 
@@ -125,6 +158,11 @@ class Replay:
         while stream.events:
             key = stream.events[0].get("k")
             if key is None or tuple(key) != self.step:
+                return True
+            if stream.events[0].get("e") == "held":
+                if not stream.events[0].get("released"):
+                    return False
+                stream.events.popleft()
                 return True
             event = stream.events.popleft()
             self.sink.host_event(host, event)

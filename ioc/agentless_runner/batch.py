@@ -25,6 +25,8 @@ Events (plain dicts; ``k`` is the step key ``[task index, sub]``, where sub is
 them exactly as Ansible's variable manager would.
 """
 import contextlib
+import os
+import re
 import time
 import traceback
 from collections import ChainMap
@@ -181,6 +183,14 @@ class HostRun(HandlerRun, LoopRun):
         #: handler the runner does not run (``"foreign"``: the controller has
         #: it run elsewhere, then resumes the flush with ``flush_resume``).
         self.flushing = state.get("flushing")
+        #: The suspension point this host stopped at (see :meth:`reaches`),
+        #: and whether it stopped before a task it runs after all (``checks``:
+        #: an ``ansible_become*`` variable changed, it needs another runner).
+        self.suspended = None
+        self.before = False
+        self.checks = frozenset(self.options.get("checks") or ())
+        #: include_vars files this batch decides: task index -> candidates.
+        self.candidates = batch.get("candidates") or {}
 
     # -- the walk ------------------------------------------------------------
 
@@ -198,6 +208,10 @@ class HostRun(HandlerRun, LoopRun):
         except AbortRun:
             status = "aborted"
         end = {"e": "end", "status": status, "state": self.state(), "calls": CALLS[0]}
+        if self.suspended is not None and status == "ok":
+            end["suspended"] = self.suspended
+            if self.before:
+                end["before"] = True
         if transfer.FETCHED[0]:  # bytes streamed from the controller during this batch
             end["streamed"], transfer.FETCHED[0] = transfer.FETCHED[0], 0
         self.emit(end)
@@ -240,10 +254,83 @@ class HostRun(HandlerRun, LoopRun):
         if index in self.skip:
             return None
         task = node["t"]
+        if index in self.checks and any(
+                name.startswith("ansible_become")
+                for layer in self.written.values() for name in layer):
+            # This runner's identity was chosen before: the controller runs the
+            # task and the rest of the batch as the one the host needs now.
+            self.suspended, self.before = index, True
+            raise BatchEnd()
         if task["action"] == "meta":
             return self.run_meta(node, scope)
         self.file_key = str(index)
+        choice = self.candidates.get(str(index))
+        if choice is not None and not self.pick_file(task, scope, choice):
+            # (the controller resolves the name, and runs the rest of the batch)
+            self.suspended, self.before = index, True
+            raise BatchEnd()
+        if task.get("suspend") and self.reaches(task, scope):
+            # Ansible runs it for this host; the controller then resumes the batch
+            self.suspended = index
+            raise BatchEnd()
         return self.run_task([index, 0], task, scope)
+
+    def pick_file(self, task, scope, choice):
+        """The file of an ``include_vars`` whose name this batch decides: the
+        first of the shipped candidates on the search path (``choice``, see
+        controller/payloads.py ``candidates_of``), as the controller would
+        have resolved it. False when the candidates cannot answer for the
+        name (it leaves their pattern, or there were too many to ship)."""
+        if not self.reaches(task, scope):
+            return True  # skipped: nothing to read
+        args = task.get("args") or {}
+        try:
+            name = Templar(self.variables(task, scope)).template(
+                args.get("file", args.get("_raw_params")))
+        except Exception:
+            return True  # the task fails with the error itself
+        name = str(name).rstrip("\n")
+        found = choice.get("found")
+        if found is None or not _matches(name, choice["pattern"]):
+            return False
+        paths = []
+        for base in choice["bases"]:
+            path = os.path.normpath(os.path.join(base, name))
+            if path not in paths:
+                paths.append(path)
+        entry = next((found[p] for p in paths if p in found), None)
+        if entry is None:
+            entry = {"kind": "missing",
+                     "msg": "Could not find or access '%s' on the Ansible Controller.\n"
+                            "Searched in:\n\t%s" % (name, "\n\t".join(paths))}
+        self.files.setdefault(self.file_key, {})[name] = entry
+        return True
+
+    def reaches(self, task, scope):
+        """Whether this host runs ``task`` (a suspension point: Ansible runs it).
+
+        False only when its ``when`` is false (for every loop item): then the
+        runner reports it skipped itself, as for any task, and never runs its
+        action. Anything it cannot decide here (an error, ``_task.result`` in
+        a loop's ``when``) is Ansible's to decide.
+        """
+        try:
+            templar = Templar(self.variables(task, scope))
+            if task.get("loop") is None:
+                skipped = self.check_when(task, templar)
+                return not (skipped is not None and skipped.get("skipped"))
+            if any("_task" in str(cond) for cond in task.get("when", ())):
+                return True
+            items = self.loop_items(task, templar)
+            control = task.get("loop_control") or {}
+            for index in range(len(items)):
+                overlay = self.item_overlay(control, items, index)
+                skipped = self.check_when(task, Templar(self.variables(task, scope, overlay)))
+                if not (skipped is not None and skipped.get("skipped")):
+                    return True
+            return False
+        except Exception:
+            return True
 
     def run_block(self, block, scope):
         """A block; a role's block also ends where ``meta: end_role`` says (L7.10)."""
@@ -882,6 +969,14 @@ class HostRun(HandlerRun, LoopRun):
 
 #: The keys of an action's result that changed_when/failed_when may change.
 _CONDITION_KEYS = ("changed", "failed", "exception", "msg")
+
+
+def _matches(name, pattern):
+    """Whether a templated file name is one the glob ``pattern`` found (its
+    ``*`` never crosses a ``/`` nor matches a leading dot)."""
+    if os.path.isabs(name) or any(part.startswith(".") for part in name.split("/")):
+        return False
+    return re.fullmatch("[^/]*".join(re.escape(p) for p in pattern.split("*")), name) is not None
 
 
 def failed_task_wire(task, templar=None):

@@ -29,6 +29,20 @@ class LoopRun(object):
                                 % native_type_name(items))
         return items
 
+    @staticmethod
+    def item_overlay(control, items, index):
+        """The loop variables item ``index`` of ``items`` is run with."""
+        loop_var = control.get("loop_var", "item")
+        overlay = {loop_var: items[index], "ansible_loop_var": loop_var}
+        index_var = control.get("index_var")
+        if index_var:
+            overlay[index_var] = index
+            overlay["ansible_index_var"] = index_var
+        if control.get("extended"):
+            overlay["ansible_loop"] = _loop_info(
+                items, index, allitems=as_bool(control.get("extended_allitems", True)))
+        return overlay
+
     def run_loop(self, key, task, scope, templar, items):
         control = task.get("loop_control") or {}
         loop_var = control.get("loop_var", "item")
@@ -58,14 +72,7 @@ class LoopRun(object):
                 # 2.21's ``_task``: ``_task.result`` is the latest recorded result,
                 # in a loop's ``when`` the previous item's (undefined for the first).
                 overlay["_task"] = {"result": item_results[-1]} if item_results else {}
-            overlay[loop_var] = item
-            overlay["ansible_loop_var"] = loop_var
-            if index_var:
-                overlay[index_var] = index
-                overlay["ansible_index_var"] = index_var
-            if control.get("extended"):
-                overlay["ansible_loop"] = _loop_info(
-                    items, index, allitems=as_bool(control.get("extended_allitems", True)))
+            overlay.update(self.item_overlay(control, items, index))
             item_templar = Templar(self.variables(task, scope, overlay))
             # What ansible-core records on every result of this item, its
             # retries included: the loop variables and the label.

@@ -45,7 +45,7 @@ class AnsibleTasks:
         self.runners: Tuple[FrozenSet[str], str] = (frozenset(), "")
 
     def run_task(self, index: int, reached: List[Tuple[str, bool]],
-                 once: bool) -> Dict[str, Any]:
+                 once: bool, announce: bool = True) -> Dict[str, Any]:
         """Run task ``index`` through Ansible's own machinery, as linear does, for ``reached``.
 
         ``reached``: (host, whether an ioc rescue takes a failure), in play
@@ -67,7 +67,8 @@ class AnsibleTasks:
             return self._meta(task, hosts)
         snapshot = self._snapshot()
         results = self._queue(task, hosts, once, lambda: self.tqm.send_callback(
-            "v2_playbook_on_task_start", task, is_conditional=False))
+            "v2_playbook_on_task_start", task, is_conditional=False) if announce else None,
+                              name=announce)
         outcomes: Dict[str, Dict[str, Any]] = {}
         rescued: Dict[str, Any] = {}
         for task_result in results:
@@ -172,9 +173,10 @@ class AnsibleTasks:
                 "unreachable_hosts": dict(tqm._unreachable_hosts)}
 
     def _queue(self, task: Any, hosts: List[Any], once: bool,
-               start: Callable[[], None]) -> List[Any]:
+               start: Callable[[], None], name: bool = True) -> List[Any]:
         """Queue ``task`` for ``hosts`` and collect the results, as linear's loop does
-        (``start`` sends the task's start callback once its name is templated).
+        (``start`` sends the task's start callback once its name is templated;
+        ``name`` False: the name is templated already, with the step's first host).
 
         Where Ansible would connect with ssh, the task gets the host's (or
         delegate's) runner instead (:mod:`ioc.ansible.routing`): the task
@@ -188,7 +190,8 @@ class AnsibleTasks:
             task_vars, templar = state.task_vars(host)
             run_once = bypasses(task) or bool(templar.template(task.run_once))
             if number == 0:
-                state.template_name(host.name)
+                if name:
+                    state.template_name(host.name)
                 start()
             if not task.delegate_to:  # else the delegate's variables choose (RoutingVariables)
                 say(task, host.name, route(task_vars, host.name, task, templar.template,

@@ -27,7 +27,7 @@ gathering, ``vars_files``) is :mod:`ioc.ansible.play`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ioc.ansible import modules
 from ioc.ansible.values import plain
@@ -62,6 +62,10 @@ class Converted:
     handlers: Tuple[Any, ...] = ()
     #: id(IR task) -> why it runs through Ansible rather than natively.
     reasons: Dict[int, str] = dataclasses.field(default_factory=dict)
+    #: id(IR task) of those whose only reason is their action (a module or
+    #: action plugin ioc lacks): the runner may decide whether a host reaches
+    #: them, so they can stay inside a batch (``Batch.suspend``).
+    action_only: AbstractSet[int] = frozenset()
     #: The converter that made ``play`` (it converts what dynamic includes load).
     converter: Any = None
     #: Per host, the ``vars_files`` values that differ between the play's hosts
@@ -83,6 +87,10 @@ class Converted:
     def fallback(self, task: Task) -> Optional[str]:
         """The planner's ``fallback`` predicate."""
         return self.reasons.get(id(task))
+
+    def suspendable(self, task: Task) -> bool:
+        """The planner's ``suspendable`` predicate: only the action is foreign."""
+        return id(task) in self.action_only
 
 
 def short_action(task: Any) -> str:
@@ -166,6 +174,10 @@ class Converter:
         #: id(IR task) -> why ioc does not run it natively (it runs through Ansible).
         self.reasons: Dict[int, str] = {}
         self._why: Optional[str] = None
+        #: Whether every reason given for the task being converted is its action.
+        self._action_only = True
+        #: id(IR task) of the tasks whose only reason is their action.
+        self.action_only: Set[int] = set()
         #: Ansible's modules the converted tasks run in the runner.
         from ansible.utils.display import Display
         from ioc.ansible import modules
@@ -181,13 +193,19 @@ class Converter:
         """A construct that sends the whole play to linear."""
         raise Fallback("%s (%s)" % (why, _location(task)))
 
-    def refuse(self, why: str) -> None:
-        """A construct that sends this one task through Ansible (the first reason counts)."""
+    def refuse(self, why: str, action: bool = False) -> None:
+        """A construct that sends this one task through Ansible (the first reason counts).
+
+        ``action``: the reason is the action alone (a module or action plugin
+        ioc does not run natively); the task's keywords are ioc's to decide.
+        """
         if self._why is None:
             self._why = why
+        self._action_only = self._action_only and action
 
     def task(self, task: Any, handler: bool = False) -> Task:
         self._why = None
+        self._action_only = True
         action = short_action(task)
         dynamic = action in BRIDGE_INCLUDES
         if dynamic and handler:
@@ -218,7 +236,8 @@ class Converter:
         if module_key is None and (
                 "." in action or action in ("gather_facts", "setup")
                 or (action not in self.caps_actions and action != "meta")):
-            self.refuse(self._module_why or "module %s has no native ioc implementation" % action)
+            self.refuse(self._module_why or "module %s has no native ioc implementation" % action,
+                        action=True)
         if action in _BRIDGE_PER_TASK:
             self.refuse("%s acts on Ansible's controller state" % action)
         if action == "include_vars":
@@ -311,6 +330,8 @@ class Converter:
             # A handler too: the flushes that can reach it run it through
             # Ansible, their other handlers natively.
             self.reasons[id(ir)] = self._why
+            if self._action_only and not handler:
+                self.action_only.add(id(ir))
         return ir
 
     def module_defaults(self, task: Any, action: str, raw: Dict[str, Any]) -> Dict[str, Any]:

@@ -224,6 +224,25 @@ class BridgeExecutor(PlayExecutor):
             return outcome
         return super().run_step(step, active)
 
+    def run_held(self, index: int, hosts: List[str], announced: bool,
+                 outcome: StepOutcome, sink: PlaySink) -> List[str]:
+        """A suspension point the replay reached: Ansible runs the task for the
+        hosts that stopped before it, as for a ``Where.ANSIBLE`` step; the
+        ones still in the play go on."""
+        entry = self.plan.program.entry(index)
+        step = ControllerStep(index, Where.ANSIBLE, False, "suspension point %s (%s)"
+                              % (entry.task.display_name, entry.task.location))
+        ends: Dict[str, Dict[str, Any]] = {}
+        held, _, _ = run_through_ansible(self, step, hosts, self.link, announce=not announced,
+                                         ends=ends)
+        # (their ends as the outcome left them: a host that goes on replaces it)
+        sink.ends.update(ends)
+        for host in held.failed:
+            if host not in outcome.failed:
+                outcome.failed.append(host)
+        outcome.trouble.update(held.trouble)
+        return [h for h in hosts if self.hosts[h].active and h not in held.trouble]
+
     def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
         if isinstance(step, ControllerStep) and step.where == Where.ANSIBLE and not step.handlers:
             # Ansible itself gave every host what the task registered (a

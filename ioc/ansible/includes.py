@@ -103,7 +103,8 @@ class Includes:
                         if id(h) not in known_handlers]
         added = _Included(handlers=tuple(converter.task(h, handler=True) for h in new_handlers))
         play = splice_after(state.program.play, include, tuple(blocks), [added])
-        plan = plan_play(play, runner_capabilities(), fallback=state.converted.fallback)
+        plan = plan_play(play, runner_capabilities(), fallback=state.converted.fallback,
+                         suspendable=state.converted.suspendable)
         state.planned = PlannedPlay(play, plan)
         state.program = plan.program
         origin = state.converted.origin

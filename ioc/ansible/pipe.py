@@ -31,8 +31,10 @@ dispatcher *tells* the parent what the replay releases, in linear order:
 
 and *asks* it, waiting for the answer (``op``):
 
-* ``("ansible", index, [(host, rescuable)], once)`` → ``ansible_done`` —
-  run a ``Where.ANSIBLE`` task through Ansible (:mod:`ioc.ansible.through_ansible`);
+* ``("ansible", index, [(host, rescuable)], once, announce)`` → ``ansible_done`` —
+  run a ``Where.ANSIBLE`` task (or a suspension point) through Ansible
+  (:mod:`ioc.ansible.through_ansible`); ``announce`` False: the task's
+  banner is out already (other hosts' results of it were replayed);
 * ``("ansible_handler", index, number, reached, once, notified)`` →
   ``ansible_done`` — run a handler of a flush through Ansible;
 * ``("include", index, active)`` → ``include_done`` — load what a dynamic
@@ -208,9 +210,10 @@ class ParentLink:
             raise RuntimeError("unexpected request from the parent: %r" % (reply.get("op"),))
         return reply
 
-    def run_task(self, index: int, reached: List[Tuple[str, bool]], once: bool) -> Dict[str, Any]:
+    def run_task(self, index: int, reached: List[Tuple[str, bool]], once: bool,
+                 announce: bool = True) -> Dict[str, Any]:
         """Have Ansible run task ``index`` for ``reached`` (host, rescuable): their outcomes."""
-        return self.ask(("ansible", index, reached, once), "ansible_done")
+        return self.ask(("ansible", index, reached, once, announce), "ansible_done")
 
     def run_handler(self, index: int, number: int, reached: List[Tuple[str, bool]], once: bool,
                     notified: Dict[str, List[Any]]) -> Dict[str, Any]:

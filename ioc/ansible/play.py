@@ -110,6 +110,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     )
     return Converted(play=ir, origin=converter.origin, gather=gather_task,
                      handlers=tuple(handler_tasks), reasons=converter.reasons,
+                     action_only=converter.action_only,
                      converter=converter,
                      host_vars_files=host_vars_files, gather_ir=gather_ir,
                      skip_gather=tuple(skip_gather) if gather or gather_ir else ())
@@ -157,7 +158,8 @@ def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
     caps = runner_capabilities()
     converted = play_to_ir(iterator, loader, frozenset(caps.actions))
     try:
-        plan = plan_play(converted.play, caps, fallback=converted.fallback)
+        plan = plan_play(converted.play, caps, fallback=converted.fallback,
+                         suspendable=converted.suspendable)
     except IocError as exc:
         raise Fallback(str(exc)) from None
     return converted, PlannedPlay(converted.play, plan), explain(plan)

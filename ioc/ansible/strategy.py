@@ -79,16 +79,22 @@ def build_strategy_class() -> type:
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
             flushes = [step for step in foreign if step.handlers]
-            display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible%s"
+            points = [point for step in planned.plan.steps
+                      for point in getattr(step, "suspend", ())]
+            display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible%s%s"
                        % (converted.play.name, len(planned.plan.steps),
                           len(foreign) - len(flushes),
                           ", %d flush(es) with handlers through Ansible" % len(flushes)
-                          if flushes else ""))
+                          if flushes else "",
+                          ", %d more inside batches, for the hosts that reach them"
+                          % len(points) if points else ""))
             for step in foreign:
                 if step.handlers:  # a flush whose foreign handlers run through Ansible
                     display.vv("mitogen_batch: flush %d %s" % (step.index, step.reason))
                 else:
                     display.vv("mitogen_batch: task %d %s" % (step.index, step.reason))
+            for index, why in points:
+                display.vv("mitogen_batch: task %d (in its batch) %s" % (index, why))
             display.vvv(text)
             log = os.environ.get("IOC_BRIDGE_LOG")
             if log:  # the plan beside the dispatcher's log of the steps it runs

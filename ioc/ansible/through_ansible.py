@@ -91,12 +91,16 @@ def ansible_walk(wire: Dict[str, Any], index: int, given: Optional[Dict[str, Any
 
 
 def run_through_ansible(executor: PlayExecutor, step: ControllerStep, active: List[str],
-                        link: ParentLink) -> Tuple[StepOutcome, List[str], List[str]]:
+                        link: ParentLink, announce: bool = True,
+                        ends: Optional[Dict[str, Dict[str, Any]]] = None,
+                        ) -> Tuple[StepOutcome, List[str], List[str]]:
     """One ``Where.ANSIBLE`` step: find who reaches it, have Ansible run it, apply the outcome.
 
     Returns the outcome, the hosts that reached the task and those Ansible
     ran it for (fewer when it ran once: run_once, or an action that
-    bypasses the host loop).
+    bypasses the host loop). ``announce`` False: the task's banner is out
+    (a suspension point other hosts skipped). ``ends`` receives each host's
+    resulting end event (the walk's, with the outcome applied).
     """
     index = step.index
     tree = wire_tree(executor.plan.program.tree, step.start, step.end)
@@ -123,7 +127,7 @@ def run_through_ansible(executor: PlayExecutor, step: ControllerStep, active: Li
         return outcome, names, ran
     LOG.info("AnsibleStep %d on %d host(s): %s", index, len(reached), step.reason)
     prepare_runners(executor, executor.plan.program.entry(index).task, names, link)
-    reply = link.run_task(index, reached, bool(step.once))
+    reply = link.run_task(index, reached, bool(step.once), announce)
     if reply.get("inventory") is not None:  # refresh_inventory: Ansible's new inventory
         executor.replace_inventory(reply["inventory"], reply.get("hosts_all"))
     _take_vars(executor, reply)
@@ -146,6 +150,8 @@ def run_through_ansible(executor: PlayExecutor, step: ControllerStep, active: Li
                 executor._inventory_effects(host, {"status": "ok", "result": dict(result)})
         walk = ansible_walk(wire(host), index, given)
         state.absorb(walk.events[-1])
+        if ends is not None:
+            ends[host] = walk.events[-1]
         if given["status"] == "failed" and not given["ignored"]:
             outcome.failed.append(host)
     return outcome, names, ran

@@ -91,8 +91,8 @@ class Progress:
     def event(self, host: str, event: Optional[Mapping[str, Any]]) -> None:
         """An event ``host``'s runner streamed (None: its call is over)."""
         kind = None if event is None else event.get("e")
-        if kind not in (None, "done", "end", "unreachable", "crash"):
-            return
+        if kind not in (None, "done", "unreachable", "crash"):
+            return  # (an "end" may be a suspension: the host goes on in another call)
         with self._lock:
             if host not in self._done:
                 return

@@ -72,20 +72,41 @@ def dispatch(connector: Connector, calls: List[HostCall], limit: int = 0) -> Ite
 
     ``limit`` bounds how many calls run at once (``throttle``); 0 is no bound.
     """
-    inbox: "queue.Queue[Delivery]" = queue.Queue()
-    gate = threading.BoundedSemaphore(limit) if limit else None
-    threads = [threading.Thread(target=_host_worker, args=(connector, call, inbox.put, gate),
-                                name="ioc-%s" % call.host, daemon=True) for call in calls]
-    for thread in threads:
+    return iter(Dispatch(connector, calls, limit))
+
+
+class Dispatch:
+    """Calls running concurrently, their events as they arrive (see :func:`dispatch`).
+
+    More calls may be added while it is iterated (:meth:`add`): a host that
+    stopped at a suspension point goes on with the rest of its batch.
+    """
+
+    def __init__(self, connector: Connector, calls: List[HostCall], limit: int = 0) -> None:
+        self.connector = connector
+        self.inbox: "queue.Queue[Delivery]" = queue.Queue()
+        self.gate = threading.BoundedSemaphore(limit) if limit else None
+        self.threads: List[threading.Thread] = []
+        self.remaining = 0
+        for call in calls:
+            self.add(call)
+
+    def add(self, call: HostCall) -> None:
+        thread = threading.Thread(target=_host_worker,
+                                  args=(self.connector, call, self.inbox.put, self.gate),
+                                  name="ioc-%s" % call.host, daemon=True)
+        self.threads.append(thread)
+        self.remaining += 1
         thread.start()
-    remaining = len(threads)
-    while remaining:
-        host, event = inbox.get()
-        if event is None:
-            remaining -= 1
-        yield host, event
-    for thread in threads:
-        thread.join()
+
+    def __iter__(self) -> Iterator[Delivery]:
+        while self.remaining:
+            host, event = self.inbox.get()
+            if event is None:
+                self.remaining -= 1
+            yield host, event
+        for thread in self.threads:
+            thread.join()
 
 
 def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery], None],
@@ -190,7 +211,11 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 if not (tracker.received or last_try or cut):
                     return _UNHEARD
                 why = cut or lost_message(call, exc, tracker)
-                put((call.host, dict(tracker.unreachable(why), lost=True)))
+                event = dict(tracker.unreachable(why), lost=True)
+                # (the batch reached a runner: its tasks may have run; ioc-adhoc
+                # --retries tries again only hosts it could not connect to)
+                event["result"]["_ioc_lost"] = True
+                put((call.host, event))
                 return None
             except mitogen.core.CallError as exc:
                 put((call.host, tracker.crashed(str(exc))))

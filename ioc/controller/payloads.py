@@ -19,10 +19,16 @@ the file and an unchanged file is never sent at all.
 A ``src`` that cannot be known before the batch (it reads values produced
 inside the batch) is the planner's business: it must cut before the task.
 If one slips through, the runner fails that task with a clear message rather
-than guessing.
+than guessing. One kind needs no cut: an ``include_vars`` whose file name is
+a template (``{{ ansible_os_family }}.yml`` after the gathering of the same
+batch) gets every file its name could be (:func:`candidates_of`: the
+template parts as globs, in each directory of the search path), within
+:data:`CANDIDATES_MAX` files and :data:`CANDIDATES_BYTES`; the runner
+templates the name and picks the first in the search order.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import logging
 import os
@@ -357,6 +363,45 @@ def _walk(root: str) -> Iterable[str]:
         dirnames.sort()
         for name in dirnames + sorted(filenames):
             yield os.path.relpath(os.path.join(dirpath, name), root)
+
+
+#: At most this many candidate files, and bytes, for one deferred include_vars
+#: (more: none are shipped, and the runner leaves the choice to the controller).
+CANDIDATES_MAX = 64
+CANDIDATES_BYTES = 1 << 20
+
+
+def candidates_of(cache: PayloadCache, host: str, task: Task, pattern: str, basedir: str,
+                  blobs: Dict[str, mitogen.core.Blob]) -> Dict[str, Any]:
+    """Every file an ``include_vars`` name matching ``pattern`` (a glob) can be.
+
+    ``bases``: the search path's directories, in order (the runner puts the
+    templated name after each, as :func:`candidates` does); ``found``: each
+    existing file matching the pattern there, by path, shipped like any
+    controller file; None when there are too many, or a directory matches
+    (the runner then leaves the choice to the controller).
+    """
+    bases = [os.path.dirname(c) for c in candidates(task, "x", "vars", basedir)]
+    found: Optional[Dict[str, Any]] = {}
+    size = 0
+    sent = cache.sent.setdefault(host, set())
+    for base in bases:
+        for path in sorted(glob.glob(os.path.join(glob.escape(base), pattern))):
+            path = os.path.normpath(path)
+            if found is None or path in found:
+                continue
+            if os.path.isdir(path) or len(found) >= CANDIDATES_MAX:
+                found = None
+                continue
+            size += os.path.getsize(path)
+            if size > CANDIDATES_BYTES:
+                found = None
+                continue
+            try:
+                found[path] = _file_entry(cache, path, blobs, sent)
+            except Undecryptable as exc:
+                found[path] = {"kind": "error", "msg": str(exc), "path": path}
+    return {"pattern": pattern, "bases": bases, "found": found}
 
 
 def _truthy(value: Any) -> bool:

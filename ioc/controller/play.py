@@ -12,12 +12,13 @@ from ioc.agentless_runner.flow import Scope, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads, plugins
-from ioc.controller.dispatch import HostCall, context_key, dispatch, task_indices
+from ioc.controller.dispatch import Dispatch, HostCall, context_key, dispatch, task_indices
 from ioc.controller.sink import FINAL_EVENTS, PlaySink
 from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
-from ioc.planner import ControllerStep, Plan, Where, wire_tree
+from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
+from ioc.planner.dataflow import name_pattern
 from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
@@ -151,22 +152,79 @@ class PlayExecutor:
         hosts = [call.host for call in calls]
         sink = self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
+        #: Each host's latest call (a host that stopped at a suspension point
+        #: goes on in a call of its own), and where such hosts stopped.
+        latest = {call.host: call for call in calls}
+        stopped: Dict[str, int] = {}
+        before: Dict[str, int] = {}
+        run = Dispatch(self.ctx.connector, calls, limit=limit)
         progress = self._progress_of(calls)
-        for host, event in dispatch(self.ctx.connector, calls, limit=limit):
-            progress(host, event)
+        for host, event in run:
             if event is None:
-                replay.finish_host(host)
-                continue
-            self._waits(host, event)
-            self._observe(host, event, outcome, calls)
-            replay.feed(host, event)
+                if host in before:  # it runs the task itself, as the identity it needs
+                    index = before.pop(host)
+                    latest[host] = self._resume(host, index, index)
+                    run.add(latest[host])
+                elif host in stopped:
+                    replay.hold(host, (stopped.pop(host), 0))
+                else:
+                    progress(host, None)
+                    replay.finish_host(host)
+            else:
+                progress(host, event)
+                self._waits(host, event)
+                self._observe(host, event, outcome, list(latest.values()))
+                if event.get("e") == "end" and event.get("suspended") is not None:
+                    (before if event.get("before") else stopped)[host] = event["suspended"]
+                    self.hosts[host].absorb(event)  # (its state as the next call finds it)
+                replay.feed(host, event)
+            self._resume_held(replay, run, latest, outcome, sink)
         if self.ctx.progress is not None:
             self.ctx.progress.step_done()
         outcome.ends = sink.ends
-        for call in calls:
+        for call in latest.values():
             self._settle(call, outcome)
         self._hostvars = {}  # hosts' variables changed: later calls of the step see them
         return outcome
+
+    def _resume_held(self, replay: Replay, run: Dispatch, latest: Dict[str, HostCall],
+                     outcome: StepOutcome, sink: PlaySink) -> None:
+        """Hosts stopped at a suspension point, once the replay reaches it:
+        the task runs for them elsewhere (:meth:`run_held`), then each goes on
+        with the rest of its batch in a call of its own."""
+        while True:
+            held = replay.held()
+            if held is None:
+                return
+            key, names, announced = held
+            going = self.run_held(key[0], names, announced, outcome, sink)
+            for host in names:
+                replay.release(host)
+            for host in names:
+                call = self._resume(host, key[0], key[0] + 1) if host in going else None
+                if call is not None:
+                    latest[host] = call
+                    run.add(call)
+                else:
+                    replay.finish_host(host)
+
+    def _resume(self, host: str, index: int, start: int) -> Optional[HostCall]:
+        """The call that runs the rest of ``host``'s batch from ``start`` (it
+        stopped at ``index``); None when nothing of the batch is left."""
+        step = next(s for s in self.plan.steps if isinstance(s, Batch)
+                    and s.start <= index < s.end)
+        if start >= step.end:
+            return None
+        rest = dataclasses.replace(step, start=start)
+        LOG.info("Resume %d-%d on %s", rest.start, rest.end - 1, host)
+        return self._call(host, rest, self.active())
+
+    def run_held(self, index: int, hosts: List[str], announced: bool,
+                 outcome: StepOutcome, sink: PlaySink) -> List[str]:
+        """Run task ``index`` (a suspension point) for ``hosts``, which stopped
+        before it; the hosts that go on after it. Only a caller that runs
+        tasks through Ansible plans suspension points (mitogen_batch)."""
+        raise NotImplementedError("a suspension point needs a caller that runs tasks elsewhere")
 
     def _run_per_item(self, step: ControllerStep, hosts: List[str],
                       active: List[str]) -> StepOutcome:
@@ -761,8 +819,13 @@ class PlayExecutor:
             LOG.warning("run_once of %s for %s: %s", entry.task.location, host, exc)
             return False
 
+    def _runner_entries(self, step: Step) -> List[Entry]:
+        """The step's entries the runner runs (not its suspension points)."""
+        suspend = step.suspend_at if isinstance(step, Batch) else frozenset()
+        return [e for e in self.plan.entries_of(step) if e.index not in suspend]
+
     def _modules_of(self, step: Step) -> Tuple[str, ...]:
-        entries = self.plan.entries_of(step)
+        entries = self._runner_entries(step)
         actions = {e.task.action for e in entries}
         if any(e.is_flush for e in entries):
             actions |= {h.action for _, h in self._native_handlers()}
@@ -858,7 +921,8 @@ class PlayExecutor:
         plan, last, shape = self._shape
         if plan is not self.plan or last is not step:
             flush = any(e.is_flush for e in self.plan.entries_of(step))
-            shape = {"tree": wire_tree(self.plan.program.tree, step.start, step.end),
+            suspend = step.suspend_at if isinstance(step, Batch) else frozenset()
+            shape = {"tree": wire_tree(self.plan.program.tree, step.start, step.end, suspend),
                      "handlers": self._handlers_wire() if flush else []}
             self._shape = (self.plan, step, shape)
         return shape
@@ -879,6 +943,8 @@ class PlayExecutor:
             options["shape"] = self.ctx.options.shape
         if self.ctx.options.deprecated:
             options["deprecated"] = list(self.ctx.options.deprecated)
+        if isinstance(step, Batch) and step.checks:
+            options["checks"] = [i for i in step.checks if i > step.start]
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):
@@ -955,11 +1021,22 @@ class PlayExecutor:
 
     def _attach_payloads(self, wire: Dict[str, Any], step: Step, connection: str) -> None:
         tasks = self._payload_tasks(step)
+        deferred = self._deferred(step)
+        if deferred:
+            # include_vars files named by values of this batch: every file the name can be
+            blobs = wire.setdefault("blobs", {})
+            wire["candidates"] = {
+                str(index): payloads.candidates_of(
+                    self.ctx.payloads, connection, task,
+                    name_pattern(task.args.get("file", task.args.get("_raw_params"))),
+                    self.plan.program.play.basedir, blobs)
+                for index, task in deferred}
         if not tasks:
             return
-        wire["files"], wire["blobs"] = payloads.collect(
+        wire["files"], blobs = payloads.collect(
             self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
             self.plan.program.play.basedir)
+        wire["blobs"] = {**wire.get("blobs", {}), **blobs}
         if self.ctx.payloads.streamed:  # the runner may ask for these (FileService)
             self.ctx.connector.serve_files(self.ctx.payloads.streamed)
 
@@ -968,7 +1045,7 @@ class PlayExecutor:
         modules = self.ctx.modules
         if modules is None:
             return
-        entries = self.plan.entries_of(step)
+        entries = self._runner_entries(step)
         tasks = [e.task for e in entries]
         if any(e.is_flush for e in entries):
             tasks += [h for _, h in self._native_handlers()]
@@ -980,7 +1057,7 @@ class PlayExecutor:
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program
         tasks = [(str(e.index), e.task, program.parents[e.index])
-                 for e in self.plan.entries_of(step) if lookups.needs_controller(e.task)]
+                 for e in self._runner_entries(step) if lookups.needs_controller(e.task)]
         tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                   if lookups.needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
@@ -988,10 +1065,18 @@ class PlayExecutor:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
                                               program.play.basedir)
 
+    def _deferred(self, step: Step) -> List[Tuple[int, Task]]:
+        """The include_vars of ``step`` whose file the runner picks (``Batch.deferred``;
+        not the first task of a call: the controller knows its name then)."""
+        if not isinstance(step, Batch):
+            return []
+        return [(i, self.plan.program.entry(i).task) for i in step.deferred if i > step.start]
+
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""
         program = self.plan.program
-        entries = self.plan.entries_of(step)
+        deferred = {index for index, _ in self._deferred(step)}
+        entries = [e for e in self._runner_entries(step) if e.index not in deferred]
         tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
                             for e in entries if payloads.wants_controller_file(e.task)]
         if any(e.is_flush for e in entries):

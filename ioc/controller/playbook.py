@@ -14,7 +14,7 @@ from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
 from ioc.controller.capabilities import runner_capabilities
-from ioc.transport.spec import ConnectionSpec, spec_for
+from ioc.transport.spec import ConnectionSpec, resolve_via, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import PlayExecutor
@@ -294,6 +294,16 @@ class PlaybookRun:
 
     def _replan(self, play: Play) -> Plan:
         return plan_play(play, runner_capabilities(), per_task=self.per_task, tags=self.tags)
+
+    def connection_spec(self, name: str) -> ConnectionSpec:
+        """How the first play would connect to inventory host ``name``, its
+        ``mitogen_via`` chain resolved (``ioc-ssh``: a shell on the host as the
+        run reaches it)."""
+        play = self.playbook.plays[0]
+        spec = self._connection_of(play, name)
+        if spec.via:
+            spec = resolve_via(name, spec, lambda hop: self._connection_of(play, hop))
+        return spec
 
     def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
         if name not in self.inventory.hosts:

@@ -15,7 +15,7 @@ from ioc.loader.inventory import (
     match_hosts,
     vars_dirs,
 )
-from ioc.loader.playbook import load_playbook
+from ioc.loader.playbook import load_playbook, load_playbook_data
 from ioc.loader.tasks import Included, load_include
 from ioc.loader.roles import RoleSearch
 from ioc.loader.yamlsrc import LocatedDict, LocatedLoader, load_yaml_file, location_of, set_vault
@@ -35,6 +35,7 @@ __all__ = [
     "load_include",
     "load_inventory",
     "load_playbook",
+    "load_playbook_data",
     "load_yaml_file",
     "location_of",
     "match_hosts",

@@ -26,7 +26,7 @@ from ioc.loader.yamlsrc import (
 )
 from ioc.model import Location, Play, Playbook
 
-__all__ = ["load_playbook"]
+__all__ = ["load_playbook", "load_playbook_data"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,18 @@ def load_playbook(path: str, extra_vars: Mapping[str, Any] | None = None,
     return Playbook(path=path, plays=plays)
 
 
+def load_playbook_data(data: Any, path: str, extra_vars: Mapping[str, Any] | None = None,
+                       search: RoleSearch | None = None,
+                       defaults: Mapping[str, Any] | None = None) -> Playbook:
+    """A playbook given as data (a list of plays) instead of a file, as
+    ``ansible``'s ad-hoc command builds one: ``path`` names it in messages and
+    its directory is the playbook directory (relative file names, ``files/``).
+    """
+    overlay = _Overlay(search=search or RoleSearch(), defaults=dict(defaults or {}))
+    plays = _plays_of(data, os.path.abspath(path), dict(extra_vars or {}), overlay)
+    return Playbook(path=path, plays=plays)
+
+
 def _load_plays(
     path: str, extra_vars: Mapping[str, Any], overlay: _Overlay, where: Location | None
 ) -> tuple[Play, ...]:
@@ -94,7 +106,11 @@ def _load_plays(
     if path in overlay.chain:
         raise LoadError("import_playbook cycle: %s" % " -> ".join(overlay.chain + (path,)), where)
     overlay = dataclasses.replace(overlay, chain=overlay.chain + (path,))
-    data = load_yaml_file(path)
+    return _plays_of(load_yaml_file(path), path, extra_vars, overlay)
+
+
+def _plays_of(data: Any, path: str, extra_vars: Mapping[str, Any],
+              overlay: _Overlay) -> tuple[Play, ...]:
     if not data:
         raise LoadError("empty playbook, nothing to do", Location(path, 1))
     if not isinstance(data, list):

@@ -2,7 +2,7 @@
 import dataclasses
 
 from ioc.planner.closure import other_hostvars, step_reads
-from ioc.planner.dataflow import data_rule
+from ioc.planner.dataflow import data_rule, decidable_on_target, deferred_rule, identity_rule
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
@@ -13,7 +13,7 @@ __all__ = ["TagFilter", "Batch", "Capabilities", "ControllerStep", "Where", "Ent
            "plan_play", "schedule", "wire_tree", "explain"]
 
 
-def plan_play(play, caps, per_task=False, tags=None, fallback=None):
+def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=None):
     """Compile, check and schedule ``play``; raises PlanError before any host is touched.
 
     ``tags`` (a :class:`TagFilter`) leaves out the tasks ``--tags``/``--skip-tags`` filter.
@@ -23,6 +23,10 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None):
     instead of a PlanError; so do handlers it names (or the check refuses):
     every flush that can reach one becomes a ``Where.ANSIBLE`` controller
     step whose ``handlers`` are the numbers of those handlers.
+    ``suspendable`` (``Task -> bool``, with ``fallback``) names the tasks of
+    those whose only foreign part is their action: one with a ``when`` the
+    runner can decide stays inside its batch as a suspension point
+    (``Batch.suspend``), so a host that skips it goes on in the same call.
     """
     program = compile_play(play, tags)
     foreign = check_program(program, caps, fallback)
@@ -30,8 +34,14 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None):
     if handlers:
         program = dataclasses.replace(program, foreign_handlers=tuple(sorted(handlers.items())))
     effects = analyze_program(program)
+    suspend = frozenset(
+        index for index in foreign
+        if suspendable is not None and suspendable(program.entry(index).task)
+        and decidable_on_target(program.entry(index).task, effects[index]))
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
-                    foreign=foreign)
+                    foreign=foreign, suspend=suspend,
+                    identity_rule=identity_rule(program, effects),
+                    deferred_rule=deferred_rule(program, effects))
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
     others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
     return dataclasses.replace(plan, reads=reads, hostvars=others)
@@ -62,6 +72,18 @@ def explain(plan):
         else:
             lines.append("  step %d: batch of %d task(s), %d-%d; ends: %s"
                          % (number, len(entries), step.start, step.end - 1, reason))
+            if step.checks:
+                lines.append("          checks its identity before %s: an earlier task may set "
+                             "ansible_become*; a host for which one did goes on in a new runner"
+                             % ", ".join(str(i) for i in step.checks))
+            if step.deferred:
+                lines.append("          include_vars files chosen on the target: %s (every file "
+                             "their name could be is shipped)"
+                             % ", ".join(str(i) for i in step.deferred))
+            for index, why in step.suspend:
+                lines.append("          suspends at %d: %s; a host its `when` skips goes on, "
+                             "one that reaches it has Ansible run it, then runs the rest"
+                             % (index, relative(why, base)))
         rule = _rule(step.reason) if isinstance(step, ControllerStep) or not \
             step.reason.startswith("before ") else None
         if rule:

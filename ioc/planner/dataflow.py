@@ -17,13 +17,15 @@ kinds of reads cannot wait for the runner:
 """
 from __future__ import annotations
 
+import re
+
 from typing import AbstractSet, FrozenSet, List, Optional, Sequence
 
 from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
-from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule
+from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule, DeferredRule, IdentityRule
 
 #: Actions whose controller file the controller resolves per host (see
 #: ``controller/payloads.py``), with the arguments that may name it.
@@ -47,9 +49,10 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
         cross = sorted(n for n, o in origins[index].items() if o is Origin.CROSS_HOST)
         if cross:
             return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
-        needed = controller_reads(entry.task, effects[index])
-        if entry.task.action not in IDENTITY_NEUTRAL:
-            needed |= BECOME_VARS  # they choose the runner too (set_fact can change them)
+        needed = controller_reads(entry.task, effects[index], deferrable(entry.task, effects[index]))
+        # (the ansible_become* variables choose the runner too, and a set_fact
+        # or include_vars may change them: the runner checks that, see
+        # identity_rule, so they need no cut)
         if not needed:
             return None
         written = _writers(writes, start, index, needed)
@@ -64,14 +67,79 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
     return rule
 
 
-def controller_reads(task: Task, effects: Effects) -> FrozenSet[str]:
-    """Variables the controller must know to prepare ``task`` for a host."""
+def identity_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> IdentityRule:
+    """Whether a batch from ``start`` must check, before ``entry``, that the
+    runner it runs in is still the identity the task needs: a task that
+    connects after a task of the batch that may write an ``ansible_become*``
+    variable (``set_fact``, ``include_vars``...). The runner checks it when it
+    gets there (``Batch.checks``): a host for which something did write one
+    stops before the task, and the controller starts the rest of its batch
+    in the identity it now needs; the others go on. A cut before every such
+    task would cost every host a round trip for a change that seldom happens
+    (a role's include_vars may set anything, so all of its later tasks)."""
+    effects = effects if effects is not None else analyze_program(program)
+    writes = effective_writes(program, effects)
+
+    def rule(entry: Entry, start: int) -> bool:
+        if entry.is_flush:
+            return bool(_writers(writes, start, entry.index, BECOME_VARS))
+        return entry.task.action not in IDENTITY_NEUTRAL and \
+            bool(_writers(writes, start, entry.index, BECOME_VARS))
+
+    return rule
+
+
+def deferrable(task: Task, effects: Effects) -> bool:
+    """Whether the controller can leave the file an ``include_vars`` names to
+    the runner: one file (no ``dir``, no loop, no controller lookup), its name
+    a template whose literal text has no glob character. The controller then
+    ships every file the name could be (``Batch.deferred``); the runner
+    templates the name when it gets there and picks, in Ansible's search
+    order (a name the shipped set cannot answer stops the host's call before
+    the task, and the controller runs the rest of its batch from there)."""
+    if task.action != "include_vars" or task.loop is not None or "dir" in task.args \
+            or any(call.plugin not in PURE_LOOKUPS for call in effects.lookups):
+        return False
+    name = task.args.get("file", task.args.get("_raw_params"))
+    return isinstance(name, str) and name_pattern(name) is not None
+
+
+def name_pattern(name: str) -> Optional[str]:
+    """The glob a templated file name can match: each template part a ``*``
+    (None: no template in it, or glob characters in its literal text)."""
+    parts = re.split(r"\{\{.*?\}\}|\{%.*?%\}", name.rstrip("\n"), flags=re.S)
+    if len(parts) == 1 or any(c in part for part in parts for c in "*?[]{}"):
+        return None
+    return "*".join(parts)
+
+
+def deferred_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> DeferredRule:
+    """Whether the file ``entry`` names is left to the runner in a batch from
+    ``start``: :func:`deferrable`, and its name reads a variable an earlier
+    task of the batch may write (else the controller knows it)."""
+    effects = effects if effects is not None else analyze_program(program)
+    writes = effective_writes(program, effects)
+
+    def rule(entry: Entry, start: int) -> bool:
+        task = entry.task
+        if not deferrable(task, effects[entry.index]):
+            return False
+        names = set(value_refs(task.args.get("file", task.args.get("_raw_params")),
+                               "args").names)
+        return bool(_writers(writes, start, entry.index, names))
+
+    return rule
+
+
+def controller_reads(task: Task, effects: Effects, deferred: bool = False) -> FrozenSet[str]:
+    """Variables the controller must know to prepare ``task`` for a host
+    (``deferred``: not the name of the file it reads, see :func:`deferrable`)."""
     names = set()
     for call in effects.lookups:
         if call.plugin not in PURE_LOOKUPS:
             names |= set(call.reads)
     remote = str(task.args.get("remote_src", "")).lower() in ("yes", "true", "1")
-    for arg in CONTROLLER_FILE_ARGS.get(task.action, ()):
+    for arg in CONTROLLER_FILE_ARGS.get(task.action, ()) if not deferred else ():
         if task.args.get(arg) is not None and not remote:
             names |= set(value_refs(task.args.get(arg), "args").names)
             names |= {r.name for r in effects.reads if r.field == "loop"}
@@ -105,3 +173,12 @@ def _what(task: Task, effects: Effects) -> str:
     if any(r.field in BECOME_FIELDS for r in effects.reads):
         return "the become settings of the task"
     return "the controller file of %s" % task.action
+
+
+def decidable_on_target(task: Task, effects: Effects) -> bool:
+    """Whether a runner can tell, without the controller, if a host reaches
+    ``task`` (a task run through Ansible, see ``Batch.suspend``): it has a
+    ``when`` and no lookup of its needs the controller (their answers are
+    made for tasks the runner runs; a side-effecting one must run once)."""
+    return bool(task.when) and task.include_scope is None and task.action != "meta" \
+        and all(call.plugin in PURE_LOOKUPS for call in effects.lookups)

@@ -9,7 +9,7 @@ runner reports and the replay orders by, so it must be identical on every host.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import AbstractSet, Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dataclasses
 
@@ -219,13 +219,17 @@ def span(node: Numbered) -> Tuple[int, int]:
     return (indices[0], indices[-1]) if indices else (-1, -1)
 
 
-def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int) -> list:
+def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int,
+              suspend: AbstractSet[int] = frozenset()) -> list:
     """The runner's view of ``tree`` for the tasks in ``[start, end)``.
 
     Nodes wholly before ``start`` are dropped (they ran in an earlier batch).
     The first node at or after ``end`` becomes a *fence*: a host that reaches
     it stops there and reports where it stands in each enclosing block, so the
     next batch resumes it exactly (in a rescue, in an always, with a failure).
+    A task in ``suspend`` (a suspension point, ``Batch.suspend``) comes
+    without its arguments, marked ``suspend``: the runner only decides
+    whether the host reaches it.
     """
     out: list = []
     for node in tree:
@@ -235,22 +239,25 @@ def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int) -> list:
         if first >= end:
             out.append({"fence": first})
             break
-        out.append(_wire_node(node, start, end))
+        out.append(_wire_node(node, start, end, suspend))
     return out
 
 
-def _wire_node(node: Numbered, start: int, end: int) -> dict:
+def _wire_node(node: Numbered, start: int, end: int, suspend: AbstractSet[int]) -> dict:
     if isinstance(node, Entry):
         wire = {"i": node.index, "t": to_wire(node.task)}
+        if node.index in suspend:
+            wire["t"].pop("module", None)
+            wire["t"].update(args={}, suspend=True)
         if node.implicit:
             wire["implicit"] = True
         return wire
     block = node.block
-    wire = {"b": node.id, "block": wire_tree(node.body, start, end)}
+    wire = {"b": node.id, "block": wire_tree(node.body, start, end, suspend)}
     if node.include is not None:
         wire["include"] = {"i": node.include.index, "t": to_wire(node.include.task)}
-    wire["rescue"] = wire_tree(node.rescue, start, end)
-    wire["always"] = wire_tree(node.always, start, end)
+    wire["rescue"] = wire_tree(node.rescue, start, end, suspend)
+    wire["always"] = wire_tree(node.always, start, end, suspend)
     if node.rescue:
         # Known even when the rescue lies outside the range: whether a block
         # *has* a rescue decides where a failure goes and how it counts (L4.3).

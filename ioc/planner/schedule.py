@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
+from typing import AbstractSet, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ioc.model import Play, Task
 from ioc.planner.effects import _handler_topics, is_template, notifiable
@@ -50,6 +50,25 @@ class Batch:
     end: int
     #: Why the batch ends where it does, for ``--plan``.
     reason: str
+    #: Suspension points: (index, why) of tasks run through Ansible that stay
+    #: inside the batch. The runner decides whether a host reaches one (its
+    #: ``when``, per loop item); a host that does not goes on in the same
+    #: call; one that does stops there, the controller has Ansible run the
+    #: task for it, then runs the rest of the batch for it.
+    suspend: Tuple[Tuple[int, str], ...] = ()
+    #: Entries before which the runner checks that it still is the identity
+    #: the task needs (an earlier task of the batch may have set an
+    #: ``ansible_become*`` variable); one that is not ends the host's call
+    #: there, and the controller runs the rest of its batch as that identity.
+    checks: Tuple[int, ...] = ()
+    #: ``include_vars`` entries whose file name reads a value written earlier
+    #: in the batch: the controller ships every file the name could be, the
+    #: runner picks (see ``dataflow.deferrable``).
+    deferred: Tuple[int, ...] = ()
+
+    @property
+    def suspend_at(self) -> FrozenSet[int]:
+        return frozenset(index for index, _ in self.suspend)
 
 
 class Where:
@@ -135,15 +154,25 @@ class Cut:
 
 #: Extra cut rules from data-flow analysis: (entry, batch start) -> reason or None.
 DataRule = Callable[[Entry, int], Optional[str]]
+#: Whether the runner must check its identity before an entry (entry, batch start).
+IdentityRule = Callable[[Entry, int], bool]
+#: Whether the runner resolves the controller file an entry names (entry, batch start).
+DeferredRule = Callable[[Entry, int], bool]
 
 
 def schedule(program: Program, per_task: bool = False,
              data_rule: Optional[DataRule] = None,
-             foreign: Optional[Mapping[int, str]] = None) -> Plan:
+             foreign: Optional[Mapping[int, str]] = None,
+             suspend: AbstractSet[int] = frozenset(),
+             identity_rule: Optional[IdentityRule] = None,
+             deferred_rule: Optional[DeferredRule] = None) -> Plan:
     """The ordered steps of ``program``; pure and deterministic.
 
     ``foreign`` maps the indices of tasks ioc does not run natively to the
-    reason: each becomes a ``Where.ANSIBLE`` step, cut before and after.
+    reason: each becomes a ``Where.ANSIBLE`` step, cut before and after,
+    unless it is in ``suspend`` (its ``when`` can be decided by the runner)
+    and nothing else about it needs a cut: then it stays in its batch as a
+    suspension point (``Batch.suspend``).
     """
     steps: List[Step] = []
     start: Optional[int] = None
@@ -151,13 +180,21 @@ def schedule(program: Program, per_task: bool = False,
     #: The identity of the open batch: its first entry that connects decides it.
     identity: Optional[Tuple[object, ...]] = None
     identity_at: Optional[Task] = None
+    #: The open batch's suspension points and identity checks.
+    points: List[Tuple[int, str]] = []
+    checks: List[int] = []
+    deferred: List[int] = []
 
     def close(end: int, reason: str) -> None:
-        nonlocal start, identity, identity_at
+        nonlocal start, identity, identity_at, points, checks, deferred
         if start is not None and end > start:
-            steps.append(Batch(start, end, reason))
+            steps.append(Batch(start, end, reason,
+                               tuple(p for p in points if start <= p[0] < end),
+                               tuple(c for c in checks if start <= c < end),
+                               tuple(d for d in deferred if start <= d < end)))
         start = None
         identity = identity_at = None
+        points, checks, deferred = [], [], []
 
     reach = flush_reach(program) if program.foreign_handlers else {}
     known = notifiable(program.handlers)
@@ -165,8 +202,21 @@ def schedule(program: Program, per_task: bool = False,
         if _skippable_flush(program, entry):
             continue
         last = entry.index
-        cut = classify(entry, program.play, (foreign or {}).get(entry.index))
+        why = (foreign or {}).get(entry.index)
+        cut = classify(entry, program.play, why)
         missing = _missing_handler(program, entry, known)
+        if why and entry.index in suspend and not per_task and missing is None \
+                and entry.index not in reach \
+                and classify(entry, program.play) == Cut():
+            reason = data_rule(entry, start) if data_rule and start is not None else None
+            if reason:
+                close(entry.index, reason)
+            if start is None:
+                start = entry.index
+            # (Ansible runs it as whoever it says: it takes no part in the batch's identity)
+            points.append((entry.index, "runs through Ansible: %s: task %s (%s)"
+                           % (why, entry.task.display_name, entry.task.location)))
+            continue
         if missing is not None and cut.step is None and not cut.after:
             cut = dataclasses.replace(cut, after=(
                 "notify: no handler has or listens to %r: a changed result ends the run "
@@ -188,6 +238,11 @@ def schedule(program: Program, per_task: bool = False,
             close(entry.index, reason)
         if start is None:
             start = entry.index
+        else:
+            if identity_rule is not None and identity_rule(entry, start):
+                checks.append(entry.index)
+            if deferred_rule is not None and deferred_rule(entry, start):
+                deferred.append(entry.index)
         if key is not None and identity is None:
             identity, identity_at = key, identity_task(program, entry)
         if per_task:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import mitogen.core
 import mitogen.master
 import mitogen.parent
+import mitogen.ssh
 
 from ioc.agentless_runner import entry
 from ioc.transport import bootstrap, pacing
@@ -378,10 +379,7 @@ class Connector:
             return self.router.local(**common)
         if spec.password is not None:
             common["password"] = mitogen.core.Secret(spec.password)
-        return self.router.ssh(
-            hostname=spec.hostname, port=spec.port, username=spec.user,
-            identity_file=spec.identity_file, ssh_args=list(spec.ssh_args),
-            check_host_keys=spec.check_host_keys, **self.keepalive.ssh_options(), **common)
+        return self.router.ssh(**ssh_options(spec, self.keepalive), **common)
 
     def serve_files(self, paths: Any) -> None:
         """Let runners fetch ``paths`` from mitogen's FileService (idempotent).
@@ -418,6 +416,39 @@ class Connector:
                 pass
         self.broker.shutdown()
         self.broker.join()
+
+
+def ssh_options(spec: ConnectionSpec, keepalive: KeepAlive) -> Dict[str, Any]:
+    """mitogen's ``router.ssh()`` keyword arguments for ``spec``'s ssh connection
+    (what ssh's command line is made of; the bootstrap's are the caller's)."""
+    return dict(hostname=spec.hostname, port=spec.port, username=spec.user,
+                identity_file=spec.identity_file, ssh_args=list(spec.ssh_args),
+                check_host_keys=spec.check_host_keys, **keepalive.ssh_options())
+
+
+class _NoBootstrap(mitogen.parent.Connection):
+    def get_boot_command(self) -> List[str]:
+        return []
+
+
+class _SshCommandLine(mitogen.ssh.Connection, _NoBootstrap):
+    """mitogen's ssh connection reduced to its ssh command line: its
+    ``get_boot_command`` appends the Python bootstrap it gets from its parent
+    class, which (by the method order) is :class:`_NoBootstrap`'s nothing."""
+
+    def __init__(self, options: mitogen.ssh.Options) -> None:  # (no router: none needed)
+        self.options = options
+
+
+def ssh_command_line(spec: ConnectionSpec, keepalive: KeepAlive) -> List[str]:
+    """The ``ssh`` argv ioc's connection to ``spec``'s host runs, up to and with
+    the host name (the runner's bootstrap command, which would follow, left
+    out): built by the same mitogen code from the same options as
+    :meth:`Connector._connect`'s, so ``ioc-ssh`` logs in exactly as runs do.
+    With a password (which mitogen would type), ssh asks for it itself."""
+    password = {"password": mitogen.core.Secret(spec.password)} if spec.password else {}
+    options = mitogen.ssh.Options(max_message_size=0, **ssh_options(spec, keepalive), **password)
+    return list(_SshCommandLine(options).get_boot_command())
 
 
 def _late(spec: ConnectionSpec, bound: float) -> str:

@@ -857,3 +857,73 @@ def test_the_shim_loads_through_ansible_cfg(ansible, ansible_python):
     assert r.returncode == 0, r.stdout + r.stderr
     assert '"msg": "hi"' in r.stdout
     assert "Batch" in (ansible.workdir / "log").read_text()
+
+
+def test_a_host_that_skips_a_task_through_ansible_goes_on_in_its_batch(ansible, ansible_python):
+    """A task run through Ansible that a host's ``when`` skips costs that host
+    nothing: the runner skips it as it skips any task and goes on in the same
+    call; a host that reaches it stops there, Ansible runs it for that host,
+    and the host runs the rest of the batch (issue 11, item 3)."""
+    write_foreign_greet(ansible)
+    ansible.write("play.yml", SUSPENDING_PLAY)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "hello native-h2"' in batch.stdout
+    assert "rescued: greeting world failed" in batch.stdout
+    # One batch for the whole play; Ansible ran each greet for the hosts that
+    # reach it only, and only those went on in a call of their own after it.
+    assert batch.steps == ["Batch 1-8 on 2 host(s)"], batch.log
+    assert batch.through_ansible == ["AnsibleStep 2 on 1 host(s)", "AnsibleStep 3 on 1 host(s)",
+                                     "AnsibleStep 5 on 1 host(s)"], batch.log
+    assert re.findall(r"Resume \d+-\d+ on \S+", batch.log) == [
+        "Resume 3-8 on h2", "Resume 4-8 on h1", "Resume 6-8 on h2"], batch.log
+
+
+def test_suspension_points_over_ssh(ansible, ansible_python, sshd):
+    """The same over ssh: Ansible's run reaches the held host through its runner."""
+    write_foreign_greet(ansible)
+    ansible.write("play.yml", SUSPENDING_PLAY)
+    inventory = ansible.write("hosts.ini", sshd.inventory_ini(["h1", "h2"], group="web",
+                                                              python=ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.steps == ["Batch 1-8 on 2 host(s)"], batch.log
+    assert len(batch.through_ansible) == 3, batch.log
+
+
+SUSPENDING_PLAY = """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo native-{{ inventory_hostname }}
+              register: native
+            - name: greet on h2 only
+              greet:
+                who: "{{ native.stdout }}"
+              register: greeted
+              when: inventory_hostname == 'h2'
+            - name: greet items on h1 only
+              greet:
+                who: "{{ item }}"
+              loop: [a, b]
+              when: inventory_hostname == 'h1' and item == 'b'
+            - name: greet nobody
+              greet:
+                who: nobody
+              when: native.stdout == 'never'
+            - block:
+                - name: greet fails on h2
+                  greet:
+                    fail: true
+                  when: inventory_hostname == 'h2'
+                - debug:
+                    msg: after the failure
+              rescue:
+                - debug:
+                    msg: "rescued: {{ ansible_failed_result.msg }}"
+            - debug:
+                msg: "{{ greeted.greeting | default('skipped') }}"
+"""

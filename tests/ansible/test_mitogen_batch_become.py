@@ -85,6 +85,42 @@ def test_become_from_the_cli_and_ssh_settings_from_ansible_cfg(ansible, accounts
     assert_same_output(linear, batch)
 
 
+def test_a_become_variable_set_by_one_host_moves_it_alone_to_the_new_identity(ansible,
+                                                                              accounts):
+    """include_vars (which may set anything) and a set_fact of ansible_become*
+    on h2 only: no cut; h2's runner stops before its next task that connects,
+    which runs as A with the rest of h2's batch; h1 runs on, as linear does."""
+    ansible.write("vars/h2.yml", "ansible_become: true\nansible_become_user: %s\n" % A)
+    ansible.write("vars/h1.yml", "other: value\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: before
+              command: id -un
+              register: before
+            - include_vars: "vars/{{ inventory_hostname }}.yml"
+            - name: after
+              command: id -un
+              register: after
+            - name: again
+              command: id -un
+              register: again
+            - debug:
+                msg: "{{ before.stdout }} {{ after.stdout }} {{ again.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", bare_inventory(
+        accounts, ["h1", "h2"], "ansible_user=%s ansible_ssh_private_key_file=%s "
+        "ansible_ssh_common_args='%s'" % (accounts.user, accounts.client_key, CLIENT_OPTIONS)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert '"msg": "root root root"' in linear.stdout
+    assert '"msg": "root %s %s"' % (A, A) in linear.stdout
+    assert_same_output(linear, batch)
+    assert batch.steps == ["Batch 1-5 on 2 host(s)"], batch.log
+    assert "Resume 3-5 on h2" in batch.log
+
+
 def test_a_wrong_become_password_fails_that_host_like_linear(ansible, accounts):
     ansible.write("play.yml", """
         - name: become with a password

@@ -422,3 +422,33 @@ def test_fetch_and_copy_under_become_stay_in_one_batch(tmp_path, accounts):
     assert r.rc == 0, r.stdout + r.stderr
     assert (tmp_path / "got" / "private-h1").read_text() == "mine"
     assert r.calls == {"h1": 1, "h2": 1}
+
+
+def test_a_become_variable_set_inside_a_batch_moves_only_that_host_to_the_new_identity(
+        tmp_path, accounts):
+    """set_fact of ansible_become* on one host: that host's next task that
+    connects runs as the new identity (its runner stops before it and the rest
+    of its batch runs in a runner of that identity); the other host, which set
+    nothing, runs the whole play in one call. No cut for anyone."""
+    r = ioc_run(tmp_path, f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: before
+              command: id -un
+            - name: h2 becomes {A} from here on
+              set_fact:
+                ansible_become: true
+                ansible_become_user: {A}
+              when: inventory_hostname == 'h2'
+            - name: after
+              command: id -un
+            - name: again
+              command: id -un
+        """, inventory=inventory(accounts))
+    assert r.rc == 0, r.stdout + r.stderr
+    assert stdout_of(r, "before") == {"h1": "root", "h2": "root"}
+    assert stdout_of(r, "after") == {"h1": "root", "h2": A}
+    assert stdout_of(r, "again") == {"h1": "root", "h2": A}
+    assert r.of("transport")[0]["batches"] == 1
+    assert r.calls == {"h1": 1, "h2": 2}

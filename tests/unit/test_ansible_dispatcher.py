@@ -123,7 +123,7 @@ def test_a_task_that_leaves_the_batch_is_asked_of_the_parent_for_the_hosts_reach
     # h2 failed earlier in the block: it is in the rescue and skips the task.
     executor.hosts["h2"].blocks = {"0": {"phase": "rescue", "failure": None}}
     outcome = executor.run_step(step, ["h1", "h2"])
-    assert parent.sent() == [("ansible", step.index, [("h1", True)], False)]
+    assert parent.sent() == [("ansible", step.index, [("h1", True)], False, True)]
     assert outcome.failed == ["h1"]
     h1 = executor.hosts["h1"]
     assert h1.status is HostStatus.ACTIVE  # its block's rescue takes the failure
@@ -140,7 +140,7 @@ def test_a_failure_where_ansible_ran_the_task_once_stops_the_other_hosts(tmp_pat
     step = _step(executor, "top")
     outcome = executor.run_step(step, ["h1", "h2"])
     executor.after_step(step, ["h1", "h2"], outcome)
-    assert parent.sent() == [("ansible", step.index, [("h1", False), ("h2", False)], False)]
+    assert parent.sent() == [("ansible", step.index, [("h1", False), ("h2", False)], False, True)]
     assert executor.hosts["h1"].status is HostStatus.FAILED
     assert executor.hosts["h2"].status is HostStatus.STOPPED
 

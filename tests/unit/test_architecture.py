@@ -55,7 +55,8 @@ CONTROLLER = frozenset({
 })
 BRIDGE = frozenset({STDLIB, "ansible", "ioc"})
 STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible"})
-#: ioc/cli.py (and ``python -m ioc``) may use everything above — but ``ansible``
+#: ioc/cli.py (and ``python -m ioc``), like the other front ends ioc/adhoc.py
+#: (ioc-adhoc) and ioc/ssh.py (ioc-ssh), may use everything above — but ``ansible``
 #: only through the package ioc.ansible (see test_only_the_bridge_imports_ansible).
 ANYTHING = None
 
@@ -92,8 +93,8 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
         return CONTROLLER
     if rel.startswith("ioc/ansible/"):
         return BRIDGE
-    if rel in ("ioc/cli.py", "ioc/__main__.py"):
-        return ANYTHING
+    if rel in ("ioc/cli.py", "ioc/__main__.py", "ioc/adhoc.py", "ioc/ssh.py"):
+        return ANYTHING  # the front ends: ioc-run, ioc-adhoc, ioc-ssh
     if rel.startswith("strategy_plugin/"):
         return STRATEGY_PLUGIN
     raise LookupError(rel)

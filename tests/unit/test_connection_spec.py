@@ -212,15 +212,17 @@ def test_a_become_user_written_inside_the_batch_is_a_cut(tmp_path):
     assert "the controller evaluates the become settings of the task" in explain(plan)
 
 
-def test_setting_a_become_variable_inside_the_batch_is_a_cut(tmp_path):
+def test_setting_a_become_variable_inside_the_batch_is_checked_by_the_runner(tmp_path):
     plan = plan_of(tmp_path, tasks(
         "- command: id",
         "- set_fact: ansible_become_user=app",
         "- debug: msg=x",
         "- command: id"))
-    assert shape(plan) == ["B1-3", "B4-4"]
-    assert "the controller evaluates the become settings of the task before a batch, and " \
-           "'ansible_become_user' is written by task 2" in explain(plan)
+    # No cut: the runner checks before the last command whether an
+    # ansible_become* variable was written, and only then stops there.
+    assert shape(plan) == ["B1-4"]
+    assert plan.steps[0].checks == (4,)
+    assert "checks its identity before 4" in explain(plan)
 
 
 def test_role_level_become_reaches_the_roles_tasks(tmp_path):
@@ -313,3 +315,16 @@ def test_ansible_ssh_retries_reaches_ioc_run_from_the_environment(monkeypatch):
     assert "ansible_ssh_retries" not in connection_vars(args, read_settings())
     monkeypatch.setenv("ANSIBLE_SSH_RETRIES", "3")
     assert connection_vars(args, read_settings())["ansible_ssh_retries"] == 3
+
+
+def test_an_include_vars_named_by_a_value_of_the_batch_is_chosen_on_the_target(tmp_path):
+    """No cut before it: the controller ships every file the name can be."""
+    plan = plan_of(tmp_path, tasks(
+        "- set_fact: os=Debian",
+        "- include_vars: 'vars/{{ os }}.yml'",
+        "- include_vars: 'vars/{{ os }}[1].yml'",
+        "- command: id"))
+    # The second's name has a glob character of its own: the controller resolves it.
+    assert shape(plan) == ["B1-2", "B3-4"]
+    assert plan.steps[0].deferred == (2,)
+    assert "include_vars files chosen on the target: 2" in explain(plan)

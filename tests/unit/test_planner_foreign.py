@@ -253,3 +253,48 @@ def test_connection_variables_in_task_or_block_vars_are_refused_or_run_through_a
         plan_play(play, runner_capabilities())
     plan = plan_play(play, runner_capabilities(), fallback=lambda task: None)
     assert shape(plan) == ["B1-1", "C2:ansible", "C3:ansible"]
+
+
+SUSPEND = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - debug: msg=one
+    - name: other OS
+      command: echo two
+      when: ansible_os_family == 'RedHat'
+    - name: unconditional
+      command: echo three
+    - name: once
+      command: echo four
+      when: true
+      run_once: true
+    - name: looked up
+      command: echo five
+      when: lookup('env', 'HOME') == '/'
+    - name: per item
+      command: echo {{ item }}
+      loop: [1, 2]
+      when: item == 2
+    - debug: msg=end
+"""
+
+
+def test_a_foreign_task_with_a_when_stays_in_its_batch_as_a_suspension_point(tmp_path):
+    """Only the action is foreign and the runner can decide the ``when``: no cut.
+    Without a when every host reaches it; run_once needs the controller; a
+    controller lookup in the when must run once, where Ansible runs the task."""
+    play = load(tmp_path, SUSPEND)
+    plan = plan_play(play, runner_capabilities(),
+                     fallback=lambda task: "action plugin" if task.action == "command" else None,
+                     suspendable=lambda task: True)
+    # 1 debug, 2 other OS, 3 unconditional, 4 once, 5 looked up, 6 per item, 7 debug
+    assert shape(plan) == ["B1-2", "C3:ansible", "C4:ansible:once", "C5:ansible", "B6-7"]
+    assert plan.steps[0].suspend_at == {2} and plan.steps[-1].suspend_at == {6}
+    assert "suspends at 2: runs through Ansible: action plugin: task other OS" in explain(plan)
+    # Not suspendable (a keyword or a template is foreign, not only the action): a step.
+    plan = plan_play(play, runner_capabilities(),
+                     fallback=lambda task: "action plugin" if task.action == "command" else None,
+                     suspendable=lambda task: False)
+    assert shape(plan) == ["B1-1", "C2:ansible", "C3:ansible", "C4:ansible:once", "C5:ansible",
+                           "C6:ansible", "B7-7"]

@@ -104,3 +104,40 @@ def test_a_finished_host_does_not_hold_back_the_others() -> None:
     for event in task(5):
         r.feed("h2", event)
     assert [o for o in recorder.out if o[0] == "step"] == [("step", (5, 0), ("h2",))]
+
+
+def test_a_held_host_stops_the_step_at_its_place_in_play_order() -> None:
+    """h1 stopped before task 1 (a suspension point: something else runs it for
+    h1); h2 ran it. The step waits at h1; h2's part and later steps come after
+    h1 is released, and h1's events after its release come where they belong."""
+    recorder = Recorder()
+    r = Replay(["h1", "h2"], recorder)
+    for event in task(0) + [end()]:
+        r.feed("h1", event)
+    r.hold("h1", (1, 0))
+    for event in task(0) + task(1) + task(2) + [end()]:
+        r.feed("h2", event)
+    r.finish_host("h2")
+    assert r.held() == ((1, 0), ["h1"], True)
+    assert recorder.out[-1] == ("step", (1, 0), ("h1", "h2"))  # announced, nothing of it yet
+    r.release("h1")
+    assert r.held() is None
+    assert ("h2", "done", (1, 0), None) in recorder.out
+    assert ("step", (2, 0), ("h2",)) not in recorder.out  # h1 may still run task 2
+    for event in task(2) + [end()]:
+        r.feed("h1", event)
+    r.finish_host("h1")
+    assert r.complete
+    steps = [entry for entry in recorder.out if entry[0] == "step"]
+    assert steps == [("step", (0, 0), ("h1", "h2")), ("step", (1, 0), ("h1", "h2")),
+                     ("step", (2, 0), ("h1", "h2"))]
+
+
+def test_a_step_only_held_hosts_take_part_in_is_not_announced() -> None:
+    recorder = Recorder()
+    r = Replay(["h1"], recorder)
+    r.hold("h1", (3, 0))
+    assert r.held() == ((3, 0), ["h1"], False)
+    r.release("h1")
+    r.finish_host("h1")
+    assert r.complete and recorder.out == []
