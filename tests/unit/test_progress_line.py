@@ -1,4 +1,4 @@
-"""The progress line's text and its erasing (the terminal test: tests/integration/test_progress.py)."""
+"""The progress line's text and its erasing (on a terminal: tests/integration/test_progress.py)."""
 from __future__ import annotations
 
 import io
