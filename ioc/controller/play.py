@@ -163,8 +163,10 @@ class PlayExecutor:
             if event is None:
                 if host in before:  # it runs the task itself, as the identity it needs
                     index = before.pop(host)
-                    latest[host] = self._resume(host, index, index)
-                    run.add(latest[host])
+                    resumed = self._resume(host, index, index)
+                    assert resumed is not None  # (the task itself is left to run)
+                    latest[host] = resumed
+                    run.add(resumed)
                 elif host in stopped:
                     replay.hold(host, (stopped.pop(host), 0))
                 else:
@@ -1028,7 +1030,7 @@ class PlayExecutor:
             wire["candidates"] = {
                 str(index): payloads.candidates_of(
                     self.ctx.payloads, connection, task,
-                    name_pattern(task.args.get("file", task.args.get("_raw_params"))),
+                    str(name_pattern(task.args.get("file", task.args.get("_raw_params")))),
                     self.plan.program.play.basedir, blobs)
                 for index, task in deferred}
         if not tasks:
