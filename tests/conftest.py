@@ -24,6 +24,13 @@ The default run and the heavy run
   to keep CI under 30 minutes on 2 cores.
 
 Both are deselected (counted in pytest's summary line), never skipped.
+
+Workers
+-------
+``scripts/test`` runs two pytest-xdist workers, ``--dist loadfile``: each test
+file runs whole on one worker, but for the conformance tests, whose units are
+their playbooks (one reference ``ansible-playbook`` run each for ioc-run and
+mitogen_batch): :mod:`tests.support.scheduling`.
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import scheduling
 from tests.support.sshd import start_sshd
 
 PYTHON39_VERSION = "3.9.18"
@@ -75,6 +83,14 @@ def pytest_collection_modifyitems(config, items):
     if heavy:
         config.hook.pytest_deselected(items=heavy)
         items[:] = keep
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with a conformance playbook's tests as one unit."""
+    if config.getvalue("dist") == "loadfile":
+        return scheduling.make_scheduler(config, log)
+    return None
 
 
 def pytest_report_header(config):

@@ -308,8 +308,8 @@ def _diff(a: List[str], b: List[str], engine: str = "ioc-run") -> str:
 @pytest.mark.parametrize("engine, name", list(_params(("ioc-run",))))
 def test_playbook_conforms(engine, name, tmp_path, request):
     """ioc-run against ansible-playbook (mitogen_batch's runs are
-    test_conformance_mitogen_batch.py: a file of their own, so that two
-    pytest workers share the suite)."""
+    test_conformance_mitogen_batch.py; scripts/test runs a playbook's tests of
+    both files on one worker: tests/support/scheduling.py)."""
     check_playbook(engine, name, tmp_path, request)
 
 
@@ -334,7 +334,8 @@ class _Reference(NamedTuple):
 
 #: The reference run of each playbook, made once per pytest process:
 #: (ansible-playbook, playbook, inventory, extra arguments) -> :class:`_Reference`,
-#: reused by the playbook's other front ends run by the same process. Kept on
+#: reused by the playbook's other front ends run by the same process (under
+#: scripts/test's xdist workers, all of them: tests/support/scheduling.py). Kept on
 #: pytest's config, which every test of the worker shares: this module
 #: is imported twice (pytest imports it as ``test_conformance``, the
 #: mitogen_batch file as ``tests.conformance.test_conformance``), so a

@@ -1,7 +1,7 @@
 """Conformance of mitogen_batch (ansible-core 2.21, and 2.19 for PLAYBOOKS_219):
-the same playbooks and checks as test_conformance.py, in a file of their own so
-that pytest-xdist's ``--dist loadfile`` gives the two engines' runs to two
-workers (each reuses a reference run its process already made: README.md)."""
+the same playbooks and checks as test_conformance.py, against the same
+reference runs: scripts/test gives a playbook's tests in both files to one
+worker, which runs ansible-playbook once for them (README.md)."""
 from __future__ import annotations
 
 import pytest
