@@ -188,7 +188,8 @@ class HostRun(HandlerRun, LoopRun):
         #: an ``ansible_become*`` variable changed, it needs another runner).
         self.suspended = None
         self.before = False
-        self.checks = frozenset(self.options.get("checks") or ())
+        #: Per task index, names the controller prepared it from (``wrote``).
+        self.checks = self.options.get("checks") or {}
         #: include_vars files this batch decides: task index -> candidates.
         self.candidates = batch.get("candidates") or {}
 
@@ -254,11 +255,10 @@ class HostRun(HandlerRun, LoopRun):
         if index in self.skip:
             return None
         task = node["t"]
-        if index in self.checks and any(
-                name.startswith("ansible_become")
-                for layer in self.written.values() for name in layer):
-            # This runner's identity was chosen before: the controller runs the
-            # task and the rest of the batch as the one the host needs now.
+        if any(self.wrote(name) for name in self.checks.get(str(index), ())):
+            # The controller prepared this task (its files, its identity...)
+            # from a value this call changed: it prepares it afresh and runs
+            # the rest of the batch.
             self.suspended, self.before = index, True
             raise BatchEnd()
         if task["action"] == "meta":
@@ -274,6 +274,14 @@ class HostRun(HandlerRun, LoopRun):
             self.suspended = index
             raise BatchEnd()
         return self.run_task([index, 0], task, scope)
+
+    def wrote(self, name):
+        """Whether this call may have written variable ``name``."""
+        written = self.written
+        if name in written["runtime"] or name in written["include_vars"]:
+            return True
+        facts = written["facts"]  # (as modules return them: ansible_os_family, getent_passwd)
+        return name in facts or (name == "ansible_facts" and bool(facts))
 
     def pick_file(self, task, scope, choice):
         """The file of an ``include_vars`` whose name this batch decides: the

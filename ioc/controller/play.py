@@ -946,7 +946,8 @@ class PlayExecutor:
         if self.ctx.options.deprecated:
             options["deprecated"] = list(self.ctx.options.deprecated)
         if isinstance(step, Batch) and step.checks:
-            options["checks"] = [i for i in step.checks if i > step.start]
+            options["checks"] = {str(i): list(names) for i, names in step.checks
+                                 if i > step.start}
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):

@@ -2,7 +2,7 @@
 import dataclasses
 
 from ioc.planner.closure import other_hostvars, step_reads
-from ioc.planner.dataflow import data_rule, decidable_on_target, deferred_rule, identity_rule
+from ioc.planner.dataflow import check_rule, data_rule, decidable_on_target, deferred_rule
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
@@ -40,7 +40,7 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=
         and decidable_on_target(program.entry(index).task, effects[index]))
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
                     foreign=foreign, suspend=suspend,
-                    identity_rule=identity_rule(program, effects),
+                    check_rule=check_rule(program, effects),
                     deferred_rule=deferred_rule(program, effects))
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
     others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
@@ -72,10 +72,10 @@ def explain(plan):
         else:
             lines.append("  step %d: batch of %d task(s), %d-%d; ends: %s"
                          % (number, len(entries), step.start, step.end - 1, reason))
-            if step.checks:
-                lines.append("          checks its identity before %s: an earlier task may set "
-                             "ansible_become*; a host for which one did goes on in a new runner"
-                             % ", ".join(str(i) for i in step.checks))
+            for index, names in step.checks:
+                lines.append("          checks before %d that nothing wrote %s (else it stops "
+                             "there and the controller prepares it afresh)"
+                             % (index, ", ".join(names)))
             if step.deferred:
                 lines.append("          include_vars files chosen on the target: %s (every file "
                              "their name could be is shipped)"

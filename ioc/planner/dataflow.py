@@ -25,7 +25,7 @@ from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
-from ioc.planner.schedule import IDENTITY_NEUTRAL, DataRule, DeferredRule, IdentityRule
+from ioc.planner.schedule import IDENTITY_NEUTRAL, CheckRule, DataRule, DeferredRule
 
 #: Actions whose controller file the controller resolves per host (see
 #: ``controller/payloads.py``), with the arguments that may name it.
@@ -49,10 +49,11 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
         cross = sorted(n for n, o in origins[index].items() if o is Origin.CROSS_HOST)
         if cross:
             return "%s reads other hosts' runtime data (%s)" % (where, ", ".join(cross))
-        needed = controller_reads(entry.task, effects[index], deferrable(entry.task, effects[index]))
-        # (the ansible_become* variables choose the runner too, and a set_fact
-        # or include_vars may change them: the runner checks that, see
-        # identity_rule, so they need no cut)
+        # Only what the runner cannot check: a lookup with side effects must
+        # run once, with the right values; groups change on the controller.
+        # The rest is checked by the runner (check_rule), a cut only for a
+        # host that did write it.
+        needed = cut_reads(entry.task, effects[index])
         if not needed:
             return None
         written = _writers(writes, start, index, needed)
@@ -67,26 +68,47 @@ def data_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> 
     return rule
 
 
-def identity_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> IdentityRule:
-    """Whether a batch from ``start`` must check, before ``entry``, that the
-    runner it runs in is still the identity the task needs: a task that
-    connects after a task of the batch that may write an ``ansible_become*``
-    variable (``set_fact``, ``include_vars``...). The runner checks it when it
-    gets there (``Batch.checks``): a host for which something did write one
-    stops before the task, and the controller starts the rest of its batch
-    in the identity it now needs; the others go on. A cut before every such
-    task would cost every host a round trip for a change that seldom happens
-    (a role's include_vars may set anything, so all of its later tasks)."""
+def check_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> CheckRule:
+    """What a batch from ``start`` checks on the target before ``entry``: the
+    names the controller read to prepare the task (its controller files'
+    names, side-effect-free lookups' arguments, its ``become*`` keywords, and
+    the ``ansible_become*`` variables for a task that connects, which choose
+    the runner) that an earlier task of the batch may write. The runner
+    stops a host before the task only if something it ran did write one
+    (``Batch.checks``); the controller then prepares the task afresh and runs
+    the rest of that host's batch. A cut instead would cost every host a
+    round trip for a write that seldom happens (a role's include_vars may set
+    anything, so every later template's name was suspect)."""
     effects = effects if effects is not None else analyze_program(program)
     writes = effective_writes(program, effects)
 
-    def rule(entry: Entry, start: int) -> bool:
-        if entry.is_flush:
-            return bool(_writers(writes, start, entry.index, BECOME_VARS))
-        return entry.task.action not in IDENTITY_NEUTRAL and \
-            bool(_writers(writes, start, entry.index, BECOME_VARS))
+    def rule(entry: Entry, start: int) -> FrozenSet[str]:
+        index = entry.index
+        task = entry.task
+        names = set(controller_reads(task, effects[index], deferrable(task, effects[index])))
+        names -= cut_reads(task, effects[index])
+        if entry.is_flush or task.action not in IDENTITY_NEUTRAL:
+            names |= BECOME_VARS
+        return frozenset(name for name, _ in _writers(writes, start, index, names))
 
     return rule
+
+
+#: Controller lookups without side effects: called again for a host the
+#: runner stops, they answer the same (``pipe``, ``lines``, ``password`` and
+#: unknown plugins may not).
+QUIET_LOOKUPS = frozenset({"file", "template", "env", "fileglob", "first_found"})
+
+
+def cut_reads(task: Task, effects: Effects) -> FrozenSet[str]:
+    """Names whose writes inside a batch must cut it before ``task``: the
+    arguments of its lookups with side effects, and the inventory's groups."""
+    names = set()
+    for call in effects.lookups:
+        if call.plugin not in PURE_LOOKUPS and call.plugin not in QUIET_LOOKUPS:
+            names |= set(call.reads)
+    return frozenset((names | (controller_reads(task, effects) & {"groups", "group_names"}))
+                     - loop_names(task))
 
 
 def deferrable(task: Task, effects: Effects) -> bool:

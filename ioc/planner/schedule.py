@@ -56,11 +56,11 @@ class Batch:
     #: call; one that does stops there, the controller has Ansible run the
     #: task for it, then runs the rest of the batch for it.
     suspend: Tuple[Tuple[int, str], ...] = ()
-    #: Entries before which the runner checks that it still is the identity
-    #: the task needs (an earlier task of the batch may have set an
-    #: ``ansible_become*`` variable); one that is not ends the host's call
-    #: there, and the controller runs the rest of its batch as that identity.
-    checks: Tuple[int, ...] = ()
+    #: (entry, names): before the entry, the runner checks that nothing it ran
+    #: wrote any of the names the controller read to prepare it (its files'
+    #: names, its identity...); a host that did stops there, and the
+    #: controller prepares the task afresh and runs the rest of its batch.
+    checks: Tuple[Tuple[int, Tuple[str, ...]], ...] = ()
     #: ``include_vars`` entries whose file name reads a value written earlier
     #: in the batch: the controller ships every file the name could be, the
     #: runner picks (see ``dataflow.deferrable``).
@@ -154,8 +154,8 @@ class Cut:
 
 #: Extra cut rules from data-flow analysis: (entry, batch start) -> reason or None.
 DataRule = Callable[[Entry, int], Optional[str]]
-#: Whether the runner must check its identity before an entry (entry, batch start).
-IdentityRule = Callable[[Entry, int], bool]
+#: What the runner checks was not written before an entry (entry, batch start).
+CheckRule = Callable[[Entry, int], FrozenSet[str]]
 #: Whether the runner resolves the controller file an entry names (entry, batch start).
 DeferredRule = Callable[[Entry, int], bool]
 
@@ -164,7 +164,7 @@ def schedule(program: Program, per_task: bool = False,
              data_rule: Optional[DataRule] = None,
              foreign: Optional[Mapping[int, str]] = None,
              suspend: AbstractSet[int] = frozenset(),
-             identity_rule: Optional[IdentityRule] = None,
+             check_rule: Optional[CheckRule] = None,
              deferred_rule: Optional[DeferredRule] = None) -> Plan:
     """The ordered steps of ``program``; pure and deterministic.
 
@@ -182,7 +182,7 @@ def schedule(program: Program, per_task: bool = False,
     identity_at: Optional[Task] = None
     #: The open batch's suspension points and identity checks.
     points: List[Tuple[int, str]] = []
-    checks: List[int] = []
+    checks: List[Tuple[int, Tuple[str, ...]]] = []
     deferred: List[int] = []
 
     def close(end: int, reason: str) -> None:
@@ -190,7 +190,7 @@ def schedule(program: Program, per_task: bool = False,
         if start is not None and end > start:
             steps.append(Batch(start, end, reason,
                                tuple(p for p in points if start <= p[0] < end),
-                               tuple(c for c in checks if start <= c < end),
+                               tuple(c for c in checks if start <= c[0] < end),
                                tuple(d for d in deferred if start <= d < end)))
         start = None
         identity = identity_at = None
@@ -239,8 +239,9 @@ def schedule(program: Program, per_task: bool = False,
         if start is None:
             start = entry.index
         else:
-            if identity_rule is not None and identity_rule(entry, start):
-                checks.append(entry.index)
+            names = check_rule(entry, start) if check_rule is not None else frozenset()
+            if names:
+                checks.append((entry.index, tuple(sorted(names))))
             if deferred_rule is not None and deferred_rule(entry, start):
                 deferred.append(entry.index)
         if key is not None and identity is None:

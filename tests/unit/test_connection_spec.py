@@ -202,14 +202,16 @@ def test_become_vars_of_a_block_count_as_a_change(tmp_path):
     assert shape(plan) == ["B1-1", "B2-2"]
 
 
-def test_a_become_user_written_inside_the_batch_is_a_cut(tmp_path):
+def test_a_become_user_written_inside_the_batch_is_checked_by_the_runner(tmp_path):
+    """The identity is the controller's to choose: a host whose set_fact did
+    write ``who`` stops before the task, which runs in a runner of that user."""
     plan = plan_of(tmp_path, tasks(
         "- set_fact: who=app",
         "- command: id",
         "  become: true",
         "  become_user: '{{ who }}'"))
-    assert shape(plan) == ["B1-1", "B2-2"]
-    assert "the controller evaluates the become settings of the task" in explain(plan)
+    assert shape(plan) == ["B1-2"]
+    assert plan.steps[0].checks == ((2, ("who",)),)
 
 
 def test_setting_a_become_variable_inside_the_batch_is_checked_by_the_runner(tmp_path):
@@ -221,8 +223,8 @@ def test_setting_a_become_variable_inside_the_batch_is_checked_by_the_runner(tmp
     # No cut: the runner checks before the last command whether an
     # ansible_become* variable was written, and only then stops there.
     assert shape(plan) == ["B1-4"]
-    assert plan.steps[0].checks == (4,)
-    assert "checks its identity before 4" in explain(plan)
+    assert plan.steps[0].checks == ((4, ("ansible_become_user",)),)
+    assert "checks before 4 that nothing wrote ansible_become_user" in explain(plan)
 
 
 def test_role_level_become_reaches_the_roles_tasks(tmp_path):
@@ -324,7 +326,9 @@ def test_an_include_vars_named_by_a_value_of_the_batch_is_chosen_on_the_target(t
         "- include_vars: 'vars/{{ os }}.yml'",
         "- include_vars: 'vars/{{ os }}[1].yml'",
         "- command: id"))
-    # The second's name has a glob character of its own: the controller resolves it.
-    assert shape(plan) == ["B1-2", "B3-4"]
+    # The second's name has a glob character of its own: the controller
+    # resolves it, and the runner checks that nothing wrote ``os`` before it.
+    assert shape(plan) == ["B1-4"]
     assert plan.steps[0].deferred == (2,)
+    assert (3, ("os",)) in plan.steps[0].checks
     assert "include_vars files chosen on the target: 2" in explain(plan)

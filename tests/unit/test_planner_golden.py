@@ -150,8 +150,9 @@ EXPLAINED = {
     "serial": ["serial: 2: every serial batch of hosts runs these same steps"],
     "hostvars_other_host": ["reads other hosts' runtime data (hostvars)"],
     "play_hosts_magic": ["reads other hosts' runtime data (ansible_play_hosts)"],
-    "controller_file_runtime": ["the controller file of template", "'chosen' is written by task 2"],
-    "lookup_runtime_args": ["lookup(file)", "'picked' is written by task 2"],
+    "controller_file_runtime": ["checks before 3 that nothing wrote chosen"],
+    "lookup_runtime_args": ["checks before 3 that nothing wrote picked",
+                            "lookup(pipe)", "'picked' is written by task 2"],
 }
 
 
