@@ -109,31 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="outputs a list of matching hosts; does not run anything else")
     parser.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
     parser.add_argument("-D", "--diff", action="store_true", help="show file differences")
-    conn = parser.add_argument_group("connection options (as ioc-run's)")
-    conn.add_argument("-u", "--user", dest="remote_user", help="connect as this user")
-    conn.add_argument("-c", "--connection", help="connection type: ssh or local")
-    conn.add_argument("-T", "--timeout", type=int, help="SSH connection timeout in seconds")
-    conn.add_argument("--private-key", "--key-file", dest="private_key_file",
-                      help="use this file to authenticate the connection")
-    conn.add_argument("-k", "--ask-pass", action="store_true", default=None,
-                      help="ask for the SSH password")
-    conn.add_argument("--ssh-common-args", help="extra ssh arguments for every host")
-    conn.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
-    priv = parser.add_argument_group("privilege escalation options")
-    priv.add_argument("-b", "--become", action="store_true", default=None,
-                      help="run the module with become")
-    priv.add_argument("--become-method", help="privilege escalation method: sudo or su")
-    priv.add_argument("--become-user", help="run the module as this user (default root)")
-    priv.add_argument("-K", "--ask-become-pass", action="store_true", default=None,
-                      help="ask for the privilege escalation (become) password")
-    vault = parser.add_argument_group("vault options")
-    vault.add_argument("--vault-id", action="append", default=[], dest="vault_ids",
-                       help="the vault identity to use (label@source, repeatable)")
-    vault.add_argument("--vault-password-file", "--vault-pass-file", action="append",
-                       default=[], dest="vault_password_files",
-                       help="vault password file (repeatable)")
-    vault.add_argument("-J", "--ask-vault-password", "--ask-vault-pass", action="store_true",
-                       default=None, dest="ask_vault_pass", help="ask for the vault password")
+    cli.add_access_options(parser)
     return parser
 
 

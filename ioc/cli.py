@@ -49,29 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="k=v pairs, YAML/JSON, or @file (repeatable)")
     parser.add_argument("-f", "--forks", type=int, default=None,
                         help="hosts to connect to at once (default: ansible.cfg's forks, 5)")
-    conn = parser.add_argument_group("connection options (defaults from ansible.cfg, "
-                                     "overridden by host variables, as in Ansible)")
-    conn.add_argument("-u", "--user", dest="remote_user", help="connect as this user")
-    conn.add_argument("-c", "--connection", help="connection type: ssh (smart, paramiko) or local")
-    conn.add_argument("-T", "--timeout", type=int, help="SSH connection timeout in seconds")
-    conn.add_argument("--private-key", "--key-file", dest="private_key_file",
-                      help="use this file to authenticate the connection")
-    conn.add_argument("-k", "--ask-pass", action="store_true", default=None,
-                      help="ask for the SSH password (ansible_password wins where set)")
-    conn.add_argument("--ssh-common-args", help="extra ssh arguments for every host")
-    conn.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
-    priv = parser.add_argument_group("privilege escalation options")
-    priv.add_argument("-b", "--become", action="store_true", default=None,
-                      help="run operations with become (does not imply a password prompt)")
-    priv.add_argument("--become-method", help="privilege escalation method: sudo or su")
-    priv.add_argument("--become-user", help="run operations as this user (default root)")
-    vault = parser.add_argument_group("vault options")
-    vault.add_argument("--vault-id", action="append", default=[], dest="vault_ids",
-                       help="the vault identity to use (label@source, repeatable)")
-    vault.add_argument("--vault-password-file", "--vault-pass-file", action="append", default=[],
-                       dest="vault_password_files", help="vault password file (repeatable)")
-    vault.add_argument("-J", "--ask-vault-password", "--ask-vault-pass", action="store_true",
-                       default=None, dest="ask_vault_pass", help="ask for the vault password")
+    add_access_options(parser)
     parser.add_argument("--list-hosts", action="store_true",
                         help="outputs a list of matching hosts; does not run anything else")
     parser.add_argument("--list-tasks", action="store_true",
@@ -102,8 +80,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-var-closure", action="store_true",
                         help="ship every host variable with every batch instead of only those "
                              "its tasks read (to measure what the closure saves)")
-    priv.add_argument("-K", "--ask-become-pass", action="store_true", default=None,
-                        help="ask for the privilege escalation (become) password")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -131,6 +107,35 @@ class _Print(argparse.Action):
         print(self.text())
         parser.exit()
 
+
+def add_access_options(parser: argparse.ArgumentParser) -> None:
+    """How to reach the hosts: connection, become and vault options, as
+    ``ansible-playbook`` names them (ioc-run's and ioc-adhoc's alike)."""
+    conn = parser.add_argument_group("connection options (defaults from ansible.cfg, "
+                                     "overridden by host variables, as in Ansible)")
+    conn.add_argument("-u", "--user", dest="remote_user", help="connect as this user")
+    conn.add_argument("-c", "--connection", help="connection type: ssh (smart, paramiko) or local")
+    conn.add_argument("-T", "--timeout", type=int, help="SSH connection timeout in seconds")
+    conn.add_argument("--private-key", "--key-file", dest="private_key_file",
+                      help="use this file to authenticate the connection")
+    conn.add_argument("-k", "--ask-pass", action="store_true", default=None,
+                      help="ask for the SSH password (ansible_password wins where set)")
+    conn.add_argument("--ssh-common-args", help="extra ssh arguments for every host")
+    conn.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
+    priv = parser.add_argument_group("privilege escalation options")
+    priv.add_argument("-b", "--become", action="store_true", default=None,
+                      help="run operations with become (does not imply a password prompt)")
+    priv.add_argument("--become-method", help="privilege escalation method: sudo or su")
+    priv.add_argument("--become-user", help="run operations as this user (default root)")
+    priv.add_argument("-K", "--ask-become-pass", action="store_true", default=None,
+                      help="ask for the privilege escalation (become) password")
+    vault = parser.add_argument_group("vault options")
+    vault.add_argument("--vault-id", action="append", default=[], dest="vault_ids",
+                       help="the vault identity to use (label@source, repeatable)")
+    vault.add_argument("--vault-password-file", "--vault-pass-file", action="append", default=[],
+                       dest="vault_password_files", help="vault password file (repeatable)")
+    vault.add_argument("-J", "--ask-vault-password", "--ask-vault-pass", action="store_true",
+                       default=None, dest="ask_vault_pass", help="ask for the vault password")
 
 def _distribution_version(name: str) -> str:
     """The installed version of distribution ``name`` (read without importing it)."""
