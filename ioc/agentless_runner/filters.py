@@ -243,6 +243,10 @@ def unique(environment, value, case_sensitive=None, attribute=None):
     try:
         return list(jinja2.filters.do_unique(
             environment, value, case_sensitive=bool(case_sensitive), attribute=attribute))
+    except jinja2.exceptions.UndefinedError as exc:
+        # an item without the attribute: Ansible's unique fails with the
+        # lookup's words, an error of the filter rather than an undefined value
+        raise FilterError(str(exc)) from None
     except TypeError as exc:
         if case_sensitive is False or attribute:
             raise FilterError("Jinja2's unique filter failed and we cannot fall back to "
@@ -360,11 +364,14 @@ def extract(environment, item, container, morekeys=None):
     else:
         keys = [item, morekeys]
     value = container
-    for key in keys:
+    for number, key in enumerate(keys):
         found = environment.getitem(value, key)
-        if isinstance(found, Undefined) and _type_name(value) == "list":
-            # an index past a list's end: jinja's getitem falls back to
-            # getattr, and Ansible's extract reports that attribute
+        kind = _type_name(value)
+        if isinstance(found, Undefined) and (
+                kind == "list" or (kind == "dict" and number < len(keys) - 1)):
+            # an index past a list's end, or a key a dict lacks that more keys
+            # follow: jinja's getitem falls back to getattr, and Ansible's
+            # extract reports that attribute
             found = environment.undefined(
                 hint="object of type %r has no attribute %r" % (_type_name(value), key),
                 obj=value, name=key)

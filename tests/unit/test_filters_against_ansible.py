@@ -116,6 +116,11 @@ FOUND = [
     t("{{ x | extract(a0) }}", x=1, a0=[]),
     t("{{ x | extract(a0) }}", x="k", a0={}),
     t("{{ x | unique(attribute='b') }}", x=[{"b": {"a": 1}}, {"b": {"a": 1}}]),
+    # items without the attribute: the filter's error, not an undefined value
+    t("{{ x | unique(attribute='a') }}", x=[[]]),
+    t("{{ x | unique(attribute='a') }}", x=[{"a": None}, None]),
+    # a dict without the key (not a string): its attribute, as a list's index
+    t("{{ x | extract(a0, a1) }}", x=1, a0={"a": {"b": 1}}, a1=0),
     t("{{ 'a' | to_uuid(namespace='bogus') }}"),
     t("{{ 'a' | hash('bogus') }}"),
     t("{{ '%Z %s' | strftime(5, utc=True) }}"),
