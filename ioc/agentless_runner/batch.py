@@ -39,7 +39,8 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.templating import (ConditionalResultError, Deprecated, DeprecatedReads,
+from ioc.agentless_runner.template_errors import conditional_error_text
+from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads)
 
@@ -510,7 +511,7 @@ class HostRun(HandlerRun, LoopRun):
                     return results.skipped_result(cond)
             except TemplateError as exc:
                 return results.failed_result(
-                    "Task failed: A 'when' expression failed: %s" % _conditional_error(exc),
+                    "Task failed: A 'when' expression failed: %s" % conditional_error_text(exc),
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None)
         if reads is not None:
@@ -612,7 +613,7 @@ class HostRun(HandlerRun, LoopRun):
                 if not templar.conditional(cond):
                     return False
             except TemplateError as exc:
-                error = _conditional_error(exc)
+                error = conditional_error_text(exc)
                 if not results.legacy():
                     error = "An 'until' expression failed: %s" % error
                 raise _ConditionFailed(results.failed_result(
@@ -657,7 +658,7 @@ class HostRun(HandlerRun, LoopRun):
                 if field == "changed_when" and not results.legacy():
                     self._suppress_exception(result, field)
                 result["failed"] = True
-                result[field + "_result"] = _conditional_error(exc)
+                result[field + "_result"] = conditional_error_text(exc)
                 applied.append([field, result[field + "_result"], True,
                                 current if isinstance(current, str) else None])
                 if not results.legacy():
@@ -1035,13 +1036,6 @@ def _deprecations(task, found):
 def _nth(origins, number):
     """The origin of condition ``number`` (None if unknown)."""
     return (origins[number] if number < len(origins) else None) or None
-
-
-def _conditional_error(exc):
-    """The text of a failed condition: evaluation errors get Ansible's prefix."""
-    if isinstance(exc, ConditionalResultError):
-        return str(exc)
-    return "Error while evaluating conditional: %s" % (exc,)
 
 
 def _role_vars(task):

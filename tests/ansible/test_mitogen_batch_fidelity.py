@@ -164,6 +164,42 @@ def test_changed_when_failed_when_and_until_fail_tasks_in_linear_words(ansible, 
     assert batch.steps and not batch.through_ansible, batch.log
 
 
+def test_a_python_error_in_a_template_is_worded_as_ansibles_rendering_error(ansible,
+                                                                           ansible_python):
+    """A Python exception raised inside a template or an expression is
+    "Error rendering template/expression: <exception>" (lazy containers named as
+    Ansible's in it); only an undefined variable in a condition is "Error while
+    evaluating conditional"."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            dict_one: {a: 1}
+            dict_two: {b: 2}
+          tasks:
+            - set_fact:
+                dict_sum: "{{ dict_one + dict_two }}"
+              ignore_errors: true
+            - ping:
+              changed_when: 1 / 0
+              ignore_errors: true
+            - assert:
+                that: 1 / 0
+              ignore_errors: true
+            - debug:
+                msg: "{{ [1] | map('int') | list + dict_one }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Error rendering expression: division by zero" in batch.stdout + batch.stderr
+    assert "'_AnsibleLazyTemplateDict' and '_AnsibleLazyTemplateDict'" in batch.stdout \
+        + batch.stderr
+    assert batch.steps, batch.log
+
+
 def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python):
     """``until: r is changed`` with ``changed_when: false`` is never met: the
     task retries and fails as linear's does (until sees the conditions' result)."""
