@@ -679,12 +679,13 @@ class HostRun(HandlerRun, LoopRun):
     def _condition_error(task, result, field, number, failed_before):
         """2.21: the failure a changed_when/failed_when expression that cannot be
         evaluated makes (TaskExecutor raises it as the result's own error): a
-        result without a msg of its own takes the error's words. The callbacks
+        result without a msg of its own (or whose msg is only the words of the
+        module's uncaught exception) takes the error's words. The callbacks
         get the error (``_ioc_condition_error``: its words, whether the action
         had failed already) and where the expression was written
         (``_ioc_error_origin``) for the [ERROR] line and its excerpts."""
         error = "A '%s' expression failed: %s" % (field, result[field + "_result"])
-        if not result.get("msg"):
+        if not result.get("msg") or "_ioc_module_exception" in result:
             result["msg"] = "Task failed: %s failed: %s" % (
                 "Module" if failed_before else "Action", error)
         result["_ioc_condition_error"] = [error, failed_before]

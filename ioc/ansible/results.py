@@ -130,7 +130,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
     elif utr.failed and utr.exception and not engine and \
-            (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"):
+            (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"
+             or result.get("_ioc_module_exception")):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -575,6 +576,9 @@ def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str
         data.update(conditions["before"])
     if exhausted:
         data["failed"] = False
+    uncaught = raw.get("_ioc_module_exception") if isinstance(raw, Mapping) else None
+    if isinstance(uncaught, str) and data.get("failed"):
+        data = _uncaught_exception(data, uncaught)
     utr = _utr(utr_class, data, action)
     if conditions and utr.exception is None:
         # The action returned the module's result without an error: an error
@@ -589,6 +593,21 @@ def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str
     if exhausted:
         utr.failed = True
     return utr
+
+
+def _uncaught_exception(data: Dict[str, Any], message: str) -> Dict[str, Any]:
+    """A module's result for an exception it did not catch, as the module
+    returned it: the exception's event and no msg. The runner words a msg from
+    it for ioc's console; Ansible words its own from the event ("Task failed:
+    Module failed: <message>", or a changed_when error's in its place)."""
+    from ansible.module_utils._internal import _messages
+
+    data = {k: v for k, v in data.items() if k != "msg"}
+    traceback = data.get("exception")
+    data["exception"] = _messages.ErrorSummary(event=_messages.Event(
+        msg=message, formatted_traceback=traceback if isinstance(traceback, str)
+        and traceback != NO_TRACEBACK else None))
+    return data
 
 
 def _condition(task: Any, field: str, expression: Any) -> Any:

@@ -200,6 +200,33 @@ def test_a_python_error_in_a_template_is_worded_as_ansibles_rendering_error(ansi
     assert batch.steps, batch.log
 
 
+def test_a_modules_uncaught_exception_is_worded_once(ansible, ansible_python):
+    """A module that raises: "Task failed: Module failed: <exception>" once (the
+    bridge gives Ansible the exception, not the msg the runner made of it), and
+    a changed_when error on it replaces that msg, registered too."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+                data: crash
+              ignore_errors: true
+            - ping:
+                data: crash
+              changed_when: 1 / 0
+              ignore_errors: true
+              register: crashed
+            - debug:
+                var: crashed.msg
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Module failed: Task failed" not in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
+
+
 def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python):
     """``until: r is changed`` with ``changed_when: false`` is never met: the
     task retries and fails as linear's does (until sees the conditions' result)."""
