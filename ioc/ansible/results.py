@@ -87,7 +87,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
-            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")))
+            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
+                                     result.get("_ioc_error_help"))
         if include:
             _include_keys_219(result, data, action, item)
         _mark_engine_failures_219(data, result)
@@ -102,7 +103,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
-                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"))
+                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
+                            result.get("_ioc_error_help"))
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -298,6 +300,7 @@ def _argument(task: Any, expression: Any) -> Any:
         value = pending.pop()
         if isinstance(value, Mapping):
             pending.extend(value.values())
+            pending.extend(value.keys())  # (set_fact's templated keys)
         elif isinstance(value, (list, tuple)):
             pending.extend(value)
         elif isinstance(value, str) and value == expression:
@@ -375,11 +378,11 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
 
 
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
-                  argument: Any = None, keyword: Any = None) -> Any:
+                  argument: Any = None, keyword: Any = None, help_text: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
-    action, about its argument ``obj``) raised; ``argument``: [name, variable,
-    path] of an argument that could not be templated, ``keyword``: the same for a keyword
-    (their chains)."""
+    action, about its argument ``obj``, with its ``help_text``) raised; ``argument``:
+    [name, variable, path] of an argument that could not be templated, ``keyword``:
+    the same for a keyword (their chains)."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -391,7 +394,7 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
                 _keyword_exception(task, message, keyword) if keyword else None
             if chained is not None:
                 raise chained
-            raise _engine_exception(message, data, obj)
+            raise _engine_exception(message, data, obj, help_text)
         except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -416,7 +419,8 @@ def _timeout_error() -> Any:
     return TaskTimeoutError
 
 
-def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseException:
+def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
+                      help_text: Any = None) -> BaseException:
     """The exception TaskExecutor caught: the task's ``timeout`` (its result keys, its
     deprecated ``timedout.frame``), else an AnsibleError with ``message``."""
     timedout = data.get("timedout")
@@ -426,10 +430,11 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseExcep
         from ansible.errors import AnsibleConnectionFailure
 
         return AnsibleConnectionFailure(message, obj=obj)
-    return engine_exception(message, obj)
+    return engine_exception(message, obj, help_text if isinstance(help_text, str) else None)
 
 
-def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[str, Any]:
+def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
+                      help_text: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
     (a failed become; the action's, about its argument ``obj``), marked so
     ``_raw_task_result`` leaves it as it is."""
@@ -442,7 +447,7 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[
     try:
         try:
             # (from None: called while handling the ImportError that chose 2.19)
-            raise _engine_exception(message, data, obj) from None
+            raise _engine_exception(message, data, obj, help_text) from None
         except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:

@@ -465,7 +465,9 @@ def test_task_result_is_the_latest_result(ansible, ansible_python):
 
 
 def test_set_fact_templates_its_keys(ansible, ansible_python):
-    """set_fact's keys are templated (Ansible's action does, for dynamic names)."""
+    """set_fact's keys are templated (Ansible's action does, for dynamic names),
+    and a key that is no variable name fails the task as Ansible's action does
+    (its words, the key's origin, the help text)."""
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -479,12 +481,24 @@ def test_set_fact_templates_its_keys(ansible, ansible_python):
                 that: my_key == "my_value"
             - debug:
                 msg: "{{ my_key }}"
+            - set_fact:
+                "{{ 'true' }}": value
+              ignore_errors: true
+            - set_fact:
+                "{{ 1 }}": value
+              register: invalid
+              ignore_errors: true
+            - debug:
+                var: invalid.msg
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert '"msg": "my_value"' in batch.stdout
+    assert "Invalid variable name 'true'." in batch.stdout + batch.stderr
+    assert "Variable names must be strings starting with a letter" in batch.stdout \
+        + batch.stderr
     assert batch.steps and not batch.through_ansible, batch.log
 
 
