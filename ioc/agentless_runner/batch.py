@@ -581,6 +581,9 @@ class HostRun(HandlerRun, LoopRun):
                 # Failed by the engine, not by the action (the bridge says so to Ansible).
                 result["_ioc_until_exhausted"] = not result.get("failed")
                 result["failed"] = True
+                if "failed_when_result" in result and not results.legacy():
+                    # 2.21's UnifiedTaskResult.failed: what failed_when said wins
+                    result["failed"] = bool(result["failed_when_result"])
                 return result
             # ansible-core reports the attempt about to run (2..retries+1)
             result["attempts"] = attempt + 1

@@ -501,7 +501,8 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
         for item in data["results"]:
             if isinstance(item, dict):
                 item.pop("_ioc_engine_error", None)
-    elif status == "failed" and not engine:
+    elif (status == "failed" or data.get("failed")) and not engine:
+        # (failed, yet not a failure: until ran out on a result failed_when let pass)
         data = _executor_failure_219(task, data, action)
     return _RawTaskResult(host, task, data, task.dump_attrs())
 

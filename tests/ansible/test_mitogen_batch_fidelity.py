@@ -256,6 +256,40 @@ def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python)
     assert batch.steps and not batch.through_ansible, batch.log
 
 
+def test_failed_when_decides_a_task_whose_until_ran_out(ansible, ansible_python):
+    """``until`` that is never met on a result ``failed_when`` lets pass: the task
+    is not failed (ansible-core's result is failed as failed_when said), in a
+    loop too, and the registered value says so (2.21: ``failed: false``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: "true"
+              register: r
+              until: 1 == 0
+              retries: 1
+              delay: 0
+              failed_when: r.attempts > 6
+            - debug:
+                var: r.failed
+            - command: "true"
+              register: s
+              loop: [1]
+              until: 1 == 0
+              retries: 1
+              delay: 0
+              failed_when: false
+            - debug:
+                var: s.failed
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "h1                         : ok=4    changed=2" in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
 def test_loop_labels_and_break_when_as_linear(ansible, ansible_python):
     """Each item is labelled with its loop variable's value (``loop_var: i`` too),
     and ``loop_control.break_when`` ends the loop after the first item it is
