@@ -41,7 +41,8 @@ def run(action, args, ctx):
         return {"failed": True, "changed": False,
                 "msg": "The module %s was not found on the target." % action}
     if action in OPTIONS_CHECKED_HERE:
-        refused = _unknown_options(action, args, module.OPTIONS)
+        refused = _unknown_options(action, args, module.OPTIONS) or \
+            _refused_value(action, args, module)
         if refused is not None:
             return refused
     if ctx.check_mode and not getattr(module, "SUPPORTS_CHECK_MODE", False):
@@ -110,6 +111,19 @@ def _unknown_options(action, args, options):
     result = {"failed": True, "_ioc_raised": True,
               "msg": "Unsupported parameters for (%s) module: %s. Supported parameters include: "
                      "%s." % (action, ", ".join(bad), listed)}
+    if action != "debug":
+        result["changed"] = False
+    return result
+
+
+def _refused_value(action, args, module):
+    """The failed result for an option value the plugin's argument spec refuses
+    (debug's ``var`` that is no text), raised as the plugin raises it; or None."""
+    check = getattr(module, "argument_error", None)
+    msg = check(args) if check is not None else None
+    if msg is None:
+        return None
+    result = {"failed": True, "_ioc_raised": True, "msg": msg}
     if action != "debug":
         result["changed"] = False
     return result

@@ -89,6 +89,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
                                      result.get("_ioc_error_help"))
+        elif result.get("_ioc_raised") and status == "failed":
+            data = _action_fail_219(task, data)
         if include:
             _include_keys_219(result, data, action, item)
         _mark_engine_failures_219(data, result)
@@ -100,11 +102,15 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
     engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
+    raised = bool(result.get("_ioc_raised")) and status == "failed"
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
                             result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
                             result.get("_ioc_error_help"))
+    elif raised:
+        # The action plugin raised AnsibleActionFail (an argument its spec refuses).
+        utr = _action_fail(utr_class, task, data)
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -131,7 +137,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if isinstance(items, list):
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
-    elif utr.failed and utr.exception and not engine and \
+    elif utr.failed and utr.exception and not engine and not raised and \
             (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"
              or result.get("_ioc_module_exception")):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
@@ -414,6 +420,22 @@ _ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
               "_ansible_item_label", "_ansible_no_log")
 
 
+def _action_fail(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
+    """The result TaskExecutor makes of an ``AnsibleActionFail`` the action plugin
+    raised with the runner's ``msg``: "Task failed: <msg>", the failure and the
+    msg its only contribution."""
+    from ansible.errors import AnsibleActionFail, AnsibleTaskError
+
+    try:
+        try:
+            raise AnsibleActionFail(str(data.get("msg", "")))
+        except AnsibleActionFail as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        return utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                                source_is_module=False)
+
+
 def _timeout_error() -> Any:
     from ansible._internal._errors._task_timeout import TaskTimeoutError
     return TaskTimeoutError
@@ -456,6 +478,24 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
     out.update({k: data[k] for k in _ITEM_KEYS if k in data})
     if "results" in data:
         out["results"] = data["results"]
+    out["_ioc_engine_error"] = True
+    return out
+
+
+def _action_fail_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+    """2.19: the result dict TaskExecutor makes of an ``AnsibleActionFail`` the
+    action plugin raised with the runner's ``msg``, marked as ``_engine_error_219``'s."""
+    from ansible._internal._errors import _error_utils
+    from ansible.errors import AnsibleActionFail, AnsibleTaskError
+
+    try:
+        try:
+            # (from None: called while handling the ImportError that chose 2.19)
+            raise AnsibleActionFail(str(data.get("msg", ""))) from None
+        except AnsibleActionFail as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        out = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
     out["_ioc_engine_error"] = True
     return out
 

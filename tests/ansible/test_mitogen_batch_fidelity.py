@@ -60,6 +60,34 @@ def test_assert_shows_its_result_unless_quiet(ansible, ansible_python):
     assert batch.steps, batch.log
 
 
+def test_debug_refuses_a_var_that_is_no_text_as_its_argument_spec_does(ansible,
+                                                                       ansible_python):
+    """debug's ``var`` must be text: a dict, list or number fails the task as the
+    action plugin raises it ("Task failed: argument 'var' is of type ...")."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                var:
+                  some_diot:
+                    sub_dict:
+              ignore_errors: true
+              register: result
+            - debug:
+                var: result
+            - debug:
+                var: 5
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "[ERROR]: Task failed: argument 'var' is of type int" in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
+
+
 def test_an_assert_on_an_undefined_variable_fails_as_the_conditional_error(ansible, ansible_python):
     """An error evaluating one of assert's conditions is the task's error
     ("Error while evaluating conditional"), naming where that condition was

@@ -43,6 +43,17 @@ def _check_verbosity(args):
                           "%r cannot be converted to an int" % (type(value), value))
 
 
+def argument_error(args):
+    """What Ansible's argument spec says of ``var`` when it is no text (its type
+    is ``_check_type_str_no_conversion``; None counts as ''), or None."""
+    var = args.get("var")
+    if var is None or isinstance(var, str):
+        return None
+    return ("argument 'var' is of type %s and we were unable to convert to "
+            "_check_type_str_no_conversion: '%r' is not a string and conversion is not "
+            "allowed" % (type(var).__name__, var))
+
+
 @_common.module_entry
 def run(args, ctx):
     """Return ``{"msg": ...}`` or ``{<var>: value}``."""
@@ -50,7 +61,7 @@ def run(args, ctx):
     _check_verbosity(args)
     if "msg" in args and "var" in args:
         raise ModuleError("parameters are mutually exclusive: msg|var")
-    if "var" in args:
+    if args.get("var") is not None:
         var = args["var"]
         key = str(type(var)) if isinstance(var, (list, dict)) else var
         return {key: _lookup(var, ctx), "failed": False, "changed": False}
