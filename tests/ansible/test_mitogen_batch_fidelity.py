@@ -63,7 +63,8 @@ def test_assert_shows_its_result_unless_quiet(ansible, ansible_python):
 def test_debug_refuses_a_var_that_is_no_text_as_its_argument_spec_does(ansible,
                                                                        ansible_python):
     """debug's ``var`` must be text: a dict, list or number fails the task as the
-    action plugin raises it ("Task failed: argument 'var' is of type ...")."""
+    action plugin raises it ("Task failed: argument 'var' is of type ..."); an
+    expression that raises is "Error while resolving `var` expression"."""
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -79,12 +80,17 @@ def test_debug_refuses_a_var_that_is_no_text_as_its_argument_spec_does(ansible,
             - debug:
                 var: 5
               ignore_errors: true
+            - debug:
+                var: 5/0
+              ignore_errors: true
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert "[ERROR]: Task failed: argument 'var' is of type int" in batch.stdout + batch.stderr
+    assert "Error while resolving `var` expression: Error rendering expression: division by " \
+        "zero" in batch.stdout + batch.stderr
     assert batch.steps, batch.log
 
 

@@ -3,7 +3,8 @@
 ``verbosity`` is accepted and returned untouched in effect: the executor
 decides whether the result is shown.
 """
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.template_errors import TemplateError
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({"msg", "var", "verbosity"})
@@ -24,10 +25,11 @@ def _lookup(var, ctx):
     if ctx.templar is not None:
         try:
             value = ctx.templar.evaluate(var)
-        except Exception as e:  # the templar's undefined error; anything else propagates
+        except TemplateError as e:
             if _is_undefined(e):
                 return UNDEFINED_TEXT
-            raise
+            # (Ansible's action raises it with the error as its cause)
+            raise TaskError("Error while resolving `var` expression: %s" % (e,), var)
         return UNDEFINED_TEXT if _is_undefined(value) else value
     value = ctx.task_vars.get(var, _MISSING) if isinstance(var, str) else _MISSING
     return UNDEFINED_TEXT if value is _MISSING or _is_undefined(value) else value
