@@ -92,7 +92,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
-            _include_keys_219(result, data, action, item)
+            _include_keys_219(result, data, action, item, task)
         _mark_engine_failures_219(data, result)
         if result.get("_ioc_action_failure"):
             action = ACTION_FAILURE  # worded as an action plugin's own failure
@@ -120,7 +120,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     else:
         utr = _utr_after(utr_class, task, data, result, action)
     if include:
-        _include_fields(utr, result, action)
+        _include_fields(utr, result, action, task)
     if isinstance(items, list):
         given = result.get("results")
         raw_items: List[Any] = list(given) if isinstance(given, list) else []
@@ -131,7 +131,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         if include:
             for raw, item_utr in zip(result.get("results") or (), utr.loop_results):
                 if isinstance(raw, dict):
-                    _include_fields(item_utr, raw, action)
+                    _include_fields(item_utr, raw, action, task)
     elif items is not None:
         utr.result_data["results"] = items
     if isinstance(items, list):
@@ -242,20 +242,28 @@ def _public(result: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-def _include_target(raw: Mapping[str, Any], action: str) -> Tuple[Optional[str], Dict[str, Any]]:
-    """(file, arguments) a runner's include result names, as TaskExecutor splits them."""
-    args = dict(raw.get("_ioc_include_args") or {})
+def _include_target(raw: Mapping[str, Any], action: str,
+                    task: Any = None) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(file, arguments) a runner's include result names, as TaskExecutor splits them.
+
+    An argument equal to the one the task was written with is that one, with
+    its origin (Ansible's templating keeps a literal's): an error loading the
+    include (a role that does not exist) names where it was written."""
+    written = (getattr(task, "args", None) or {}) if task is not None else {}
+    args = {k: written[k] if isinstance(v, str) and isinstance(written.get(k), str)
+            and written[k] == v else v
+            for k, v in (raw.get("_ioc_include_args") or {}).items()}
     if action == "include_tasks":
         name = args.pop("_raw_params", None)
         return (name if name is not None else raw.get("_ioc_included")), args
     return None, args
 
 
-def _include_fields(utr: Any, raw: Mapping[str, Any], action: str) -> None:
+def _include_fields(utr: Any, raw: Mapping[str, Any], action: str, task: Any = None) -> None:
     """2.21: what an include (or one loop item of it) included, on its UnifiedTaskResult."""
     if "_ioc_include_args" not in raw:
         return  # skipped or failed: nothing included
-    utr.include_file, utr.include_args = _include_target(raw, action)
+    utr.include_file, utr.include_args = _include_target(raw, action, task)
     loop_var = raw.get("ansible_loop_var")
     if loop_var:
         utr.loop_var, utr.loop_item = loop_var, raw.get(loop_var)
@@ -269,7 +277,7 @@ def _include_fields(utr: Any, raw: Mapping[str, Any], action: str) -> None:
 
 
 def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
-                      item: bool) -> None:
+                      item: bool, task: Any = None) -> None:
     """2.19: the ``include``/``include_args`` keys its TaskExecutor returns, per item too
     (``item``: ``raw`` is one loop item's result)."""
     pairs = [(raw, data)]
@@ -280,7 +288,7 @@ def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
             continue
         if item or out is not data:
             out.pop("changed", None)  # an item is TaskExecutor's dict as it is
-        name, args = _include_target(source, action)
+        name, args = _include_target(source, action, task)
         if name is not None:
             out["include"] = name
         out["include_args"] = args

@@ -57,6 +57,8 @@ class PlayExecutor:
         #: failed but the failed ones, so these count as failed *and*
         #: unreachable, and the playbook goes on to its next play (L4.5).
         self.fatal_unreachable: Set[str] = set()
+        #: Hosts whose include the current step could not load (``_fail_include``).
+        self.include_failed: List[str] = []
         #: Names the current step reads (None: all), see ``planner/closure.py``.
         self.reads: Optional[FrozenSet[str]] = None
         #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
@@ -89,8 +91,20 @@ class PlayExecutor:
             self.after_step(step, active, outcome)
             number += 1
             if outcome.includes:
+                self.include_failed = []
                 number = self.splice_includes(step, outcome)
+                if self.include_failed:
+                    self._after_include_failures(step, active, outcome)
         self._settle_open_failures()
+
+    def _after_include_failures(self, step: Step, active: List[str],
+                                outcome: StepOutcome) -> None:
+        """Hosts whose include could not be loaded failed at the include: linear
+        loads includes before its any_errors_fatal and max_fail_percentage
+        checks, so they count there as the step's failures (L4.5)."""
+        if not outcome.failed and self._any_errors_fatal(step):
+            self.stop_others(active, self.include_failed)
+        self._max_fail_percentage()
 
     def _settle_open_failures(self) -> None:
         """A host whose block failure no later batch resumed ends the play failed.
@@ -386,6 +400,7 @@ class PlayExecutor:
         """An included file that cannot be loaded fails the hosts that included it
         (``shown``: the ``[ERROR]`` line's whole text, when it has no ``Origin:``)."""
         result: Dict[str, Any] = {"failed": True, "changed": False, "msg": message}
+        self.include_failed.append(host)
         if shown is not None:
             result["_ioc_error"] = shown
         view = TaskView(name=entry.task.display_name, action=entry.task.action,

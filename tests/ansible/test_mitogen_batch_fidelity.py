@@ -363,6 +363,33 @@ def test_loop_labels_and_break_when_as_linear(ansible, ansible_python):
     assert batch.steps and not batch.through_ansible, batch.log
 
 
+def test_an_include_that_cannot_be_loaded_is_the_steps_failure_for_any_errors_fatal(
+        ansible, ansible_python):
+    """An include_role of a role that does not exist, on h2 only, under
+    any_errors_fatal: the error names where the role's name was written, and
+    the play ends for h1 too (linear loads includes before that check)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          any_errors_fatal: true
+          tasks:
+            - name: include a role that does not exist
+              include_role:
+                name: non-existent-role
+              when: inventory_hostname == 'h2'
+            - name: never reached
+              debug:
+                msg: never
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "never reached" not in batch.stdout
+    assert "Origin: <unknown>" not in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
+
+
 def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible_python):
     """A templated ``throttle`` runs its task through Ansible, whose strategy
     templates it per host: a number limits the hosts, anything else stops the
