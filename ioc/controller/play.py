@@ -594,10 +594,19 @@ class PlayExecutor:
         linear gives every host the task and runs it on the first only."""
         path = _path_to(self.plan.program.tree, self.plan.entries_of(step)[0].index) \
             if step is not None else None
+        enclosing = {str(bid) for bid, _ in path or ()}
         for host in others:
             state = self.hosts[host]
             if not state.active:
                 continue
+            if path is not None:
+                # Given this task, the host has left every block not around it
+                # (its runner stopped after the last task it ran, inside its blocks).
+                for bid in [b for b, saved in state.blocks.items()
+                            if b not in enclosing and isinstance(saved, dict)
+                            and saved.get("phase") in ("block", "rescue", "always")
+                            and not saved.get("failure")]:
+                    del state.blocks[bid]
             for bid, phase in path or ():
                 if (state.blocks.get(str(bid)) or {}).get("phase") != phase:
                     state.blocks[str(bid)] = {"phase": phase, "failure": None}

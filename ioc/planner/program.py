@@ -226,9 +226,11 @@ def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int) -> list:
     The first node at or after ``end`` becomes a *fence*: a host that reaches
     it stops there and reports where it stands in each enclosing block, so the
     next batch resumes it exactly (in a rescue, in an always, with a failure).
-    A dynamic include that ends the batch is followed by a fence too: what it
-    includes is spliced in right after it, inside its blocks, so a host must
-    not leave them (and run their always) before the next batch.
+    The batch's last task is followed by a fence too: a host stays where
+    linear's iterator leaves it, inside the blocks around that task, until
+    the next batch. What a dynamic include there includes is spliced in right
+    after it, inside those blocks; a host that another host's failure marks
+    failed (any_errors_fatal) goes to the rescue of the innermost of them.
     """
     out: list = []
     for node in tree:
@@ -239,8 +241,7 @@ def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int) -> list:
             out.append({"fence": first})
             break
         out.append(_wire_node(node, start, end))
-        if isinstance(node, Entry) and node.index == end - 1 \
-                and node.task.include_scope is not None:
+        if isinstance(node, Entry) and node.index == end - 1:
             out.append({"fence": end})
             break
     return out
