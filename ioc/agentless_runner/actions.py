@@ -41,7 +41,8 @@ def run(action, args, ctx):
         return {"failed": True, "changed": False,
                 "msg": "The module %s was not found on the target." % action}
     if action in OPTIONS_CHECKED_HERE:
-        refused = _unknown_options(action, args, module.OPTIONS)
+        refused = _unknown_options(action, args, module.OPTIONS) or \
+            _refused_value(action, args, module)
         if refused is not None:
             return refused
     if ctx.check_mode and not getattr(module, "SUPPORTS_CHECK_MODE", False):
@@ -73,6 +74,8 @@ def _task_error(exc):
                                    exception=traceback.format_exc(), _ioc_task_error=True)
     if isinstance(exc.expression, str):
         result["_ioc_error_expr"] = exc.expression
+    if exc.help_text:
+        result["_ioc_error_help"] = exc.help_text
     return result
 
 
@@ -108,6 +111,19 @@ def _unknown_options(action, args, options):
     result = {"failed": True, "_ioc_raised": True,
               "msg": "Unsupported parameters for (%s) module: %s. Supported parameters include: "
                      "%s." % (action, ", ".join(bad), listed)}
+    if action != "debug":
+        result["changed"] = False
+    return result
+
+
+def _refused_value(action, args, module):
+    """The failed result for an option value the plugin's argument spec refuses
+    (debug's ``var`` that is no text), raised as the plugin raises it; or None."""
+    check = getattr(module, "argument_error", None)
+    msg = check(args) if check is not None else None
+    if msg is None:
+        return None
+    result = {"failed": True, "_ioc_raised": True, "msg": msg}
     if action != "debug":
         result["changed"] = False
     return result
@@ -305,18 +321,46 @@ def _include(action, args):
             "_ioc_include_args": _include_args(args)}
 
 
+#: Names Jinja gives a meaning of their own (ansible-core's ``JINJA_KEYWORDS``).
+_JINJA_KEYWORDS = frozenset({"true", "false", "none", "True", "False", "None", "not"})
+
+
+def _validate_variable_name(name):
+    """Raise Ansible's error for a name no variable can have (``validate_variable_name``)."""
+    if isinstance(name, str) and name.isidentifier() and name.isascii() \
+            and name not in _JINJA_KEYWORDS:
+        return
+    if isinstance(name, (str, int, float, bool, type(None))):
+        described = "name %r" % (str(name),)
+    else:
+        described = "name"
+    if not isinstance(name, str):
+        described += " of type %r" % (type(name).__name__,)
+    raise TaskError("Invalid variable %s." % described, help_text=(
+        "Variable names must be strings starting with a letter or underscore character, "
+        "and contain only letters, numbers and underscores."))
+
+
 def _include_args(args):
     """The templated arguments the controller loads a dynamic include from."""
     return {k: v for k, v in args.items() if not k.startswith("_ioc_")}
 
 
 def _set_fact(args, templar=None):
-    """``set_fact``: its keys are templated too, as Ansible's action templates them."""
-    facts = dict(args)
-    cacheable = facts.pop("cacheable", False)
-    if templar is not None:
-        facts = dict((templar.template(k) if isinstance(k, str) and "{" in k else k, v)
-                     for k, v in facts.items())
+    """``set_fact``: its keys are templated too, as Ansible's action templates
+    them, and each must be a variable name (``validate_variable_name``)."""
+    given = dict(args)
+    cacheable = given.pop("cacheable", False)
+    facts = {}
+    for key, value in given.items():
+        name = templar.template(key) if templar is not None and isinstance(key, str) \
+            and "{" in key else key
+        try:
+            _validate_variable_name(name)
+        except TaskError as exc:
+            exc.expression = key  # (the controller names where the key was written)
+            return _task_error(exc)
+        facts[name] = value
     result = {"ansible_facts": facts, "changed": False}
     if cacheable not in (False, None) and str(cacheable).lower() not in ("false", "no", "0", ""):
         result["_ioc_cacheable"] = True  # also a fact: ansible_facts.<name>, later plays

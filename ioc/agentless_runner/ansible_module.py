@@ -182,12 +182,16 @@ def _normalize_exception(result):
 
     An exception the module did not catch arrives as an encoded
     ``ErrorSummary``: its message becomes the task's (``Task failed: Module
-    failed: ...``, as ansible-core 2.21 words it). ansible-core 2.21 gives
-    every failed result an ``exception`` (the traceback only when asked for).
+    failed: ...``, as ansible-core 2.21 words it), and ``_ioc_module_exception``
+    keeps the exception's own message for the Ansible bridge, which gives
+    Ansible the exception rather than the msg made of it. ansible-core 2.21
+    gives every failed result an ``exception`` (the traceback only when asked for).
     """
     exc = result.get("exception")
     if isinstance(exc, dict) and exc.get("__ansible_type") == "ErrorSummary":
         event = exc.get("event") or {}
+        if "msg" not in result:
+            result["_ioc_module_exception"] = _event_message(event)
         result.setdefault("msg", "Task failed: Module failed: %s" % _event_message(event))
         result["exception"] = event.get("formatted_traceback") or results.TRACEBACK_UNAVAILABLE
     elif result.get("failed") and "exception" not in result and not results.legacy():

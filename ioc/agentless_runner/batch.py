@@ -41,7 +41,8 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.templating import (ConditionalResultError, Deprecated, DeprecatedReads,
+from ioc.agentless_runner.template_errors import conditional_error_text
+from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads)
 
@@ -605,7 +606,7 @@ class HostRun(HandlerRun, LoopRun):
                     return results.skipped_result(cond)
             except TemplateError as exc:
                 return results.failed_result(
-                    "Task failed: A 'when' expression failed: %s" % _conditional_error(exc),
+                    "Task failed: A 'when' expression failed: %s" % conditional_error_text(exc),
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None)
         if reads is not None:
@@ -675,6 +676,9 @@ class HostRun(HandlerRun, LoopRun):
                 # Failed by the engine, not by the action (the bridge says so to Ansible).
                 result["_ioc_until_exhausted"] = not result.get("failed")
                 result["failed"] = True
+                if "failed_when_result" in result and not results.legacy():
+                    # 2.21's UnifiedTaskResult.failed: what failed_when said wins
+                    result["failed"] = bool(result["failed_when_result"])
                 return result
             # ansible-core reports the attempt about to run (2..retries+1)
             result["attempts"] = attempt + 1
@@ -707,7 +711,7 @@ class HostRun(HandlerRun, LoopRun):
                 if not templar.conditional(cond):
                     return False
             except TemplateError as exc:
-                error = _conditional_error(exc)
+                error = conditional_error_text(exc)
                 if not results.legacy():
                     error = "An 'until' expression failed: %s" % error
                 raise _ConditionFailed(results.failed_result(
@@ -752,7 +756,7 @@ class HostRun(HandlerRun, LoopRun):
                 if field == "changed_when" and not results.legacy():
                     self._suppress_exception(result, field)
                 result["failed"] = True
-                result[field + "_result"] = _conditional_error(exc)
+                result[field + "_result"] = conditional_error_text(exc)
                 applied.append([field, result[field + "_result"], True,
                                 current if isinstance(current, str) else None])
                 if not results.legacy():
@@ -773,12 +777,13 @@ class HostRun(HandlerRun, LoopRun):
     def _condition_error(task, result, field, number, failed_before):
         """2.21: the failure a changed_when/failed_when expression that cannot be
         evaluated makes (TaskExecutor raises it as the result's own error): a
-        result without a msg of its own takes the error's words. The callbacks
+        result without a msg of its own (or whose msg is only the words of the
+        module's uncaught exception) takes the error's words. The callbacks
         get the error (``_ioc_condition_error``: its words, whether the action
         had failed already) and where the expression was written
         (``_ioc_error_origin``) for the [ERROR] line and its excerpts."""
         error = "A '%s' expression failed: %s" % (field, result[field + "_result"])
-        if not result.get("msg"):
+        if not result.get("msg") or "_ioc_module_exception" in result:
             result["msg"] = "Task failed: %s failed: %s" % (
                 "Module" if failed_before else "Action", error)
         result["_ioc_condition_error"] = [error, failed_before]
@@ -1138,13 +1143,6 @@ def _deprecations(task, found):
 def _nth(origins, number):
     """The origin of condition ``number`` (None if unknown)."""
     return (origins[number] if number < len(origins) else None) or None
-
-
-def _conditional_error(exc):
-    """The text of a failed condition: evaluation errors get Ansible's prefix."""
-    if isinstance(exc, ConditionalResultError):
-        return str(exc)
-    return "Error while evaluating conditional: %s" % (exc,)
 
 
 def _role_vars(task):

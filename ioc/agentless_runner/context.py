@@ -39,11 +39,13 @@ class TaskError(Exception):
     ``changed_when``/``failed_when``/``until`` do not see it.
     """
 
-    def __init__(self, msg, expression=None):
+    def __init__(self, msg, expression=None, help_text=None):
         Exception.__init__(self, msg)
         self.msg = msg
         #: The argument the error is about (the controller names where it was written).
         self.expression = expression
+        #: What Ansible's error says to do about it (shown after its origin).
+        self.help_text = help_text
 
 
 class ModuleContext(object):

@@ -11,6 +11,7 @@ import time
 from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
 from ioc.agentless_runner.lookups import listify
+from ioc.agentless_runner.template_errors import conditional_error_text
 from ioc.agentless_runner.templating import Templar, TemplateError
 
 
@@ -158,7 +159,7 @@ class LoopRun(object):
             stop = all(templar.conditional(c) for c in conditions)
         except TemplateError as exc:
             result["failed"] = True
-            result["break_when_result"] = "Error while evaluating conditional: %s" % (exc,)
+            result["break_when_result"] = conditional_error_text(exc)
             return True
         if not results.legacy():
             result["break_when_result"] = stop

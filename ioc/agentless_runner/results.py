@@ -19,10 +19,25 @@ def legacy():
 
 
 def status_of(result):
-    """``unreachable``, ``failed``, ``skipped`` or ``ok`` for one result dict."""
+    """``unreachable``, ``failed``, ``skipped`` or ``ok`` for one result dict.
+
+    Failed is what ``failed_when`` said when it was evaluated, else
+    ``failed`` (ansible-core's ``TaskResult.is_failed``; 2.21's
+    ``UnifiedTaskResult.failed``): they differ once ``until`` ran out on a
+    result failed_when let pass."""
     if result.get("unreachable"):
         return "unreachable"
-    if result.get("failed"):
+    items = result.get("results")
+    decided = [item["failed_when_result"] for item in items
+               if isinstance(item, dict) and "failed_when_result" in item] \
+        if isinstance(items, list) else ()
+    if "failed_when_result" in result:
+        failed = result["failed_when_result"]
+    elif decided:
+        failed = any(decided)  # (a loop: as its items' failed_when said)
+    else:
+        failed = result.get("failed")
+    if failed:
         return "failed"
     if result.get("skipped"):
         return "skipped"

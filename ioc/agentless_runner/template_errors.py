@@ -8,7 +8,8 @@ module that imports them.
 Imports nothing; runs on Python 3.9+.
 """
 
-__all__ = ["TemplateError", "UndefinedVariableError", "ConditionalResultError"]
+__all__ = ["TemplateError", "UndefinedVariableError", "ConditionalResultError",
+           "conditional_error_text"]
 
 
 class TemplateError(Exception):
@@ -28,3 +29,13 @@ class UndefinedVariableError(TemplateError):
 
 class ConditionalResultError(TemplateError):
     """A condition evaluated to something other than a bool."""
+
+
+def conditional_error_text(exc):
+    """The words of a condition that failed to evaluate, as Ansible's
+    ``evaluate_conditional`` gives them: an undefined variable under "Error
+    while evaluating conditional", every other error (a result that is no
+    bool, "Error rendering expression: ...") as it is."""
+    if isinstance(exc, UndefinedVariableError):
+        return "Error while evaluating conditional: %s" % (exc,)
+    return str(exc)

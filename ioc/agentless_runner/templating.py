@@ -177,9 +177,9 @@ def current_reads():
 
 def _native_type_name(obj):
     """The builtin type name ansible-core names a value by ('dict', 'list', 'str'...)."""
-    if isinstance(obj, (_LazyDict, collections.abc.Mapping)) and not isinstance(obj, dict):
+    if isinstance(obj, (_AnsibleLazyTemplateDict, collections.abc.Mapping)) and not isinstance(obj, dict):
         return "dict"
-    if isinstance(obj, _LazyList):
+    if isinstance(obj, _AnsibleLazyTemplateList):
         return "list"
     for base in (dict, list, str, bool, int, float, tuple):
         if isinstance(obj, base):
@@ -249,7 +249,7 @@ def to_builtin(value):
         return {to_builtin(k): to_builtin(v) for k, v in value.items()}
     if isinstance(value, (bytes, bytearray)):
         return value
-    if isinstance(value, (list, tuple, set, frozenset, _LazyList,
+    if isinstance(value, (list, tuple, set, frozenset, _AnsibleLazyTemplateList,
                           collections.abc.Iterator, collections.abc.MappingView,
                           types.GeneratorType)):
         return [to_builtin(v) for v in value]
@@ -299,8 +299,11 @@ def _arg_to_builtin(value):
 # -- lazy containers ----------------------------------------------------------------
 
 
-class _LazyDict(collections.abc.Mapping):
-    """A raw mapping whose values are templated when first read."""
+class _AnsibleLazyTemplateDict(collections.abc.Mapping):
+    """A raw mapping whose values are templated when first read.
+
+    Named as Ansible's lazy dict: Python's own error messages name the type
+    (``unsupported operand type(s) for +: '_AnsibleLazyTemplateDict' ...``)."""
 
     __slots__ = ("_raw", "_templar", "_done", "_active", "_keys")
     __hash__ = None
@@ -352,8 +355,8 @@ class _LazyDict(collections.abc.Mapping):
         return to_builtin(self)
 
 
-class _LazyList(collections.abc.Sequence):
-    """A raw list whose items are templated when first read."""
+class _AnsibleLazyTemplateList(collections.abc.Sequence):
+    """A raw list whose items are templated when first read (named as Ansible's)."""
 
     __slots__ = ("_raw", "_templar", "_done")
     __hash__ = None
@@ -380,7 +383,7 @@ class _LazyList(collections.abc.Sequence):
         return len(self._raw)
 
     def __eq__(self, other):
-        if isinstance(other, (list, _LazyList)):
+        if isinstance(other, (list, _AnsibleLazyTemplateList)):
             return list(self) == list(other)
         return NotImplemented
 
@@ -565,8 +568,13 @@ def _compile_expression(source):
     return _Compiled(_native_template(env, expr), True)
 
 
-def _translate(exc, source):
-    """The TemplateError a user sees for a jinja or Python exception."""
+def _translate(exc, source, kind="template"):
+    """The TemplateError a user sees for a jinja or Python exception.
+
+    ``kind`` is "template" or "expression" (a bare expression: a condition,
+    ``evaluate``). A Python error raised while rendering is Ansible's
+    "Error rendering <kind>." with the exception as its cause, which the
+    error chain shows as "Error rendering <kind>: <exception>"."""
     if isinstance(exc, jinja2.UndefinedError):
         return UndefinedVariableError(str(exc))
     if isinstance(exc, RecursionError):
@@ -578,8 +586,7 @@ def _translate(exc, source):
             message = 'Could not load "%s": \'%s\'' % (unknown.group(2), message)
         return TemplateError("template error while templating string: %s. String: %s"
                              % (message, source))
-    return TemplateError("Unexpected templating type error occurred on (%s): %s"
-                         % (source, exc))
+    return TemplateError("Error rendering %s: %s" % (kind, exc))
 
 
 # -- the Templar -------------------------------------------------------------------
@@ -660,8 +667,8 @@ class Templar(object):
         try:
             compiled = _compile_expression(expression)
         except jinja2.TemplateError as exc:
-            raise _translate(exc, expression) from None
-        return to_builtin(self._run(compiled, expression))
+            raise _translate(exc, expression, "expression") from None
+        return to_builtin(self._run(compiled, expression, "expression"))
 
     def conditional(self, condition, origin=None):
         """Evaluate a ``when``-style condition; the result must be a bool.
@@ -760,9 +767,9 @@ class Templar(object):
         if isinstance(raw, str):
             return self._render(raw) if is_template(raw) else raw
         if isinstance(raw, collections.abc.Mapping):
-            return _LazyDict(raw, self)
+            return _AnsibleLazyTemplateDict(raw, self)
         if isinstance(raw, (list, tuple)):
-            return _LazyList(raw, self)
+            return _AnsibleLazyTemplateList(raw, self)
         return raw
 
     # -- internals
@@ -787,7 +794,7 @@ class Templar(object):
             raise _translate(exc, source) from None
         return self._run(compiled, source)
 
-    def _run(self, compiled, source):
+    def _run(self, compiled, source, kind="template"):
         template = compiled.template
         context = template.new_context(self._scope, shared=True)
         try:
@@ -798,7 +805,7 @@ class Templar(object):
         except TemplateError:
             raise
         except Exception as exc:  # every other failure is the template's fault
-            raise _translate(exc, source) from None
+            raise _translate(exc, source, kind) from None
         result = context.vars[_RESULT]
         if isinstance(result, Undefined):
             _fail_undefined(result)

@@ -70,10 +70,10 @@ _BROKEN_HELP = "Broken conditionals can be temporarily allowed with the " \
     "`ALLOW_BROKEN_CONDITIONALS` configuration option."
 
 
-def engine_exception(message: str, obj: Any = None) -> Exception:
+def engine_exception(message: str, obj: Any = None, help_text: Optional[str] = None) -> Exception:
     """The ``AnsibleError`` TaskExecutor catches for an error the engine met
     while running a task (``message`` without "Task failed: "), about ``obj``
-    (an origin-tagged value, or an ``Origin``)."""
+    (an origin-tagged value, or an ``Origin``), with the action's ``help_text``."""
     from ansible.errors import AnsibleError
 
     when, _, broken = message.partition(": ")
@@ -84,7 +84,7 @@ def engine_exception(message: str, obj: Any = None) -> Exception:
             error = AnsibleError(when + ".", obj=obj)
             error.__cause__ = cause
             return error
-    return AnsibleError(message, obj=obj)
+    return AnsibleError(message, obj=obj, help_text=help_text)
 
 
 def task_error_text(message: str, task_origin: str, cause_origin: str,

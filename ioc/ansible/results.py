@@ -87,9 +87,12 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
-            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")))
+            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
+                                     result.get("_ioc_error_help"))
+        elif result.get("_ioc_raised") and status == "failed":
+            data = _action_fail_219(task, data)
         if include:
-            _include_keys_219(result, data, action, item)
+            _include_keys_219(result, data, action, item, task)
         _mark_engine_failures_219(data, result)
         if result.get("_ioc_action_failure"):
             action = ACTION_FAILURE  # worded as an action plugin's own failure
@@ -99,10 +102,15 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     utr_class = _task.UnifiedTaskResult
     items = data.pop("results", None) if task.loop or task.loop_with else None
     engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
+    raised = bool(result.get("_ioc_raised")) and status == "failed"
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
-                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"))
+                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
+                            result.get("_ioc_error_help"))
+    elif raised:
+        # The action plugin raised AnsibleActionFail (an argument its spec refuses).
+        utr = _action_fail(utr_class, task, data)
     elif result.get("_ioc_action_failure"):
         # An action plugin's own failure (the runner's half of dnf, package, ...):
         # "Action failed", its msg as the plugin made it (dnf's is a tuple).
@@ -112,7 +120,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     else:
         utr = _utr_after(utr_class, task, data, result, action)
     if include:
-        _include_fields(utr, result, action)
+        _include_fields(utr, result, action, task)
     if isinstance(items, list):
         given = result.get("results")
         raw_items: List[Any] = list(given) if isinstance(given, list) else []
@@ -123,14 +131,15 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         if include:
             for raw, item_utr in zip(result.get("results") or (), utr.loop_results):
                 if isinstance(raw, dict):
-                    _include_fields(item_utr, raw, action)
+                    _include_fields(item_utr, raw, action, task)
     elif items is not None:
         utr.result_data["results"] = items
     if isinstance(items, list):
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
-    elif utr.failed and utr.exception and not engine and \
-            (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"):
+    elif utr.failed and utr.exception and not engine and not raised and \
+            (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"
+             or result.get("_ioc_module_exception")):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -233,20 +242,28 @@ def _public(result: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-def _include_target(raw: Mapping[str, Any], action: str) -> Tuple[Optional[str], Dict[str, Any]]:
-    """(file, arguments) a runner's include result names, as TaskExecutor splits them."""
-    args = dict(raw.get("_ioc_include_args") or {})
+def _include_target(raw: Mapping[str, Any], action: str,
+                    task: Any = None) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(file, arguments) a runner's include result names, as TaskExecutor splits them.
+
+    An argument equal to the one the task was written with is that one, with
+    its origin (Ansible's templating keeps a literal's): an error loading the
+    include (a role that does not exist) names where it was written."""
+    written = (getattr(task, "args", None) or {}) if task is not None else {}
+    args = {k: written[k] if isinstance(v, str) and isinstance(written.get(k), str)
+            and written[k] == v else v
+            for k, v in (raw.get("_ioc_include_args") or {}).items()}
     if action == "include_tasks":
         name = args.pop("_raw_params", None)
         return (name if name is not None else raw.get("_ioc_included")), args
     return None, args
 
 
-def _include_fields(utr: Any, raw: Mapping[str, Any], action: str) -> None:
+def _include_fields(utr: Any, raw: Mapping[str, Any], action: str, task: Any = None) -> None:
     """2.21: what an include (or one loop item of it) included, on its UnifiedTaskResult."""
     if "_ioc_include_args" not in raw:
         return  # skipped or failed: nothing included
-    utr.include_file, utr.include_args = _include_target(raw, action)
+    utr.include_file, utr.include_args = _include_target(raw, action, task)
     loop_var = raw.get("ansible_loop_var")
     if loop_var:
         utr.loop_var, utr.loop_item = loop_var, raw.get(loop_var)
@@ -260,7 +277,7 @@ def _include_fields(utr: Any, raw: Mapping[str, Any], action: str) -> None:
 
 
 def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
-                      item: bool) -> None:
+                      item: bool, task: Any = None) -> None:
     """2.19: the ``include``/``include_args`` keys its TaskExecutor returns, per item too
     (``item``: ``raw`` is one loop item's result)."""
     pairs = [(raw, data)]
@@ -271,7 +288,7 @@ def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
             continue
         if item or out is not data:
             out.pop("changed", None)  # an item is TaskExecutor's dict as it is
-        name, args = _include_target(source, action)
+        name, args = _include_target(source, action, task)
         if name is not None:
             out["include"] = name
         out["include_args"] = args
@@ -297,6 +314,7 @@ def _argument(task: Any, expression: Any) -> Any:
         value = pending.pop()
         if isinstance(value, Mapping):
             pending.extend(value.values())
+            pending.extend(value.keys())  # (set_fact's templated keys)
         elif isinstance(value, (list, tuple)):
             pending.extend(value)
         elif isinstance(value, str) and value == expression:
@@ -374,11 +392,11 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
 
 
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
-                  argument: Any = None, keyword: Any = None) -> Any:
+                  argument: Any = None, keyword: Any = None, help_text: Any = None) -> Any:
     """A result as TaskExecutor makes it from an AnsibleError its connection (or the
-    action, about its argument ``obj``) raised; ``argument``: [name, variable,
-    path] of an argument that could not be templated, ``keyword``: the same for a keyword
-    (their chains)."""
+    action, about its argument ``obj``, with its ``help_text``) raised; ``argument``:
+    [name, variable, path] of an argument that could not be templated, ``keyword``:
+    the same for a keyword (their chains)."""
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
@@ -390,7 +408,7 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
                 _keyword_exception(task, message, keyword) if keyword else None
             if chained is not None:
                 raise chained
-            raise _engine_exception(message, data, obj)
+            raise _engine_exception(message, data, obj, help_text)
         except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -410,12 +428,29 @@ _ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
               "_ansible_item_label", "_ansible_no_log")
 
 
+def _action_fail(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
+    """The result TaskExecutor makes of an ``AnsibleActionFail`` the action plugin
+    raised with the runner's ``msg``: "Task failed: <msg>", the failure and the
+    msg its only contribution."""
+    from ansible.errors import AnsibleActionFail, AnsibleTaskError
+
+    try:
+        try:
+            raise AnsibleActionFail(str(data.get("msg", "")))
+        except AnsibleActionFail as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        return utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                                source_is_module=False)
+
+
 def _timeout_error() -> Any:
     from ansible._internal._errors._task_timeout import TaskTimeoutError
     return TaskTimeoutError
 
 
-def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseException:
+def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
+                      help_text: Any = None) -> BaseException:
     """The exception TaskExecutor caught: the task's ``timeout`` (its result keys, its
     deprecated ``timedout.frame``), else an AnsibleError with ``message``."""
     timedout = data.get("timedout")
@@ -425,10 +460,11 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any) -> BaseExcep
         from ansible.errors import AnsibleConnectionFailure
 
         return AnsibleConnectionFailure(message, obj=obj)
-    return engine_exception(message, obj)
+    return engine_exception(message, obj, help_text if isinstance(help_text, str) else None)
 
 
-def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[str, Any]:
+def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
+                      help_text: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
     (a failed become; the action's, about its argument ``obj``), marked so
     ``_raw_task_result`` leaves it as it is."""
@@ -441,7 +477,7 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[
     try:
         try:
             # (from None: called while handling the ImportError that chose 2.19)
-            raise _engine_exception(message, data, obj) from None
+            raise _engine_exception(message, data, obj, help_text) from None
         except (AnsibleError, _timeout_error()) as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
@@ -450,6 +486,24 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None) -> Dict[
     out.update({k: data[k] for k in _ITEM_KEYS if k in data})
     if "results" in data:
         out["results"] = data["results"]
+    out["_ioc_engine_error"] = True
+    return out
+
+
+def _action_fail_219(task: Any, data: Dict[str, Any]) -> Dict[str, Any]:
+    """2.19: the result dict TaskExecutor makes of an ``AnsibleActionFail`` the
+    action plugin raised with the runner's ``msg``, marked as ``_engine_error_219``'s."""
+    from ansible._internal._errors import _error_utils
+    from ansible.errors import AnsibleActionFail, AnsibleTaskError
+
+    try:
+        try:
+            # (from None: called while handling the ImportError that chose 2.19)
+            raise AnsibleActionFail(str(data.get("msg", ""))) from None
+        except AnsibleActionFail as ex:
+            raise AnsibleTaskError(obj=task.get_ds()) from ex
+    except AnsibleTaskError as atex:
+        out = _error_utils.result_dict_from_exception(atex, accept_result_contribution=True)
     out["_ioc_engine_error"] = True
     return out
 
@@ -495,7 +549,8 @@ def _raw_task_result(host: Any, task: Any, data: Dict[str, Any], action: str,
         for item in data["results"]:
             if isinstance(item, dict):
                 item.pop("_ioc_engine_error", None)
-    elif status == "failed" and not engine:
+    elif (status == "failed" or data.get("failed")) and not engine:
+        # (failed, yet not a failure: until ran out on a result failed_when let pass)
         data = _executor_failure_219(task, data, action)
     return _RawTaskResult(host, task, data, task.dump_attrs())
 
@@ -575,6 +630,9 @@ def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str
         data.update(conditions["before"])
     if exhausted:
         data["failed"] = False
+    uncaught = raw.get("_ioc_module_exception") if isinstance(raw, Mapping) else None
+    if isinstance(uncaught, str) and data.get("failed"):
+        data = _uncaught_exception(data, uncaught)
     utr = _utr(utr_class, data, action)
     if conditions and utr.exception is None:
         # The action returned the module's result without an error: an error
@@ -589,6 +647,21 @@ def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str
     if exhausted:
         utr.failed = True
     return utr
+
+
+def _uncaught_exception(data: Dict[str, Any], message: str) -> Dict[str, Any]:
+    """A module's result for an exception it did not catch, as the module
+    returned it: the exception's event and no msg. The runner words a msg from
+    it for ioc's console; Ansible words its own from the event ("Task failed:
+    Module failed: <message>", or a changed_when error's in its place)."""
+    from ansible.module_utils._internal import _messages
+
+    data = {k: v for k, v in data.items() if k != "msg"}
+    traceback = data.get("exception")
+    data["exception"] = _messages.ErrorSummary(event=_messages.Event(
+        msg=message, formatted_traceback=traceback if isinstance(traceback, str)
+        and traceback != NO_TRACEBACK else None))
+    return data
 
 
 def _condition(task: Any, field: str, expression: Any) -> Any:

@@ -58,6 +58,8 @@ class PlayExecutor:
         #: failed but the failed ones, so these count as failed *and*
         #: unreachable, and the playbook goes on to its next play (L4.5).
         self.fatal_unreachable: Set[str] = set()
+        #: Hosts whose include the current step could not load (``_fail_include``).
+        self.include_failed: List[str] = []
         #: Names the current step reads (None: all), see ``planner/closure.py``.
         self.reads: Optional[FrozenSet[str]] = None
         #: Attributes it reads on other hosts' hostvars (None: all, empty: none).
@@ -92,8 +94,20 @@ class PlayExecutor:
             self.after_step(step, active, outcome)
             number += 1
             if outcome.includes:
+                self.include_failed = []
                 number = self.splice_includes(step, outcome)
+                if self.include_failed:
+                    self._after_include_failures(step, active, outcome)
         self._settle_open_failures()
+
+    def _after_include_failures(self, step: Step, active: List[str],
+                                outcome: StepOutcome) -> None:
+        """Hosts whose include could not be loaded failed at the include: linear
+        loads includes before its any_errors_fatal and max_fail_percentage
+        checks, so they count there as the step's failures (L4.5)."""
+        if not outcome.failed and self._any_errors_fatal(step):
+            self.stop_others(active, self.include_failed)
+        self._max_fail_percentage()
 
     def _settle_open_failures(self) -> None:
         """A host whose block failure no later batch resumed ends the play failed.
@@ -474,6 +488,7 @@ class PlayExecutor:
         """An included file that cannot be loaded fails the hosts that included it
         (``shown``: the ``[ERROR]`` line's whole text, when it has no ``Origin:``)."""
         result: Dict[str, Any] = {"failed": True, "changed": False, "msg": message}
+        self.include_failed.append(host)
         if shown is not None:
             result["_ioc_error"] = shown
         view = TaskView(name=entry.task.display_name, action=entry.task.action,
@@ -674,10 +689,19 @@ class PlayExecutor:
         linear gives every host the task and runs it on the first only."""
         path = _path_to(self.plan.program.tree, self.plan.entries_of(step)[0].index) \
             if step is not None else None
+        enclosing = {str(bid) for bid, _ in path or ()}
         for host in others:
             state = self.hosts[host]
             if not state.active:
                 continue
+            if path is not None:
+                # Given this task, the host has left every block not around it
+                # (its runner stopped after the last task it ran, inside its blocks).
+                for bid in [b for b, saved in state.blocks.items()
+                            if b not in enclosing and isinstance(saved, dict)
+                            and saved.get("phase") in ("block", "rescue", "always")
+                            and not saved.get("failure")]:
+                    del state.blocks[bid]
             for bid, phase in path or ():
                 if (state.blocks.get(str(bid)) or {}).get("phase") != phase:
                     state.blocks[str(bid)] = {"phase": phase, "failure": None}

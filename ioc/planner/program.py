@@ -227,6 +227,11 @@ def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int,
     The first node at or after ``end`` becomes a *fence*: a host that reaches
     it stops there and reports where it stands in each enclosing block, so the
     next batch resumes it exactly (in a rescue, in an always, with a failure).
+    The batch's last task is followed by a fence too: a host stays where
+    linear's iterator leaves it, inside the blocks around that task, until
+    the next batch. What a dynamic include there includes is spliced in right
+    after it, inside those blocks; a host that another host's failure marks
+    failed (any_errors_fatal) goes to the rescue of the innermost of them.
     A task in ``suspend`` (a suspension point, ``Batch.suspend``) comes
     without its arguments, marked ``suspend``: the runner only decides
     whether the host reaches it.
@@ -240,6 +245,9 @@ def wire_tree(tree: Tuple[Numbered, ...], start: int, end: int,
             out.append({"fence": first})
             break
         out.append(_wire_node(node, start, end, suspend))
+        if isinstance(node, Entry) and node.index == end - 1:
+            out.append({"fence": end})
+            break
     return out
 
 

@@ -60,6 +60,40 @@ def test_assert_shows_its_result_unless_quiet(ansible, ansible_python):
     assert batch.steps, batch.log
 
 
+def test_debug_refuses_a_var_that_is_no_text_as_its_argument_spec_does(ansible,
+                                                                       ansible_python):
+    """debug's ``var`` must be text: a dict, list or number fails the task as the
+    action plugin raises it ("Task failed: argument 'var' is of type ..."); an
+    expression that raises is "Error while resolving `var` expression"."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                var:
+                  some_diot:
+                    sub_dict:
+              ignore_errors: true
+              register: result
+            - debug:
+                var: result
+            - debug:
+                var: 5
+              ignore_errors: true
+            - debug:
+                var: 5/0
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "[ERROR]: Task failed: argument 'var' is of type int" in batch.stdout + batch.stderr
+    assert "Error while resolving `var` expression: Error rendering expression: division by " \
+        "zero" in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
+
+
 def test_an_assert_on_an_undefined_variable_fails_as_the_conditional_error(ansible, ansible_python):
     """An error evaluating one of assert's conditions is the task's error
     ("Error while evaluating conditional"), naming where that condition was
@@ -164,6 +198,69 @@ def test_changed_when_failed_when_and_until_fail_tasks_in_linear_words(ansible, 
     assert batch.steps and not batch.through_ansible, batch.log
 
 
+def test_a_python_error_in_a_template_is_worded_as_ansibles_rendering_error(ansible,
+                                                                           ansible_python):
+    """A Python exception raised inside a template or an expression is
+    "Error rendering template/expression: <exception>" (lazy containers named as
+    Ansible's in it); only an undefined variable in a condition is "Error while
+    evaluating conditional"."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            dict_one: {a: 1}
+            dict_two: {b: 2}
+          tasks:
+            - set_fact:
+                dict_sum: "{{ dict_one + dict_two }}"
+              ignore_errors: true
+            - ping:
+              changed_when: 1 / 0
+              ignore_errors: true
+            - assert:
+                that: 1 / 0
+              ignore_errors: true
+            - debug:
+                msg: "{{ [1] | map('int') | list + dict_one }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Error rendering expression: division by zero" in batch.stdout + batch.stderr
+    assert "'_AnsibleLazyTemplateDict' and '_AnsibleLazyTemplateDict'" in batch.stdout \
+        + batch.stderr
+    assert batch.steps, batch.log
+
+
+def test_a_modules_uncaught_exception_is_worded_once(ansible, ansible_python):
+    """A module that raises: "Task failed: Module failed: <exception>" once (the
+    bridge gives Ansible the exception, not the msg the runner made of it), and
+    a changed_when error on it replaces that msg, registered too."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ping:
+                data: crash
+              ignore_errors: true
+            - ping:
+                data: crash
+              changed_when: 1 / 0
+              ignore_errors: true
+              register: crashed
+            - debug:
+                var: crashed.msg
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Module failed: Task failed" not in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
+
+
 def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python):
     """``until: r is changed`` with ``changed_when: false`` is never met: the
     task retries and fails as linear's does (until sees the conditions' result)."""
@@ -190,6 +287,40 @@ def test_until_reads_the_result_as_changed_when_left_it(ansible, ansible_python)
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert batch.stdout.count("FAILED - RETRYING") == 2
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_failed_when_decides_a_task_whose_until_ran_out(ansible, ansible_python):
+    """``until`` that is never met on a result ``failed_when`` lets pass: the task
+    is not failed (ansible-core's result is failed as failed_when said), in a
+    loop too, and the registered value says so (2.21: ``failed: false``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: "true"
+              register: r
+              until: 1 == 0
+              retries: 1
+              delay: 0
+              failed_when: r.attempts > 6
+            - debug:
+                var: r.failed
+            - command: "true"
+              register: s
+              loop: [1]
+              until: 1 == 0
+              retries: 1
+              delay: 0
+              failed_when: false
+            - debug:
+                var: s.failed
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "h1                         : ok=4    changed=2" in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
 
 
@@ -230,6 +361,33 @@ def test_loop_labels_and_break_when_as_linear(ansible, ansible_python):
     assert "(item=1)" in batch.stdout and "(item=3)" not in batch.stdout
     assert '"msg": 2' in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_an_include_that_cannot_be_loaded_is_the_steps_failure_for_any_errors_fatal(
+        ansible, ansible_python):
+    """An include_role of a role that does not exist, on h2 only, under
+    any_errors_fatal: the error names where the role's name was written, and
+    the play ends for h1 too (linear loads includes before that check)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          any_errors_fatal: true
+          tasks:
+            - name: include a role that does not exist
+              include_role:
+                name: non-existent-role
+              when: inventory_hostname == 'h2'
+            - name: never reached
+              debug:
+                msg: never
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "never reached" not in batch.stdout
+    assert "Origin: <unknown>" not in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
 
 
 def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible_python):
@@ -402,7 +560,9 @@ def test_task_result_is_the_latest_result(ansible, ansible_python):
 
 
 def test_set_fact_templates_its_keys(ansible, ansible_python):
-    """set_fact's keys are templated (Ansible's action does, for dynamic names)."""
+    """set_fact's keys are templated (Ansible's action does, for dynamic names),
+    and a key that is no variable name fails the task as Ansible's action does
+    (its words, the key's origin, the help text)."""
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -416,12 +576,24 @@ def test_set_fact_templates_its_keys(ansible, ansible_python):
                 that: my_key == "my_value"
             - debug:
                 msg: "{{ my_key }}"
+            - set_fact:
+                "{{ 'true' }}": value
+              ignore_errors: true
+            - set_fact:
+                "{{ 1 }}": value
+              register: invalid
+              ignore_errors: true
+            - debug:
+                var: invalid.msg
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert '"msg": "my_value"' in batch.stdout
+    assert "Invalid variable name 'true'." in batch.stdout + batch.stderr
+    assert "Variable names must be strings starting with a letter" in batch.stdout \
+        + batch.stderr
     assert batch.steps and not batch.through_ansible, batch.log
 
 

@@ -2,11 +2,12 @@
 import pytest
 
 from ioc.agentless_runner import modules
-from ioc.agentless_runner.context import ModuleContext
+from ioc.agentless_runner.context import ModuleContext, TaskError
+from ioc.agentless_runner.template_errors import TemplateError, UndefinedVariableError
 
 
-class UndefinedError(Exception):
-    """Stands in for the templar's undefined-variable error."""
+class UndefinedError(UndefinedVariableError):
+    """The templar's undefined-variable error, as this fake raises it."""
 
 
 class FakeTemplar(object):
@@ -57,6 +58,17 @@ def test_debug_templar_other_errors_propagate():
             raise ZeroDivisionError("no")
     with pytest.raises(ZeroDivisionError):
         run("debug", {"var": "x"}, templar=Broken())
+
+
+def test_debug_var_template_error_is_the_actions_error():
+    class Failing(object):
+        def evaluate(self, expr):
+            raise TemplateError("Error rendering expression: division by zero")
+    with pytest.raises(TaskError) as raised:
+        run("debug", {"var": "5/0"}, templar=Failing())
+    assert raised.value.msg == ("Error while resolving `var` expression: Error rendering "
+                                "expression: division by zero")
+    assert raised.value.expression == "5/0"
 
 
 def test_debug_mutually_exclusive_and_bad_verbosity():

@@ -7,7 +7,7 @@ the result is shown at every verbosity (``_ansible_verbose_always``), as
 Ansible's action plugin marks it.
 """
 from ioc.agentless_runner.context import ModuleError, TaskError
-from ioc.agentless_runner.template_errors import ConditionalResultError, TemplateError
+from ioc.agentless_runner.template_errors import TemplateError, conditional_error_text
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({"that", "fail_msg", "msg", "success_msg", "quiet"})
@@ -30,10 +30,8 @@ def _evaluate(that, ctx):
     if ctx.templar is not None:
         try:
             return ctx.templar.conditional(that)
-        except ConditionalResultError as exc:
-            raise TaskError(str(exc), that)
         except TemplateError as exc:
-            raise TaskError("Error while evaluating conditional: %s" % (exc,), that)
+            raise TaskError(conditional_error_text(exc), that)
     if isinstance(that, bool):
         return that
     raise ModuleError("assert needs a templar to evaluate %r" % (that,))

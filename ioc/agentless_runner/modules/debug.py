@@ -3,7 +3,8 @@
 ``verbosity`` is accepted and returned untouched in effect: the executor
 decides whether the result is shown.
 """
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.template_errors import TemplateError
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({"msg", "var", "verbosity"})
@@ -24,10 +25,11 @@ def _lookup(var, ctx):
     if ctx.templar is not None:
         try:
             value = ctx.templar.evaluate(var)
-        except Exception as e:  # the templar's undefined error; anything else propagates
+        except TemplateError as e:
             if _is_undefined(e):
                 return UNDEFINED_TEXT
-            raise
+            # (Ansible's action raises it with the error as its cause)
+            raise TaskError("Error while resolving `var` expression: %s" % (e,), var)
         return UNDEFINED_TEXT if _is_undefined(value) else value
     value = ctx.task_vars.get(var, _MISSING) if isinstance(var, str) else _MISSING
     return UNDEFINED_TEXT if value is _MISSING or _is_undefined(value) else value
@@ -43,6 +45,17 @@ def _check_verbosity(args):
                           "%r cannot be converted to an int" % (type(value), value))
 
 
+def argument_error(args):
+    """What Ansible's argument spec says of ``var`` when it is no text (its type
+    is ``_check_type_str_no_conversion``; None counts as ''), or None."""
+    var = args.get("var")
+    if var is None or isinstance(var, str):
+        return None
+    return ("argument 'var' is of type %s and we were unable to convert to "
+            "_check_type_str_no_conversion: '%r' is not a string and conversion is not "
+            "allowed" % (type(var).__name__, var))
+
+
 @_common.module_entry
 def run(args, ctx):
     """Return ``{"msg": ...}`` or ``{<var>: value}``."""
@@ -50,7 +63,7 @@ def run(args, ctx):
     _check_verbosity(args)
     if "msg" in args and "var" in args:
         raise ModuleError("parameters are mutually exclusive: msg|var")
-    if "var" in args:
+    if args.get("var") is not None:
         var = args["var"]
         key = str(type(var)) if isinstance(var, (list, dict)) else var
         return {key: _lookup(var, ctx), "failed": False, "changed": False}
