@@ -367,10 +367,11 @@ def extract(environment, item, container, morekeys=None):
     for number, key in enumerate(keys):
         found = environment.getitem(value, key)
         kind = _type_name(value)
+        following = keys[number + 1] if number + 1 < len(keys) else None
         if isinstance(found, Undefined) and (
-                kind == "list" or (kind == "dict" and number < len(keys) - 1)):
-            # an index past a list's end, or a key a dict lacks that more keys
-            # follow: jinja's getitem falls back to getattr, and Ansible's
+                kind == "list" or (kind == "dict" and isinstance(following, int))):
+            # an index past a list's end, or a key a dict lacks that an index
+            # follows: jinja's getitem falls back to getattr, and Ansible's
             # extract reports that attribute
             found = environment.undefined(
                 hint="object of type %r has no attribute %r" % (_type_name(value), key),

@@ -697,11 +697,11 @@ class PlayExecutor:
             if path is not None:
                 # Given this task, the host has left every block not around it
                 # (its runner stopped after the last task it ran, inside its blocks).
-                for bid in [b for b, saved in state.blocks.items()
-                            if b not in enclosing and isinstance(saved, dict)
-                            and saved.get("phase") in ("block", "rescue", "always")
-                            and not saved.get("failure")]:
-                    del state.blocks[bid]
+                for left in [b for b, saved in state.blocks.items()
+                             if b not in enclosing and isinstance(saved, dict)
+                             and saved.get("phase") in ("block", "rescue", "always")
+                             and not saved.get("failure")]:
+                    del state.blocks[left]
             for bid, phase in path or ():
                 if (state.blocks.get(str(bid)) or {}).get("phase") != phase:
                     state.blocks[str(bid)] = {"phase": phase, "failure": None}

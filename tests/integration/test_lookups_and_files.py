@@ -46,7 +46,11 @@ def test_lookups_read_the_controller_per_host(tmp_path, two, monkeypatch):
     assert [e["result"]["msg"] for e in r.of("runner_item_ok") if e["task"].startswith("pure")] == ["a=1"] * 2
 
 
-def test_a_lookup_reading_a_value_made_in_the_batch_gets_a_cut(tmp_path, two):
+def test_a_lookup_reading_a_value_made_in_the_batch_is_made_again_for_the_hosts_that_wrote_it(
+        tmp_path, two):
+    """No cut: the runner checks before the task whether it wrote ``name``;
+    a host that did (both here) stops there, and the controller looks the
+    file up again with the value it has now, then runs the rest."""
     (tmp_path / "files").mkdir()
     (tmp_path / "files" / "chosen.txt").write_text("chosen content")
     r = ioc_run(tmp_path, """
@@ -58,7 +62,7 @@ def test_a_lookup_reading_a_value_made_in_the_batch_gets_a_cut(tmp_path, two):
               debug: msg="{{ lookup('file', name ~ '.txt') }}"
         """, "--plan", inventory=two)
     assert r.rc == 0
-    assert "the controller evaluates lookup(file) before a batch, and 'name' is written by task" in r.stdout
+    assert "checks before 2 that nothing wrote name" in r.stdout, r.stdout
     run = ioc_run(tmp_path, """
         - hosts: web
           gather_facts: false
@@ -69,6 +73,7 @@ def test_a_lookup_reading_a_value_made_in_the_batch_gets_a_cut(tmp_path, two):
         """, inventory=two)
     assert run.rc == 0, run.stdout + run.stderr
     assert msgs(run, "reads it") == [("h1", "chosen content"), ("h2", "chosen content")]
+    assert run.calls == {"h1": 2, "h2": 2}
 
 
 def test_password_lookup_creates_the_file_once_and_reuses_it(tmp_path, two):

@@ -121,6 +121,7 @@ FOUND = [
     t("{{ x | unique(attribute='a') }}", x=[{"a": None}, None]),
     # a dict without the key (not a string): its attribute, as a list's index
     t("{{ x | extract(a0, a1) }}", x=1, a0={"a": {"b": 1}}, a1=0),
+    t("{{ x | extract(a0, a1) }}", x=0, a0={"a": {"b": 1}, "b": [1, 2]}, a1="b"),
     t("{{ 'a' | to_uuid(namespace='bogus') }}"),
     t("{{ 'a' | hash('bogus') }}"),
     t("{{ '%Z %s' | strftime(5, utc=True) }}"),
