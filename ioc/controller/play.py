@@ -238,9 +238,12 @@ class PlayExecutor:
     def run_held(self, index: int, hosts: List[str], announced: bool,
                  outcome: StepOutcome, sink: PlaySink) -> List[str]:
         """Run task ``index`` (a suspension point) for ``hosts``, which stopped
-        before it; the hosts that go on after it. Only a caller that runs
-        tasks through Ansible plans suspension points (mitogen_batch)."""
-        raise NotImplementedError("a suspension point needs a caller that runs tasks elsewhere")
+        before it; the hosts that go on after it. Suspension points are
+        planned only with a ``suspendable`` predicate, which only the
+        mitogen_batch bridge gives, and its executor (``BridgeExecutor``)
+        runs them; ioc-run's plans have none, so reaching this is a bug."""
+        raise AssertionError("task %d is a suspension point, but this executor runs no task "
+                             "elsewhere: only mitogen_batch plans them" % index)
 
     def _run_per_item(self, step: ControllerStep, hosts: List[str],
                       active: List[str]) -> StepOutcome:
