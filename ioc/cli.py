@@ -29,6 +29,10 @@ from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json
 
 LOG = logging.getLogger("ioc")
 
+#: In ``ioc-run --persist``'s daemon (``ioc.warmd``), during a run: what runs
+#: keep (the connector, the files each runner holds); None in a plain run.
+WARM: Optional[Any] = None
+
 #: ansible-playbook's exit code for errors in the playbook or inventory.
 EXIT_ERROR = 1
 
@@ -82,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "its tasks read (to measure what the closure saves)")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
+    parser.add_argument("--persist", nargs="?", const="60", metavar="SECONDS",
+                        help="run through a per-user daemon that keeps the connections "
+                             "(runners, become children, files sent) for SECONDS idle "
+                             "(default 60), so the next run with the same settings "
+                             "starts warm (docs/ioc-run.md)")
+    parser.add_argument("--persist-stop", action="store_true",
+                        help="end the --persist daemon and every runner it keeps, and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more output (repeatable)")
     parser.add_argument("--version", action=_Print, text=version_text,
@@ -334,6 +345,12 @@ NO_HOSTS = "Specified inventory, host pattern and/or --limit leaves us with no h
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if WARM is None and ("--persist-stop" in argv or any(
+            a == "--persist" or a.startswith("--persist=") for a in argv)):
+        from ioc import warm  # (not in the daemon: through it)
+
+        return warm.main(argv)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -459,6 +476,8 @@ def run(args: argparse.Namespace) -> int:
                 handler.addFilter(progress)
                 stack.callback(handler.removeFilter, progress)
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
+        if WARM is not None:
+            WARM.attach(playbook_run)
         code = playbook_run.run()
     if not found:
         print("[ERROR]: No matching task \"%s\" found. Note: --start-at-task can only follow "
