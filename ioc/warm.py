@@ -41,7 +41,7 @@ import struct
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 #: ``--persist`` without a value: seconds a daemon idles before it ends (ssh's ControlPersist).
 DEFAULT_IDLE = 60.0
@@ -56,12 +56,11 @@ class WarmError(Exception):
     """The daemon's directory or socket cannot be trusted or used."""
 
 
-def runtime_dir(environ: Optional[Dict[str, str]] = None) -> str:
+def runtime_dir(environ: Optional[Mapping[str, str]] = None) -> str:
     """The user's daemon directory: ``$XDG_RUNTIME_DIR/ioc`` (else ``/tmp/ioc-<uid>``),
     created mode 0700; refused unless it is a directory (not a link) this
     user owns that no one else may enter."""
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_RUNTIME_DIR")
+    base = (os.environ if environ is None else environ).get("XDG_RUNTIME_DIR")
     path = os.path.join(base, "ioc") if base else "/tmp/ioc-%d" % os.getuid()
     try:
         os.mkdir(path, 0o700)

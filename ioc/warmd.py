@@ -228,7 +228,7 @@ class _Watcher:
         self.interrupted = False
         self._done = False
         self._lock = threading.Lock()
-        self._main = threading.main_thread().ident
+        self._main = threading.main_thread().ident or 0
         self._thread = threading.Thread(target=self._read, name="ioc-warm-client", daemon=True)
         self._thread.start()
 
@@ -277,7 +277,7 @@ def _stream(fd: int, mode: str) -> io.TextIOWrapper:
     """A text stream over ``fd`` (not closing it), as Python sets up ``sys.std*``."""
     raw = io.FileIO(fd, mode, closefd=False)
     buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
-    return io.TextIOWrapper(buffered, encoding=sys.__stdout__.encoding or "utf-8",
+    return io.TextIOWrapper(buffered, encoding=getattr(sys.__stdout__, "encoding", None) or "utf-8",
                             errors="backslashreplace" if fd == 2 else "strict",
                             line_buffering=fd == 2 or raw.isatty())
 

@@ -118,9 +118,7 @@ class PlaybookRun:
         connector = kept if kept is not None else Connector(forks=self.options.forks)
         if self.progress is not None:
             connector.observer = self.progress.connection
-        # A runner that ends (reset_connection, a lost or changed connection)
-        # takes the files it held with it: they are sent again to its successor.
-        connector.dropped = lambda key: self.payload_cache.sent.pop(context_key(*key), None)
+        connector.dropped = self._dropped
         try:
             self.callbacks.playbook_on_start(self.playbook.path)
             for index, planned in enumerate(self.plans):
@@ -140,6 +138,11 @@ class PlaybookRun:
         self.callbacks.stats(self.stats)
         self.callbacks.transport_report(self.transport)
         return self.exit_code()
+
+    def _dropped(self, key: Any) -> None:
+        """A runner ended (reset_connection, a lost or changed connection): the
+        files it held go with it, and are sent again to its successor."""
+        self.payload_cache.sent.pop(context_key(*key), None)
 
     def exit_code(self) -> int:
         if self.broken_by_failures:

@@ -108,7 +108,7 @@ def sessions(sshd) -> Set[int]:
 def sizes_out(console: str) -> str:
     """``console`` without the transport line's byte counts (each run's pids and
     ports, which the play reports, differ in length)."""
-    return re.sub(r"\d+ B (sent|received)", r"N B \1", console)
+    return re.sub(r"[\d.]+ (B|KiB|MiB) (sent|received)", r"N \2", console)
 
 
 def wait_until(check, timeout: float = 20.0) -> bool:
@@ -297,3 +297,36 @@ def _args(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def test_files_a_runner_holds_are_not_sent_again_until_it_ends(warm, sshd, tmp_path):
+    blob = os.urandom(200_000)  # (incompressible; below the size that streams)
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "blob.bin").write_bytes(blob)
+    copy = """
+        - hosts: a
+          gather_facts: false
+          tasks:
+            {reset}
+            - name: copy
+              copy:
+                src: blob.bin
+                dest: "{{{{ out }}}}/copy-{{{{ n }}}}"
+    """
+    (tmp_path / "copy.yml").write_text(textwrap.dedent(copy.format(reset="")))
+    (tmp_path / "reset.yml").write_text(textwrap.dedent(copy.format(
+        reset="- meta: reset_connection")))
+    inventory = sshd.inventory_ini(["a"])
+
+    def sent(run: subprocess.CompletedProcess) -> int:
+        assert run.returncode == 0, run.stdout + run.stderr
+        number, unit = re.search(r"([\d.]+) (B|KiB|MiB) sent", run.stdout).groups()
+        return int(float(number) * {"B": 1, "KiB": 1024, "MiB": 1 << 20}[unit])
+
+    first = sent(warm.run(inventory, "--persist", "-e", "n=1", play="copy.yml"))
+    second = sent(warm.run(inventory, "--persist", "-e", "n=2", play="copy.yml"))
+    after_reset = sent(warm.run(inventory, "--persist", "-e", "n=3", play="reset.yml"))
+    assert first > len(blob) > second  # the warm runner still holds it
+    assert after_reset > len(blob)  # a new runner: sent again
+    for n in (1, 2, 3):
+        assert (warm.out / ("copy-%d" % n)).read_bytes() == blob
