@@ -348,9 +348,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if WARM is None and ("--persist-stop" in argv or any(
             a == "--persist" or a.startswith("--persist=") for a in argv)):
-        from ioc import warm  # (not in the daemon: through it)
-
-        return warm.main(argv)
+        # (ioc-run and python -m ioc start at ioc.warm.main, which talks to the
+        # daemon; this runs plays in the daemon, or in this process without one)
+        print("[ERROR]: --persist and --persist-stop are ioc-run's (ioc.warm.main), "
+              "not ioc.cli.main's", file=sys.stderr)
+        return EXIT_ERROR
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")

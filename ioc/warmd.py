@@ -163,7 +163,7 @@ class Daemon:
         watcher = _Watcher(conn)
         cli.WARM = self.warm
         try:
-            _fresh_display()
+            _forget_displayed()
             for handler in list(logging.root.handlers):  # (the run sets its own: -v)
                 logging.root.removeHandler(handler)
             code = cli.main(list(frame["argv"]))
@@ -251,19 +251,6 @@ class _Watcher:
             return self.interrupted
 
 
-def _fresh_display() -> None:
-    """ansible-core prints each warning and deprecation once per process: once per run here."""
-    try:
-        from ansible.utils.display import Display
-    except ImportError:
-        return
-    display = Display()
-    for name in ("_deprecations", "_warns", "_errors"):
-        seen = getattr(display, name, None)
-        if isinstance(seen, (set, dict)):
-            seen.clear()
-
-
 #: Set by SIGTERM: the daemon ends after the run in progress is interrupted.
 _TERMINATED = threading.Event()
 
@@ -271,6 +258,14 @@ _TERMINATED = threading.Event()
 def _terminate(signum: int, frame: Any) -> None:
     _TERMINATED.set()
     raise KeyboardInterrupt()
+
+
+def _forget_displayed() -> None:
+    try:
+        from ioc.ansible.errors import forget_displayed
+    except ImportError:  # (no ansible-core: nothing was displayed by it)
+        return
+    forget_displayed()
 
 
 def _stream(fd: int, mode: str) -> io.TextIOWrapper:

@@ -50,6 +50,19 @@ def display_error(exc: IocError) -> None:
     Display().error(as_ansible_error(exc))
 
 
+def forget_displayed() -> None:
+    """ansible-core's Display prints each warning, deprecation and error once per
+    process; ``ioc-run --persist``'s daemon runs many plays in one process, and
+    each prints what a run of its own would."""
+    from ansible.utils.display import Display
+
+    display = Display()
+    for name in ("_deprecations", "_warns", "_errors"):
+        seen = getattr(display, name, None)
+        if isinstance(seen, (set, dict)):
+            seen.clear()
+
+
 def source_context(origin: str) -> str:
     """``Origin: path:line:col``, a blank line and the excerpt with its caret line
     (what follows a task's ``[ERROR]: Task failed: ...`` line); ``origin`` is
