@@ -41,6 +41,9 @@ from ioc import warm
 
 LOG = logging.getLogger("ioc.warmd")
 
+#: The encoding of the run's streams (the locale's, as Python picks it at start).
+ENCODING = getattr(sys.__stdout__, "encoding", None) or "utf-8"
+
 #: Seconds a new daemon waits for the lock while an old one is still ending.
 LOCK_TIMEOUT = 30.0
 
@@ -147,25 +150,27 @@ class Daemon:
         """``ioc-run ARGV`` here, on the client's descriptors; (exit code, interrupted)."""
         from ioc import cli
 
-        saved = [os.dup(n) for n in (0, 1, 2)]
+        own = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
         environ = dict(os.environ)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        for n, fd in enumerate(fds):
-            os.dup2(fd, n)
-            os.close(fd)
         os.environ.clear()
         os.environ.update(frame["env"])
         os.chdir(frame["cwd"])
-        # Python's streams over the client's descriptors, made as Python makes
-        # them at start (a terminal: line-buffered; a pipe: not seekable)
-        sys.stdin, sys.stdout, sys.stderr = _stream(0, "r"), _stream(1, "w"), _stream(2, "w")
+        # The run's Python streams are the client's descriptors; the daemon's
+        # own 0, 1 and 2 stay as they are: the processes a run starts and that
+        # outlive it (a local runner keeps a dup of a terminal on its stderr)
+        # must not hold the client's terminal or pipes open after it.
+        for fd in fds:
+            os.set_inheritable(fd, False)
+        streams = [_stream(fd, mode) for fd, mode in zip(fds, ("r", "w", "w"))]
+        sys.stdin, sys.stdout, sys.stderr = streams
+        _set_originals(streams)  # (shutil.get_terminal_size reads sys.__stdout__)
         watcher = _Watcher(conn)
         cli.WARM = self.warm
         try:
             _forget_displayed()
-            for handler in list(logging.root.handlers):  # (the run sets its own: -v)
-                logging.root.removeHandler(handler)
+            _drop_log_handlers()  # (the run sets its own: -v)
             code = cli.main(list(frame["argv"]))
         except KeyboardInterrupt:
             code = 99
@@ -178,15 +183,14 @@ class Daemon:
         finally:
             cli.WARM = None
             interrupted = watcher.finish()
-            for stream in (sys.stdout, sys.stderr):
+            _drop_log_handlers()
+            for stream in streams:
                 try:
-                    stream.flush()
+                    stream.close()  # (flushes; closes the descriptor)
                 except OSError:
                     pass
-            for n, fd in enumerate(saved):
-                os.dup2(fd, n)
-                os.close(fd)
-            sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+            sys.stdin, sys.stdout, sys.stderr = own[:3]
+            _set_originals(own[3:])
             os.environ.clear()
             os.environ.update(environ)
             os.chdir("/")
@@ -268,11 +272,21 @@ def _forget_displayed() -> None:
     forget_displayed()
 
 
+def _set_originals(streams: Any) -> None:
+    for name, stream in zip(("__stdin__", "__stdout__", "__stderr__"), streams):
+        setattr(sys, name, stream)
+
+
+def _drop_log_handlers() -> None:
+    for handler in list(logging.root.handlers):
+        logging.root.removeHandler(handler)
+
+
 def _stream(fd: int, mode: str) -> io.TextIOWrapper:
-    """A text stream over ``fd`` (not closing it), as Python sets up ``sys.std*``."""
-    raw = io.FileIO(fd, mode, closefd=False)
+    """A text stream over ``fd`` (closing it when closed), as Python sets up ``sys.std*``."""
+    raw = io.FileIO(fd, mode, closefd=True)
     buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
-    return io.TextIOWrapper(buffered, encoding=getattr(sys.__stdout__, "encoding", None) or "utf-8",
+    return io.TextIOWrapper(buffered, encoding=ENCODING,
                             errors="backslashreplace" if fd == 2 else "strict",
                             line_buffering=fd == 2 or raw.isatty())
 

@@ -330,3 +330,24 @@ def test_files_a_runner_holds_are_not_sent_again_until_it_ends(warm, sshd, tmp_p
     assert after_reset > len(blob)  # a new runner: sent again
     for n in (1, 2, 3):
         assert (warm.out / ("copy-%d" % n)).read_bytes() == blob
+
+
+def test_on_a_terminal_a_warm_run_shows_what_a_cold_one_shows_and_asks_without_echo(
+        warm, sshd, tmp_path):
+    from tests.support.terminal import run_on_terminal, screen
+
+    (tmp_path / "hosts.ini").write_text(sshd.inventory_ini(["a"]))
+    argv = warm.argv("play.yml", "-i", "hosts.ini", "-e", "out=%s" % warm.out, "-K")
+    answer = [("BECOME password: ", "sekrit-answer")]
+    env = {**warm.env, "TERM": "xterm", "COLUMNS": "100"}
+    code, cold = run_on_terminal(argv, answer, str(tmp_path), env)
+    assert code == 0, cold
+    code, first = run_on_terminal(argv + ["--persist"], answer, str(tmp_path), env)
+    assert code == 0, first
+    pid = warm.where()[0]
+    code, second = run_on_terminal(argv + ["--persist"], answer, str(tmp_path), env)
+    assert code == 0, second
+    assert warm.where()[0] == pid  # warm
+    assert "\x1b[0;32m" in second  # colours: the daemon wrote to the terminal itself
+    assert sizes_out(screen(second)) == sizes_out(screen(cold))
+    assert "sekrit-answer" not in second  # the prompt did not echo
