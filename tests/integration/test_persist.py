@@ -351,3 +351,34 @@ def test_on_a_terminal_a_warm_run_shows_what_a_cold_one_shows_and_asks_without_e
     assert "\x1b[0;32m" in second  # colours: the daemon wrote to the terminal itself
     assert sizes_out(screen(second)) == sizes_out(screen(cold))
     assert "sekrit-answer" not in second  # the prompt did not echo
+
+
+def test_a_second_client_waits_for_the_run_in_progress_then_runs_warm(warm, sshd, tmp_path):
+    inventory = sshd.inventory_ini(["a"])
+    assert warm.run(inventory, "--persist").returncode == 0
+    pid, port = warm.where()
+    marker = tmp_path / "started"
+    (tmp_path / "slow.yml").write_text(textwrap.dedent(f"""
+        - hosts: a
+          gather_facts: false
+          tasks:
+            - name: slow
+              shell: touch {marker} && sleep 4 && echo "$PPID" > {tmp_path}/slow-pid
+    """))
+    slow = subprocess.Popen(warm.argv("slow.yml", "-i", "hosts.ini", "--persist"),
+                            cwd=str(tmp_path), env=warm.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_until(marker.exists, timeout=60)
+    second = warm.run(inventory, "--persist")  # (while slow.yml's task sleeps)
+    finished = time.monotonic()
+    out, err = slow.communicate(timeout=60)
+    assert slow.returncode == 0, err
+    assert second.returncode == 0, second.stderr
+    assert slow_done_before(tmp_path / "slow-pid", finished)  # it waited for the first
+    assert int((tmp_path / "slow-pid").read_text()) == pid
+    assert warm.where() == (pid, port)  # and then ran warm on the same runner
+
+
+def slow_done_before(path: Path, when: float) -> bool:
+    """Whether ``path`` was written before the monotonic time ``when``."""
+    return path.exists() and os.stat(path).st_mtime <= time.time() - (time.monotonic() - when)
