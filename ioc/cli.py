@@ -86,11 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "its tasks read (to measure what the closure saves)")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
-    parser.add_argument("--persist", nargs="?", const="60", metavar="SECONDS",
+    parser.add_argument("--persist", "--persist=SECONDS", action="store_true",
                         help="run through a per-user daemon that keeps the connections "
                              "(runners, become children, files sent) for SECONDS idle "
                              "(default 60), so the next run with the same settings "
-                             "starts warm (docs/ioc-run.md)")
+                             "starts warm (docs/ioc-run.md); ioc-run's entry point "
+                             "takes it off the command line")
     parser.add_argument("--persist-stop", action="store_true",
                         help="end the --persist daemon and every runner it keeps, and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0,

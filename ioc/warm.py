@@ -186,6 +186,18 @@ def persist_option(argv: List[str]) -> Tuple[Optional[float], bool]:
     return idle, stop
 
 
+def without_persist(argv: List[str]) -> List[str]:
+    """``argv`` for the run itself: ``--persist[=SECONDS]`` is the client's (a bare
+    ``--persist`` takes no value: ``--persist play.yml`` runs play.yml)."""
+    out: List[str] = []
+    for n, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[n:]
+        if arg != "--persist" and not arg.startswith("--persist="):
+            out.append(arg)
+    return out
+
+
 def parse_idle(text: str) -> float:
     try:
         value = float(text)
@@ -273,7 +285,7 @@ def run(argv: List[str], idle: float) -> int:
     directory = runtime_dir()
     cwd = os.getcwd()
     environ = dict(os.environ)
-    request = {"op": "run", "argv": argv, "cwd": cwd, "env": environ,
+    request = {"op": "run", "argv": without_persist(argv), "cwd": cwd, "env": environ,
                "fingerprint": fingerprint(cwd, environ), "idle": idle}
     for _ in range(3):
         sock = _daemon_socket(directory, environ)

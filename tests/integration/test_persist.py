@@ -19,7 +19,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import pytest
 
@@ -66,10 +66,12 @@ class Warm:
         return [sys.executable, "-m", "ioc", *args]
 
     def run(self, inventory: str, *args: str, play: str = "play.yml",
-            env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+            env: Optional[Dict[str, str]] = None,
+            first: Sequence[str] = ()) -> subprocess.CompletedProcess:
+        """ioc-run ``first`` PLAY -i INVENTORY ... ``args``."""
         (self.tmp / "hosts.ini").write_text(inventory)
         return subprocess.run(
-            self.argv(play, "-i", "hosts.ini", "-e", "out=%s" % self.out, *args),
+            self.argv(*first, play, "-i", "hosts.ini", "-e", "out=%s" % self.out, *args),
             capture_output=True, text=True, timeout=300, cwd=str(self.tmp),
             stdin=subprocess.DEVNULL, env={**self.env, **(env or {})})
 
@@ -191,7 +193,7 @@ def test_a_changed_setting_never_reuses_the_connection(warm, sshd, change, tmp_p
 def test_become_runs_in_its_own_runner_and_without_become_the_first_one_is_reused(warm, sshd):
     # (Debian's python: nobody may run it, not the controller's under /root)
     line = sshd.inventory_ini(["a"], python="/usr/bin/python3").rstrip("\n")
-    assert warm.run(line + "\n", "--persist").returncode == 0
+    assert warm.run(line + "\n", first=["--persist"]).returncode == 0  # (takes no value)
     pid, port = warm.where()
     become = warm.run(line + "\n", "--persist", "-e", "as_nobody=true")
     assert become.returncode == 0, become.stderr
@@ -235,7 +237,7 @@ def test_a_changed_ansible_setting_starts_a_new_daemon(warm, sshd):
 
 
 def test_an_idle_daemon_ends_with_every_runner(warm, sshd):
-    run = warm.run(sshd.inventory_ini(["a"]), "--persist=2")
+    run = warm.run(sshd.inventory_ini(["a"]), first=["--persist=2"])
     assert run.returncode == 0, run.stderr
     pid, _ = warm.where()
     assert alive(pid)
@@ -382,3 +384,16 @@ def test_a_second_client_waits_for_the_run_in_progress_then_runs_warm(warm, sshd
 def slow_done_before(path: Path, when: float) -> bool:
     """Whether ``path`` was written before the monotonic time ``when``."""
     return path.exists() and os.stat(path).st_mtime <= time.time() - (time.monotonic() - when)
+
+
+def test_runners_outlive_their_silence_bound_while_the_daemon_idles(warm, sshd):
+    # A runner ends itself after interval * (count + 1) s without hearing from
+    # the controller (4 s here); the idle daemon keeps sending it heartbeats.
+    inventory = sshd.inventory_ini(["a"])
+    env = {"IOC_KEEPALIVE_INTERVAL": "1"}
+    assert warm.run(inventory, "--persist=60", env=env).returncode == 0
+    pid, port = warm.where()
+    time.sleep(8)
+    again = warm.run(inventory, "--persist=60", env=env)
+    assert again.returncode == 0, again.stderr
+    assert warm.where() == (pid, port)
