@@ -10,6 +10,7 @@ after. Runners left behind are looked for with ``ps``.
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -397,3 +398,24 @@ def test_runners_outlive_their_silence_bound_while_the_daemon_idles(warm, sshd):
     again = warm.run(inventory, "--persist=60", env=env)
     assert again.returncode == 0, again.stderr
     assert warm.where() == (pid, port)
+
+
+def test_another_user_never_reuses_the_first_users_runner(warm, sshd):
+    from tests.support.users import key_logins
+
+    # (Debian's python for both: the other user may not run the controller's under /root)
+    line = sshd.inventory_ini(["a"], python="/usr/bin/python3").rstrip("\n")
+    with key_logins(sshd, {"iocwarm": "unused-7c1e"}):
+        assert warm.run(line + "\n", "--persist").returncode == 0
+        pid, port = warm.where()
+        other = warm.run(line.replace("ansible_user=%s" % sshd.user, "ansible_user=iocwarm")
+                         + "\n", "--persist")
+        assert other.returncode == 0, other.stdout + other.stderr
+        new_pid, new_port = warm.where()
+        assert (new_pid, new_port) != (pid, port)
+        with open("/proc/%d/status" % new_pid) as f:
+            uid = next(line.split()[1] for line in f if line.startswith("Uid:"))
+        assert int(uid) == pwd.getpwnam("iocwarm").pw_uid
+        assert wait_until(lambda: not alive(pid))  # root's runner ended
+        assert warm.stop().returncode == 0
+        assert wait_until(lambda: not alive(new_pid))
