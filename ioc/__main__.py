@@ -1,6 +1,6 @@
 """``python -m ioc``: the same as ``ioc-run``."""
 import sys
 
-from ioc.cli import main
+from ioc.warm import main
 
 sys.exit(main())

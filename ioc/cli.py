@@ -29,6 +29,10 @@ from ioc.planner.render import plan_graph, plan_to_dot, plan_to_json
 
 LOG = logging.getLogger("ioc")
 
+#: In ``ioc-run --persist``'s daemon (``ioc.warmd``), during a run: what runs
+#: keep (the connector, the files each runner holds); None in a plain run.
+WARM: Optional[Any] = None
+
 #: ansible-playbook's exit code for errors in the playbook or inventory.
 EXIT_ERROR = 1
 
@@ -82,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "its tasks read (to measure what the closure saves)")
     parser.add_argument("--events", metavar="FILE",
                         help="also write every callback event as JSON lines to FILE")
+    parser.add_argument("--persist", "--persist=SECONDS", action="store_true",
+                        help="run through a per-user daemon that keeps the connections "
+                             "(runners, become children, files sent) for SECONDS idle "
+                             "(default 60), so the next run with the same settings "
+                             "starts warm (docs/ioc-run.md); ioc-run's entry point "
+                             "takes it off the command line")
+    parser.add_argument("--persist-stop", action="store_true",
+                        help="end the --persist daemon and every runner it keeps, and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more output (repeatable)")
     parser.add_argument("--version", action=_Print, text=version_text,
@@ -334,6 +346,14 @@ NO_HOSTS = "Specified inventory, host pattern and/or --limit leaves us with no h
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if WARM is None and ("--persist-stop" in argv or any(
+            a == "--persist" or a.startswith("--persist=") for a in argv)):
+        # (ioc-run and python -m ioc start at ioc.warm.main, which talks to the
+        # daemon; this runs plays in the daemon, or in this process without one)
+        print("[ERROR]: --persist and --persist-stop are ioc-run's (ioc.warm.main), "
+              "not ioc.cli.main's", file=sys.stderr)
+        return EXIT_ERROR
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -459,6 +479,8 @@ def run(args: argparse.Namespace) -> int:
                 handler.addFilter(progress)
                 stack.callback(handler.removeFilter, progress)
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
+        if WARM is not None:
+            WARM.attach(playbook_run)
         code = playbook_run.run()
     if not found:
         print("[ERROR]: No matching task \"%s\" found. Note: --start-at-task can only follow "

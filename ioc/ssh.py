@@ -14,9 +14,9 @@ runner ioc starts there.
 
 ssh replaces this process (``exec``): the exit code is the command's (or
 ssh's 255), and with a terminal on stdin ssh gets ``-t`` at every hop so the
-shell or command has a real terminal. There is no warm connection tree to
-reuse yet (issue 15's persistent daemon does not exist): every ``ioc-ssh``
-makes its own ssh connection.
+shell or command has a real terminal. ``ioc-run --persist``'s daemon
+(:mod:`ioc.warmd`) is not used yet: every ``ioc-ssh`` makes its own ssh
+connection.
 """
 from __future__ import annotations
 

@@ -50,9 +50,12 @@ WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
 
 
-#: run_batch calls this runner process has served: the transport report and
-#: the tests count round trips from the target's side, not the controller's.
+#: run_batch calls this runner process has served in the controller's current
+#: run: the transport report and the tests count round trips from the
+#: target's side, not the controller's. A runner kept across runs (``ioc-run
+#: --persist``) counts each run apart: the batch names its run.
 CALLS = [0]
+RUN = [None]
 
 #: Controller file contents by sha1, kept for the life of the runner so each
 #: file crosses the network once per host per run (see controller/payloads.py).
@@ -69,6 +72,10 @@ def run_batch(batch, sender, econtext=None):
     if batch.get("v") != WIRE_VERSION:
         raise ValueError("ioc runner speaks wire version %d, got %r"
                          % (WIRE_VERSION, batch.get("v")))
+    run = (batch.get("options") or {}).get("run")
+    if run != RUN[0]:
+        RUN[0] = run
+        CALLS[0] = 0
     CALLS[0] += 1
     plugins = batch.get("plugins") or {}
     for kind in plugins:

@@ -11,6 +11,7 @@ error (its hints on missing quotes, unquoted colons, tabs).
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional, Sequence
 
 from ioc.errors import IocError, YamlSyntaxError
@@ -48,6 +49,31 @@ def display_error(exc: IocError) -> None:
     from ansible.utils.display import Display
 
     Display().error(as_ansible_error(exc))
+
+
+def forget_displayed() -> None:
+    """Display as a new process has it, for ``ioc-run --persist``'s daemon, which
+    runs many plays in one process, each on its client's streams: ansible-core
+    prints each warning, deprecation and error once per process, sizes its
+    columns and guards ``sys.stdout``/``sys.stderr`` (a lock, an encoding error
+    handler) once, when its Display is made."""
+    from ansible.utils import display as module
+
+    display = module.Display()
+    for name in ("_deprecations", "_warns", "_errors"):
+        seen = getattr(display, name, None)
+        if isinstance(seen, (set, dict)):
+            seen.clear()
+    if hasattr(display, "_set_column_width"):
+        display._set_column_width()
+    guard = getattr(module, "_synchronize_textiowrapper", None)
+    for stream in (sys.stdout, sys.stderr):
+        if guard is not None:
+            guard(stream, display._lock)
+        try:
+            stream.reconfigure(errors="_replacing_warning_handler")  # type: ignore[union-attr]
+        except LookupError:  # (no such handler in this ansible-core)
+            pass
 
 
 def source_context(origin: str) -> str:

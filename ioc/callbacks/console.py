@@ -47,19 +47,21 @@ class Console(Callback):
 
     columns = 79
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+    def __init__(self, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
                  verbosity: int = 0, color: Optional[bool] = None,
                  source_context: Optional[Callable[[str], str]] = None,
                  task_error: Optional[Callable[[str, str, str, Optional[str]], str]] = None,
                  error_chain: Optional[Callable[[List[Any], str], str]] = None
                  ) -> None:
-        self.out = out
-        self.err = err
+        # (None: the streams of the moment, not of import time: ioc-run
+        # --persist's daemon gives each run its client's)
+        self.out: TextIO = out if out is not None else sys.stdout
+        self.err: TextIO = err if err is not None else sys.stderr
         self.verbosity = verbosity
         self._errors: Set[str] = set()
         self._warned: Set[str] = set()
         self._deprecated: Set[str] = set()
-        self.color = out.isatty() if color is None else color
+        self.color = self.out.isatty() if color is None else color
         self.source_context = source_context or (lambda origin: "Origin: %s" % origin)
         #: (message, task origin, cause origin, "Action"/"Module" when the action's
         #: result carries the error, else None) -> the error with its "caused by"

@@ -185,7 +185,8 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
     lost later, the host is UNREACHABLE at the step it reached)."""
     # The runner ends itself after this much silence (ioc.transport.keepalive).
     wire = dict(call.wire, options=dict(call.wire.get("options") or {},
-                                        keepalive=connector.keepalive.runner_bound))
+                                        keepalive=connector.keepalive.runner_bound,
+                                        run=connector.run_id))
     tracker.sent = len(mitogen.core.Message.pickled(wire).data)
     if call.modules:
         bootstrap.preload(connector.router, ctx, call.modules)

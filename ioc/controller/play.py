@@ -58,6 +58,8 @@ class PlayExecutor:
         #: failed but the failed ones, so these count as failed *and*
         #: unreachable, and the playbook goes on to its next play (L4.5).
         self.fatal_unreachable: Set[str] = set()
+        #: lookups.needs_controller per task object (asked once per host otherwise).
+        self._lookup_tasks: Dict[int, Tuple[Task, bool]] = {}
         #: Hosts whose include the current step could not load (``_fail_include``).
         self.include_failed: List[str] = []
         #: Names the current step reads (None: all), see ``planner/closure.py``.
@@ -1087,13 +1089,20 @@ class PlayExecutor:
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program
         tasks = [(str(e.index), e.task, program.parents[e.index])
-                 for e in self._runner_entries(step) if lookups.needs_controller(e.task)]
+                 for e in self._runner_entries(step) if self._needs_controller(e.task)]
         tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
-                  if lookups.needs_controller(h)] \
+                  if self._needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
         if tasks:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
                                               program.play.basedir)
+
+    def _needs_controller(self, task: Task) -> bool:
+        """:func:`lookups.needs_controller`, worked out once per task for all hosts."""
+        known = self._lookup_tasks.get(id(task))
+        if known is None or known[0] is not task:
+            known = self._lookup_tasks[id(task)] = (task, lookups.needs_controller(task))
+        return known[1]
 
     def _deferred(self, step: Step) -> List[Tuple[int, Task]]:
         """The include_vars of ``step`` whose file the runner picks (``Batch.deferred``;

@@ -16,6 +16,7 @@ from ioc.callbacks.progress import Progress
 from ioc.controller.capabilities import runner_capabilities
 from ioc.transport.spec import ConnectionSpec, resolve_via, spec_for
 from ioc.transport.connector import Connector
+from ioc.controller.dispatch import context_key
 from ioc.controller.payloads import ModulePayloads, PayloadCache
 from ioc.controller.play import PlayExecutor
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
@@ -107,12 +108,17 @@ class PlaybookRun:
         self.broken_by_failures = False
         #: The live progress line on ioc-run's terminal (ioc.callbacks.progress).
         self.progress: Optional[Progress] = None
+        #: A connector kept across runs (``ioc-run --persist``'s daemon): used,
+        #: not shut down. None: the run makes its own and ends every runner.
+        self.connector: Optional[Connector] = None
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
-        connector = Connector(forks=self.options.forks)
+        kept = self.connector
+        connector = kept if kept is not None else Connector(forks=self.options.forks)
         if self.progress is not None:
             connector.observer = self.progress.connection
+        connector.dropped = self._dropped
         try:
             self.callbacks.playbook_on_start(self.playbook.path)
             for index, planned in enumerate(self.plans):
@@ -125,10 +131,18 @@ class PlaybookRun:
                     # ansible-playbook prints the (cumulative) recap after each playbook
                     self.callbacks.stats(self.stats)
         finally:
-            connector.shutdown()
+            if kept is None:
+                connector.shutdown()
+            else:
+                connector.observer = lambda host, what: None
         self.callbacks.stats(self.stats)
         self.callbacks.transport_report(self.transport)
         return self.exit_code()
+
+    def _dropped(self, key: Any) -> None:
+        """A runner ended (reset_connection, a lost or changed connection): the
+        files it held go with it, and are sent again to its successor."""
+        self.payload_cache.sent.pop(context_key(*key), None)
 
     def exit_code(self) -> int:
         if self.broken_by_failures:

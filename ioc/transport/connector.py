@@ -24,7 +24,9 @@ reset, timed out, ssh gave up before logging in) is tried again
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
+import os
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -69,6 +71,9 @@ PARENT_MODULES = {"sudo": ("mitogen.parent", "mitogen.sudo"),
 
 #: Seconds ``reset`` waits for a runner to end before going on without it.
 SHUTDOWN_TIMEOUT = 10.0
+
+#: Numbers the runs of this process (Connector.run_id).
+_RUNS = itertools.count(1)
 
 #: A context is cached per (inventory name, identity); None is the connection's own.
 Key = Tuple[str, Optional[BecomeSpec]]
@@ -116,6 +121,19 @@ class Connector:
         #: (host, "connecting" / "connected" / "unreachable" / "gone"); ioc-run's
         #: live progress line (ioc.callbacks.progress) listens here.
         self.observer: Callable[[str, str], None] = lambda host, what: None
+        #: Told of each context the connector drops (its runner ended or is
+        #: ending): what the run recorded about that runner goes with it.
+        self.dropped: Callable[[Key], None] = lambda key: None
+        #: Names the run in each batch: a runner counts its calls per run.
+        self.run_id = "%d.%d" % (os.getpid(), next(_RUNS))
+
+    def begin_run(self, forks: int) -> None:
+        """A new run on this connector (``ioc-run --persist``'s daemon keeps one
+        across runs): its ``forks`` bound the bootstraps it starts."""
+        with self._lock:
+            self._forks = max(1, forks)
+            self._pacers.clear()
+            self.run_id = "%d.%d" % (os.getpid(), next(_RUNS))
 
     def context(self, host: str, spec: ConnectionSpec,
                 become: Optional[BecomeSpec] = None) -> mitogen.core.Context:
@@ -206,6 +224,7 @@ class Connector:
             for key in keys:
                 self.heartbeat.discard(self.contexts.pop(key))
                 self._parent.pop(key, None)
+                self.dropped(key)
         for name in sorted({key[0] for key in keys if key[1] is None}):
             self.observer(name, "gone")
 
@@ -227,6 +246,7 @@ class Connector:
             contexts = [self.contexts.pop(k) for k in keys]
             for key in keys:
                 self._parent.pop(key, None)
+                self.dropped(key)
         for name in sorted({key[0] for key in keys if key[1] is None}):
             self.observer(name, "gone")
         for ctx in contexts:

@@ -59,6 +59,10 @@ STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible"})
 #: (ioc-adhoc) and ioc/ssh.py (ioc-ssh), may use everything above — but ``ansible``
 #: only through the package ioc.ansible (see test_only_the_bridge_imports_ansible).
 ANYTHING = None
+#: ioc/warm.py is ioc-run's entry point: the standard library only, so that a
+#: run through ``--persist``'s daemon imports nothing heavy; ioc.cli (the
+#: controller) only when no daemon is asked for.
+WARM_CLIENT = frozenset({STDLIB, "ioc.cli"})
 
 
 
@@ -93,8 +97,10 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
         return CONTROLLER
     if rel.startswith("ioc/ansible/"):
         return BRIDGE
-    if rel in ("ioc/cli.py", "ioc/__main__.py", "ioc/adhoc.py", "ioc/ssh.py"):
-        return ANYTHING  # the front ends: ioc-run, ioc-adhoc, ioc-ssh
+    if rel in ("ioc/cli.py", "ioc/__main__.py", "ioc/adhoc.py", "ioc/ssh.py", "ioc/warmd.py"):
+        return ANYTHING  # the front ends: ioc-run (and its daemon), ioc-adhoc, ioc-ssh
+    if rel == "ioc/warm.py":
+        return WARM_CLIENT
     if rel.startswith("strategy_plugin/"):
         return STRATEGY_PLUGIN
     raise LookupError(rel)
