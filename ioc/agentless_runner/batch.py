@@ -41,7 +41,7 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.template_errors import conditional_error_text
+from ioc.agentless_runner.template_errors import UndefinedVariableError, conditional_error_text
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads)
@@ -578,6 +578,12 @@ class HostRun(HandlerRun, LoopRun):
         try:
             items = self.loop_items(task, templar)
         except TemplateError as exc:
+            if not isinstance(exc, UndefinedVariableError):
+                # TaskExecutor.run defers only an undefined variable (to after
+                # `when`); any other error is the task's result as it is.
+                return results.failed_result(str(exc), _ioc_loop_error={
+                    "with": bool(getattr(exc, "loop_with", False)),
+                    "plugin": getattr(exc, "plugin", None), "cause": getattr(exc, "cause", None)})
             # L2.3: an undefined loop is skipped when `when` is false.
             skipped = self.check_when(task, templar)
             if skipped is not None:

@@ -24,7 +24,12 @@ class LoopRun(object):
         if kind is not None:
             # with_<lookup>: the loop terms go to the lookup, which returns the items.
             query = templar.variables["query"]
-            items = query(kind, *listify(items))
+            try:
+                items = query(kind, *listify(items))
+            except TemplateError as exc:
+                # TaskExecutor calls the lookup from the expression ``invoke_lookup()``
+                exc.loop_with = True
+                raise
         if not isinstance(items, list):
             raise LoopTypeError("The `loop` value must resolve to a 'list', not '%s'."
                                 % native_type_name(items))
