@@ -443,6 +443,8 @@ class HostRun(HandlerRun, LoopRun):
         magic = dict(self.magic)
         if task.get("role_path"):
             magic.update(_role_vars(task))
+        if task.get("search_path"):
+            magic["ansible_search_path"] = list(task["search_path"])
         maps.append(magic)
         if "play_hosts" in self.deprecated and "play_hosts" in magic:
             maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))

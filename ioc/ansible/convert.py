@@ -324,6 +324,7 @@ class Converter:
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
             role_collection=plain(getattr(role, "_role_collection", None)) or None
             if role is not None else None,
+            search_path=self.search_path(task),
             # The planner cuts after it; what it loads comes from Ansible, not this scope.
             include_scope=IncludeScope(path=ir_location.path) if dynamic else None,
             module=module_key,
@@ -453,6 +454,17 @@ class Converter:
                 return plain(name)
         self.refuse("register projections are not supported natively")
         return None
+
+    def search_path(self, task: Any) -> Tuple[str, ...]:
+        """``ansible_search_path`` of ``task``, as ``TaskExecutor`` sets it: the
+        task's ``get_search_path()`` and the loader's base directory."""
+        if self.loader is None:
+            return ()
+        paths = [plain(p) for p in task.get_search_path()]
+        basedir = plain(self.loader.get_basedir())
+        if basedir not in paths:
+            paths.append(basedir)
+        return tuple(paths)
 
     def nodes(self, items: Sequence[Any]) -> List[Any]:
         """Ansible blocks/tasks → IR nodes; blocks without rescue/always are inlined."""
