@@ -331,7 +331,7 @@ class HostRun(HandlerRun, LoopRun):
             if any("_task" in str(cond) for cond in task.get("when", ())):
                 return True
             items = self.loop_items(task, templar)
-            control = task.get("loop_control") or {}
+            control = self.loop_control(task, templar)
             for index in range(len(items)):
                 overlay = self.item_overlay(control, items, index)
                 skipped = self.check_when(task, Templar(self.variables(task, scope, overlay)))

@@ -15,6 +15,10 @@ from ioc.agentless_runner.template_errors import conditional_error_text
 from ioc.agentless_runner.templating import Templar, TemplateError
 
 
+#: The fields of ``loop_control`` Ansible templates once per task (``always_post_validate``).
+_POST_VALIDATED = ("loop_var", "index_var", "pause", "extended", "extended_allitems")
+
+
 class LoopRun(object):
     """The items of one looped task (see the module doc)."""
 
@@ -36,6 +40,18 @@ class LoopRun(object):
         return items
 
     @staticmethod
+    def loop_control(task, templar):
+        """``loop_control`` as TaskExecutor post-validates it before the first
+        item: ``loop_var``, ``index_var``, ``pause`` and ``extended`` are
+        templated with the task's variables (``label`` and ``break_when``
+        are evaluated per item)."""
+        control = dict(task.get("loop_control") or {})
+        for name in _POST_VALIDATED:
+            if isinstance(control.get(name), str):
+                control[name] = templar.template(control[name])
+        return control
+
+    @staticmethod
     def item_overlay(control, items, index):
         """The loop variables item ``index`` of ``items`` is run with."""
         loop_var = control.get("loop_var", "item")
@@ -50,7 +66,7 @@ class LoopRun(object):
         return overlay
 
     def run_loop(self, key, task, scope, templar, items):
-        control = task.get("loop_control") or {}
+        control = self.loop_control(task, templar)
         loop_var = control.get("loop_var", "item")
         index_var = control.get("index_var")
         pause = float(control.get("pause") or 0)
