@@ -692,6 +692,9 @@ class HostRun(HandlerRun, LoopRun):
             result["attempts"] = attempt + 1
             result["retries"] = retries
             shown = dict(result, **item_keys) if item_keys else result
+            labeller = getattr(self, "_labeller", None)
+            if item_keys and labeller is not None:  # (2.21: templated with this attempt's result)
+                shown["_ansible_item_label"] = labeller(result)[0]
             self.emit({"e": "retry", "k": key, "result": self._visible(task, shown, templar)})
             time.sleep(delay)
 

@@ -109,15 +109,18 @@ class LoopRun(object):
             if label is not None and results.legacy():
                 item_keys["_ansible_item_label"] = safe_template(item_templar, label)
             elif label is not None:
-                try:
-                    item_keys["_ansible_item_label"] = item_templar.template(label)
-                except TemplateError as exc:
-                    # 2.21 warns and labels the item with its value
-                    item_keys["_ansible_item_label"] = item
-                    label_error = self._label_warning(task, exc)
+                # 2.21 templates the label once the item's (or attempt's) result
+                # is recorded: the registered variable is that result.
+                self._labeller = self._item_labeller(task, scope, overlay, item_keys, item, label)
             else:
                 item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
-            result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            try:
+                result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            finally:
+                self._labeller = None
+            if label is not None and not results.legacy():
+                item_keys["_ansible_item_label"], label_error = \
+                    self._item_labeller(task, scope, overlay, item_keys, item, label)(result)
             result.update(item_keys)
             if label_error is not None:
                 result.setdefault("warnings", []).append(label_error["text"])
@@ -149,6 +152,23 @@ class LoopRun(object):
         if task.get("notify"):
             out["_ioc_notify"] = notify
         return out
+
+    def _item_labeller(self, task, scope, overlay, item_keys, item, label):
+        """A function of an item's result: (its label, the label's warning or
+        None), as 2.21's ``TaskContext._populate_item_label``: the label is
+        templated with the task's register naming that result; one that
+        cannot be templated warns and the item's value labels it."""
+        register = task.get("register")
+
+        def label_of(result):
+            seen = dict(overlay)
+            if register:
+                seen[register] = results.public(dict(result, **item_keys))
+            try:
+                return Templar(self.variables(task, scope, seen)).template(label), None
+            except TemplateError as exc:
+                return item, self._label_warning(task, exc)
+        return label_of
 
     @staticmethod
     def _label_warning(task, exc):
