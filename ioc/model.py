@@ -102,6 +102,8 @@ class IncludeScope:
     chain: Tuple[str, ...] = ()
     module_defaults: Tuple[Mapping[str, Any], ...] = ()
     collections: Optional[Tuple[str, ...]] = None
+    #: The directories of the roles' dependency chain, outermost first.
+    role_paths: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,10 @@ class Task:
     #: The collection of a collection role (``role`` is then its FQCN), as
     #: ``ansible_collection_name``; None for a role from a roles path.
     role_collection: Optional[str] = None
+    #: ``ansible_search_path`` as TaskExecutor sets it for the task: the
+    #: directories of its roles' dependency chain (innermost first), of its
+    #: own file, and the playbook's base directory (``Task.get_search_path``).
+    search_path: Tuple[str, ...] = ()
     #: The action as written when it differs from ``action``
     #: (``ansible.builtin.debug``): an unnamed task is shown by it.
     action_written: Optional[str] = None

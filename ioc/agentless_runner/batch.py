@@ -41,7 +41,7 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.template_errors import conditional_error_text
+from ioc.agentless_runner.template_errors import UndefinedVariableError, conditional_error_text
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads)
@@ -338,7 +338,7 @@ class HostRun(HandlerRun, LoopRun):
             if any("_task" in str(cond) for cond in task.get("when", ())):
                 return True
             items = self.loop_items(task, templar)
-            control = task.get("loop_control") or {}
+            control = self.loop_control(task, templar)
             for index in range(len(items)):
                 overlay = self.item_overlay(control, items, index)
                 skipped = self.check_when(task, Templar(self.variables(task, scope, overlay)))
@@ -450,6 +450,8 @@ class HostRun(HandlerRun, LoopRun):
         magic = dict(self.magic)
         if task.get("role_path"):
             magic.update(_role_vars(task))
+        if task.get("search_path"):
+            magic["ansible_search_path"] = list(task["search_path"])
         maps.append(magic)
         if "play_hosts" in self.deprecated and "play_hosts" in magic:
             maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))
@@ -585,6 +587,12 @@ class HostRun(HandlerRun, LoopRun):
         try:
             items = self.loop_items(task, templar)
         except TemplateError as exc:
+            if not isinstance(exc, UndefinedVariableError):
+                # TaskExecutor.run defers only an undefined variable (to after
+                # `when`); any other error is the task's result as it is.
+                return results.failed_result(str(exc), _ioc_loop_error={
+                    "with": bool(getattr(exc, "loop_with", False)),
+                    "plugin": getattr(exc, "plugin", None), "cause": getattr(exc, "cause", None)})
             # L2.3: an undefined loop is skipped when `when` is false.
             skipped = self.check_when(task, templar)
             if skipped is not None:
@@ -691,6 +699,9 @@ class HostRun(HandlerRun, LoopRun):
             result["attempts"] = attempt + 1
             result["retries"] = retries
             shown = dict(result, **item_keys) if item_keys else result
+            labeller = getattr(self, "_labeller", None)
+            if item_keys and labeller is not None:  # (2.21: templated with this attempt's result)
+                shown["_ansible_item_label"] = labeller(result)[0]
             self.emit({"e": "retry", "k": key, "result": self._visible(task, shown, templar)})
             time.sleep(delay)
 

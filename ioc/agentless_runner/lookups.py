@@ -173,7 +173,12 @@ def _sequence_options(term):
         given = pairs
     for name in _SEQUENCE_FIELDS:
         if given.get(name) is not None:
-            options[name] = given[name] if name == "format" else _integer(given[name])
+            try:
+                options[name] = given[name] if name == "format" else _integer(given[name])
+            except LookupFailure as exc:
+                # (the plugin's options are validated by its config, which names the option)
+                raise LookupFailure("Config '%s' for 'sequence' lookup plugin from 'Direct' "
+                                    "has an invalid value: %s" % (name, exc)) from exc
     return options
 
 
@@ -261,7 +266,16 @@ def _varnames(terms, names):
 
 
 class LookupFailure(TemplateError):
-    """A lookup could not answer; the message is Ansible's where it has one."""
+    """A lookup could not answer; the message is Ansible's where it has one.
+
+    ``plugin`` and ``cause``: the plugin that failed and its own error, once
+    the failure is worded as Ansible's templating words it ("The lookup
+    plugin 'dict' failed: <cause>")."""
+
+    def __init__(self, message, plugin=None, cause=None):
+        TemplateError.__init__(self, message)
+        self.plugin = plugin
+        self.cause = cause
 
 
 #: Lookups that run on the target: name -> function(terms, variables).
@@ -303,10 +317,15 @@ class Lookups(object):
         terms = listify(terms)
         if plugin == "vars":
             return _vars(terms, _VarView(self.variables_of), kwargs.get("default"))
-        if plugin == "varnames" and self.names is not None:
-            return _varnames(terms, self.names())
-        if plugin in PURE:
-            return PURE[plugin](terms, None)
+        try:
+            if plugin == "varnames" and self.names is not None:
+                return _varnames(terms, self.names())
+            if plugin in PURE:
+                return PURE[plugin](terms, None)
+        except LookupFailure as exc:
+            # ansible-core's _invoke_lookup: AnsibleTemplatePluginRuntimeError from the plugin's error
+            raise LookupFailure("The lookup plugin '%s' failed: %s" % (plugin, exc),
+                                plugin=plugin, cause=str(exc)) from exc
         table_key = key(plugin, terms, kwargs)
         if table_key not in self.table:
             raise LookupFailure(

@@ -15,6 +15,10 @@ from ioc.agentless_runner.template_errors import conditional_error_text
 from ioc.agentless_runner.templating import Templar, TemplateError
 
 
+#: The fields of ``loop_control`` Ansible templates once per task (``always_post_validate``).
+_POST_VALIDATED = ("loop_var", "index_var", "pause", "extended", "extended_allitems")
+
+
 class LoopRun(object):
     """The items of one looped task (see the module doc)."""
 
@@ -24,11 +28,28 @@ class LoopRun(object):
         if kind is not None:
             # with_<lookup>: the loop terms go to the lookup, which returns the items.
             query = templar.variables["query"]
-            items = query(kind, *listify(items))
+            try:
+                items = query(kind, *listify(items))
+            except TemplateError as exc:
+                # TaskExecutor calls the lookup from the expression ``invoke_lookup()``
+                exc.loop_with = True
+                raise
         if not isinstance(items, list):
             raise LoopTypeError("The `loop` value must resolve to a 'list', not '%s'."
                                 % native_type_name(items))
         return items
+
+    @staticmethod
+    def loop_control(task, templar):
+        """``loop_control`` as TaskExecutor post-validates it before the first
+        item: ``loop_var``, ``index_var``, ``pause`` and ``extended`` are
+        templated with the task's variables (``label`` and ``break_when``
+        are evaluated per item)."""
+        control = dict(task.get("loop_control") or {})
+        for name in _POST_VALIDATED:
+            if isinstance(control.get(name), str):
+                control[name] = templar.template(control[name])
+        return control
 
     @staticmethod
     def item_overlay(control, items, index):
@@ -45,7 +66,7 @@ class LoopRun(object):
         return overlay
 
     def run_loop(self, key, task, scope, templar, items):
-        control = task.get("loop_control") or {}
+        control = self.loop_control(task, templar)
         loop_var = control.get("loop_var", "item")
         index_var = control.get("index_var")
         pause = float(control.get("pause") or 0)
@@ -88,15 +109,18 @@ class LoopRun(object):
             if label is not None and results.legacy():
                 item_keys["_ansible_item_label"] = safe_template(item_templar, label)
             elif label is not None:
-                try:
-                    item_keys["_ansible_item_label"] = item_templar.template(label)
-                except TemplateError as exc:
-                    # 2.21 warns and labels the item with its value
-                    item_keys["_ansible_item_label"] = item
-                    label_error = self._label_warning(task, exc)
+                # 2.21 templates the label once the item's (or attempt's) result
+                # is recorded: the registered variable is that result.
+                self._labeller = self._item_labeller(task, scope, overlay, item_keys, item, label)
             else:
                 item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
-            result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            try:
+                result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            finally:
+                self._labeller = None
+            if label is not None and not results.legacy():
+                item_keys["_ansible_item_label"], label_error = \
+                    self._item_labeller(task, scope, overlay, item_keys, item, label)(result)
             result.update(item_keys)
             if label_error is not None:
                 result.setdefault("warnings", []).append(label_error["text"])
@@ -128,6 +152,23 @@ class LoopRun(object):
         if task.get("notify"):
             out["_ioc_notify"] = notify
         return out
+
+    def _item_labeller(self, task, scope, overlay, item_keys, item, label):
+        """A function of an item's result: (its label, the label's warning or
+        None), as 2.21's ``TaskContext._populate_item_label``: the label is
+        templated with the task's register naming that result; one that
+        cannot be templated warns and the item's value labels it."""
+        register = task.get("register")
+
+        def label_of(result):
+            seen = dict(overlay)
+            if register:
+                seen[register] = results.public(dict(result, **item_keys))
+            try:
+                return Templar(self.variables(task, scope, seen)).template(label), None
+            except TemplateError as exc:
+                return item, self._label_warning(task, exc)
+        return label_of
 
     @staticmethod
     def _label_warning(task, exc):

@@ -186,8 +186,13 @@ class Converter:
         self._options: Optional[Mapping[str, Any]] = None
         #: Every role occurrence converted to its end (deduplication). Ansible
         #: finds a role's cached twin by equality (``Role.__eq__``: the same
-        #: role with the same parameters), not identity.
+        #: role with the same parameters), not identity. In play order: while
+        #: a section is converted, the roles that complete before it runs.
         self.roles_run: List[Any] = []
+        #: id(Ansible include task) -> the roles that complete before it runs
+        #: (``roles_run`` when it was converted): what it includes is spliced
+        #: right after it, where only those have run (``section(done=...)``).
+        self.roles_before: Dict[int, Tuple[Any, ...]] = {}
 
     def fail(self, task: Any, why: str) -> None:
         """A construct that sends the whole play to linear."""
@@ -319,6 +324,7 @@ class Converter:
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
             role_collection=plain(getattr(role, "_role_collection", None)) or None
             if role is not None else None,
+            search_path=self.search_path(task),
             # The planner cuts after it; what it loads comes from Ansible, not this scope.
             include_scope=IncludeScope(path=ir_location.path) if dynamic else None,
             module=module_key,
@@ -449,6 +455,17 @@ class Converter:
         self.refuse("register projections are not supported natively")
         return None
 
+    def search_path(self, task: Any) -> Tuple[str, ...]:
+        """``ansible_search_path`` of ``task``, as ``TaskExecutor`` sets it: the
+        task's ``get_search_path()`` and the loader's base directory."""
+        if self.loader is None:
+            return ()
+        paths = [plain(p) for p in task.get_search_path()]
+        basedir = plain(self.loader.get_basedir())
+        if basedir not in paths:
+            paths.append(basedir)
+        return tuple(paths)
+
     def nodes(self, items: Sequence[Any]) -> List[Any]:
         """Ansible blocks/tasks → IR nodes; blocks without rescue/always are inlined."""
         from ansible.playbook.block import Block as AnsibleBlock
@@ -461,6 +478,8 @@ class Converter:
                 continue
             else:
                 ir = self.task(item)
+                if ir.include_scope is not None:
+                    self.roles_before[id(item)] = tuple(self.roles_run)
                 inlined = self.static_include(item, ir) if ir.include_scope is not None else None
                 out.append(inlined if inlined is not None else ir)
         return out
@@ -530,12 +549,23 @@ class Converter:
                       always=tuple(self.nodes(block.always)), location=_location(block),
                       name=plain(block.name) or None)]
 
-    def section(self, blocks: Sequence[Any], included: bool = False) -> Tuple[Any, ...]:
+    def section(self, blocks: Sequence[Any], included: bool = False,
+                done: Optional[Sequence[Any]] = None) -> Tuple[Any, ...]:
         """A section's top-level blocks; each role's tasks in one block with its params.
 
         ``included``: the blocks of an ``include_role``, whose defaults are
         private to its tasks (the play's roles' defaults are ``Play.role_defaults``).
+        ``done``: the roles that completed before these blocks run (what a
+        dynamic include loaded: ``roles_before`` of the include), instead of
+        every role converted so far. A file the role's own include_tasks
+        loads belongs to the occurrence still running, which has not completed.
         """
+        if done is not None:
+            saved, self.roles_run = self.roles_run, list(done)
+            try:
+                return self.section(blocks, included)
+            finally:
+                self.roles_run = saved
         out: List[Any] = []
         skipping = None
         for block in blocks:

@@ -86,7 +86,9 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
-        if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
+        if result.get("_ioc_loop_error") and status == "failed":
+            data = _loop_error_219(task, data, result["_ioc_loop_error"])
+        elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
                                      result.get("_ioc_error_help"))
         elif result.get("_ioc_raised") and status == "failed":
@@ -103,7 +105,12 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     items = data.pop("results", None) if task.loop or task.loop_with else None
     engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
     raised = bool(result.get("_ioc_raised")) and status == "failed"
-    if engine:
+    loop_error = result.get("_ioc_loop_error") if status == "failed" else None
+    if loop_error:
+        # The loop's items could not be had: TaskExecutor.run's result of the error.
+        utr = utr_class._create_from_exception(_loop_exception(task, data, loop_error),
+                                               source_is_module=False)
+    elif engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
                             result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
@@ -137,7 +144,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if isinstance(items, list):
         # 2.21 builds a loop's overall result from its items: it has no error of its own.
         utr.exception = None
-    elif utr.failed and utr.exception and not engine and not raised and \
+    elif utr.failed and utr.exception and not engine and not raised and not loop_error and \
             (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"
              or result.get("_ioc_module_exception")):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
@@ -426,6 +433,61 @@ def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = No
 #: What identifies a loop item's result; an engine error keeps it.
 _ITEM_KEYS = ("item", "ansible_loop_var", "ansible_index_var", "ansible_loop",
               "_ansible_item_label", "_ansible_no_log")
+
+
+def _loop_exception(task: Any, data: Dict[str, Any], error: Mapping[str, Any]) -> BaseException:
+    """The exception ``TaskExecutor.run`` catches when a loop's items cannot be
+    had (an undefined variable it defers to after ``when``: not this).
+
+    A lookup plugin's failure is templating's ``AnsibleTemplatePluginRuntimeError``
+    from the plugin's error; a ``with_<lookup>`` loop's is raised while
+    evaluating ``invoke_lookup()``, as ``_get_loop_items`` calls the lookup
+    (an expression without origin), any other is about the loop as written.
+    """
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+    from ansible._internal._templating._engine import TemplateEngine
+    from ansible._internal._templating._errors import AnsibleTemplatePluginRuntimeError
+    from ansible._internal._templating._jinja_plugins import _DirectCall
+    from ansible.errors import AnsibleError
+
+    def failure() -> AnsibleError:
+        if not error.get("plugin"):
+            return AnsibleError(str(data.get("msg", "")), obj=task.loop)
+        try:
+            try:
+                # (from None: on 2.19, called while handling the ImportError that chose it)
+                raise AnsibleError(str(error.get("cause"))) from None
+            except AnsibleError as cause:
+                raise AnsibleTemplatePluginRuntimeError("lookup", error["plugin"]) from cause
+        except AnsibleTemplatePluginRuntimeError as ex:
+            if not error.get("with"):
+                ex.obj = task.loop
+            return ex
+
+    if not error.get("with"):
+        return failure()
+
+    @_DirectCall.mark
+    def invoke_lookup() -> Any:
+        raise failure()
+
+    try:
+        TemplateEngine().evaluate_expression(
+            expression=TrustedAsTemplate().tag("invoke_lookup()"),
+            local_variables=dict(invoke_lookup=invoke_lookup))
+    except AnsibleError as ex:
+        return ex
+    raise AssertionError("invoke_lookup() raised nothing")
+
+
+def _loop_error_219(task: Any, data: Dict[str, Any], error: Mapping[str, Any]) -> Dict[str, Any]:
+    """2.19: the result dict ``TaskExecutor.run`` makes of :func:`_loop_exception`,
+    marked as ``_engine_error_219``'s."""
+    from ansible._internal._errors import _error_utils
+
+    out = _error_utils.result_dict_from_exception(_loop_exception(task, data, error))
+    out["_ioc_engine_error"] = True
+    return out
 
 
 def _action_fail(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:

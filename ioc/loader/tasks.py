@@ -112,6 +112,9 @@ class Scope:
     collections: Optional[tuple[str, ...]] = None
     #: Where the enclosing blocks' ``vars`` were written, by name (innermost wins).
     var_origins: Mapping[str, str] = field(default_factory=dict)
+    #: The directories of the roles' dependency chain (Ansible's ``dep_chain``:
+    #: a role's dependencies and included roles follow it), outermost first.
+    role_paths: tuple[str, ...] = ()
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -268,7 +271,7 @@ def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any]
         inherited=dict(inner.inherited),
         role=inner.role, role_path=inner.role_path, role_collection=inner.role_collection,
         section=inner.section, chain=inner.chain, module_defaults=inner.module_defaults,
-        collections=inner.collections))
+        collections=inner.collections, role_paths=inner.role_paths))
 
 
 @dataclass(frozen=True)
@@ -301,7 +304,7 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
                   role_path=recorded.role_path, role_collection=recorded.role_collection,
                   section=recorded.section, chain=recorded.chain,
                   module_defaults=tuple(recorded.module_defaults),
-                  collections=recorded.collections)
+                  collections=recorded.collections, role_paths=tuple(recorded.role_paths))
     where = task.location
     if task.action == "include_tasks":
         name = str(args.get("file") or args.get("_raw_params"))
@@ -393,11 +396,22 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         role=scope.role,
         role_path=scope.role_path,
         role_collection=scope.role_collection,
+        search_path=_search_path(scope, where),
         action_written=_written_action(ds, action),
         module_defaults=scope.module_defaults + module_defaults_of(ds, where),
         collections=collections_of(ds, where, scope.collections),
         **effective,
     )
+
+
+def _search_path(scope: Scope, where: Location) -> tuple[str, ...]:
+    """``ansible_search_path`` of a task written at ``where`` (``Task.get_search_path``
+    and the playbook's directory, as TaskExecutor adds it)."""
+    paths = list(reversed(scope.role_paths))
+    for path in (os.path.dirname(where.path), scope.play.playbook_dir):
+        if path not in paths:
+            paths.append(path)
+    return tuple(paths)
 
 
 def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
@@ -717,6 +731,7 @@ def _expand_role(
     # (a role's vars and params hide the origins of the vars they override)
     origins = {k: v for k, v in outer.var_origins.items() if k not in files.vars and k not in params}
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
+                                role_paths=outer.role_paths + (path,),
                                 collections=files.collections or None,
                                 var_origins={**origins, **_var_origins(keywords)})
     _collect_role_handlers(files, inner, {**role_vars, **params})
@@ -762,7 +777,8 @@ def _role_dirs(scope: Scope) -> list[str]:
 
 
 def _dependencies(files: RoleFiles, outer: Scope, where: Location) -> tuple[Node, ...]:
-    scope = dataclasses.replace(outer, role_path=files.path)
+    scope = dataclasses.replace(outer, role_path=files.path,
+                                role_paths=outer.role_paths + (files.path,))
     nodes: list[Node] = []
     for entry in files.dependencies:
         name, keywords, params = _role_entry(entry, where)

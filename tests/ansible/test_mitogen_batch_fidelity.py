@@ -903,3 +903,46 @@ def test_the_play_port_keyword_reaches_the_native_connection(ansible, ansible_py
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert len(batch.steps) == 2 and not batch.through_ansible, batch.log
+
+
+def test_a_lookup_that_fails_for_a_loop_is_worded_as_templating_words_it(ansible,
+                                                                         ansible_python):
+    """A failing lookup is "The lookup plugin 'dict' failed: <its error>"; a
+    with_<lookup> loop's failure is raised from ``invoke_lookup()`` (no origin)
+    and a ``loop``'s from the loop as written, neither as "Task failed";
+    only an undefined variable waits for ``when`` (the false one fails anyway)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ item }}"
+              with_dict: "{{ [1, 2] }}"
+              ignore_errors: true
+            - debug:
+                msg: "{{ item }}"
+              with_sequence: count=x
+              ignore_errors: true
+            - debug:
+                msg: "{{ item }}"
+              loop: "{{ query('dict', 1) }}"
+              ignore_errors: true
+            - debug:
+                msg: "{{ item }}"
+              with_dict: "{{ [3] }}"
+              when: false
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    out = batch.stdout + batch.stderr
+    assert "[ERROR]: The lookup plugin 'dict' failed: the 'dict' lookup plugin expects a " \
+        "dictionary, got '1'" in out
+    assert "invoke_lookup()" in out
+    assert "Config 'count' for 'sequence' lookup plugin from 'Direct' has an invalid " \
+        "value" in out
+    assert "got '3'" in out
+    assert "ignored=4" in batch.stdout
+    assert batch.steps, batch.log
