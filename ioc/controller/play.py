@@ -145,6 +145,16 @@ class PlayExecutor:
         return self.run_calls(calls, StepOutcome(once=once, once_host=first),
                               limit=controller_step.throttle if controller_step else 0)
 
+    def _forced_failing(self, host: str) -> bool:
+        """``host`` failed, and only the ``force_handlers`` flush is left for
+        it: linear counts it failed already (out of ``ansible_play_hosts``)."""
+        blocks = self.hosts[host].blocks if host in self.hosts else {}
+        for bid in self.plan.program.forced_flush_blocks:
+            saved = blocks.get(bid)
+            if isinstance(saved, dict) and saved.get("phase") == "always" and saved.get("failure"):
+                return True
+        return False
+
     def _first_reaching(self, active: List[str], step: Step) -> str:
         """The host a run_once task runs on: the first host whose next task it
         is (L7.1). A host in a block's rescue or always, or with a failure its
@@ -904,18 +914,20 @@ class PlayExecutor:
 
     def _wire(self, host: str, step: Step, active: List[str]) -> Dict[str, Any]:
         state = self.hosts[host]
+        playing = [h for h in active if not self._forced_failing(h)]
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=self.ctx.group_names(host) if self.ctx.group_names
                      else state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
-                     ansible_play_batch=active, play_hosts=active,
+                     ansible_play_batch=playing, play_hosts=playing,
                      # every host of the play (earlier and later serial
                      # batches too) but the failed/unreachable ones (L6.6)
                      ansible_play_hosts=[
                          h for h in self.magic.get("ansible_play_hosts_all", self.order)
                          if h not in self.removed
-                         and (h not in self.hosts or self.hosts[h].active)])
+                         and (h not in self.hosts or self.hosts[h].active)
+                         and not self._forced_failing(h)])
         static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"],
                   "connection": _connection_vars(host, state.spec)}
