@@ -34,7 +34,7 @@ from collections import ChainMap
 import mitogen.core
 
 from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, lifeline,
-                                  results, templating, transfer)
+                                  results, searchpath, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
                                        Scope, as_bool, safe_template, template_name)
@@ -300,18 +300,15 @@ class HostRun(HandlerRun, LoopRun):
             return True  # the task fails with the error itself
         name = str(name).rstrip("\n")
         found = choice.get("found")
-        if found is None or not _matches(name, choice["pattern"]):
+        if found is None or os.path.isabs(name) or name.startswith("~") \
+                or not _matches(name, choice["pattern"]):
             return False
-        paths = []
-        for base in choice["bases"]:
-            path = os.path.normpath(os.path.join(base, name))
-            if path not in paths:
-                paths.append(path)
-        entry = next((found[p] for p in paths if p in found), None)
+        searched = searchpath.candidates(choice["stack"], "vars", name, choice["basedir"],
+                                         results.legacy())
+        entry = next((found[p] for p in map(os.path.normpath, searched) if p in found), None)
         if entry is None:
             entry = {"kind": "missing",
-                     "msg": "Could not find or access '%s' on the Ansible Controller.\n"
-                            "Searched in:\n\t%s" % (name, "\n\t".join(paths))}
+                     "msg": searchpath.not_found(name, searched, results.legacy())}
         self.files.setdefault(self.file_key, {})[name] = entry
         return True
 
@@ -470,8 +467,10 @@ class HostRun(HandlerRun, LoopRun):
         if self._item is not None:
             table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
                              table)
-        magic.update(Lookups(table, _evaluator(view), lambda: list(view)).functions())
-        return view
+        # lookup/query/q are Jinja globals to Ansible: a variable of that name
+        # (play vars, a registered result) hides them, and vars does not hold them.
+        functions = Lookups(table, _evaluator(view), lambda: list(view)).functions()
+        return ChainMap(*view.maps, functions)
 
     def facts_layer(self):
         if self._facts_layer is None:
@@ -615,8 +614,8 @@ class HostRun(HandlerRun, LoopRun):
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
         """One execution: `when`, then the action with until/retries."""
-        return results.with_exception(
-            self._run_single(key, task, scope, templar, overlay, item_keys))
+        return results.with_exception(results.with_message(
+            self._run_single(key, task, scope, templar, overlay, item_keys), task["action"]))
 
     def _run_single(self, key, task, scope, templar, overlay, item_keys):
         undelegated = (self.options.get("delegate_error") or {}).get(str(key[0]))

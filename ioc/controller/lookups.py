@@ -65,8 +65,9 @@ def _file(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[
     for term in terms:
         path = ctx.find(str(term), "files")
         if path is None:
-            raise LookupError_("The 'file' lookup had an issue accessing the file '%s'. "
-                               "file not found" % term)
+            # (ansible-core: "Unable to access the file ...", caused by "File not found...")
+            raise LookupError_("Unable to access the file %r: File not found. "
+                               "Use -vvvvv to see paths searched." % str(term))
         with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             text = handle.read()
         if kwargs.get("rstrip", True):
