@@ -970,9 +970,11 @@ class PlayExecutor:
 
     def play_vars(self, host: str) -> Mapping[str, Any]:
         """The play layer ``host`` sees: play vars, then vars_files (per host
-        when their names are templated: ``static_layers["host_play"]``)."""
+        when their names are templated: ``static_layers["host_play"]``), then
+        the play's roles' vars."""
         own = (self.static_layers.get("host_play") or {}).get(host)
-        return {**self.static_layers["play"], **own} if own else self.static_layers["play"]
+        return {**self.static_layers["play"], **own, **self.plan.program.play.role_vars} \
+            if own else self.static_layers["play"]
 
     def _options(self, step: Step, active: List[str],
                  host: Optional[str] = None) -> Dict[str, Any]:

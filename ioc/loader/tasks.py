@@ -73,6 +73,8 @@ class PlayState:
     #: Play vars and extra vars: the only values ``{{ name }}`` in an import path may use.
     static_vars: Mapping[str, Any]
     role_defaults: dict[str, Any] = field(default_factory=dict)
+    #: ``vars/`` of the public roles, in load order (``Play.role_vars``).
+    role_vars: dict[str, Any] = field(default_factory=dict)
     role_handlers: list[Task] = field(default_factory=list)
     #: Handlers an include (``include_role``, or an ``import_role`` inside an
     #: ``include_tasks``) brings: Ansible adds them to the play's handlers
@@ -711,6 +713,7 @@ def _expand_role(
     deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection), where)
     if not private:
         scope.play.role_defaults.update(files.defaults)
+        scope.play.role_vars.update(files.vars)
     role_vars = {**files.vars, **vars_of(keywords, where)}
     # roles do not inherit ``collections``: a role searches its own collection
     # and those of its meta/main.yml (Role._load_role_data)
