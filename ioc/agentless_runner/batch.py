@@ -89,6 +89,7 @@ def _asker(sender):
     loop (a plugin call) or when its replay reaches it (``--step``).
     """
     def ask(event):
+        CALLS[0] += 1  # (a round trip of its own: the transport report counts it)
         return sender.context.send_await(
             mitogen.core.Message.pickled(event, handle=sender.dst_handle))
     return ask
@@ -127,6 +128,9 @@ class HostRun(HandlerRun, LoopRun):
         #: ``--step``: sends an ``ask`` event before each task and returns the
         #: user's answer (see :meth:`take_step`); None when nobody is asked.
         self.ask = ask if self.options.get("step") else None
+        #: Asks the controller for a file that was missing when it prepared the
+        #: batch (see :meth:`controller_files`); None on the controller itself.
+        self.ask_controller = ask
         #: Entries this host does not run at all (no event): ``gathering =
         #: smart`` leaves out fact gathering where facts are gathered already.
         self.skip = frozenset(self.options.get("skip") or ())
@@ -469,7 +473,8 @@ class HostRun(HandlerRun, LoopRun):
                              table)
         # lookup/query/q are Jinja globals to Ansible: a variable of that name
         # (play vars, a registered result) hides them, and vars does not hold them.
-        functions = Lookups(table, _evaluator(view), lambda: list(view)).functions()
+        functions = Lookups(table, _evaluator(view), lambda: list(view),
+                            self._late_lookup(self.file_key)).functions()
         return ChainMap(*view.maps, functions)
 
     def facts_layer(self):
@@ -931,10 +936,34 @@ class HostRun(HandlerRun, LoopRun):
             reads.where = "var" if task["action"] == "debug" and "var" in args else None
         return out
 
+    def _late_lookup(self, file_key):
+        """Asks the controller for a lookup of task ``file_key`` it could not
+        answer before the batch (see ``Lookups.late``); None on the controller."""
+        if self.ask_controller is None or file_key is None:
+            return None
+
+        def late(plugin, terms, kwargs):
+            return self.ask_controller({"e": "lookup", "k": file_key, "plugin": plugin,
+                                        "terms": list(terms), "kwargs": dict(kwargs)})
+        return late
+
     def controller_files(self):
-        """The current task's shipped controller files, with their content."""
-        return {src: _with_content(entry)
-                for src, entry in (self.files.get(self.file_key) or {}).items()}
+        """The current task's shipped controller files, with their content.
+
+        A file missing when the controller prepared the batch is asked for
+        again now, when its task runs (one round trip): an earlier task may
+        have written it, as Ansible reads it only then.
+        """
+        files = self.files.get(self.file_key) or {}
+        for src, entry in list(files.items()):
+            if entry.get("late") and self.ask_controller is not None:
+                answer = self.ask_controller({"e": "file", "k": self.file_key, "src": src})
+                if answer.get("entry") is not None:
+                    BLOBS.update(answer.get("blobs") or {})
+                    files[src] = entry = answer["entry"]
+                else:
+                    files[src] = entry = dict(entry, late=False)
+        return {src: _with_content(entry) for src, entry in files.items()}
 
     # -- effects ---------------------------------------------------------------
 

@@ -278,6 +278,21 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
     return {k: v for k, v in tables.items() if v}
 
 
+def late(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...], basedir: str,
+         plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The answer to a lookup the runner met that :func:`collect` could not
+    foresee (a template whose other values the batch sets: the controller's
+    rendering stopped before reaching it), asked for when the task runs:
+    ``{"value": ...}`` or ``{"error": ...}``, as a table entry."""
+    templar = Templar(hostrun.variables(to_wire(task), Scope(tuple(to_wire(b) for b in blocks))))
+    recorder = _Recorder(lambda: LookupContext(task, basedir, templar))
+    try:
+        recorder.results(plugin, list(terms), dict(kwargs))
+    except TemplateError:
+        pass  # (the table holds the error)
+    return recorder.table[key(plugin, listify(list(terms)), kwargs)]
+
+
 class _Over:
     """A read-only mapping: ``top`` first, then ``rest`` (keeps ChainMap's laziness)."""
 

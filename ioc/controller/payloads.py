@@ -339,6 +339,17 @@ def vars_dir(task: Task, name: str) -> str:
     return os.path.join(os.path.dirname(task.location.path), name)
 
 
+def late_entry(cache: PayloadCache, host: str, task: Task, src: str,
+               basedir: str) -> Dict[str, Any]:
+    """The runner's second request for controller file ``src`` of ``task``,
+    missing when its batch was prepared: ``{"entry": ..., "blobs": ...}``
+    as they are now (found, or missing again: the entry says why)."""
+    blobs: Dict[str, mitogen.core.Blob] = {}
+    entry = _entry(cache, task, src, basedir, blobs, cache.sent.setdefault(host, set()))
+    entry.pop("late", None)
+    return {"entry": entry, "blobs": blobs}
+
+
 def _vars_dir_entry(cache: PayloadCache, task: Task, src: str,
                     blobs: Dict[str, mitogen.core.Blob], sent: Set[str]) -> Dict[str, Any]:
     path = vars_dir(task, src)
@@ -362,6 +373,10 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
             task, src, SOURCES[task.action][1], basedir)}
         if task.action in _RAISES_MISSING:
             entry["raised"] = True
+        # An earlier task of the batch may write it (a template on a host whose
+        # connection is local, a delegated command): the runner asks again when
+        # the task runs, as Ansible reads the file then (:func:`late_entry`).
+        entry["late"] = True
         return entry
     stream = task.action == "copy"
     try:

@@ -812,8 +812,12 @@ class PlayExecutor:
         self._attach_lookups(wire, step)
         self._attach_payloads(wire, step, context_key(via, become))
         self._attach_modules(wire, step, context_key(via, become))
+        connection = context_key(via, become)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
-                        modules=self._modules_of(step), become=become)
+                        modules=self._modules_of(step), become=become,
+                        late_file=lambda key, src: self._late_file(connection, step, key, src),
+                        late_lookup=lambda key, plugin, terms, kwargs: self._late_lookup(
+                            wire, step, key, plugin, terms, kwargs))
 
     def _become(self, host: str, step: Step, via: str) -> Optional[BecomeSpec]:
         """The identity ``host`` runs ``step`` as (the planner made it one per step).
@@ -1115,6 +1119,30 @@ class PlayExecutor:
         if not isinstance(step, Batch):
             return []
         return [(i, self.plan.program.entry(i).task) for i in step.deferred if i > step.start]
+
+    def _late_file(self, connection: str, step: Step, key: str, src: str) -> Dict[str, Any]:
+        """A controller file the runner asks for again (``payloads.late_entry``)."""
+        task = next((t for k, t, _ in self._payload_tasks(step) if k == key), None)
+        if task is None:
+            return {"entry": None, "blobs": {}}
+        answer = payloads.late_entry(self.ctx.payloads, connection, task, src,
+                                     self.plan.program.play.basedir)
+        if self.ctx.payloads.streamed:  # (a large file: the runner fetches it)
+            self.ctx.connector.serve_files(self.ctx.payloads.streamed)
+        return answer
+
+    def _late_lookup(self, wire: Dict[str, Any], step: Step, key: str, plugin: str,
+                     terms: List[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """A lookup the runner asks for when its task runs (``lookups.late``)."""
+        program = self.plan.program
+        found = [(e.task, program.parents[e.index]) for e in self._runner_entries(step)
+                 if str(e.index) == key]
+        found += [(h, ()) for n, h in self._native_handlers() if "h%d" % n == key]
+        if not found:
+            return {"error": "lookup('%s'): no task %s in this batch" % (plugin, key)}
+        task, blocks = found[0]
+        return lookups.late(HostRun(wire, emit=None), task, blocks, program.play.basedir,
+                            plugin, terms, kwargs)
 
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""
