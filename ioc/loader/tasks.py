@@ -114,6 +114,10 @@ class Scope:
     collections: Optional[tuple[str, ...]] = None
     #: Where the enclosing blocks' ``vars`` were written, by name (innermost wins).
     var_origins: Mapping[str, str] = field(default_factory=dict)
+    #: The params of the roles this one is read for (a dependency's dependents,
+    #: the role an ``import_role`` sits in), outermost first: Ansible's
+    #: ``Role.get_role_params(dep_chain)`` gives them to its tasks, below its own.
+    role_params: Mapping[str, Any] = field(default_factory=dict)
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -710,7 +714,9 @@ def _expand_role(
         return ()
     scope.play.seen_roles.add(identity)
     outer = scope.nested(keywords)
-    deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection), where)
+    chain_params = {**scope.role_params, **params}
+    deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection,
+                                                    role_params=chain_params), where)
     if not private:
         scope.play.role_defaults.update(files.defaults)
         scope.play.role_vars.update(files.vars)
@@ -721,12 +727,13 @@ def _expand_role(
     origins = {k: v for k, v in outer.var_origins.items() if k not in files.vars and k not in params}
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
                                 collections=files.collections or None,
-                                var_origins={**origins, **_var_origins(keywords)})
-    _collect_role_handlers(files, inner, {**role_vars, **params})
+                                var_origins={**origins, **_var_origins(keywords)},
+                                role_params=chain_params)
+    _collect_role_handlers(files, inner, {**role_vars, **chain_params})
     body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
                        params if validate else None)
     block = Block(
-        block=body, location=where, vars=role_vars, params=params,
+        block=body, location=where, vars=role_vars, params=chain_params,
         implicit=True, role=files.name, role_path=path,
         defaults=dict(files.defaults) if private else {},
     )
