@@ -89,6 +89,9 @@ class PlayExecutor:
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
+            if self.others is not None:  # (template files: the planner never sees them)
+                self.others = closure.template_hostvars(
+                    self._step_tasks(step), self.plan.program.play.basedir, self.others)
             self._hostvars = {}
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
@@ -1130,6 +1133,14 @@ class PlayExecutor:
         if self.ctx.payloads.streamed:  # (a large file: the runner fetches it)
             self.ctx.connector.serve_files(self.ctx.payloads.streamed)
         return answer
+
+    def _step_tasks(self, step: Step) -> List[Task]:
+        """The tasks the runner runs in ``step``, with the handlers a flush there may run."""
+        entries = self._runner_entries(step)
+        tasks = [e.task for e in entries]
+        if any(e.is_flush for e in entries):
+            tasks += [h for _, h in self._native_handlers()]
+        return tasks
 
     def _late_lookup(self, wire: Dict[str, Any], step: Step, key: str, plugin: str,
                      terms: List[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
