@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--step", action="store_true",
                         help="one-step-at-a-time: confirm each task before running")
     parser.add_argument("--start-at-task", help="start the playbook at the task matching this name")
+    parser.add_argument("--force-handlers", action="store_true", default=None,
+                        help="run handlers even if a task fails (default: ansible.cfg's "
+                             "force_handlers)")
     parser.add_argument("--flush-cache", action="store_true",
                         help="accepted for ansible-playbook's command lines: ioc-run keeps no "
                              "fact cache between runs, so there is nothing to flush")
@@ -402,7 +405,10 @@ def run(args: argparse.Namespace) -> int:
     search = role_search(settings, args.playbook)
     books = [loader.load_playbook(path, extra_vars=extra, search=search,
                                   gather_default=settings.gathering != "explicit",
-                                  defaults=become_defaults(args, settings))
+                                  defaults=become_defaults(args, settings),
+                                  force_handlers=bool(settings.force_handlers
+                                                      if args.force_handlers is None
+                                                      else args.force_handlers))
              for path in args.playbook]
     attacher = ansible_modules(args.verbose)
     books = [attacher.playbook(book) for book in books]

@@ -265,6 +265,11 @@ class Play:
     vars_files: Mapping[str, Any] = field(default_factory=dict)
     #: Merged ``defaults/`` of every role in the play: lowest precedence.
     role_defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: Merged ``vars/`` of every public role of the play (``roles:``,
+    #: ``import_role``, their dependencies), in load order: every task of the
+    #: play sees them, above ``vars_files`` (a role's own tasks see its own
+    #: vars above the others', as block vars). Ansible's "exported" role vars.
+    role_vars: Mapping[str, Any] = field(default_factory=dict)
     gather_facts: bool = True
     #: The module key of Ansible's ``setup`` when fact gathering runs Ansible's
     #: own module (``Task.module``); None: ioc's own ``setup``.

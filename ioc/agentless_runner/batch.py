@@ -34,7 +34,7 @@ from collections import ChainMap
 import mitogen.core
 
 from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, lifeline,
-                                  results, templating, transfer)
+                                  results, searchpath, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
                                        Scope, as_bool, safe_template, template_name)
@@ -96,6 +96,7 @@ def _asker(sender):
     loop (a plugin call) or when its replay reaches it (``--step``).
     """
     def ask(event):
+        CALLS[0] += 1  # (a round trip of its own: the transport report counts it)
         return sender.context.send_await(
             mitogen.core.Message.pickled(event, handle=sender.dst_handle))
     return ask
@@ -134,6 +135,9 @@ class HostRun(HandlerRun, LoopRun):
         #: ``--step``: sends an ``ask`` event before each task and returns the
         #: user's answer (see :meth:`take_step`); None when nobody is asked.
         self.ask = ask if self.options.get("step") else None
+        #: Asks the controller for a file that was missing when it prepared the
+        #: batch (see :meth:`controller_files`); None on the controller itself.
+        self.ask_controller = ask
         #: Entries this host does not run at all (no event): ``gathering =
         #: smart`` leaves out fact gathering where facts are gathered already.
         self.skip = frozenset(self.options.get("skip") or ())
@@ -307,18 +311,15 @@ class HostRun(HandlerRun, LoopRun):
             return True  # the task fails with the error itself
         name = str(name).rstrip("\n")
         found = choice.get("found")
-        if found is None or not _matches(name, choice["pattern"]):
+        if found is None or os.path.isabs(name) or name.startswith("~") \
+                or not _matches(name, choice["pattern"]):
             return False
-        paths = []
-        for base in choice["bases"]:
-            path = os.path.normpath(os.path.join(base, name))
-            if path not in paths:
-                paths.append(path)
-        entry = next((found[p] for p in paths if p in found), None)
+        searched = searchpath.candidates(choice["stack"], "vars", name, choice["basedir"],
+                                         results.legacy())
+        entry = next((found[p] for p in map(os.path.normpath, searched) if p in found), None)
         if entry is None:
             entry = {"kind": "missing",
-                     "msg": "Could not find or access '%s' on the Ansible Controller.\n"
-                            "Searched in:\n\t%s" % (name, "\n\t".join(paths))}
+                     "msg": searchpath.not_found(name, searched, results.legacy())}
         self.files.setdefault(self.file_key, {})[name] = entry
         return True
 
@@ -479,8 +480,11 @@ class HostRun(HandlerRun, LoopRun):
         if self._item is not None:
             table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
                              table)
-        magic.update(Lookups(table, _evaluator(view), lambda: list(view)).functions())
-        return view
+        # lookup/query/q are Jinja globals to Ansible: a variable of that name
+        # (play vars, a registered result) hides them, and vars does not hold them.
+        functions = Lookups(table, _evaluator(view), lambda: list(view),
+                            self._late_lookup(self.file_key)).functions()
+        return ChainMap(*view.maps, functions)
 
     def facts_layer(self):
         if self._facts_layer is None:
@@ -630,8 +634,8 @@ class HostRun(HandlerRun, LoopRun):
 
     def run_single(self, key, task, scope, templar, overlay=None, item_keys=None):
         """One execution: `when`, then the action with until/retries."""
-        return results.with_exception(
-            self._run_single(key, task, scope, templar, overlay, item_keys))
+        return results.with_exception(results.with_message(
+            self._run_single(key, task, scope, templar, overlay, item_keys), task["action"]))
 
     def _run_single(self, key, task, scope, templar, overlay, item_keys):
         undelegated = (self.options.get("delegate_error") or {}).get(str(key[0]))
@@ -950,10 +954,34 @@ class HostRun(HandlerRun, LoopRun):
             reads.where = "var" if task["action"] == "debug" and "var" in args else None
         return out
 
+    def _late_lookup(self, file_key):
+        """Asks the controller for a lookup of task ``file_key`` it could not
+        answer before the batch (see ``Lookups.late``); None on the controller."""
+        if self.ask_controller is None or file_key is None:
+            return None
+
+        def late(plugin, terms, kwargs):
+            return self.ask_controller({"e": "lookup", "k": file_key, "plugin": plugin,
+                                        "terms": list(terms), "kwargs": dict(kwargs)})
+        return late
+
     def controller_files(self):
-        """The current task's shipped controller files, with their content."""
-        return {src: _with_content(entry)
-                for src, entry in (self.files.get(self.file_key) or {}).items()}
+        """The current task's shipped controller files, with their content.
+
+        A file missing when the controller prepared the batch is asked for
+        again now, when its task runs (one round trip): an earlier task may
+        have written it, as Ansible reads it only then.
+        """
+        files = self.files.get(self.file_key) or {}
+        for src, entry in list(files.items()):
+            if entry.get("late") and self.ask_controller is not None:
+                answer = self.ask_controller({"e": "file", "k": self.file_key, "src": src})
+                if answer.get("entry") is not None:
+                    BLOBS.update(answer.get("blobs") or {})
+                    files[src] = entry = answer["entry"]
+                else:
+                    files[src] = entry = dict(entry, late=False)
+        return {src: _with_content(entry) for src, entry in files.items()}
 
     # -- effects ---------------------------------------------------------------
 

@@ -98,8 +98,10 @@ class ModuleContext(object):
         if entry is None:
             raise ModuleError("Could not find or access '%s' on the Ansible Controller." % src)
         if entry.get("kind") == "missing":
-            raise ModuleError(entry.get("msg") or
-                              "Could not find or access '%s' on the Ansible Controller." % src)
+            msg = entry.get("msg") or "Could not find or access '%s' on the Ansible Controller." % src
+            if entry.get("raised"):  # the action plugin raises it: "Task failed: <msg>"
+                raise ModuleError(msg, _ioc_raised=True)
+            raise ModuleError(msg)
         if entry.get("kind") == "error":  # e.g. a vaulted file no password decrypts
             raise TaskError(entry["msg"])
         return entry

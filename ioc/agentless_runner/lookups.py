@@ -305,8 +305,11 @@ def shape(values, wantlist):
 class Lookups(object):
     """The ``lookup``/``query`` functions of one host's templates."""
 
-    def __init__(self, table, variables_of, names=None):
-        self.table = table or {}
+    def __init__(self, table, variables_of, names=None, late=None):
+        self.table = table if table is not None else {}
+        #: ``(plugin, terms, kwargs) -> table entry``: asks the controller for a
+        #: lookup the table lacks (one round trip); None: there is nobody to ask.
+        self.late = late
         #: Callable returning the templated variable for ``vars`` lookups.
         self.variables_of = variables_of
         #: Callable returning every variable name the task sees (``varnames``).
@@ -327,6 +330,8 @@ class Lookups(object):
             raise LookupFailure("The lookup plugin '%s' failed: %s" % (plugin, exc),
                                 plugin=plugin, cause=str(exc)) from exc
         table_key = key(plugin, terms, kwargs)
+        if table_key not in self.table and self.late is not None:
+            self.table[table_key] = self.late(plugin, terms, kwargs)
         if table_key not in self.table:
             raise LookupFailure(
                 "lookup('%s', %s) reads the controller, and its arguments were not known "

@@ -67,6 +67,27 @@ def with_exception(result):
     return result
 
 
+#: Actions Ansible runs on the controller: a failure of theirs is the action's.
+CONTROLLER_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta",
+                                "validate_argument_spec", "include_vars"})
+
+
+def with_message(result, action):
+    """``result`` with the ``msg`` ansible-core makes for a failure whose action
+    gave none (``include_vars`` puts its reason under ``message``, a module may
+    say nothing): "Task failed: Module failed: Unknown error." (``Action`` for
+    the controller's actions), the text of TaskExecutor's error. Marked
+    ``_ioc_msg_made``: the Ansible bridge hands the result on without it, and
+    Ansible makes its own."""
+    if result.get("failed") and "msg" not in result and "results" not in result \
+            and "failed_when_result" not in result and not result.get("_ioc_until_exhausted"):
+        kind = "Action" if action in CONTROLLER_ACTIONS or result.get("_ioc_action_failure") \
+            else "Module"
+        result["msg"] = "Task failed: %s failed: Unknown error." % kind
+        result["_ioc_msg_made"] = True
+    return result
+
+
 def failed_result(msg, exception=None, **extra):
     """A failure that did not come from a module (templating, conditionals...)."""
     result = {"failed": True, "msg": msg, "changed": False}

@@ -432,7 +432,10 @@ def environment():
     """The process-wide jinja2 Environment with Ansible's settings."""
     env = jinja2.Environment(
         trim_blocks=True,
-        keep_trailing_newline=True,
+        # As Ansible's: the lexer drops a single trailing newline (so that
+        # "{{ expr }}\n", a YAML block scalar's, is one expression with its
+        # native value), and _render puts back the newlines a text lost.
+        keep_trailing_newline=False,
         autoescape=False,
         undefined=_StrictUndefined,
         finalize=_finalize,
@@ -792,7 +795,14 @@ class Templar(object):
             compiled = _compile_template(source)
         except jinja2.TemplateError as exc:
             raise _translate(exc, source) from None
-        return self._run(compiled, source)
+        result = self._run(compiled, source)
+        if isinstance(result, str):
+            # Ansible's preserve_trailing_newlines: a text ends with as many
+            # newlines as its template (a native value keeps none it lost)
+            missing = _trailing_newlines(source) - _trailing_newlines(result)
+            if missing > 0:
+                result += "\n" * missing
+        return result
 
     def _run(self, compiled, source, kind="template"):
         template = compiled.template

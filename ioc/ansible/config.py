@@ -33,6 +33,8 @@ HONOURED: Dict[str, str] = {
     "DEFAULT_BECOME_ASK_PASS": "become_ask_pass: as -K",
     "DEFAULT_ASK_PASS": "ask_pass: as -k (the SSH password)",
     "BECOME_ALLOW_SAME_USER": "become_allow_same_user: escalate even to the connection's own user",
+    "DEFAULT_FORCE_HANDLERS": "force_handlers: the default of --force-handlers (and of the "
+                              "play keyword)",
     "ERROR_ON_MISSING_HANDLER": "error_on_missing_handler: off warns of a notified name no "
                                 "handler has instead of ending the run",
     "DEFAULT_VAULT_PASSWORD_FILE": "vault_password_file: as --vault-password-file",
@@ -114,6 +116,7 @@ class Settings:
     ask_pass: bool = False
     become_allow_same_user: bool = False
     error_on_missing_handler: bool = True
+    force_handlers: bool = False
     vault_password_files: Tuple[str, ...] = ()
     vault_identity_list: Tuple[str, ...] = ()
     ask_vault_pass: bool = False
@@ -175,6 +178,7 @@ def read_settings() -> Settings:
         ask_pass=bool(value("DEFAULT_ASK_PASS")),
         become_allow_same_user=bool(value("BECOME_ALLOW_SAME_USER")),
         error_on_missing_handler=bool(value("ERROR_ON_MISSING_HANDLER")),
+        force_handlers=bool(value("DEFAULT_FORCE_HANDLERS")),
         vault_password_files=tuple(_as_list(value("DEFAULT_VAULT_PASSWORD_FILE"))),
         vault_identity_list=tuple(value("DEFAULT_VAULT_IDENTITY_LIST") or ()),
         ask_vault_pass=bool(value("DEFAULT_ASK_VAULT_PASS")),

@@ -275,7 +275,8 @@ class Converter:
         role = getattr(task, "_role", None)
         try:
             if role is not None:
-                variables.update(plain(role.get_vars(include_params=False)))
+                # (the roles that depend on it hand their vars down: Role.get_inherited_vars)
+                variables.update(plain(role.get_vars(task.get_dep_chain(), include_params=False)))
             variables.update(plain(task.get_vars()))
         except AnsibleVaultError:
             # Ansible decrypts a vault value only where a task reads it
@@ -582,7 +583,9 @@ class Converter:
                 self.roles_run.append(role)
             nodes = self.block(block)
             if role is not None:
-                params = plain(role.get_role_params()) if hasattr(role, "get_role_params") else {}
+                # (a dependency has its dependents' params below its own: the dep chain)
+                params = plain(role.get_role_params(block.get_dep_chain())) \
+                    if hasattr(role, "get_role_params") else {}
                 defaults = plain(role.get_default_vars()) if included else {}
                 out.append(Block(block=tuple(nodes), location=_location(block), params=params,
                                  implicit=True, role=plain(role.get_name()), defaults=defaults,

@@ -237,6 +237,11 @@ class EventReplay:
     def _apply_register(self, host: str, result: Dict[str, Any]) -> None:
         name = self.state.ir_task.register
         if name:
+            # Ansible's own (tagged) name: a reserved-name warning points at the
+            # register line (2.21 keeps register as {name: projection})
+            given = getattr(self.state.task, "register", None)
+            name = next((k for k in given if k == name), name) if isinstance(given, dict) \
+                else given if given == name else name
             value = {k: v for k, v in plain(result).items() if not k.startswith("_ioc_")}
             self.vm.set_nonpersistent_facts(host, {name: value})
 

@@ -86,8 +86,11 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     handler_tasks = [h for b in play.handlers for h in b.block]
     handlers = tuple(converter.task(h, handler=True) for h in handler_tasks)
     defaults: Dict[str, Any] = {}
+    exported: Dict[str, Any] = {}
     for role in play.get_roles():
         defaults.update(plain(role.get_default_vars()))
+        if role.public:  # (VariableManager.get_vars: "exported vars from all roles")
+            exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
     path, line = _play_location(play)
     ir = Play(
         name=plain(play.get_name()),
@@ -96,6 +99,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         vars=plain_vars(play.vars or {}),
         vars_files=vars_files,
         role_defaults=defaults,
+        role_vars=exported,
         force_handlers=bool(play.force_handlers),
         gather_facts=gather,
         pre_tasks=pre, tasks=main, post_tasks=post,

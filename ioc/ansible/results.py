@@ -146,7 +146,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         utr.exception = None
     elif utr.failed and utr.exception and not engine and not raised and not loop_error and \
             (data.get("msg") or result.get("_ioc_conditions") or action == "include_vars"
-             or result.get("_ioc_module_exception")):
+             or result.get("_ioc_module_exception") or result.get("_ioc_msg_made")):
         # As TaskExecutor._execute words it: "Task failed: <...>" with the task's origin.
         from ansible.errors import AnsibleTaskError
 
@@ -234,11 +234,14 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
 
 
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
-    """``result`` without ioc's internal keys (its loop items' too), and without
+    """``result`` without ioc's internal keys (its loop items' too), the ``msg``
+    the runner made for a failure that had none, and without
     the ``exception`` text the runner registers for a failure (Ansible makes
     its own error summary for the callbacks from the failure itself)."""
     def public(one: Dict[str, Any]) -> Dict[str, Any]:
-        return {k: v for k, v in one.items() if not k.startswith("_ioc_")}
+        made = one.get("_ioc_msg_made")  # (Ansible makes that msg itself)
+        return {k: v for k, v in one.items()
+                if not k.startswith("_ioc_") and not (made and k == "msg")}
 
     data = public(result)
     if data.get("exception") == NO_TRACEBACK:

@@ -8,6 +8,7 @@ never templates and need no closing.
 """
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set
 
@@ -83,3 +84,43 @@ def restrict_facts(facts: Mapping[str, Any], names: Optional[Set[str]]) -> Dict[
     if names is None or "ansible_facts" in names:
         return dict(facts)
     return {k: v for k, v in facts.items() if k in names or "ansible_" + k in names}
+
+
+def template_hostvars(tasks: Iterable[Any], basedir: str,
+                      others: Optional[FrozenSet[str]]) -> Optional[FrozenSet[str]]:
+    """``others`` (the attributes a step reads on other hosts' ``hostvars``,
+    None: whole hosts) with what its ``template`` tasks' files read there.
+
+    The planner never sees a template file: the controller, which ships it,
+    reads it here (``{% for h in groups.web %}{{ hostvars[h].ip }}`` reads
+    ``ip`` of every host). A file it cannot name before the batch (a
+    templated ``src``) or read counts as reading whole hosts.
+    """
+    from ioc.controller.payloads import search_path
+    from ioc.planner.effects import SELF, TemplateRefs, scan
+
+    if others is None:
+        return None
+    attrs: Set[str] = set(others)
+    for task in tasks:
+        if task.action != "template":
+            continue
+        src = task.args.get("src", task.args.get("_raw_params"))
+        if not isinstance(src, str) or is_template(src):
+            return None
+        path = next((p for p in search_path(task, src, basedir) if os.path.isfile(p)), None)
+        if path is None:
+            continue  # (the task fails: Ansible's message names where it looked)
+        refs = TemplateRefs()
+        try:
+            with open(path, encoding="utf-8") as handle:
+                scan(refs, handle.read(), "template")
+        except (OSError, UnicodeError, PlanError):
+            return None  # (the runner reports its error; ship whole hosts meanwhile)
+        for access in refs.hostvars:
+            if access.host == SELF:
+                continue
+            if not access.attrs:
+                return None
+            attrs |= set(access.attrs)
+    return frozenset(attrs)

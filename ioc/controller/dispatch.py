@@ -48,6 +48,12 @@ class HostCall:
     become: Optional[BecomeSpec] = None
     #: Set when the controller could not prepare the call: the host fails with it.
     error: str = ""
+    #: ``(file key, src) -> {"entry", "blobs"}``: a controller file that was
+    #: missing when the call was prepared, looked up again when its task runs.
+    late_file: Optional[Callable[[str, str], Dict[str, Any]]] = None
+    #: ``(file key, plugin, terms, kwargs) -> table entry``: a lookup the
+    #: controller could not foresee, answered when its task runs.
+    late_lookup: Optional[Callable[[str, str, List[Any], Dict[str, Any]], Dict[str, Any]]] = None
 
     @property
     def connection(self) -> str:
@@ -229,6 +235,17 @@ def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
                 return None  # run_batch returned: every event has been delivered
             if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
                 msg.reply(plugins.answer(value))
+                continue
+            if value.get("e") == "lookup":  # a lookup the controller could not foresee
+                msg.reply(call.late_lookup(value["k"], value["plugin"], value["terms"],
+                                           value["kwargs"]) if call.late_lookup
+                          else {"error": "lookup('%s') reads the controller, and its arguments "
+                                         "were not known before this batch started"
+                                         % value["plugin"]})
+                continue
+            if value.get("e") == "file":  # a controller file missing when the call was made
+                msg.reply(call.late_file(value["k"], value["src"]) if call.late_file
+                          else {"entry": None, "blobs": {}})
                 continue
             if value.get("e") == "ask":  # --step: answered when the replay reaches it
                 value["reply"] = msg.reply

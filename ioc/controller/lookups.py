@@ -65,8 +65,9 @@ def _file(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[
     for term in terms:
         path = ctx.find(str(term), "files")
         if path is None:
-            raise LookupError_("The 'file' lookup had an issue accessing the file '%s'. "
-                               "file not found" % term)
+            # (ansible-core: "Unable to access the file ...", caused by "File not found...")
+            raise LookupError_("Unable to access the file %r: File not found. "
+                               "Use -vvvvv to see paths searched." % str(term))
         with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             text = handle.read()
         if kwargs.get("rstrip", True):
@@ -275,6 +276,21 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
 
         _render_task(task, wire, hostrun, templar_for, recorder)
     return {k: v for k, v in tables.items() if v}
+
+
+def late(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...], basedir: str,
+         plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The answer to a lookup the runner met that :func:`collect` could not
+    foresee (a template whose other values the batch sets: the controller's
+    rendering stopped before reaching it), asked for when the task runs:
+    ``{"value": ...}`` or ``{"error": ...}``, as a table entry."""
+    templar = Templar(hostrun.variables(to_wire(task), Scope(tuple(to_wire(b) for b in blocks))))
+    recorder = _Recorder(lambda: LookupContext(task, basedir, templar))
+    try:
+        recorder.results(plugin, list(terms), dict(kwargs))
+    except TemplateError:
+        pass  # (the table holds the error)
+    return recorder.table[key(plugin, listify(list(terms)), kwargs)]
 
 
 class _Over:

@@ -32,6 +32,7 @@ import glob
 import hashlib
 import logging
 import os
+import re
 import shlex
 import stat
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequ
 
 import mitogen.core
 
+from ioc.agentless_runner import results, searchpath
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.model import Block, Task, to_wire
@@ -56,6 +58,14 @@ SOURCES = {
     "script": (None, "files"),
     "include_vars": ("file", "vars"),
 }
+
+
+#: What an action plugin puts before ``AnsibleFileNotFound``'s words (copy's
+#: catches and wraps it; unarchive's fails its result with the error's text).
+_MISSING_PREFIX = {"copy": "Unexpected AnsibleActionFail error: ", "unarchive": "Task failed: "}
+#: Actions whose plugin raises when the file is missing: their ``[ERROR]`` is
+#: ``Task failed: <msg>``, not ``Action failed``/``Module failed``.
+_RAISES_MISSING = frozenset({"copy", "template", "script", "unarchive"})
 
 
 def wants_controller_file(task: Task) -> bool:
@@ -262,24 +272,59 @@ def search_path(task: Task, src: str, basedir: str) -> List[str]:
 
 
 def candidates(task: Task, name: str, subdir: str, basedir: str) -> List[str]:
-    """Where Ansible looks for controller file ``name`` of ``task``, in order.
-
-    The role's ``subdir`` (``files``, ``templates``, ``vars``) and the role
-    itself, then beside the task's own file, then the playbook's directory.
-    """
+    """Where Ansible looks for controller file ``name`` of ``task``, in order,
+    each place once (:func:`search_stack`, :func:`searchpath.candidates`)."""
     if os.path.isabs(name):
         return [name]
-    bases: List[str] = []
-    if task.role_path:
-        bases += [os.path.join(task.role_path, subdir), task.role_path]
-    task_dir = os.path.dirname(task.location.path)
-    bases += [os.path.join(task_dir, subdir), task_dir, os.path.join(basedir, subdir), basedir]
     seen: List[str] = []
-    for base in bases:
-        candidate = os.path.normpath(os.path.join(base, name))
+    for candidate in searchpath.candidates(search_stack(task), subdir, name, basedir,
+                                           results.legacy()):
+        candidate = os.path.normpath(candidate)
         if candidate not in seen:
             seen.append(candidate)
     return seen
+
+
+def not_found(task: Task, name: str, subdir: str, basedir: str) -> str:
+    """Ansible's message for controller file ``name`` of ``task`` found nowhere."""
+    legacy = results.legacy()
+    searched = [] if os.path.isabs(name) else \
+        searchpath.candidates(search_stack(task), subdir, name, basedir, legacy)
+    return searchpath.not_found(name, searched, legacy)
+
+
+#: ansible-core's test that a search path entry is a role's ``tasks`` directory.
+_RE_TASKS = re.compile(r"(?:^|%s)+tasks%s?$" % (os.path.sep, os.path.sep))
+
+
+def search_stack(task: Task) -> List[List[Optional[str]]]:
+    """``task``'s search stack as :func:`searchpath.candidates` takes it: its
+    role's directory, then its own file's (Ansible's ``get_search_path``),
+    each with the ``tasks`` directory above it where ``DataLoader`` takes the
+    entry for a role's (``_is_role``). ioc knows a task's own role, not the
+    roles that depend on it: those Ansible searches too are not here."""
+    paths = [task.role_path] if task.role_path else []
+    task_dir = os.path.dirname(task.location.path)
+    if task_dir not in paths:
+        paths.append(task_dir)
+    stack: List[List[Optional[str]]] = []
+    for path in paths:
+        upath = os.path.normpath(os.path.abspath(os.path.expandvars(os.path.expanduser(path))))
+        parent = os.path.dirname(upath)
+        stack.append([upath, parent if parent.endswith("/tasks") and _is_role(path) else None])
+    return stack
+
+
+def _is_role(path: str) -> bool:
+    """ansible-core's ``DataLoader._is_role``: a ``tasks`` directory with a
+    ``main`` file, or a directory (or its parent) with ``tasks/main`` or
+    ``meta/main``."""
+    parent = os.path.dirname(path)
+    untasked = [os.path.join(path, main) for main in ("main.yml", "main.yaml", "main")]
+    tasked = [os.path.join(base, sub, main) for base in (path, parent)
+              for sub in ("tasks", "meta") for main in ("main.yml", "main.yaml", "main")]
+    return bool(_RE_TASKS.search(path) and any(map(os.path.exists, untasked))) \
+        or any(map(os.path.exists, tasked))
 
 
 def vars_dir(task: Task, name: str) -> str:
@@ -292,6 +337,17 @@ def vars_dir(task: Task, name: str) -> str:
             return inside if os.path.exists(inside) else name
         return os.path.join(task.role_path, "vars", name)
     return os.path.join(os.path.dirname(task.location.path), name)
+
+
+def late_entry(cache: PayloadCache, host: str, task: Task, src: str,
+               basedir: str) -> Dict[str, Any]:
+    """The runner's second request for controller file ``src`` of ``task``,
+    missing when its batch was prepared: ``{"entry": ..., "blobs": ...}``
+    as they are now (found, or missing again: the entry says why)."""
+    blobs: Dict[str, mitogen.core.Blob] = {}
+    entry = _entry(cache, task, src, basedir, blobs, cache.sent.setdefault(host, set()))
+    entry.pop("late", None)
+    return {"entry": entry, "blobs": blobs}
 
 
 def _vars_dir_entry(cache: PayloadCache, task: Task, src: str,
@@ -313,9 +369,15 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
     candidates = search_path(task, src, basedir)
     path = next((c for c in candidates if os.path.exists(c)), None)
     if path is None:
-        return {"kind": "missing",
-                "msg": "Could not find or access '%s' on the Ansible Controller.\nSearched in:\n\t%s"
-                       % (src, "\n\t".join(candidates))}
+        entry: Dict[str, Any] = {"kind": "missing", "msg": _MISSING_PREFIX.get(task.action, "") + not_found(
+            task, src, SOURCES[task.action][1], basedir)}
+        if task.action in _RAISES_MISSING:
+            entry["raised"] = True
+        # An earlier task of the batch may write it (a template on a host whose
+        # connection is local, a delegated command): the runner asks again when
+        # the task runs, as Ansible reads the file then (:func:`late_entry`).
+        entry["late"] = True
+        return entry
     stream = task.action == "copy"
     try:
         if os.path.isdir(path):
@@ -375,11 +437,12 @@ def candidates_of(cache: PayloadCache, host: str, task: Task, pattern: str, base
                   blobs: Dict[str, mitogen.core.Blob]) -> Dict[str, Any]:
     """Every file an ``include_vars`` name matching ``pattern`` (a glob) can be.
 
-    ``bases``: the search path's directories, in order (the runner puts the
-    templated name after each, as :func:`candidates` does); ``found``: each
-    existing file matching the pattern there, by path, shipped like any
-    controller file; None when there are too many, or a directory matches
-    (the runner then leaves the choice to the controller).
+    ``stack`` and ``basedir``: what the runner builds the templated name's
+    search list from (:func:`searchpath.candidates`, as :func:`candidates`
+    does here); ``found``: each existing file matching the pattern in one of
+    the search path's directories, by path, shipped like any controller
+    file; None when there are too many, or a directory matches (the runner
+    then leaves the choice to the controller).
     """
     bases = [os.path.dirname(c) for c in candidates(task, "x", "vars", basedir)]
     found: Optional[Dict[str, Any]] = {}
@@ -401,7 +464,7 @@ def candidates_of(cache: PayloadCache, host: str, task: Task, pattern: str, base
                 found[path] = _file_entry(cache, path, blobs, sent)
             except Undecryptable as exc:
                 found[path] = {"kind": "error", "msg": str(exc), "path": path}
-    return {"pattern": pattern, "bases": bases, "found": found}
+    return {"pattern": pattern, "stack": search_stack(task), "basedir": basedir, "found": found}
 
 
 def _truthy(value: Any) -> bool:

@@ -91,6 +91,9 @@ class PlayExecutor:
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
+            if self.others is not None:  # (template files: the planner never sees them)
+                self.others = closure.template_hostvars(
+                    self._step_tasks(step), self.plan.program.play.basedir, self.others)
             self._hostvars = {}
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
@@ -146,6 +149,16 @@ class PlayExecutor:
         calls = [self._call(h, step, active) for h in hosts]
         return self.run_calls(calls, StepOutcome(once=once, once_host=first),
                               limit=controller_step.throttle if controller_step else 0)
+
+    def _forced_failing(self, host: str) -> bool:
+        """``host`` failed, and only the ``force_handlers`` flush is left for
+        it: linear counts it failed already (out of ``ansible_play_hosts``)."""
+        blocks = self.hosts[host].blocks if host in self.hosts else {}
+        for bid in self.plan.program.forced_flush_blocks:
+            saved = blocks.get(bid)
+            if isinstance(saved, dict) and saved.get("phase") == "always" and saved.get("failure"):
+                return True
+        return False
 
     def _first_reaching(self, active: List[str], step: Step) -> str:
         """The host a run_once task runs on: the first host whose next task it
@@ -804,8 +817,12 @@ class PlayExecutor:
         self._attach_lookups(wire, step)
         self._attach_payloads(wire, step, context_key(via, become))
         self._attach_modules(wire, step, context_key(via, become))
+        connection = context_key(via, become)
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
-                        modules=self._modules_of(step), become=become)
+                        modules=self._modules_of(step), become=become,
+                        late_file=lambda key, src: self._late_file(connection, step, key, src),
+                        late_lookup=lambda key, plugin, terms, kwargs: self._late_lookup(
+                            wire, step, key, plugin, terms, kwargs))
 
     def _become(self, host: str, step: Step, via: str) -> Optional[BecomeSpec]:
         """The identity ``host`` runs ``step`` as (the planner made it one per step).
@@ -906,18 +923,20 @@ class PlayExecutor:
 
     def _wire(self, host: str, step: Step, active: List[str]) -> Dict[str, Any]:
         state = self.hosts[host]
+        playing = [h for h in active if not self._forced_failing(h)]
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=self.ctx.group_names(host) if self.ctx.group_names
                      else state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
-                     ansible_play_batch=active, play_hosts=active,
+                     ansible_play_batch=playing, play_hosts=playing,
                      # every host of the play (earlier and later serial
                      # batches too) but the failed/unreachable ones (L6.6)
                      ansible_play_hosts=[
                          h for h in self.magic.get("ansible_play_hosts_all", self.order)
                          if h not in self.removed
-                         and (h not in self.hosts or self.hosts[h].active)])
+                         and (h not in self.hosts or self.hosts[h].active)
+                         and not self._forced_failing(h)])
         static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"],
                   "connection": _connection_vars(host, state.spec)}
@@ -960,9 +979,11 @@ class PlayExecutor:
 
     def play_vars(self, host: str) -> Mapping[str, Any]:
         """The play layer ``host`` sees: play vars, then vars_files (per host
-        when their names are templated: ``static_layers["host_play"]``)."""
+        when their names are templated: ``static_layers["host_play"]``), then
+        the play's roles' vars."""
         own = (self.static_layers.get("host_play") or {}).get(host)
-        return {**self.static_layers["play"], **own} if own else self.static_layers["play"]
+        return {**self.static_layers["play"], **own, **self.plan.program.play.role_vars} \
+            if own else self.static_layers["play"]
 
     def _options(self, step: Step, active: List[str],
                  host: Optional[str] = None) -> Dict[str, Any]:
@@ -1110,6 +1131,38 @@ class PlayExecutor:
         if not isinstance(step, Batch):
             return []
         return [(i, self.plan.program.entry(i).task) for i in step.deferred if i > step.start]
+
+    def _late_file(self, connection: str, step: Step, key: str, src: str) -> Dict[str, Any]:
+        """A controller file the runner asks for again (``payloads.late_entry``)."""
+        task = next((t for k, t, _ in self._payload_tasks(step) if k == key), None)
+        if task is None:
+            return {"entry": None, "blobs": {}}
+        answer = payloads.late_entry(self.ctx.payloads, connection, task, src,
+                                     self.plan.program.play.basedir)
+        if self.ctx.payloads.streamed:  # (a large file: the runner fetches it)
+            self.ctx.connector.serve_files(self.ctx.payloads.streamed)
+        return answer
+
+    def _step_tasks(self, step: Step) -> List[Task]:
+        """The tasks the runner runs in ``step``, with the handlers a flush there may run."""
+        entries = self._runner_entries(step)
+        tasks = [e.task for e in entries]
+        if any(e.is_flush for e in entries):
+            tasks += [h for _, h in self._native_handlers()]
+        return tasks
+
+    def _late_lookup(self, wire: Dict[str, Any], step: Step, key: str, plugin: str,
+                     terms: List[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """A lookup the runner asks for when its task runs (``lookups.late``)."""
+        program = self.plan.program
+        found = [(e.task, program.parents[e.index]) for e in self._runner_entries(step)
+                 if str(e.index) == key]
+        found += [(h, ()) for n, h in self._native_handlers() if "h%d" % n == key]
+        if not found:
+            return {"error": "lookup('%s'): no task %s in this batch" % (plugin, key)}
+        task, blocks = found[0]
+        return lookups.late(HostRun(wire, emit=None), task, blocks, program.play.basedir,
+                            plugin, terms, kwargs)
 
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""

@@ -222,7 +222,8 @@ class PlaybookRun:
 
     def _play_level_vars(self, play: Play) -> Dict[str, Any]:
         """What a play has to template its keywords with before any host."""
-        return {**play.role_defaults, **play.vars, **play.vars_files, **self.extra_vars,
+        return {**play.role_defaults, **play.vars, **play.vars_files, **play.role_vars,
+                **self.extra_vars,
                 "groups": inv.groups_dict(self.inventory),
                 "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT}
 
@@ -273,7 +274,8 @@ class PlaybookRun:
             skip=dict(self.skip), modules=self.modules, stepper=self.stepper,
             progress=self.progress)
         return PlayExecutor(planned.plan, states, ctx,
-                            static_layers={"play": {**play.vars, **play.vars_files},
+                            static_layers={"play": {**play.vars, **play.vars_files,
+                                                    **play.role_vars},
                                            "extra": self.extra_vars,
                                            "host_play": {h: self.host_vars_files[h] for h in hosts
                                                          if h in self.host_vars_files}},
@@ -330,7 +332,7 @@ class PlaybookRun:
         """``name``'s connection from its variables (``layer``, then the play's, its
         ``host_vars`` files and extra vars) over the play's keywords and options."""
         higher = {**layer, **play.vars, **play.vars_files, **self.host_vars_files.get(name, {}),
-                  **self.extra_vars}
+                  **play.role_vars, **self.extra_vars}
         return spec_for(name, {**self._connection_defaults(play, higher), **higher},
                         password=self.options.connection_password)
 

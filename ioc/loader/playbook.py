@@ -62,6 +62,8 @@ class _Overlay:
     search: RoleSearch = field(default_factory=RoleSearch)
     #: ``gathering = explicit``: a play without ``gather_facts`` gathers none.
     gather_default: bool = True
+    #: ``--force-handlers`` / ``force_handlers`` in ansible.cfg: the play keyword's default.
+    force_handlers_default: bool = False
     #: Keyword defaults from the command line and ansible.cfg (``-b``,
     #: ``--become-user``, ...): a play, block or task that sets one wins.
     defaults: Mapping[str, Any] = field(default_factory=dict)
@@ -69,19 +71,21 @@ class _Overlay:
 
 def load_playbook(path: str, extra_vars: Mapping[str, Any] | None = None,
                   search: RoleSearch | None = None, gather_default: bool = True,
-                  defaults: Mapping[str, Any] | None = None) -> Playbook:
+                  defaults: Mapping[str, Any] | None = None,
+                  force_handlers: bool = False) -> Playbook:
     """Load the playbook at ``path`` into IR.
 
     ``extra_vars`` are only used to resolve ``{{ name }}`` in file names
     (``vars_files``, ``import_tasks``, ``import_playbook``); they are not
     stored in the IR. ``search`` says where roles are besides ``roles/``
     beside the playbook; ``gather_default`` is ``gather_facts`` for a play
-    that does not say (False for Ansible's ``gathering = explicit``). Raises
+    that does not say (False for Ansible's ``gathering = explicit``), and
+    ``force_handlers`` the play keyword's default (``--force-handlers``). Raises
     :class:`LoadError` whose ``str()`` starts with ``file:line:`` for any
     problem in the playbook, its imports or its roles.
     """
     overlay = _Overlay(search=search or RoleSearch(), gather_default=gather_default,
-                       defaults=dict(defaults or {}))
+                       force_handlers_default=force_handlers, defaults=dict(defaults or {}))
     plays = _load_plays(os.path.abspath(path), dict(extra_vars or {}), overlay, None)
     return Playbook(path=path, plays=plays)
 
@@ -196,6 +200,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         vars=play_vars,
         vars_files=files_vars,
         role_defaults=state.role_defaults,
+        role_vars=state.role_vars,
         gather_facts=to_bool(ds, "gather_facts", overlay.gather_default, where),
         pre_tasks=pre_tasks,
         tasks=roles + tasks,
@@ -204,7 +209,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         serial=ds.get("serial"),
         any_errors_fatal=ds.get("any_errors_fatal"),
         max_fail_percentage=ds.get("max_fail_percentage"),
-        force_handlers=to_bool(ds, "force_handlers", False, where),
+        force_handlers=to_bool(ds, "force_handlers", overlay.force_handlers_default, where),
         ignore_unreachable=ds.get("ignore_unreachable"),
         order=None if ds.get("order") is None else str(ds["order"]),
         tags=tags,

@@ -73,6 +73,8 @@ class PlayState:
     #: Play vars and extra vars: the only values ``{{ name }}`` in an import path may use.
     static_vars: Mapping[str, Any]
     role_defaults: dict[str, Any] = field(default_factory=dict)
+    #: ``vars/`` of the public roles, in load order (``Play.role_vars``).
+    role_vars: dict[str, Any] = field(default_factory=dict)
     role_handlers: list[Task] = field(default_factory=list)
     #: Handlers an include (``include_role``, or an ``import_role`` inside an
     #: ``include_tasks``) brings: Ansible adds them to the play's handlers
@@ -115,6 +117,10 @@ class Scope:
     #: The directories of the roles' dependency chain (Ansible's ``dep_chain``:
     #: a role's dependencies and included roles follow it), outermost first.
     role_paths: tuple[str, ...] = ()
+    #: The params of the roles this one is read for (a dependency's dependents,
+    #: the role an ``import_role`` sits in), outermost first: Ansible's
+    #: ``Role.get_role_params(dep_chain)`` gives them to its tasks, below its own.
+    role_params: Mapping[str, Any] = field(default_factory=dict)
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -722,9 +728,12 @@ def _expand_role(
         return ()
     scope.play.seen_roles.add(identity)
     outer = scope.nested(keywords)
-    deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection), where)
+    chain_params = {**scope.role_params, **params}
+    deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection,
+                                                    role_params=chain_params), where)
     if not private:
         scope.play.role_defaults.update(files.defaults)
+        scope.play.role_vars.update(files.vars)
     role_vars = {**files.vars, **vars_of(keywords, where)}
     # roles do not inherit ``collections``: a role searches its own collection
     # and those of its meta/main.yml (Role._load_role_data)
@@ -733,12 +742,13 @@ def _expand_role(
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
                                 role_paths=outer.role_paths + (path,),
                                 collections=files.collections or None,
-                                var_origins={**origins, **_var_origins(keywords)})
-    _collect_role_handlers(files, inner, {**role_vars, **params})
+                                var_origins={**origins, **_var_origins(keywords)},
+                                role_params=chain_params)
+    _collect_role_handlers(files, inner, {**role_vars, **chain_params})
     body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
                        params if validate else None)
     block = Block(
-        block=body, location=where, vars=role_vars, params=params,
+        block=body, location=where, vars=role_vars, params=chain_params,
         implicit=True, role=files.name, role_path=path,
         defaults=dict(files.defaults) if private else {},
     )

@@ -82,7 +82,8 @@ FIXED_MAGIC = frozenset({
 })
 #: Written by the failing task of the enclosing block (L4.1).
 RUNTIME_MAGIC = frozenset({"ansible_failed_task", "ansible_failed_result"})
-#: Names the runner or jinja provide as functions, never variables.
+#: Names the runner or jinja provide as functions: a call of one reads no
+#: variable; the bare name reads the variable that hides it, if any.
 GLOBALS = frozenset({
     "lookup", "query", "q", "range", "dict", "lipsum", "cycler", "joiner", "namespace",
     "now", "undef",
@@ -250,7 +251,7 @@ class _Visitor:
     # -- recording ---------------------------------------------------------
 
     def read(self, name: str, bound: AbstractSet[str]) -> None:
-        if name in bound or name in self.excluded or name in GLOBALS:
+        if name in bound or name in self.excluded:
             return
         self.refs.reads.add(Read(name, self.field))
         self.refs.names.setdefault(name, self.field)
@@ -370,6 +371,13 @@ class _Visitor:
             self.refs.tests.add(node.name)
         elif isinstance(node, nodes.Call):
             if self._lookup_call(node, bound):
+                return
+            if isinstance(node.node, nodes.Name) and node.node.name in GLOBALS:
+                # A global function called: its arguments are read, not its name
+                # (a variable of that name hides the function: ``{{ q }}`` reads it).
+                for child in node.iter_child_nodes():
+                    if child is not node.node:
+                        self.expr(child, bound)
                 return
         for child in node.iter_child_nodes():
             if isinstance(child, nodes.Stmt):

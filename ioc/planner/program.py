@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import dataclasses
+import functools
 
 from ioc.errors import PlanError
 from ioc.model import Block, Location, Node, Play, Task, to_wire
@@ -72,6 +73,17 @@ class Program:
 
     def entry(self, index: int) -> Entry:
         return self.entries[index]
+
+    @functools.cached_property
+    def forced_flush_blocks(self) -> FrozenSet[str]:
+        """The ids (as the runner keys its blocks) of the blocks that wrap a
+        section for ``force_handlers`` (L5.7). They are ioc's, not the play's:
+        a host in such a block's ``always`` with a failure is a failed host to
+        linear (its iterator has no such block), though it still runs the flush."""
+        return frozenset(str(node.id) for node in self.tree
+                         if isinstance(node, NumberedBlock) and node.block.implicit
+                         and any(isinstance(e, Entry) and e.implicit and e.is_flush
+                                 for e in node.always))
 
 
 def compile_play(play: Play, tags: Optional[TagFilter] = None) -> Program:

@@ -946,3 +946,29 @@ def test_a_lookup_that_fails_for_a_loop_is_worded_as_templating_words_it(ansible
     assert "got '3'" in out
     assert "ignored=4" in batch.stdout
     assert batch.steps, batch.log
+
+
+def test_a_variable_named_like_a_lookup_function_hides_it(ansible, ansible_python):
+    """lookup/query/q are Jinja globals to Ansible: a play var or a registered
+    result of that name is what a template reads (the planner ships it, the
+    runner finds it before the function), while calling lookup() still works."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            lookup: looked
+          tasks:
+            - command: echo {{ inventory_hostname }}
+              register: q
+            - debug:
+                var: q.stdout
+            - debug:
+                msg: "{{ lookup }} {{ q.rc }} {{ query('items', [1, 2]) | length }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "looked 0 2"' in batch.stdout
+    ours = ioc_run_output(ansible, inventory)
+    assert '"q.stdout": "h2"' in ours and '"msg": "looked 0 2"' in ours, ours

@@ -55,8 +55,15 @@ def test_surrounding_whitespace_makes_a_string():
     assert render(" {{ x }} ", x=5) == " 5 "
 
 
-def test_trailing_newline_makes_a_string():
-    assert render("{{ x }}\n", x=5) == "5\n"
+def test_one_trailing_newline_keeps_the_native_value_as_ansible():
+    # (a YAML folded scalar "key: >" ends in one newline: Ansible's lexer drops
+    # it, the template is one expression, its value native; text gets it back)
+    assert render("{{ x }}\n", x=5) == 5
+    assert render("{{ [0] + x }}\n", x=[1]) == [0, 1]
+    assert render("{{ x }}\n", x="a") == "a\n"
+    assert render("{{ x }}\n", x="a\n") == "a\n"
+    assert render("{{ x }}\n\n", x=5) == "5\n\n"
+    assert render("a {{ x }}\n", x=5) == "a 5\n"
 
 
 def test_two_expressions_render_to_a_string():
