@@ -256,6 +256,9 @@ def unarchive(spec, args, ctx, blob):
     try:
         entry = ctx.controller_file(str(source))
     except Exception as exc:  # ModuleError: not shipped, or missing on the controller
+        extra = getattr(exc, "result", None) or {}
+        if extra.get("_ioc_raised"):  # (the plugin raised it: "Task failed: <msg>")
+            return dict(extra, failed=True, changed=False, msg=getattr(exc, "msg", str(exc)))
         return _fail(getattr(exc, "msg", str(exc)))
     tmp = tempfile.mkdtemp(prefix="ansible-tmp-ioc-")
     try:

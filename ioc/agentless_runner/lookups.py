@@ -338,7 +338,8 @@ class Lookups(object):
                 "before this batch started" % (plugin, ", ".join(repr(t) for t in terms)))
         answer = self.table[table_key]
         if isinstance(answer, dict) and "error" in answer:
-            raise LookupFailure(answer["error"])
+            raise LookupFailure(answer["error"], plugin=answer.get("plugin"),
+                                cause=answer.get("cause"))
         return answer["value"]
 
     def lookup(self, plugin, *terms, **kwargs):

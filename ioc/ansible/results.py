@@ -499,14 +499,20 @@ def _action_fail(utr_class: Any, task: Any, data: Dict[str, Any]) -> Any:
     msg its only contribution."""
     from ansible.errors import AnsibleActionFail, AnsibleTaskError
 
+    message = str(data.get("msg", ""))
+    if message.startswith("Task failed: "):  # (unarchive's: the error's own words)
+        message = message[len("Task failed: "):]
     try:
         try:
-            raise AnsibleActionFail(str(data.get("msg", "")))
+            raise AnsibleActionFail(message)
         except AnsibleActionFail as ex:
             raise AnsibleTaskError(obj=task.get_ds()) from ex
     except AnsibleTaskError as atex:
-        return utr_class._create_from_exception(atex, accept_result_contribution=True,
-                                                source_is_module=False)
+        utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
+                                               source_is_module=False)
+    if message != data.get("msg"):
+        utr.msg = data["msg"]  # (unarchive's result keeps TaskExecutor's words)
+    return utr
 
 
 def _timeout_error() -> Any:

@@ -225,7 +225,11 @@ class _Recorder:
                 self.table[table_key] = {"value": value}
             except KeyError:
                 self.table[table_key] = {"error": "lookup plugin (%s) not found" % plugin}
-            except (LookupError_, plugins.PluginFailure, OSError, UnicodeError) as exc:
+            except LookupError_ as exc:
+                # ansible-core's _invoke_lookup wraps the plugin's own error
+                self.table[table_key] = {"error": "The lookup plugin '%s' failed: %s"
+                                         % (plugin, exc), "plugin": plugin, "cause": str(exc)}
+            except (plugins.PluginFailure, OSError, UnicodeError) as exc:
                 self.table[table_key] = {"error": str(exc)}
         answer = self.table[table_key]
         if "error" in answer:
