@@ -74,6 +74,8 @@ def _task_error(exc):
                                    exception=traceback.format_exc(), _ioc_task_error=True)
     if isinstance(exc.expression, str):
         result["_ioc_error_expr"] = exc.expression
+    if exc.option is not None:
+        result["_ioc_error_option"] = exc.option
     if exc.help_text:
         result["_ioc_error_help"] = exc.help_text
     return result
@@ -212,7 +214,8 @@ def _include_vars(args, ctx):
     for option in ("extensions", "ignore_files"):
         if option in args and not isinstance(args[option], (list, str) if option == "ignore_files"
                                              else list):
-            raise TaskError("The '%s' option must be a list." % option)
+            # (Ansible's action raises it about the option's value)
+            raise TaskError("The '%s' option must be a list." % option, option=option)
     included = []
     hidden = []
     try:
