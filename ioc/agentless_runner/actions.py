@@ -222,7 +222,14 @@ def _include_vars(args, ctx):
         if args.get("dir"):
             data = _vars_dir(args, ctx, included, hidden)
         else:
-            source = args.get("file", args.get("_raw_params"))
+            source = args.get("file") or args.get("_raw_params")
+            if source is None:
+                # Ansible's DataLoader.path_dwim_relative_stack: a warning, then
+                # AnsibleFileNotFound without a name or a search path.
+                return {"failed": True, "changed": False, "ansible_facts": {},
+                        "ansible_included_var_files": included,
+                        "message": "Could not find file on the Ansible Controller.",
+                        "warnings": ['Invalid request to find a file that matches a "null" value']}
             entry = ctx.controller_file(str(source).rstrip("\n"))
             data = _vars_file(entry.get("path", source), entry, included, hidden)
     except (ModuleError, _VarsError) as exc:  # Ansible's action puts its reason under "message"
