@@ -74,6 +74,8 @@ def _task_error(exc):
                                    exception=traceback.format_exc(), _ioc_task_error=True)
     if isinstance(exc.expression, str):
         result["_ioc_error_expr"] = exc.expression
+    if exc.option is not None:
+        result["_ioc_error_option"] = exc.option
     if exc.help_text:
         result["_ioc_error_help"] = exc.help_text
     return result
@@ -212,14 +214,22 @@ def _include_vars(args, ctx):
     for option in ("extensions", "ignore_files"):
         if option in args and not isinstance(args[option], (list, str) if option == "ignore_files"
                                              else list):
-            raise TaskError("The '%s' option must be a list." % option)
+            # (Ansible's action raises it about the option's value)
+            raise TaskError("The '%s' option must be a list." % option, option=option)
     included = []
     hidden = []
     try:
         if args.get("dir"):
             data = _vars_dir(args, ctx, included, hidden)
         else:
-            source = args.get("file", args.get("_raw_params"))
+            source = args.get("file") or args.get("_raw_params")
+            if source is None:
+                # Ansible's DataLoader.path_dwim_relative_stack: a warning, then
+                # AnsibleFileNotFound without a name or a search path.
+                return {"failed": True, "changed": False, "ansible_facts": {},
+                        "ansible_included_var_files": included,
+                        "message": "Could not find file on the Ansible Controller.",
+                        "warnings": ['Invalid request to find a file that matches a "null" value']}
             entry = ctx.controller_file(str(source).rstrip("\n"))
             data = _vars_file(entry.get("path", source), entry, included, hidden)
     except (ModuleError, _VarsError) as exc:  # Ansible's action puts its reason under "message"

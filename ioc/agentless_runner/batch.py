@@ -866,6 +866,12 @@ class HostRun(HandlerRun, LoopRun):
             return actions.run(task["action"], args, ctx)
 
         result = results.normalize(asyncjob.with_timeout(timeout, call))
+        option = result.get("_ioc_error_option")
+        if option is not None:  # an action's error about an option's value
+            written = _nth((task.get("origins") or {}).get("arg:%s" % option) or (), 0)
+            if written:  # (ioc-run's console: the "caused by" names where it was written)
+                result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
+                                               written]]
         if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))

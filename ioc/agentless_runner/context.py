@@ -39,11 +39,15 @@ class TaskError(Exception):
     ``changed_when``/``failed_when``/``until`` do not see it.
     """
 
-    def __init__(self, msg, expression=None, help_text=None):
+    def __init__(self, msg, expression=None, help_text=None, option=None):
         Exception.__init__(self, msg)
         self.msg = msg
         #: The argument the error is about (the controller names where it was written).
         self.expression = expression
+        #: The name of the task argument whose value the error is about, when
+        #: that value need not be a string (include_vars' ``ignore_files: 123``):
+        #: the controller names where the value was written.
+        self.option = option
         #: What Ansible's error says to do about it (shown after its origin).
         self.help_text = help_text
 

@@ -278,6 +278,26 @@ class LookupFailure(TemplateError):
         self.cause = cause
 
 
+class LookupUnanswerable(LookupFailure):
+    """No plugin ran: none has the name, or the controller could not foresee
+    the call. ``errors=`` does not apply (Ansible raises before the plugin runs)."""
+
+
+def called(results, plugin, terms, kwargs, wantlist):
+    """``lookup()``/``query()`` of ``results(plugin, terms, kwargs)`` as Ansible's
+    ``_invoke_lookup`` makes it: with ``errors='ignore'`` a plugin that raised
+    gives None (``[]`` with ``wantlist``) instead of failing the template."""
+    try:
+        values = results(plugin, terms, kwargs)
+    except LookupUnanswerable:
+        raise
+    except TemplateError:
+        if kwargs.get("errors", "strict") != "ignore":
+            raise
+        return [] if wantlist else None
+    return shape(values, wantlist)
+
+
 #: Lookups that run on the target: name -> function(terms, variables).
 PURE = {
     "items": _items, "list": lambda terms, variables: list(terms), "dict": _dict,
@@ -333,20 +353,22 @@ class Lookups(object):
         if table_key not in self.table and self.late is not None:
             self.table[table_key] = self.late(plugin, terms, kwargs)
         if table_key not in self.table:
-            raise LookupFailure(
+            raise LookupUnanswerable(
                 "lookup('%s', %s) reads the controller, and its arguments were not known "
                 "before this batch started" % (plugin, ", ".join(repr(t) for t in terms)))
         answer = self.table[table_key]
         if isinstance(answer, dict) and "error" in answer:
+            if answer.get("missing"):
+                raise LookupUnanswerable(answer["error"])
             raise LookupFailure(answer["error"], plugin=answer.get("plugin"),
                                 cause=answer.get("cause"))
         return answer["value"]
 
     def lookup(self, plugin, *terms, **kwargs):
-        return shape(self.results(plugin, list(terms), kwargs), kwargs.get("wantlist"))
+        return called(self.results, plugin, list(terms), kwargs, kwargs.get("wantlist"))
 
     def query(self, plugin, *terms, **kwargs):
-        return self.results(plugin, list(terms), kwargs)
+        return called(self.results, plugin, list(terms), kwargs, True)
 
     def functions(self):
         return {"lookup": self.lookup, "query": self.query, "q": self.query}

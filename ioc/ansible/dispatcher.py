@@ -310,6 +310,12 @@ class BridgeRun(PlaybookRun):
         # copy, template), as ioc-run's: the parent holds the secrets.
         self.payload_cache.decrypt = link.decrypt
         self._removed_in_play = set(request.get("removed") or ())
+        #: Ansible's variables of the command line (``load_options_vars``):
+        #: magic of the same rank, set last as Ansible's ``get_vars`` sets them.
+        self.options_vars: Dict[str, Any] = dict(request["options_vars"])
+
+    def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
+        return {**super()._magic(play, hosts), **self.options_vars}
 
     def bridge_executor(self, planned: PlannedPlay, hosts: List[str],
                         connector: Connector) -> BridgeExecutor:

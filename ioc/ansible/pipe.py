@@ -11,7 +11,7 @@ The parent sends one request per play::
 
     {"op": "play", "planned": PlannedPlay, "inventory": Inventory, "modules", "plugins",
      "extra_vars", "hosts", "memory", "options", "host_vars_files", "skip",
-     "hosts_all", "removed"}
+     "hosts_all", "removed", "options_vars"}
 
 and reads tuples until ``("done", summary)`` or ``("error", text)``. The
 dispatcher *tells* the parent what the replay releases, in linear order:

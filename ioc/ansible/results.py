@@ -89,7 +89,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         if result.get("_ioc_loop_error") and status == "failed":
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
-            data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
+            data = _engine_error_219(task, data, _error_object(task, result),
                                      result.get("_ioc_error_help"))
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
@@ -112,7 +112,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
                                                source_is_module=False)
     elif engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
-        utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
+        utr = _engine_error(utr_class, task, data, _error_object(task, result),
                             result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
                             result.get("_ioc_error_help"))
     elif raised:
@@ -302,6 +302,15 @@ def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
         if name is not None:
             out["include"] = name
         out["include_args"] = args
+
+
+def _error_object(task: Any, result: Mapping[str, Any]) -> Any:
+    """What a runner's task error is about, as the task wrote it (origin-tagged):
+    the value of the argument it names, else the argument equal to its expression."""
+    option = result.get("_ioc_error_option")
+    if option is not None:
+        return (task.args or {}).get(option)
+    return _argument(task, result.get("_ioc_error_expr"))
 
 
 def _argument(task: Any, expression: Any) -> Any:

@@ -162,6 +162,10 @@ class PlayRun:
                 "plugins": plugins.declared(),
                 "modules": converted.converter.modules,
                 "extra_vars": plain(state.vm.extra_vars), "hosts": names, "memory": memory,
+                # ansible_run_tags, ansible_skip_tags, ansible_limit, ...: what
+                # Ansible's VariableManager derives from the command line
+                # (load_options_vars), not the tags ioc would filter on.
+                "options_vars": plain(state.vm._options_vars),
                 "options": options, "host_vars_files": converted.host_vars_files,
                 "skip": self._skip(),
                 # ansible_play_hosts_all/ansible_play_hosts span every serial batch

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc.agentless_runner import results
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
-from ioc.agentless_runner.lookups import PURE, key, listify, shape
+from ioc.agentless_runner.lookups import PURE, LookupUnanswerable, called, key, listify
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
 from ioc.controller import plugins
 from ioc.controller.payloads import candidates
@@ -224,7 +224,8 @@ class _Recorder:
                     raise KeyError(plugin)
                 self.table[table_key] = {"value": value}
             except KeyError:
-                self.table[table_key] = {"error": "lookup plugin (%s) not found" % plugin}
+                self.table[table_key] = {"error": "lookup plugin (%s) not found" % plugin,
+                                         "missing": True}
             except LookupError_ as exc:
                 # ansible-core's _invoke_lookup wraps the plugin's own error
                 self.table[table_key] = {"error": "The lookup plugin '%s' failed: %s"
@@ -233,14 +234,14 @@ class _Recorder:
                 self.table[table_key] = {"error": str(exc)}
         answer = self.table[table_key]
         if "error" in answer:
-            raise TemplateError(answer["error"])
+            raise (LookupUnanswerable if answer.get("missing") else TemplateError)(answer["error"])
         return answer["value"]
 
     def lookup(self, plugin: str, *terms: Any, **kwargs: Any) -> Any:
-        return shape(self.results(plugin, terms, kwargs), kwargs.get("wantlist"))
+        return called(self.results, plugin, list(terms), kwargs, kwargs.get("wantlist"))
 
-    def query(self, plugin: str, *terms: Any, **kwargs: Any) -> List[Any]:
-        return self.results(plugin, terms, kwargs)
+    def query(self, plugin: str, *terms: Any, **kwargs: Any) -> Any:
+        return called(self.results, plugin, list(terms), kwargs, True)
 
 
 def _plain_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -95,7 +95,8 @@ def _executor(tmp_path, parent: Parent):
                "extra_vars": {}, "hosts": ["h1", "h2"], "options": RunOptions(),
                "memory": {"h1": {"facts": {"os": "debian"}}},
                # the play's hosts in every serial batch, one lost in an earlier batch
-               "hosts_all": ["h1", "h2", "h0"], "removed": ["h0"], "skip": {"h2": [0]}}
+               "hosts_all": ["h1", "h2", "h0"], "removed": ["h0"], "skip": {"h2": [0]},
+               "options_vars": {"ansible_run_tags": ["all"], "ansible_skip_tags": []}}
     run = BridgeRun(parent.link, request)
     # No runner call happens in these tests: no connection is made.
     return run, run.bridge_executor(planned, request["hosts"], connector=None)
