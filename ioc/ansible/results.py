@@ -75,6 +75,9 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
     """
     data = _public(result)
+    if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
+        data["warnings"] = _marker_warnings(task, data["warnings"],
+                                            result["_ioc_marker_warnings"])
     include = action in BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
@@ -181,6 +184,57 @@ def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> Non
         if utr._warnings:
             utr._warnings = [warning if getattr(w, "event", None) is not None and
                              w.event.msg == error.get("text") else w for w in utr._warnings]
+
+
+def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]]) -> List[Any]:
+    """``warnings`` with each of debug's "Encountered N template error(s)." (the
+    runner's ``_ioc_marker_warnings``) as ``ReplacingMarkerBehavior.emit_warnings``
+    makes it: a warning about the template the undefined values came from,
+    which names where that template was written."""
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _messages
+
+    summaries = {}
+    for marker in markers:
+        source = _template_source(task, marker.get("var"), marker.get("template"))
+        context = _error_utils.SourceContext.from_value(source) if source is not None else None
+        summaries.setdefault(marker.get("text"), _messages.WarningSummary(event=_messages.Event(
+            msg=str(marker.get("text")),
+            formatted_source_context=str(context) if context else None)))
+    return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
+
+
+def _template_source(task: Any, variable: Any, template: Any) -> Any:
+    """The task's own (origin-tagged) text of ``template``: debug's ``var`` when
+    ``variable`` is None, else the first equal text in the raw value of
+    ``variable`` (the task's and its blocks' vars, its role's, the play's)."""
+    from ansible._internal._datatag._tags import Origin
+
+    if variable is None:
+        candidates = [(getattr(task, "args", None) or {}).get("var")]
+    else:
+        candidates = [_variable_value(task, variable)]
+        role = getattr(task, "_role", None)
+        if role is not None:
+            candidates.append((role.get_vars(include_params=False) or {}).get(variable))
+        holder = task
+        while getattr(holder, "_parent", None) is not None:
+            holder = holder._parent
+        play = getattr(holder, "_play", None)
+        if play is not None:
+            candidates.append((play.vars or {}).get(variable))
+    for candidate in candidates:
+        pending = [candidate]
+        while pending:
+            value = pending.pop(0)
+            if isinstance(value, str):
+                if (variable is None or value == template) and Origin.is_tagged_on(value):
+                    return value
+            elif isinstance(value, Mapping):
+                pending[:0] = list(value.values())
+            elif isinstance(value, (list, tuple)):
+                pending[:0] = list(value)
+    return None
 
 
 def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:

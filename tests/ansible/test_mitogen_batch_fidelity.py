@@ -903,3 +903,46 @@ def test_the_play_port_keyword_reaches_the_native_connection(ansible, ansible_py
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert len(batch.steps) == 2 and not batch.through_ansible, batch.log
+
+
+def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(ansible,
+                                                                             ansible_python):
+    """debug's ``var`` that meets undefined values (its own expression's, or a
+    variable's whose template is undefined) prints each as ``<< error N - ... >>``
+    and warns "Encountered N template error(s)." once per template, with where
+    that template was written (the argument, a task var, a play var's nested
+    value); the registered result keeps the text and the warnings."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            nested: {ok: 1, bad: '{{ nope1 }}'}
+            two: '{{ nope1 }} {{ nope2 }}'
+          tasks:
+            - debug: var=not_defined
+            - debug:
+                var: nested
+            - debug:
+                var: two
+            - debug:
+                var: undefined_template
+              vars:
+                undefined_template: '{{ not_defined }}'
+              register: shown
+            - debug:
+                var: shown
+            - debug:
+                var: undefined_template | default('fine')
+              vars:
+                undefined_template: '{{ not_defined }}'
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "[WARNING]: Encountered 2 template errors.\nerror 1 - 'nope1' is undefined\n" \
+        "error 2 - 'nope2' is undefined\nOrigin: %s/play.yml:5:10" % ansible.workdir \
+        in batch.stdout + batch.stderr
+    assert '"undefined_template": "<< error 1 - \'not_defined\' is undefined >>"' in batch.stdout
+    assert '"undefined_template | default(\'fine\')": "fine"' in batch.stdout
+    assert batch.steps, batch.log
