@@ -844,6 +844,8 @@ class HostRun(HandlerRun, LoopRun):
             return actions.run(task["action"], args, ctx)
 
         result = results.normalize(asyncjob.with_timeout(timeout, call))
+        for marker in result.get("_ioc_marker_warnings") or ():
+            marker["origin"] = _template_origin(task, templar, marker)
         if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))
@@ -1138,6 +1140,30 @@ def _deprecations(task, found):
             written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
             out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
     return out
+
+
+def _template_origin(task, templar, marker):
+    """Where the template of one of debug's "Encountered N template error(s)."
+    warnings was written, as the loader recorded it (ioc-run's console): the
+    ``var`` argument, or a variable whose whole raw value is that template;
+    None when unknown (the bridge asks Ansible's tagged values instead)."""
+    origins = task.get("origins") or {}
+    variable = marker.get("var")
+    if variable is None:
+        return _nth(origins.get("arg:var") or origins.get("arg:*") or (), 0)
+    found = _find_raw(templar.variables, variable)
+    if found == marker.get("template"):
+        return _nth(origins.get("var:%s" % variable) or (), 0)
+    return None
+
+
+def _find_raw(variables, name):
+    """The raw value of ``name`` in a ChainMap of layers (Verbatim ones too), or None."""
+    try:
+        value = variables[name]
+    except (KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _nth(origins, number):

@@ -249,10 +249,14 @@ class Console(Callback):
         if "warnings" not in result:
             return result
         label = result.get("_ioc_label_error") or {}
+        markers = {m.get("text"): m.get("origin") for m in result.get("_ioc_marker_warnings") or ()}
         for warning in (result.get("warnings") or ()) if show else ():
             if label and warning == label.get("text") and label.get("origin"):
                 # the loop_control label the runner could not template: where it is
                 self.warning("%s\n%s\n" % (warning, self.source_context(label["origin"])))
+            elif isinstance(warning, str) and markers.get(warning):
+                # debug's undefined values: where the template that gave them is
+                self.warning("%s\n%s\n" % (warning, self.source_context(markers[warning])))
             else:
                 self.warning(str(warning))
         return {k: v for k, v in result.items() if k != "warnings"}
