@@ -194,7 +194,7 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
     from ansible._internal._errors import _error_utils
     from ansible.module_utils._internal import _messages
 
-    summaries = {}
+    summaries: Dict[Any, Any] = {}
     for marker in markers:
         source = _template_source(task, marker.get("var"), marker.get("template"))
         context = _error_utils.SourceContext.from_value(source) if source is not None else None
