@@ -44,7 +44,7 @@ from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.template_errors import conditional_error_text
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
-                                             Verbatim, current_reads)
+                                             Verbatim, current_reads, is_template)
 
 WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
@@ -529,7 +529,11 @@ class HostRun(HandlerRun, LoopRun):
             if item_notify is None:
                 item_notify = [safe_template(templar, n) for n in task["notify"]]
             self.check_notified(key, item_notify)  # (before anything else, as linear)
-        ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
+        # (a task whose ignore_errors is no boolean failed on it: 2.21 ignores nothing
+        # then, 2.19's strategy reads the keyword as written: a template is true)
+        ignored = status == "failed" and (
+            self._truthy(task.get("ignore_errors"), templar)
+            if not result.get("_ioc_error_keyword") else results.legacy())
         if task.get("register"):
             registered = results.registered(result)
             self.set_runtime({task["register"]: registered})
@@ -633,6 +637,9 @@ class HostRun(HandlerRun, LoopRun):
         skipped = self.check_when(task, templar)
         if skipped is not None:
             return skipped
+        invalid = _invalid_keyword(task, templar)
+        if invalid is not None:
+            return invalid
         try:
             retries, delay = self._retry_settings(task, templar)
         except TemplateError as exc:
@@ -1140,6 +1147,60 @@ def _deprecations(task, found):
             written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
             out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
     return out
+
+
+#: The keywords the runner templates that ansible-core validates as booleans
+#: before the action runs (``FieldAttribute(isa='bool')``, strictly).
+_BOOLEAN_KEYWORDS = ("ignore_errors",)
+#: ``convert_bool.boolean``'s values (a str compared lower-cased and stripped).
+_BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
+_BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
+_SINGLE_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def _invalid_keyword(task, templar):
+    """The task's failure when a templated boolean keyword is no boolean, as
+    ansible-core's ``post_validate`` raises it before the action runs
+    ("Error processing keyword 'ignore_errors': The value 5 could not be
+    converted to 'bool'."); None when each is one. ``_ioc_error_keyword``
+    ([keyword, None, the variable the value is, when the template is just
+    that]) lets the bridge chain the error to where each was written. A
+    static value Ansible cannot convert never reaches the runner (the
+    converter sends such a task through Ansible)."""
+    for keyword in _BOOLEAN_KEYWORDS:
+        value = task.get(keyword)
+        if not (isinstance(value, str) and is_template(value)):
+            continue
+        try:
+            templated = templar.template(value)
+        except TemplateError:
+            continue  # (read as before: false)
+        if templated is None or _strict_boolean(templated) is not None:
+            continue
+        message = "Error processing keyword %r: The value %r could not be converted to " \
+                  "'bool'." % (keyword, templated)
+        single = _SINGLE_VARIABLE.match(value.strip())
+        return results.failed_result(
+            "Task failed: " + message, _ioc_task_error=True,
+            _ioc_error_keyword=[keyword, None, single.group(1) if single else None])
+    return None
+
+
+def _strict_boolean(value):
+    """``value`` as ``convert_bool.boolean(strict=True)`` reads it; None if it is none."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (str, bytes)):
+        value = (value.decode("utf-8", "replace") if isinstance(value, bytes)
+                 else value).lower().strip()
+    try:
+        if value in _BOOLEANS_TRUE:
+            return True
+        if value in _BOOLEANS_FALSE:
+            return False
+    except TypeError:  # unhashable
+        pass
+    return None
 
 
 def _template_origin(task, templar, marker):

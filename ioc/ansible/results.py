@@ -91,7 +91,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
-                                     result.get("_ioc_error_help"))
+                                     result.get("_ioc_error_help"),
+                                     result.get("_ioc_error_keyword"))
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -217,10 +218,7 @@ def _template_source(task: Any, variable: Any, template: Any) -> Any:
         role = getattr(task, "_role", None)
         if role is not None:
             candidates.append((role.get_vars(include_params=False) or {}).get(variable))
-        holder = task
-        while getattr(holder, "_parent", None) is not None:
-            holder = holder._parent
-        play = getattr(holder, "_play", None)
+        play = _play_of(task)
         if play is not None:
             candidates.append((play.vars or {}).get(variable))
     for candidate in candidates:
@@ -426,9 +424,11 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
     from ansible.errors import AnsibleError
 
     head, _, cause = message.partition(": ")
-    if not isinstance(keyword, list) or len(keyword) != 3 or keyword[0] != "environment" \
-            or head != "Error processing keyword 'environment'":
+    if not isinstance(keyword, list) or len(keyword) != 3 \
+            or head != "Error processing keyword %r" % (keyword[0],):
         return None
+    if keyword[0] != "environment":
+        return _conversion_exception(task, keyword[0], head, cause, keyword[2])
     _, name, variable = keyword
     environment = task.environment
     written = None
@@ -443,6 +443,43 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
             raise AnsibleError(head + ".", obj=environment) from ex
     except AnsibleError as error:
         return error
+
+
+def _conversion_exception(task: Any, name: str, head: str, cause: str,
+                          variable: Any) -> BaseException:
+    """The chain ``post_validate`` raises for a templated keyword whose value is
+    not of its type (ignore_errors: 5): "Error processing keyword ..." about the
+    written template, caused by "The value ... could not be converted ..."
+    about the value (with its origin when the template is one variable's value:
+    the task's, its blocks' or the play's)."""
+    from ansible.errors import AnsibleError
+
+    source = _variable_value(task, variable)
+    if source is None and variable is not None:
+        play = _play_of(task)
+        source = (play.vars or {}).get(variable) if play is not None else None
+    written = getattr(task, name, None)
+    try:
+        try:
+            try:
+                # (raised while handling the conversion's TypeError, as Ansible's: the
+                # display then keeps the two messages apart even at one origin)
+                raise TypeError(cause)
+            except TypeError:
+                # (a value of an expression is where the template was written)
+                raise AnsibleError(cause, obj=written if source is None else source)
+        except AnsibleError as ex:
+            raise AnsibleError(head + ".", obj=written) from ex
+    except AnsibleError as error:
+        return error
+
+
+def _play_of(task: Any) -> Any:
+    """The play of a task (its outermost block's)."""
+    holder = task
+    while getattr(holder, "_parent", None) is not None:
+        holder = holder._parent
+    return getattr(holder, "_play", None)
 
 
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
@@ -518,7 +555,7 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
 
 
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
-                      help_text: Any = None) -> Dict[str, Any]:
+                      help_text: Any = None, keyword: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
     (a failed become; the action's, about its argument ``obj``), marked so
     ``_raw_task_result`` leaves it as it is."""
@@ -528,8 +565,11 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
+    chained = _keyword_exception(task, message, keyword) if keyword else None
     try:
         try:
+            if chained is not None:  # (a keyword whose value is not of its type)
+                raise chained
             # (from None: called while handling the ImportError that chose 2.19)
             raise _engine_exception(message, data, obj, help_text) from None
         except (AnsibleError, _timeout_error()) as ex:

@@ -946,3 +946,42 @@ def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(an
     assert '"undefined_template": "<< error 1 - \'not_defined\' is undefined >>"' in batch.stdout
     assert '"undefined_template | default(\'fine\')": "fine"' in batch.stdout
     assert batch.steps, batch.log
+
+
+def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_runs(
+        ansible, ansible_python):
+    """``ignore_errors: "{{ ... }}"`` giving no boolean fails the task before its
+    action runs ("Error processing keyword 'ignore_errors': The value 5 could
+    not be converted to 'bool'."), chained to where the keyword and the value
+    were written; 2.21 ignores nothing then (the rescue runs), 2.19's
+    strategy reads the written template as true (ignored). A task its
+    ``when`` skips is not validated."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            should_ignore_errors: 5
+          tasks:
+            - block:
+                - command: "true"
+                  ignore_errors: "{{ should_ignore_errors }}"
+              rescue:
+                - debug:
+                    msg: rescued
+            - command: "true"
+              ignore_errors: "{{ 2 + 3 }}"
+              when: false
+            - command: "true"
+              ignore_errors: "{{ maybe }}"
+              vars:
+                maybe: perhaps
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert_same_output(linear, batch)
+    out = batch.stdout + batch.stderr
+    assert "[ERROR]: Task failed: Error processing keyword 'ignore_errors': The value 5 could " \
+        "not be converted to 'bool'." in out
+    assert "The value 'perhaps' could not be converted to 'bool'.\nOrigin: %s/play.yml:18:16" \
+        % ansible.workdir in out
+    assert batch.steps, batch.log
