@@ -44,7 +44,8 @@ from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.template_errors import conditional_error_text
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
-                                             Verbatim, current_reads, is_template)
+                                             Verbatim, current_reads, is_template,
+                                             TemplatedConditionals, unwrapped_condition)
 
 WIRE_VERSION = 1
 OMIT = "__omit_place_holder__ioc"
@@ -502,8 +503,12 @@ class HostRun(HandlerRun, LoopRun):
         if self.ask is not None and not self.take_step(key, name):
             return None
         self.emit({"e": "start", "k": key, "name": name})
-        with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads:
+        with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads, \
+                TemplatedConditionals() as conditionals:
             result = results.with_exception(self.execute(key, task, scope, templar))
+        if conditionals.found:
+            results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
+                                                    for text, origin in conditionals.found])
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
             # next item on its delegate and this task ends with the last one.
@@ -607,7 +612,8 @@ class HostRun(HandlerRun, LoopRun):
                 reads.where = ("at", origin or None)  # (a deprecated value read names it)
             try:
                 if not templar.conditional(cond, origin=origin or None):
-                    return results.skipped_result(cond)
+                    # (a condition that is one template: the value it gave, as Ansible's)
+                    return results.skipped_result(False if unwrapped_condition(cond) else cond)
             except TemplateError as exc:
                 return results.failed_result(
                     "Task failed: A 'when' expression failed: %s" % conditional_error_text(exc),
@@ -715,7 +721,7 @@ class HostRun(HandlerRun, LoopRun):
         origins = (task.get("origins") or {}).get("until") or ()
         for number, cond in enumerate(until):
             try:
-                if not templar.conditional(cond):
+                if not templar.conditional(cond, written=_nth(origins, number)):
                     return False
             except TemplateError as exc:
                 error = conditional_error_text(exc)
@@ -752,10 +758,11 @@ class HostRun(HandlerRun, LoopRun):
             if field == "failed_when" and not results.legacy():
                 self._suppress_exception(result, field)
             current, number = None, 0
+            written = (task.get("origins") or {}).get(field) or ()
             try:
                 value = True
                 for number, current in enumerate(conds):
-                    if not templar.conditional(current):
+                    if not templar.conditional(current, written=_nth(written, number)):
                         value = False
                         break
             except TemplateError as exc:
@@ -926,7 +933,8 @@ class HostRun(HandlerRun, LoopRun):
             if reads is not None:
                 reads.where = name  # (a deprecated value read names the argument)
             try:
-                out[name] = templar.template(value)
+                out[name] = _assert_that(value, templar) if name == "that" and \
+                    task["action"] == "assert" else templar.template(value)
             except TemplateError as exc:
                 causes = ("Finalization of task args for 'ansible.builtin.%s' failed"
                           % task["action"], "Error while resolving value for %r" % name, str(exc))
@@ -1147,6 +1155,29 @@ def _deprecations(task, found):
             written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
             out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
     return out
+
+
+def _that_origin(task, text):
+    """Where assert's ``that`` was written when it is the one condition ``text``."""
+    if task["action"] != "assert" or (task.get("args") or {}).get("that") != text:
+        return None
+    return _nth((task.get("origins") or {}).get("arg:that") or (), 0)
+
+
+def _assert_that(value, templar):
+    """assert's ``that`` as its action plugin's ``finalize_task_arg`` leaves it:
+    the conditions as written (each is evaluated as a condition, not templated
+    first); a text that is one template giving a list is that list, its
+    conditions as written."""
+    if not isinstance(value, str) or not (value.startswith(("{{", "{%", "{#"))
+                                          and value.endswith(("}}", "%}", "#}"))):
+        return value
+    try:
+        resolved = templar.lazy(value)
+    except TemplateError:
+        return value
+    raw = getattr(resolved, "_raw", None) if not isinstance(resolved, list) else resolved
+    return list(raw) if isinstance(raw, (list, tuple)) else value
 
 
 #: The keywords the runner templates that ansible-core validates as booleans

@@ -12,7 +12,7 @@ from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
 from ioc.agentless_runner.lookups import listify
 from ioc.agentless_runner.template_errors import conditional_error_text
-from ioc.agentless_runner.templating import Templar, TemplateError
+from ioc.agentless_runner.templating import Templar, TemplatedConditionals, TemplateError
 
 
 class LoopRun(object):
@@ -51,6 +51,7 @@ class LoopRun(object):
         pause = float(control.get("pause") or 0)
         register = task.get("register")
         item_results = []
+        loop_conditionals = []
         notify = []
         label_failed = None  # the label's templating error, for the callbacks
         live = {}
@@ -96,7 +97,13 @@ class LoopRun(object):
                     label_error = self._label_warning(task, exc)
             else:
                 item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
-            result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            # (each item's result records the conditions written as a template it
+            # evaluated, as each of TaskExecutor's item runs; the loop's has them all)
+            with TemplatedConditionals() as conditionals:
+                result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+            if conditionals.found:
+                results.templated_conditionals(result, conditionals.found)
+                loop_conditionals.extend(conditionals.found)
             result.update(item_keys)
             if label_error is not None:
                 result.setdefault("warnings", []).append(label_error["text"])
@@ -123,6 +130,8 @@ class LoopRun(object):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
                 only.get("prior") or ()) else None, "notify": notify}}
         out = results.aggregate_loop(item_results)
+        if loop_conditionals:
+            results.templated_conditionals(out, loop_conditionals)
         if label_failed is not None:
             out["_ioc_label_error"] = label_failed  # (also among the loop's warnings)
         if task.get("notify"):

@@ -48,6 +48,8 @@ __all__ = [
     "DeprecatedReads",
     "DeprecatedText",
     "ReplacingMarkers",
+    "TemplatedConditionals",
+    "unwrapped_condition",
     "is_template",
 ]
 
@@ -166,6 +168,33 @@ class DeprecatedReads(object):
     def __exit__(self, *exc):
         _LOCAL.reads = self._outer
         return False
+
+
+class TemplatedConditionals(object):
+    """Records, while active on this thread, the conditions written as one
+    template (``when: "{{ x == 1 }}"``) whose value was no text: ansible-core
+    2.19+ evaluates them, and its task result records the deprecation
+    "Conditionals should not be surrounded by templating delimiters ..."
+    (:data:`CONDITIONAL_AS_TEMPLATE`). ``found`` lists ``(condition, origin)``
+    once each, in order."""
+
+    def __init__(self):
+        self.found = []
+        self._outer = None
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, "conditionals", None)
+        _LOCAL.conditionals = self
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.conditionals = self._outer
+        return False
+
+
+#: ansible-core's deprecation of a condition written as a template (2.19+).
+CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
+    "such as {{ }} or {% %}."
 
 
 def current_reads():
@@ -766,8 +795,11 @@ class Templar(object):
             raise _translate(exc, expression, "expression") from None
         return to_builtin(self._run(compiled, expression, "expression"))
 
-    def conditional(self, condition, origin=None):
+    def conditional(self, condition, origin=None, written=None):
         """Evaluate a ``when``-style condition; the result must be a bool.
+
+        ``origin`` is where it was written (named when its value is not a
+        boolean); ``written`` is that only for :class:`TemplatedConditionals`.
 
         A bool passes through; None and '' are true (an empty condition);
         a string is a bare expression, ``{{ }}`` around it is tolerated.
@@ -777,7 +809,16 @@ class Templar(object):
         if condition is None or condition == "":
             return True
         if isinstance(condition, str):
-            result = self.evaluate(_condition_expression(condition, self))
+            expression = _condition_expression(condition, self)
+            result = self.evaluate(expression)
+            conditionals = getattr(_LOCAL, "conditionals", None)
+            # (unwrapped, the template's value is the expression's: no text, so
+            # Ansible's templating of the whole condition gave no expression)
+            if conditionals is not None and not isinstance(result, str) \
+                    and unwrapped_condition(condition):
+                entry = (condition, written or origin)
+                if entry not in conditionals.found:
+                    conditionals.found.append(entry)
         else:
             result = to_builtin(self.lazy(condition))
         if not isinstance(result, bool):
@@ -918,6 +959,19 @@ class Templar(object):
         return result
 
 
+def unwrapped_condition(condition):
+    """True when ``condition`` is one ``{{ expression }}`` that is evaluated as
+    that expression (the value Ansible's templating of the whole condition
+    gives, which 2.19+ deprecates when it is no text)."""
+    if not isinstance(condition, str):
+        return False
+    text = condition.strip()
+    if not (text.startswith("{{") and text.endswith("}}")):
+        return False
+    inner = text[2:-2]
+    return not is_template(inner) and "}}" not in inner
+
+
 def _condition_expression(condition, templar):
     """The bare expression of a condition string.
 
@@ -927,8 +981,7 @@ def _condition_expression(condition, templar):
     text = condition.strip()
     if not is_template(text):
         return text
-    inner = text[2:-2] if text.startswith("{{") and text.endswith("}}") else None
-    if inner is not None and not is_template(inner) and "}}" not in inner:
-        return inner
+    if unwrapped_condition(text):
+        return text[2:-2]
     rendered = templar.template(condition)
     return rendered if isinstance(rendered, str) else repr(rendered)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
+from ioc.agentless_runner.templating import CONDITIONAL_AS_TEMPLATE
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.errors import _origin, engine_exception
 from ioc.model import Location
@@ -75,6 +76,9 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
     """
     data = _public(result)
+    if result.get("_ioc_conditional_templates") and isinstance(data.get("deprecations"), list):
+        data["deprecations"] = _conditional_deprecations(task, data["deprecations"],
+                                                         result["_ioc_conditional_templates"])
     if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
         data["warnings"] = _marker_warnings(task, data["warnings"],
                                             result["_ioc_marker_warnings"])
@@ -203,6 +207,62 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
             msg=str(marker.get("text")),
             formatted_source_context=str(context) if context else None)))
     return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
+
+
+def _conditional_deprecations(task: Any, deprecations: List[Any],
+                              conditions: List[Mapping[str, Any]]) -> List[Any]:
+    """``deprecations`` whose last entries (one per condition the runner found
+    written as a template) are the deprecation ``evaluate_conditional`` gives
+    (``_display.deprecated(obj=conditional)``): ansible-core's words, with
+    where the condition was written (the task's own tagged text, else the
+    origin the runner knew)."""
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _deprecator, _messages
+
+    own = deprecations[:len(deprecations) - len(conditions)]
+    for condition in conditions:
+        written = _written_text(task, condition.get("text"))
+        context = _error_utils.SourceContext.from_value(written) if written is not None else None
+        origin = _origin(Location.parse(condition["origin"])) if condition.get("origin") else None
+        if context is None and origin is not None:
+            context = _error_utils.SourceContext.from_origin(origin)
+        own.append(_messages.DeprecationSummary(
+            event=_messages.Event(msg=CONDITIONAL_AS_TEMPLATE,
+                                  formatted_source_context=str(context) if context else None),
+            version="2.23", deprecator=_deprecator.ANSIBLE_CORE_DEPRECATOR))
+    return own
+
+
+def _written_text(task: Any, text: Any) -> Any:
+    """The task's own origin-tagged ``text``: one of its arguments or keywords
+    (:func:`_argument`), else a value in its or its blocks' vars (a list of
+    conditions assert's ``that`` names)."""
+    from ansible._internal._datatag._tags import Origin
+
+    found = _argument(task, text)
+    if found is not None and Origin.is_tagged_on(found):
+        return found
+    control = getattr(task, "loop_control", None)
+    for conditions in (getattr(task, "changed_when", None), getattr(task, "failed_when", None),
+                       getattr(control, "break_when", None) if control is not None else None):
+        for condition in conditions if isinstance(conditions, list) else [conditions]:
+            if isinstance(condition, str) and condition == text \
+                    and Origin.is_tagged_on(condition):
+                return condition
+    holder = task
+    while holder is not None:
+        pending = list((getattr(holder, "vars", None) or {}).values())
+        while pending:
+            value = pending.pop(0)
+            if isinstance(value, str):
+                if value == text and Origin.is_tagged_on(value):
+                    return value
+            elif isinstance(value, Mapping):
+                pending[:0] = list(value.values())
+            elif isinstance(value, (list, tuple)):
+                pending[:0] = list(value)
+        holder = getattr(holder, "_parent", None)
+    return None
 
 
 def _template_source(task: Any, variable: Any, template: Any) -> Any:

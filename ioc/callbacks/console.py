@@ -7,6 +7,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO
 
 from ioc.callbacks.base import Callback, Status, TaskView
+from ioc.agentless_runner.templating import CONDITIONAL_AS_TEMPLATE
 
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
 _DEBUG_ALLOWED = frozenset({"msg", "exception", "warnings", "deprecations"})
@@ -247,7 +248,9 @@ class Console(Callback):
         if show and result.get("_ioc_deprecations"):
             self._deprecations(result["_ioc_deprecations"])
         if "warnings" not in result:
-            return result
+            if show and result.get("_ioc_conditional_templates"):
+                self._conditional_deprecations(result["_ioc_conditional_templates"])
+            return {k: v for k, v in result.items() if k != "deprecations"}
         label = result.get("_ioc_label_error") or {}
         markers = {m.get("text"): m.get("origin") for m in result.get("_ioc_marker_warnings") or ()}
         for warning in (result.get("warnings") or ()) if show else ():
@@ -259,7 +262,23 @@ class Console(Callback):
                 self.warning("%s\n%s\n" % (warning, self.source_context(markers[warning])))
             else:
                 self.warning(str(warning))
-        return {k: v for k, v in result.items() if k != "warnings"}
+        if show and result.get("_ioc_conditional_templates"):
+            self._conditional_deprecations(result["_ioc_conditional_templates"])
+        return {k: v for k, v in result.items() if k not in ("warnings", "deprecations")}
+
+    def _conditional_deprecations(self, conditions: Sequence[Dict[str, Any]]) -> None:
+        """The deprecation of each condition written as one template (2.19+'s
+        ``evaluate_conditional``), with where it was written when known."""
+        for condition in conditions:
+            text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \
+                   "version 2.23." % CONDITIONAL_AS_TEMPLATE
+            if condition.get("origin"):
+                text += "\n%s\n" % self.source_context(condition["origin"])
+            self.warning("Deprecation warnings can be disabled by setting "
+                         "`deprecation_warnings=False` in ansible.cfg.")
+            if text not in self._deprecated:
+                self._deprecated.add(text)
+                self._print(text, "deprecate", stderr=True)
 
     def _deprecations(self, reads: Sequence[Dict[str, Any]]) -> None:
         """2.21's ``[DEPRECATION WARNING]`` for each deprecated value the task's

@@ -985,3 +985,58 @@ def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_r
     assert "The value 'perhaps' could not be converted to 'bool'.\nOrigin: %s/play.yml:18:16" \
         % ansible.workdir in out
     assert batch.steps, batch.log
+
+
+def test_a_condition_written_as_a_template_records_ansibles_deprecation(ansible, ansible_python):
+    """A condition that is one template (``when``/``changed_when``/``failed_when``,
+    assert's ``that``, the conditions a ``that`` template names, per loop item)
+    records "Conditionals should not be surrounded by templating delimiters
+    ..." in the task's result: registered as its ``deprecations`` and shown
+    with where the condition was written, as 2.19+'s ``evaluate_conditional``;
+    a skipped task's ``false_condition`` is the value the template gave."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that: '{{ true }}'
+              register: res
+            - assert:
+                that:
+                  - res.deprecations | map(attribute="msg") | select('contains', 'should not be surrounded by templating delimiters') | length == 1
+            - assert:
+                that: '{{ that_list }}'
+              vars:
+                that_list:
+                  - '{{ 1 == 1 }}'
+              register: listed
+            - command: "true"
+              changed_when: '{{ false }}'
+              failed_when: "{{ 1 == 2 }}"
+              register: conditions
+            - debug:
+                msg: skipped
+              when: '{{ false }}'
+              register: skipped
+            - debug:
+                msg: "{{ item }}"
+              loop: [1, 2]
+              when: "{{ item == 1 }}"
+              register: looped
+            - debug:
+                msg: "{{ [listed, conditions, skipped, looped] | map(attribute='deprecations') | map('length') }} {{ skipped.false_condition }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # (linear's "Deprecation warnings can be disabled" comes before its first
+    # deprecation; mitogen_batch's own deprecation drew it at the start)
+    assert batch.without_ansible_warnings(batch.stderr) == \
+        linear.without_ansible_warnings(linear.stderr)
+    assert batch.without_ansible_warnings() == linear.stdout
+    assert batch.rc == linear.rc
+    assert '"msg": "[1, 2, 1, 2] False"' in batch.stdout
+    assert "[DEPRECATION WARNING]: Conditionals should not be surrounded by templating " \
+        "delimiters such as {{ }} or {% %}. This feature will be removed from ansible-core " \
+        "version 2.23.\nOrigin: " + str(ansible.workdir) + "/play.yml:14:13" in batch.stderr
+    assert batch.steps, batch.log
