@@ -7,7 +7,6 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO
 
 from ioc.callbacks.base import Callback, Status, TaskView
-from ioc.agentless_runner.templating import CONDITIONAL_AS_TEMPLATE
 
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
 _DEBUG_ALLOWED = frozenset({"msg", "exception", "warnings", "deprecations"})
@@ -18,6 +17,10 @@ _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 #: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
                       "include_vars"})
+
+#: ansible-core 2.19+'s deprecation of a condition written as one template.
+_CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
+    "such as {{ }} or {% %}."
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30",
@@ -271,7 +274,7 @@ class Console(Callback):
         ``evaluate_conditional``), with where it was written when known."""
         for condition in conditions:
             text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \
-                   "version 2.23." % CONDITIONAL_AS_TEMPLATE
+                   "version 2.23." % _CONDITIONAL_AS_TEMPLATE
             if condition.get("origin"):
                 text += "\n%s\n" % self.source_context(condition["origin"])
             self.warning("Deprecation warnings can be disabled by setting "
