@@ -536,7 +536,9 @@ class HostRun(HandlerRun, LoopRun):
             self.check_notified(key, item_notify)  # (before anything else, as linear)
         # (a task whose ignore_errors is no boolean failed on it: 2.21 ignores nothing
         # then, 2.19's strategy reads the keyword as written: a template is true)
+        # (a loop's: whether any item's held, as 2.21's)
         ignored = status == "failed" and (
+            result["_ioc_ignore_errors"] if "_ioc_ignore_errors" in result else
             self._truthy(task.get("ignore_errors"), templar)
             if not result.get("_ioc_error_keyword") else results.legacy())
         if task.get("register"):
@@ -1186,7 +1188,7 @@ _BOOLEAN_KEYWORDS = ("ignore_errors",)
 #: ``convert_bool.boolean``'s values (a str compared lower-cased and stripped).
 _BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
 _BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
-_SINGLE_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+_FIRST_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 
 def _invalid_keyword(task, templar):
@@ -1194,8 +1196,10 @@ def _invalid_keyword(task, templar):
     ansible-core's ``post_validate`` raises it before the action runs
     ("Error processing keyword 'ignore_errors': The value 5 could not be
     converted to 'bool'."); None when each is one. ``_ioc_error_keyword``
-    ([keyword, None, the variable the value is, when the template is just
-    that]) lets the bridge chain the error to where each was written. A
+    ([keyword, None, the variable whose value it is: the expression's first
+    name, when the value is that variable's, as a filter such as ``default``
+    lets Ansible's tagged value through]) lets the bridge chain the error to
+    where each was written. A
     static value Ansible cannot convert never reaches the runner (the
     converter sends such a task through Ansible)."""
     for keyword in _BOOLEAN_KEYWORDS:
@@ -1210,10 +1214,16 @@ def _invalid_keyword(task, templar):
             continue
         message = "Error processing keyword %r: The value %r could not be converted to " \
                   "'bool'." % (keyword, templated)
-        single = _SINGLE_VARIABLE.match(value.strip())
+        first, variable = _FIRST_VARIABLE.match(value.strip()), None
+        if first is not None:
+            try:
+                if templar.template("{{ %s }}" % first.group(1)) == templated:
+                    variable = first.group(1)
+            except TemplateError:
+                pass
         return results.failed_result(
             "Task failed: " + message, _ioc_task_error=True,
-            _ioc_error_keyword=[keyword, None, single.group(1) if single else None])
+            _ioc_error_keyword=[keyword, None, variable])
     return None
 
 

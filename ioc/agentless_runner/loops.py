@@ -52,6 +52,7 @@ class LoopRun(object):
         register = task.get("register")
         item_results = []
         loop_conditionals = []
+        ignore_any = False
         notify = []
         label_failed = None  # the label's templating error, for the callbacks
         live = {}
@@ -104,6 +105,11 @@ class LoopRun(object):
             if conditionals.found:
                 results.templated_conditionals(result, conditionals.found)
                 loop_conditionals.extend(conditionals.found)
+            if not results.legacy() and not result.get("skipped") and not ignore_any \
+                    and task.get("ignore_errors") is not None:
+                # 2.21: the loop's failure is ignored when ignore_errors held for any
+                # item it ran (each item's task is post-validated with its item)
+                ignore_any = self._truthy(task.get("ignore_errors"), item_templar)
             result.update(item_keys)
             if label_error is not None:
                 result.setdefault("warnings", []).append(label_error["text"])
@@ -130,6 +136,8 @@ class LoopRun(object):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
                 only.get("prior") or ()) else None, "notify": notify}}
         out = results.aggregate_loop(item_results)
+        if not results.legacy() and task.get("ignore_errors") is not None:
+            out["_ioc_ignore_errors"] = ignore_any
         if loop_conditionals:
             results.templated_conditionals(out, loop_conditionals)
         if label_failed is not None:

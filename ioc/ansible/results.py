@@ -32,7 +32,7 @@ from ioc.ansible.values import plain
 #: failure (``_ioc_action_failure``: its half of dnf, package, unarchive, ...).
 ACTION_FAILURE = "<action plugin>"
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
-_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars", "raw",
                       "add_host", "group_by", "pause", "gather_facts", "validate_argument_spec",
                       ACTION_FAILURE})
 
@@ -76,6 +76,9 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
     """
     data = _public(result)
+    keyword = result.get("_ioc_error_keyword")
+    if isinstance(keyword, list) and keyword and keyword[0] != "environment":
+        keyword = list(keyword[:3]) + [host]  # (the host's own variables name the value's origin)
     if result.get("_ioc_conditional_templates") and isinstance(data.get("deprecations"), list):
         data["deprecations"] = _conditional_deprecations(task, data["deprecations"],
                                                          result["_ioc_conditional_templates"])
@@ -95,8 +98,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     except ImportError:  # ansible-core 2.19/2.20
         if result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _argument(task, result.get("_ioc_error_expr")),
-                                     result.get("_ioc_error_help"),
-                                     result.get("_ioc_error_keyword"))
+                                     result.get("_ioc_error_help"), keyword)
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -114,7 +116,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _argument(task, result.get("_ioc_error_expr")),
-                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
+                            result.get("_ioc_error_arg"), keyword,
                             result.get("_ioc_error_help"))
     elif raised:
         # The action plugin raised AnsibleActionFail (an argument its spec refuses).
@@ -484,11 +486,12 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
     from ansible.errors import AnsibleError
 
     head, _, cause = message.partition(": ")
-    if not isinstance(keyword, list) or len(keyword) != 3 \
+    if not isinstance(keyword, list) or len(keyword) not in (3, 4) \
             or head != "Error processing keyword %r" % (keyword[0],):
         return None
     if keyword[0] != "environment":
-        return _conversion_exception(task, keyword[0], head, cause, keyword[2])
+        return _conversion_exception(task, keyword[0], head, cause, keyword[2],
+                                     keyword[3] if len(keyword) > 3 else None)
     _, name, variable = keyword
     environment = task.environment
     written = None
@@ -506,18 +509,20 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
 
 
 def _conversion_exception(task: Any, name: str, head: str, cause: str,
-                          variable: Any) -> BaseException:
+                          variable: Any, host: Any = None) -> BaseException:
     """The chain ``post_validate`` raises for a templated keyword whose value is
     not of its type (ignore_errors: 5): "Error processing keyword ..." about the
     written template, caused by "The value ... could not be converted ..."
     about the value (with its origin when the template is one variable's value:
-    the task's, its blocks' or the play's)."""
+    the task's, its blocks', the play's or the host's own)."""
     from ansible.errors import AnsibleError
 
     source = _variable_value(task, variable)
     if source is None and variable is not None:
         play = _play_of(task)
         source = (play.vars or {}).get(variable) if play is not None else None
+    if source is None and variable is not None and host is not None:
+        source = (getattr(host, "vars", None) or {}).get(variable)  # (add_host's, inventory's)
     written = getattr(task, name, None)
     try:
         try:

@@ -16,7 +16,7 @@ _DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 #: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
-                      "include_vars"})
+                      "include_vars", "raw"})
 
 #: ansible-core 2.19+'s deprecation of a condition written as one template.
 _CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \

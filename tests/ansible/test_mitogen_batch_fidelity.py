@@ -1040,3 +1040,41 @@ def test_a_condition_written_as_a_template_records_ansibles_deprecation(ansible,
         "delimiters such as {{ }} or {% %}. This feature will be removed from ansible-core " \
         "version 2.23.\nOrigin: " + str(ansible.workdir) + "/play.yml:14:13" in batch.stderr
     assert batch.steps, batch.log
+
+
+def test_a_results_warnings_come_after_what_was_printed_before_it_and_cacheable_no_is_false(
+        ansible, ansible_python):
+    """With stdout and stderr on one pipe (``2>&1``, as ansible-test runs a
+    target), a result's warning (stderr) comes after the task's banner
+    (stdout, block buffered), as linear's worker forks flush both streams; and
+    ``set_fact``'s ``cacheable=no`` does not make its facts host facts (the
+    next play's ``ansible_facts`` lacks it, as set_fact_cached_2.yml checks)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact: "cacheable=no fact_not_cached='this_should_not_be_cached!'"
+            - set_fact:
+                fact_cached: cached
+                cacheable: "yes"
+            - debug:
+                var: not_defined_here
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                var: ansible_facts.fact_not_cached
+            - debug:
+                var: ansible_facts.fact_cached
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear = ansible.run("play.yml", str(inventory), "linear", merged=True)
+    batch = ansible.run("play.yml", str(inventory), "mitogen_batch", merged=True)
+    assert linear.rc == 0, linear.stdout
+    assert batch.without_ansible_warnings() == linear.without_ansible_warnings(), (
+        "--- linear:\n%s\n--- mitogen_batch:\n%s" % (linear.stdout, batch.stdout))
+    assert batch.rc == linear.rc
+    assert "TASK [debug] ****" in batch.stdout.split("[WARNING]: Encountered 1 template error.")[0]
+    assert "object of type 'dict' has no attribute 'fact_not_cached'" in batch.stdout
+    assert '"ansible_facts.fact_cached": "cached"' in batch.stdout
+    assert batch.steps, batch.log
