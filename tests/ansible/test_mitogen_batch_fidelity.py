@@ -955,7 +955,8 @@ def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_r
     not be converted to 'bool'."), chained to where the keyword and the value
     were written; 2.21 ignores nothing then (the rescue runs), 2.19's
     strategy reads the written template as true (ignored). A task its
-    ``when`` skips is not validated."""
+    ``when`` skips is not validated. A loop's failure is ignored (2.21) when
+    ignore_errors held for any item; raw's failure is "Action failed"."""
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -975,6 +976,9 @@ def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_r
               ignore_errors: "{{ maybe }}"
               vars:
                 maybe: perhaps
+            - raw: exit 1
+              ignore_errors: "{{ item }}"
+              loop: [true, false]
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
@@ -984,6 +988,7 @@ def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_r
         "not be converted to 'bool'." in out
     assert "The value 'perhaps' could not be converted to 'bool'.\nOrigin: %s/play.yml:18:16" \
         % ansible.workdir in out
+    assert "[ERROR]: Task failed: Action failed: non-zero return code" in out
     assert batch.steps, batch.log
 
 
