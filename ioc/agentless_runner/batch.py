@@ -33,8 +33,8 @@ from collections import ChainMap
 
 import mitogen.core
 
-from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, lifeline,
-                                  results, templating, transfer)
+from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, context,
+                                  lifeline, results, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
                                        Scope, as_bool, safe_template, template_name)
@@ -48,7 +48,7 @@ from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              TemplatedConditionals, unwrapped_condition)
 
 WIRE_VERSION = 1
-OMIT = "__omit_place_holder__ioc"
+OMIT = context.OMIT
 
 
 #: run_batch calls this runner process has served: the transport report and
@@ -1185,9 +1185,6 @@ def _assert_that(value, templar):
 #: The keywords the runner templates that ansible-core validates as booleans
 #: before the action runs (``FieldAttribute(isa='bool')``, strictly).
 _BOOLEAN_KEYWORDS = ("ignore_errors",)
-#: ``convert_bool.boolean``'s values (a str compared lower-cased and stripped).
-_BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
-_BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
 _FIRST_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 
@@ -1210,7 +1207,7 @@ def _invalid_keyword(task, templar):
             templated = templar.template(value)
         except TemplateError:
             continue  # (read as before: false)
-        if templated is None or _strict_boolean(templated) is not None:
+        if templated is None or context.as_boolean(templated) is not None:
             continue
         message = "Error processing keyword %r: The value %r could not be converted to " \
                   "'bool'." % (keyword, templated)
@@ -1224,23 +1221,6 @@ def _invalid_keyword(task, templar):
         return results.failed_result(
             "Task failed: " + message, _ioc_task_error=True,
             _ioc_error_keyword=[keyword, None, variable])
-    return None
-
-
-def _strict_boolean(value):
-    """``value`` as ``convert_bool.boolean(strict=True)`` reads it; None if it is none."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (str, bytes)):
-        value = (value.decode("utf-8", "replace") if isinstance(value, bytes)
-                 else value).lower().strip()
-    try:
-        if value in _BOOLEANS_TRUE:
-            return True
-        if value in _BOOLEANS_FALSE:
-            return False
-    except TypeError:  # unhashable
-        pass
     return None
 
 

@@ -911,7 +911,9 @@ def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(an
     variable's whose template is undefined) prints each as ``<< error N - ... >>``
     and warns "Encountered N template error(s)." once per template, with where
     that template was written (the argument, a task var, a play var's nested
-    value); the registered result keeps the text and the warnings."""
+    value); the registered result keeps the text and the warnings. A ``var``
+    whose value is ``omit`` prints ``<<Omit>>`` and warns it could not be
+    omitted."""
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -935,6 +937,10 @@ def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(an
                 var: undefined_template | default('fine')
               vars:
                 undefined_template: '{{ not_defined }}'
+            - debug:
+                var: indirect_omit
+              vars:
+                indirect_omit: '{{ omit }}'
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
@@ -945,6 +951,8 @@ def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(an
         in batch.stdout + batch.stderr
     assert '"undefined_template": "<< error 1 - \'not_defined\' is undefined >>"' in batch.stdout
     assert '"undefined_template | default(\'fine\')": "fine"' in batch.stdout
+    assert '"indirect_omit": "<<Omit>>"' in batch.stdout
+    assert "[WARNING]: The result of the `var` expression could not be omitted" in batch.stderr
     assert batch.steps, batch.log
 
 

@@ -3,7 +3,7 @@
 ``verbosity`` is accepted and returned untouched in effect: the executor
 decides whether the result is shown.
 """
-from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.context import OMIT, ModuleError, TaskError
 from ioc.agentless_runner.template_errors import TemplateError
 from ioc.agentless_runner.templating import ReplacingMarkers
 from ioc.agentless_runner.modules import _common
@@ -12,6 +12,8 @@ OPTIONS = frozenset({"msg", "var", "verbosity"})
 SUPPORTS_CHECK_MODE = True
 
 UNDEFINED_TEXT = "VARIABLE IS NOT DEFINED!"
+OMITTED_WARNING = "The result of the `var` expression could not be omitted; a placeholder " \
+    "was used instead."
 _MISSING = object()
 
 
@@ -74,6 +76,11 @@ def run(args, ctx):
         key = str(type(var)) if isinstance(var, (list, dict)) else var
         value, warnings = _lookup(var, ctx)
         result = {key: value, "failed": False, "changed": False}
+        if value == OMIT:
+            # (Ansible's AnsibleValueOmittedError: the placeholder, and a warning
+            # about the expression, at the var argument's origin)
+            result[key] = "<<Omit>>"
+            warnings = [{"text": OMITTED_WARNING, "var": None, "template": var}] + warnings
         if warnings:
             # (the text registered; where each template was, for the consoles)
             result["warnings"] = [w["text"] for w in warnings]
