@@ -33,8 +33,8 @@ from collections import ChainMap
 
 import mitogen.core
 
-from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, lifeline,
-                                  results, searchpath, templating, transfer)
+from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, context,
+                                  lifeline, results, searchpath, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
                                        Scope, as_bool, safe_template, template_name)
@@ -44,10 +44,11 @@ from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.template_errors import UndefinedVariableError, conditional_error_text
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
-                                             Verbatim, current_reads)
+                                             Verbatim, current_reads, is_template,
+                                             TemplatedConditionals, unwrapped_condition)
 
 WIRE_VERSION = 1
-OMIT = "__omit_place_holder__ioc"
+OMIT = context.OMIT
 
 
 #: run_batch calls this runner process has served in the controller's current
@@ -515,8 +516,12 @@ class HostRun(HandlerRun, LoopRun):
         if self.ask is not None and not self.take_step(key, name):
             return None
         self.emit({"e": "start", "k": key, "name": name})
-        with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads:
+        with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads, \
+                TemplatedConditionals() as conditionals:
             result = results.with_exception(self.execute(key, task, scope, templar))
+        if conditionals.found:
+            results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
+                                                    for text, origin in conditionals.found])
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
             # next item on its delegate and this task ends with the last one.
@@ -542,7 +547,13 @@ class HostRun(HandlerRun, LoopRun):
             if item_notify is None:
                 item_notify = [safe_template(templar, n) for n in task["notify"]]
             self.check_notified(key, item_notify)  # (before anything else, as linear)
-        ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
+        # (a task whose ignore_errors is no boolean failed on it: 2.21 ignores nothing
+        # then, 2.19's strategy reads the keyword as written: a template is true)
+        # (a loop's: whether any item's held, as 2.21's)
+        ignored = status == "failed" and (
+            result["_ioc_ignore_errors"] if "_ioc_ignore_errors" in result else
+            self._truthy(task.get("ignore_errors"), templar)
+            if not result.get("_ioc_error_keyword") else results.legacy())
         if task.get("register"):
             registered = results.registered(result)
             self.set_runtime({task["register"]: registered})
@@ -622,7 +633,8 @@ class HostRun(HandlerRun, LoopRun):
                 reads.where = ("at", origin or None)  # (a deprecated value read names it)
             try:
                 if not templar.conditional(cond, origin=origin or None):
-                    return results.skipped_result(cond)
+                    # (a condition that is one template: the value it gave, as Ansible's)
+                    return results.skipped_result(False if unwrapped_condition(cond) else cond)
             except TemplateError as exc:
                 return results.failed_result(
                     "Task failed: A 'when' expression failed: %s" % conditional_error_text(exc),
@@ -652,6 +664,9 @@ class HostRun(HandlerRun, LoopRun):
         skipped = self.check_when(task, templar)
         if skipped is not None:
             return skipped
+        invalid = _invalid_keyword(task, templar)
+        if invalid is not None:
+            return invalid
         try:
             retries, delay = self._retry_settings(task, templar)
         except TemplateError as exc:
@@ -730,7 +745,7 @@ class HostRun(HandlerRun, LoopRun):
         origins = (task.get("origins") or {}).get("until") or ()
         for number, cond in enumerate(until):
             try:
-                if not templar.conditional(cond):
+                if not templar.conditional(cond, written=_nth(origins, number)):
                     return False
             except TemplateError as exc:
                 error = conditional_error_text(exc)
@@ -767,10 +782,11 @@ class HostRun(HandlerRun, LoopRun):
             if field == "failed_when" and not results.legacy():
                 self._suppress_exception(result, field)
             current, number = None, 0
+            written = (task.get("origins") or {}).get(field) or ()
             try:
                 value = True
                 for number, current in enumerate(conds):
-                    if not templar.conditional(current):
+                    if not templar.conditional(current, written=_nth(written, number)):
                         value = False
                         break
             except TemplateError as exc:
@@ -872,6 +888,8 @@ class HostRun(HandlerRun, LoopRun):
             if written:  # (ioc-run's console: the "caused by" names where it was written)
                 result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
                                                written]]
+        for marker in result.get("_ioc_marker_warnings") or ():
+            marker["origin"] = _template_origin(task, templar, marker)
         if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))
@@ -945,7 +963,8 @@ class HostRun(HandlerRun, LoopRun):
             if reads is not None:
                 reads.where = name  # (a deprecated value read names the argument)
             try:
-                out[name] = templar.template(value)
+                out[name] = _assert_that(value, templar) if name == "that" and \
+                    task["action"] == "assert" else templar.template(value)
             except TemplateError as exc:
                 causes = ("Finalization of task args for 'ansible.builtin.%s' failed"
                           % task["action"], "Error while resolving value for %r" % name, str(exc))
@@ -1190,6 +1209,95 @@ def _deprecations(task, found):
             written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
             out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
     return out
+
+
+def _that_origin(task, text):
+    """Where assert's ``that`` was written when it is the one condition ``text``."""
+    if task["action"] != "assert" or (task.get("args") or {}).get("that") != text:
+        return None
+    return _nth((task.get("origins") or {}).get("arg:that") or (), 0)
+
+
+def _assert_that(value, templar):
+    """assert's ``that`` as its action plugin's ``finalize_task_arg`` leaves it:
+    the conditions as written (each is evaluated as a condition, not templated
+    first); a text that is one template giving a list is that list, its
+    conditions as written."""
+    if not isinstance(value, str) or not (value.startswith(("{{", "{%", "{#"))
+                                          and value.endswith(("}}", "%}", "#}"))):
+        return value
+    try:
+        resolved = templar.lazy(value)
+    except TemplateError:
+        return value
+    raw = getattr(resolved, "_raw", None) if not isinstance(resolved, list) else resolved
+    return list(raw) if isinstance(raw, (list, tuple)) else value
+
+
+#: The keywords the runner templates that ansible-core validates as booleans
+#: before the action runs (``FieldAttribute(isa='bool')``, strictly).
+_BOOLEAN_KEYWORDS = ("ignore_errors",)
+_FIRST_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def _invalid_keyword(task, templar):
+    """The task's failure when a templated boolean keyword is no boolean, as
+    ansible-core's ``post_validate`` raises it before the action runs
+    ("Error processing keyword 'ignore_errors': The value 5 could not be
+    converted to 'bool'."); None when each is one. ``_ioc_error_keyword``
+    ([keyword, None, the variable whose value it is: the expression's first
+    name, when the value is that variable's, as a filter such as ``default``
+    lets Ansible's tagged value through]) lets the bridge chain the error to
+    where each was written. A
+    static value Ansible cannot convert never reaches the runner (the
+    converter sends such a task through Ansible)."""
+    for keyword in _BOOLEAN_KEYWORDS:
+        value = task.get(keyword)
+        if not (isinstance(value, str) and is_template(value)):
+            continue
+        try:
+            templated = templar.template(value)
+        except TemplateError:
+            continue  # (read as before: false)
+        if templated is None or context.as_boolean(templated) is not None:
+            continue
+        message = "Error processing keyword %r: The value %r could not be converted to " \
+                  "'bool'." % (keyword, templated)
+        first, variable = _FIRST_VARIABLE.match(value.strip()), None
+        if first is not None:
+            try:
+                if templar.template("{{ %s }}" % first.group(1)) == templated:
+                    variable = first.group(1)
+            except TemplateError:
+                pass
+        return results.failed_result(
+            "Task failed: " + message, _ioc_task_error=True,
+            _ioc_error_keyword=[keyword, None, variable])
+    return None
+
+
+def _template_origin(task, templar, marker):
+    """Where the template of one of debug's "Encountered N template error(s)."
+    warnings was written, as the loader recorded it (ioc-run's console): the
+    ``var`` argument, or a variable whose whole raw value is that template;
+    None when unknown (the bridge asks Ansible's tagged values instead)."""
+    origins = task.get("origins") or {}
+    variable = marker.get("var")
+    if variable is None:
+        return _nth(origins.get("arg:var") or origins.get("arg:*") or (), 0)
+    found = _find_raw(templar.variables, variable)
+    if found == marker.get("template"):
+        return _nth(origins.get("var:%s" % variable) or (), 0)
+    return None
+
+
+def _find_raw(variables, name):
+    """The raw value of ``name`` in a ChainMap of layers (Verbatim ones too), or None."""
+    try:
+        value = variables[name]
+    except (KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _nth(origins, number):

@@ -2,6 +2,9 @@
 import os
 import tempfile
 
+#: The value that stands for ``omit`` (the ``omit`` variable; an argument
+#: equal to it is left out).
+OMIT = "__omit_place_holder__ioc"
 #: ansible.module_utils.parsing.convert_bool's values.
 BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
 BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))

@@ -12,7 +12,7 @@ from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
 from ioc.agentless_runner.lookups import listify
 from ioc.agentless_runner.template_errors import conditional_error_text
-from ioc.agentless_runner.templating import Templar, TemplateError
+from ioc.agentless_runner.templating import Templar, TemplatedConditionals, TemplateError
 
 
 #: The fields of ``loop_control`` Ansible templates once per task (``always_post_validate``).
@@ -72,6 +72,8 @@ class LoopRun(object):
         pause = float(control.get("pause") or 0)
         register = task.get("register")
         item_results = []
+        loop_conditionals = []
+        ignore_any = False
         notify = []
         label_failed = None  # the label's templating error, for the callbacks
         live = {}
@@ -114,10 +116,21 @@ class LoopRun(object):
                 self._labeller = self._item_labeller(task, scope, overlay, item_keys, item, label)
             else:
                 item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
-            try:
-                result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
-            finally:
-                self._labeller = None
+            # (each item's result records the conditions written as a template it
+            # evaluated, as each of TaskExecutor's item runs; the loop's has them all)
+            with TemplatedConditionals() as conditionals:
+                try:
+                    result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
+                finally:
+                    self._labeller = None
+            if conditionals.found:
+                results.templated_conditionals(result, conditionals.found)
+                loop_conditionals.extend(conditionals.found)
+            if not results.legacy() and not result.get("skipped") and not ignore_any \
+                    and task.get("ignore_errors") is not None:
+                # 2.21: the loop's failure is ignored when ignore_errors held for any
+                # item it ran (each item's task is post-validated with its item)
+                ignore_any = self._truthy(task.get("ignore_errors"), item_templar)
             if label is not None and not results.legacy():
                 item_keys["_ansible_item_label"], label_error = \
                     self._item_labeller(task, scope, overlay, item_keys, item, label)(result)
@@ -147,6 +160,10 @@ class LoopRun(object):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
                 only.get("prior") or ()) else None, "notify": notify}}
         out = results.aggregate_loop(item_results)
+        if not results.legacy() and task.get("ignore_errors") is not None:
+            out["_ioc_ignore_errors"] = ignore_any
+        if loop_conditionals:
+            results.templated_conditionals(out, loop_conditionals)
         if label_failed is not None:
             out["_ioc_label_error"] = label_failed  # (also among the loop's warnings)
         if task.get("notify"):

@@ -1,5 +1,7 @@
 """Shaping task results the way Ansible's task executor does."""
 
+from ioc.agentless_runner import templating
+
 #: The ``exception`` text of a failure when no traceback is shown (the default).
 TRACEBACK_UNAVAILABLE = "(traceback unavailable)"
 
@@ -206,3 +208,18 @@ def censor(result):
     if "results" in result:
         out["results"] = [censor(r) for r in result["results"]]
     return out
+
+
+def templated_conditionals(result, found):
+    """The deprecation ansible-core 2.19+ records in a task's result for each
+    condition written as one template whose value was no text (registered as
+    its ``deprecations``); ``_ioc_conditional_templates`` says which condition
+    each is about, and where it was written (the consoles show its origin)."""
+    deprecations = list(result.get("deprecations") or [])
+    for _ in found:
+        deprecations.append({"collection_name": "ansible.builtin",
+                             "deprecator": {"resolved_name": "ansible.builtin", "type": None},
+                             "msg": templating.CONDITIONAL_AS_TEMPLATE, "version": "2.23"})
+    result["deprecations"] = deprecations
+    result["_ioc_conditional_templates"] = [{"text": text, "origin": origin}
+                                            for text, origin in found]

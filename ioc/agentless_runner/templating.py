@@ -47,6 +47,9 @@ __all__ = [
     "Deprecated",
     "DeprecatedReads",
     "DeprecatedText",
+    "ReplacingMarkers",
+    "TemplatedConditionals",
+    "unwrapped_condition",
     "is_template",
 ]
 
@@ -167,6 +170,33 @@ class DeprecatedReads(object):
         return False
 
 
+class TemplatedConditionals(object):
+    """Records, while active on this thread, the conditions written as one
+    template (``when: "{{ x == 1 }}"``) whose value was no text: ansible-core
+    2.19+ evaluates them, and its task result records the deprecation
+    "Conditionals should not be surrounded by templating delimiters ..."
+    (:data:`CONDITIONAL_AS_TEMPLATE`). ``found`` lists ``(condition, origin)``
+    once each, in order."""
+
+    def __init__(self):
+        self.found = []
+        self._outer = None
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, "conditionals", None)
+        _LOCAL.conditionals = self
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.conditionals = self._outer
+        return False
+
+
+#: ansible-core's deprecation of a condition written as a template (2.19+).
+CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
+    "such as {{ }} or {% %}."
+
+
 def current_reads():
     """The DeprecatedReads recording on this thread, or None."""
     return getattr(_LOCAL, "reads", None)
@@ -228,6 +258,80 @@ def _fail_undefined(value):
         raise UndefinedVariableError(str(exc)) from None
 
 
+class _Marker(_StrictUndefined):
+    """An undefined value a template gave while :class:`ReplacingMarkers` is
+    active: it travels on (``default`` and ``is defined`` still see it) and
+    remembers where it came from, as ansible-core 2.21's ``UndefinedMarker``
+    (``source``: the variable whose raw value was templated, None for the
+    expression itself, and that template's text)."""
+
+    __slots__ = ("_ioc_source",)
+
+
+def _as_marker(value, source):
+    if value.__class__ is _Marker:
+        return value
+    marker = _Marker(hint=value._undefined_hint, obj=value._undefined_obj,
+                     name=value._undefined_name, exc=value._undefined_exception)
+    marker._ioc_source = source
+    return marker
+
+
+class ReplacingMarkers(object):
+    """While active on this thread, an undefined value that reaches the end of
+    templating is replaced by ``<< error N - <message> >>`` instead of failing,
+    as ansible-core's ``ReplacingMarkerBehavior`` does for ``debug``'s ``var``.
+
+    ``found`` lists ``(message, variable, template)`` per replacement, in
+    order; :meth:`warnings` groups them as ansible-core's ``emit_warnings``."""
+
+    def __init__(self):
+        self.found = []
+        #: (variable, template) of each template being rendered, innermost last.
+        self.rendering = []
+        self._outer = None
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, "markers", None)
+        _LOCAL.markers = self
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.markers = self._outer
+        return False
+
+    def source(self):
+        return self.rendering[-1] if self.rendering else (None, None)
+
+    def replace(self, value):
+        """The text that stands for undefined ``value`` (numbered, recorded)."""
+        variable, template = value._ioc_source if value.__class__ is _Marker \
+            else self.source()
+        message = value._undefined_message
+        self.found.append((message, variable, template))
+        return "<< error %d - %s >>" % (len(self.found), message)
+
+    def warnings(self):
+        """``[{"text", "var", "template"}]``: one warning per run of consecutive
+        replacements from the same template ("Encountered N template
+        error(s)." and each one's message), with where that template is."""
+        out = []
+        for number, (message, variable, template) in enumerate(self.found, 1):
+            line = "\nerror %d - %s" % (number, message)
+            if out and out[-1]["template"] == template:
+                out[-1]["count"] += 1
+                out[-1]["lines"] += line
+                continue
+            out.append({"count": 1, "lines": line, "var": variable, "template": template})
+        return [{"text": "Encountered %d template error%s.%s"
+                 % (w["count"], "s" if w["count"] > 1 else "", w["lines"]),
+                 "var": w["var"], "template": w["template"]} for w in out]
+
+
+def _markers():
+    return getattr(_LOCAL, "markers", None)
+
+
 # -- conversion of results to builtins ---------------------------------------------
 
 
@@ -240,6 +344,9 @@ def to_builtin(value):
     if value is None or type(value) in (str, int, bool, float):
         return value
     if isinstance(value, Undefined):
+        markers = _markers()
+        if markers is not None:
+            return markers.replace(value)
         _fail_undefined(value)
     if isinstance(value, str):
         if value.__class__ is DeprecatedText:
@@ -305,12 +412,14 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
     Named as Ansible's lazy dict: Python's own error messages name the type
     (``unsupported operand type(s) for +: '_AnsibleLazyTemplateDict' ...``)."""
 
-    __slots__ = ("_raw", "_templar", "_done", "_active", "_keys")
+    __slots__ = ("_raw", "_templar", "_done", "_active", "_keys", "_var")
     __hash__ = None
 
-    def __init__(self, raw, templar):
+    def __init__(self, raw, templar, var=None):
         self._raw = raw
         self._templar = templar
+        #: The variable whose raw value this is (where a failing template was written).
+        self._var = var
         self._done = {}
         self._active = set()
         #: templated key -> raw key, or None when no key is a template.
@@ -327,10 +436,13 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
         if key in self._active:
             raise _recursion_error(raw)
         self._active.add(key)
+        templar = self._templar
+        outer, templar._current = templar._current, self._var
         try:
-            value = self._templar.lazy(raw)
+            value = templar.lazy(raw)
         finally:
             self._active.discard(key)
+            templar._current = outer
         self._done[key] = value
         return value
 
@@ -358,13 +470,14 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
 class _AnsibleLazyTemplateList(collections.abc.Sequence):
     """A raw list whose items are templated when first read (named as Ansible's)."""
 
-    __slots__ = ("_raw", "_templar", "_done")
+    __slots__ = ("_raw", "_templar", "_done", "_var")
     __hash__ = None
 
-    def __init__(self, raw, templar):
+    def __init__(self, raw, templar, var=None):
         self._raw = raw
         self._templar = templar
         self._done = {}
+        self._var = var
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -375,7 +488,12 @@ class _AnsibleLazyTemplateList(collections.abc.Sequence):
             return self._done[index]
         except KeyError:
             pass
-        value = self._templar.lazy(self._raw[index])
+        templar = self._templar
+        outer, templar._current = templar._current, self._var
+        try:
+            value = templar.lazy(self._raw[index])
+        finally:
+            templar._current = outer
         self._done[index] = value
         return value
 
@@ -423,7 +541,12 @@ def _lookup_on_target(*args, **kwargs):
 
 
 def _finalize(value):
-    """Ansible renders None as an empty string inside a larger template."""
+    """Ansible renders None as an empty string inside a larger template (and,
+    under :class:`ReplacingMarkers`, an undefined value as its replacement)."""
+    if isinstance(value, Undefined):
+        markers = _markers()
+        if markers is not None:
+            return markers.replace(value)
     return "" if value is None else value
 
 
@@ -647,6 +770,8 @@ class Templar(object):
         self._cache = {}
         self._resolving = set()
         self._scope = _Scope(self, environment().globals)
+        #: The variable whose raw value is being templated (None: the caller's own value).
+        self._current = None
 
     # -- public API
 
@@ -673,8 +798,11 @@ class Templar(object):
             raise _translate(exc, expression, "expression") from None
         return to_builtin(self._run(compiled, expression, "expression"))
 
-    def conditional(self, condition, origin=None):
+    def conditional(self, condition, origin=None, written=None):
         """Evaluate a ``when``-style condition; the result must be a bool.
+
+        ``origin`` is where it was written (named when its value is not a
+        boolean); ``written`` is that only for :class:`TemplatedConditionals`.
 
         A bool passes through; None and '' are true (an empty condition);
         a string is a bare expression, ``{{ }}`` around it is tolerated.
@@ -684,7 +812,16 @@ class Templar(object):
         if condition is None or condition == "":
             return True
         if isinstance(condition, str):
-            result = self.evaluate(_condition_expression(condition, self))
+            expression = _condition_expression(condition, self)
+            result = self.evaluate(expression)
+            conditionals = getattr(_LOCAL, "conditionals", None)
+            # (unwrapped, the template's value is the expression's: no text, so
+            # Ansible's templating of the whole condition gave no expression)
+            if conditionals is not None and not isinstance(result, str) \
+                    and unwrapped_condition(condition):
+                entry = (condition, written or origin)
+                if entry not in conditionals.found:
+                    conditionals.found.append(entry)
         else:
             result = to_builtin(self.lazy(condition))
         if not isinstance(result, bool):
@@ -770,9 +907,9 @@ class Templar(object):
         if isinstance(raw, str):
             return self._render(raw) if is_template(raw) else raw
         if isinstance(raw, collections.abc.Mapping):
-            return _AnsibleLazyTemplateDict(raw, self)
+            return _AnsibleLazyTemplateDict(raw, self, self._current)
         if isinstance(raw, (list, tuple)):
-            return _AnsibleLazyTemplateList(raw, self)
+            return _AnsibleLazyTemplateList(raw, self, self._current)
         return raw
 
     # -- internals
@@ -781,6 +918,7 @@ class Templar(object):
         if name in self._resolving:
             raise _recursion_error(raw)
         self._resolving.add(name)
+        outer, self._current = self._current, name
         try:
             return self.lazy(raw)
         except TemplateError as exc:
@@ -789,6 +927,7 @@ class Templar(object):
             raise
         finally:
             self._resolving.discard(name)
+            self._current = outer
 
     def _render(self, source):
         try:
@@ -807,6 +946,9 @@ class Templar(object):
     def _run(self, compiled, source, kind="template"):
         template = compiled.template
         context = template.new_context(self._scope, shared=True)
+        markers = _markers()
+        if markers is not None:
+            markers.rendering.append((self._current, source))
         try:
             if not compiled.native:
                 return template.environment.concat(template.root_render_func(context))
@@ -816,10 +958,28 @@ class Templar(object):
             raise
         except Exception as exc:  # every other failure is the template's fault
             raise _translate(exc, source, kind) from None
+        finally:
+            if markers is not None:
+                markers.rendering.pop()
         result = context.vars[_RESULT]
         if isinstance(result, Undefined):
+            if markers is not None:  # (it travels on: replaced where it ends up)
+                return _as_marker(result, (self._current, source))
             _fail_undefined(result)
         return result
+
+
+def unwrapped_condition(condition):
+    """True when ``condition`` is one ``{{ expression }}`` that is evaluated as
+    that expression (the value Ansible's templating of the whole condition
+    gives, which 2.19+ deprecates when it is no text)."""
+    if not isinstance(condition, str):
+        return False
+    text = condition.strip()
+    if not (text.startswith("{{") and text.endswith("}}")):
+        return False
+    inner = text[2:-2]
+    return not is_template(inner) and "}}" not in inner
 
 
 def _condition_expression(condition, templar):
@@ -831,8 +991,7 @@ def _condition_expression(condition, templar):
     text = condition.strip()
     if not is_template(text):
         return text
-    inner = text[2:-2] if text.startswith("{{") and text.endswith("}}") else None
-    if inner is not None and not is_template(inner) and "}}" not in inner:
-        return inner
+    if unwrapped_condition(text):
+        return text[2:-2]
     rendered = templar.template(condition)
     return rendered if isinstance(rendered, str) else repr(rendered)

@@ -97,6 +97,11 @@ class EventReplay:
         state = self.state
         host = state.hosts[name]
         kind = event["e"]
+        if kind in ("start", "done", "unreachable", "crash"):
+            # Linear forks a worker per host and task, and a fork flushes both
+            # streams first: what the callbacks wrote to stdout (a pipe: block
+            # buffered) comes before a result's warnings on stderr.
+            _flush_std_streams()
         if kind == "abort":
             self.aborted = event["msg"]
             return
@@ -231,7 +236,8 @@ class EventReplay:
             written = {str(k): k for k in (getattr(self.state.task, "args", None) or {})}
             self.vm.set_nonpersistent_facts(
                 host, {written.get(k, k): v for k, v in plain(facts).items()})
-            if result.get("ansible_facts_cacheable") or self.state.ir_task.args.get("cacheable"):
+            # (the runner's reading of ``cacheable``: "no" is false, as Ansible's)
+            if result.get("ansible_facts_cacheable") or result.get("_ioc_cacheable"):
                 self.vm.set_host_facts(host, plain(facts))
 
     def _apply_register(self, host: str, result: Dict[str, Any]) -> None:
@@ -260,6 +266,16 @@ class EventReplay:
                 self.vm.set_nonpersistent_facts(name, runtime)
         for key, value in (state.get("include_vars") or {}).items():
             self.vm.set_host_variable(name, key, plain(value))
+
+
+def _flush_std_streams() -> None:
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # (closed, or a broken pipe: as multiprocessing's own flush)
 
 
 def as_run(task: Any, result: Mapping[str, Any]) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
+from ioc.agentless_runner.templating import CONDITIONAL_AS_TEMPLATE
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.errors import _origin, engine_exception
 from ioc.model import Location
@@ -31,7 +32,7 @@ from ioc.ansible.values import plain
 #: failure (``_ioc_action_failure``: its half of dnf, package, unarchive, ...).
 ACTION_FAILURE = "<action plugin>"
 #: Results of these are "Action failed", not "Module failed" (as ioc's console says).
-_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars",
+_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "include_vars", "raw",
                       "add_host", "group_by", "pause", "gather_facts", "validate_argument_spec",
                       ACTION_FAILURE})
 
@@ -75,6 +76,15 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
     """
     data = _public(result)
+    keyword = result.get("_ioc_error_keyword")
+    if isinstance(keyword, list) and keyword and keyword[0] != "environment":
+        keyword = list(keyword[:3]) + [host]  # (the host's own variables name the value's origin)
+    if result.get("_ioc_conditional_templates") and isinstance(data.get("deprecations"), list):
+        data["deprecations"] = _conditional_deprecations(task, data["deprecations"],
+                                                         result["_ioc_conditional_templates"])
+    if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
+        data["warnings"] = _marker_warnings(task, data["warnings"],
+                                            result["_ioc_marker_warnings"])
     include = action in BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
@@ -90,7 +100,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _error_object(task, result),
-                                     result.get("_ioc_error_help"))
+                                     result.get("_ioc_error_help"), keyword)
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -113,7 +123,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     elif engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _error_object(task, result),
-                            result.get("_ioc_error_arg"), result.get("_ioc_error_keyword"),
+                            result.get("_ioc_error_arg"), keyword,
                             result.get("_ioc_error_help"))
     elif raised:
         # The action plugin raised AnsibleActionFail (an argument its spec refuses).
@@ -188,6 +198,110 @@ def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> Non
         if utr._warnings:
             utr._warnings = [warning if getattr(w, "event", None) is not None and
                              w.event.msg == error.get("text") else w for w in utr._warnings]
+
+
+def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]]) -> List[Any]:
+    """``warnings`` with each of debug's "Encountered N template error(s)." (the
+    runner's ``_ioc_marker_warnings``) as ``ReplacingMarkerBehavior.emit_warnings``
+    makes it: a warning about the template the undefined values came from,
+    which names where that template was written."""
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _messages
+
+    summaries: Dict[Any, Any] = {}
+    for marker in markers:
+        source = _template_source(task, marker.get("var"), marker.get("template"))
+        context = _error_utils.SourceContext.from_value(source) if source is not None else None
+        summaries.setdefault(marker.get("text"), _messages.WarningSummary(event=_messages.Event(
+            msg=str(marker.get("text")),
+            formatted_source_context=str(context) if context else None)))
+    return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
+
+
+def _conditional_deprecations(task: Any, deprecations: List[Any],
+                              conditions: List[Mapping[str, Any]]) -> List[Any]:
+    """``deprecations`` whose last entries (one per condition the runner found
+    written as a template) are the deprecation ``evaluate_conditional`` gives
+    (``_display.deprecated(obj=conditional)``): ansible-core's words, with
+    where the condition was written (the task's own tagged text, else the
+    origin the runner knew)."""
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _deprecator, _messages
+
+    own = deprecations[:len(deprecations) - len(conditions)]
+    for condition in conditions:
+        written = _written_text(task, condition.get("text"))
+        context = _error_utils.SourceContext.from_value(written) if written is not None else None
+        origin = _origin(Location.parse(condition["origin"])) if condition.get("origin") else None
+        if context is None and origin is not None:
+            context = _error_utils.SourceContext.from_origin(origin)
+        own.append(_messages.DeprecationSummary(
+            event=_messages.Event(msg=CONDITIONAL_AS_TEMPLATE,
+                                  formatted_source_context=str(context) if context else None),
+            version="2.23", deprecator=_deprecator.ANSIBLE_CORE_DEPRECATOR))
+    return own
+
+
+def _written_text(task: Any, text: Any) -> Any:
+    """The task's own origin-tagged ``text``: one of its arguments or keywords
+    (:func:`_argument`), else a value in its or its blocks' vars (a list of
+    conditions assert's ``that`` names)."""
+    from ansible._internal._datatag._tags import Origin
+
+    found = _argument(task, text)
+    if found is not None and Origin.is_tagged_on(found):
+        return found
+    control = getattr(task, "loop_control", None)
+    for conditions in (getattr(task, "changed_when", None), getattr(task, "failed_when", None),
+                       getattr(control, "break_when", None) if control is not None else None):
+        for condition in conditions if isinstance(conditions, list) else [conditions]:
+            if isinstance(condition, str) and condition == text \
+                    and Origin.is_tagged_on(condition):
+                return condition
+    holder = task
+    while holder is not None:
+        pending = list((getattr(holder, "vars", None) or {}).values())
+        while pending:
+            value = pending.pop(0)
+            if isinstance(value, str):
+                if value == text and Origin.is_tagged_on(value):
+                    return value
+            elif isinstance(value, Mapping):
+                pending[:0] = list(value.values())
+            elif isinstance(value, (list, tuple)):
+                pending[:0] = list(value)
+        holder = getattr(holder, "_parent", None)
+    return None
+
+
+def _template_source(task: Any, variable: Any, template: Any) -> Any:
+    """The task's own (origin-tagged) text of ``template``: debug's ``var`` when
+    ``variable`` is None, else the first equal text in the raw value of
+    ``variable`` (the task's and its blocks' vars, its role's, the play's)."""
+    from ansible._internal._datatag._tags import Origin
+
+    if variable is None:
+        candidates = [(getattr(task, "args", None) or {}).get("var")]
+    else:
+        candidates = [_variable_value(task, variable)]
+        role = getattr(task, "_role", None)
+        if role is not None:
+            candidates.append((role.get_vars(include_params=False) or {}).get(variable))
+        play = _play_of(task)
+        if play is not None:
+            candidates.append((play.vars or {}).get(variable))
+    for candidate in candidates:
+        pending = [candidate]
+        while pending:
+            value = pending.pop(0)
+            if isinstance(value, str):
+                if (variable is None or value == template) and Origin.is_tagged_on(value):
+                    return value
+            elif isinstance(value, Mapping):
+                pending[:0] = list(value.values())
+            elif isinstance(value, (list, tuple)):
+                pending[:0] = list(value)
+    return None
 
 
 def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
@@ -391,9 +505,12 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
     from ansible.errors import AnsibleError
 
     head, _, cause = message.partition(": ")
-    if not isinstance(keyword, list) or len(keyword) != 3 or keyword[0] != "environment" \
-            or head != "Error processing keyword 'environment'":
+    if not isinstance(keyword, list) or len(keyword) not in (3, 4) \
+            or head != "Error processing keyword %r" % (keyword[0],):
         return None
+    if keyword[0] != "environment":
+        return _conversion_exception(task, keyword[0], head, cause, keyword[2],
+                                     keyword[3] if len(keyword) > 3 else None)
     _, name, variable = keyword
     environment = task.environment
     written = None
@@ -408,6 +525,45 @@ def _keyword_exception(task: Any, message: str, keyword: Any) -> Optional[BaseEx
             raise AnsibleError(head + ".", obj=environment) from ex
     except AnsibleError as error:
         return error
+
+
+def _conversion_exception(task: Any, name: str, head: str, cause: str,
+                          variable: Any, host: Any = None) -> BaseException:
+    """The chain ``post_validate`` raises for a templated keyword whose value is
+    not of its type (ignore_errors: 5): "Error processing keyword ..." about the
+    written template, caused by "The value ... could not be converted ..."
+    about the value (with its origin when the template is one variable's value:
+    the task's, its blocks', the play's or the host's own)."""
+    from ansible.errors import AnsibleError
+
+    source = _variable_value(task, variable)
+    if source is None and variable is not None:
+        play = _play_of(task)
+        source = (play.vars or {}).get(variable) if play is not None else None
+    if source is None and variable is not None and host is not None:
+        source = (getattr(host, "vars", None) or {}).get(variable)  # (add_host's, inventory's)
+    written = getattr(task, name, None)
+    try:
+        try:
+            try:
+                # (raised while handling the conversion's TypeError, as Ansible's: the
+                # display then keeps the two messages apart even at one origin)
+                raise TypeError(cause)
+            except TypeError:
+                # (a value of an expression is where the template was written)
+                raise AnsibleError(cause, obj=written if source is None else source)
+        except AnsibleError as ex:
+            raise AnsibleError(head + ".", obj=written) from ex
+    except AnsibleError as error:
+        return error
+
+
+def _play_of(task: Any) -> Any:
+    """The play of a task (its outermost block's)."""
+    holder = task
+    while getattr(holder, "_parent", None) is not None:
+        holder = holder._parent
+    return getattr(holder, "_play", None)
 
 
 def _engine_error(utr_class: Any, task: Any, data: Dict[str, Any], obj: Any = None,
@@ -544,7 +700,7 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
 
 
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
-                      help_text: Any = None) -> Dict[str, Any]:
+                      help_text: Any = None, keyword: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
     (a failed become; the action's, about its argument ``obj``), marked so
     ``_raw_task_result`` leaves it as it is."""
@@ -554,8 +710,11 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
+    chained = _keyword_exception(task, message, keyword) if keyword else None
     try:
         try:
+            if chained is not None:  # (a keyword whose value is not of its type)
+                raise chained
             # (from None: called while handling the ImportError that chose 2.19)
             raise _engine_exception(message, data, obj, help_text) from None
         except (AnsibleError, _timeout_error()) as ex:

@@ -16,7 +16,11 @@ _DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 #: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
-                      "include_vars"})
+                      "include_vars", "raw"})
+
+#: ansible-core 2.19+'s deprecation of a condition written as one template.
+_CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
+    "such as {{ }} or {% %}."
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30",
@@ -249,15 +253,37 @@ class Console(Callback):
         if show and result.get("_ioc_deprecations"):
             self._deprecations(result["_ioc_deprecations"])
         if "warnings" not in result:
-            return result
+            if show and result.get("_ioc_conditional_templates"):
+                self._conditional_deprecations(result["_ioc_conditional_templates"])
+            return {k: v for k, v in result.items() if k != "deprecations"}
         label = result.get("_ioc_label_error") or {}
+        markers = {m.get("text"): m.get("origin") for m in result.get("_ioc_marker_warnings") or ()}
         for warning in (result.get("warnings") or ()) if show else ():
             if label and warning == label.get("text") and label.get("origin"):
                 # the loop_control label the runner could not template: where it is
                 self.warning("%s\n%s\n" % (warning, self.source_context(label["origin"])))
+            elif isinstance(warning, str) and markers.get(warning):
+                # debug's undefined values: where the template that gave them is
+                self.warning("%s\n%s\n" % (warning, self.source_context(markers[warning])))
             else:
                 self.warning(str(warning))
-        return {k: v for k, v in result.items() if k != "warnings"}
+        if show and result.get("_ioc_conditional_templates"):
+            self._conditional_deprecations(result["_ioc_conditional_templates"])
+        return {k: v for k, v in result.items() if k not in ("warnings", "deprecations")}
+
+    def _conditional_deprecations(self, conditions: Sequence[Dict[str, Any]]) -> None:
+        """The deprecation of each condition written as one template (2.19+'s
+        ``evaluate_conditional``), with where it was written when known."""
+        for condition in conditions:
+            text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \
+                   "version 2.23." % _CONDITIONAL_AS_TEMPLATE
+            if condition.get("origin"):
+                text += "\n%s\n" % self.source_context(condition["origin"])
+            self.warning("Deprecation warnings can be disabled by setting "
+                         "`deprecation_warnings=False` in ansible.cfg.")
+            if text not in self._deprecated:
+                self._deprecated.add(text)
+                self._print(text, "deprecate", stderr=True)
 
     def _deprecations(self, reads: Sequence[Dict[str, Any]]) -> None:
         """2.21's ``[DEPRECATION WARNING]`` for each deprecated value the task's

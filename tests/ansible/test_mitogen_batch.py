@@ -96,7 +96,10 @@ class Ansible:
         return path
 
     def run(self, playbook: str, inventory: str, strategy: str,
-            env: Optional[Dict[str, str]] = None, args: List[str] = ()) -> Result:
+            env: Optional[Dict[str, str]] = None, args: List[str] = (),
+            merged: bool = False) -> Result:
+        """``merged``: stderr goes to stdout's pipe (``Result.stdout`` has both, in
+        the order they were written, as a terminal or ``2>&1`` shows them)."""
         environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
         environ.update({
             "ANSIBLE_CONFIG": str(self.config),
@@ -115,7 +118,8 @@ class Ansible:
         environ.update(env or {})
         script = os.path.join(os.path.dirname(self.python), "ansible-playbook")
         proc = subprocess.run([self.python, script, "-i", inventory, playbook, *args],
-                              cwd=str(self.workdir), env=environ, capture_output=True,
+                              cwd=str(self.workdir), env=environ, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT if merged else subprocess.PIPE,
                               text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
         return Result(proc, log)
 

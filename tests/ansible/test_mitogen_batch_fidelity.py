@@ -972,3 +972,192 @@ def test_a_variable_named_like_a_lookup_function_hides_it(ansible, ansible_pytho
     assert '"msg": "looked 0 2"' in batch.stdout
     ours = ioc_run_output(ansible, inventory)
     assert '"q.stdout": "h2"' in ours and '"msg": "looked 0 2"' in ours, ours
+
+
+def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(ansible,
+                                                                             ansible_python):
+    """debug's ``var`` that meets undefined values (its own expression's, or a
+    variable's whose template is undefined) prints each as ``<< error N - ... >>``
+    and warns "Encountered N template error(s)." once per template, with where
+    that template was written (the argument, a task var, a play var's nested
+    value); the registered result keeps the text and the warnings. A ``var``
+    whose value is ``omit`` prints ``<<Omit>>`` and warns it could not be
+    omitted."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            nested: {ok: 1, bad: '{{ nope1 }}'}
+            two: '{{ nope1 }} {{ nope2 }}'
+          tasks:
+            - debug: var=not_defined
+            - debug:
+                var: nested
+            - debug:
+                var: two
+            - debug:
+                var: undefined_template
+              vars:
+                undefined_template: '{{ not_defined }}'
+              register: shown
+            - debug:
+                var: shown
+            - debug:
+                var: undefined_template | default('fine')
+              vars:
+                undefined_template: '{{ not_defined }}'
+            - debug:
+                var: indirect_omit
+              vars:
+                indirect_omit: '{{ omit }}'
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "[WARNING]: Encountered 2 template errors.\nerror 1 - 'nope1' is undefined\n" \
+        "error 2 - 'nope2' is undefined\nOrigin: %s/play.yml:5:10" % ansible.workdir \
+        in batch.stdout + batch.stderr
+    assert '"undefined_template": "<< error 1 - \'not_defined\' is undefined >>"' in batch.stdout
+    assert '"undefined_template | default(\'fine\')": "fine"' in batch.stdout
+    assert '"indirect_omit": "<<Omit>>"' in batch.stdout
+    assert "[WARNING]: The result of the `var` expression could not be omitted" in batch.stderr
+    assert batch.steps, batch.log
+
+
+def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_runs(
+        ansible, ansible_python):
+    """``ignore_errors: "{{ ... }}"`` giving no boolean fails the task before its
+    action runs ("Error processing keyword 'ignore_errors': The value 5 could
+    not be converted to 'bool'."), chained to where the keyword and the value
+    were written; 2.21 ignores nothing then (the rescue runs), 2.19's
+    strategy reads the written template as true (ignored). A task its
+    ``when`` skips is not validated."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            should_ignore_errors: 5
+          tasks:
+            - block:
+                - command: "true"
+                  ignore_errors: "{{ should_ignore_errors }}"
+              rescue:
+                - debug:
+                    msg: rescued
+            - command: "true"
+              ignore_errors: "{{ 2 + 3 }}"
+              when: false
+            - command: "true"
+              ignore_errors: "{{ maybe }}"
+              vars:
+                maybe: perhaps
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert_same_output(linear, batch)
+    out = batch.stdout + batch.stderr
+    assert "[ERROR]: Task failed: Error processing keyword 'ignore_errors': The value 5 could " \
+        "not be converted to 'bool'." in out
+    assert "The value 'perhaps' could not be converted to 'bool'.\nOrigin: %s/play.yml:18:16" \
+        % ansible.workdir in out
+    assert batch.steps, batch.log
+
+
+def test_a_condition_written_as_a_template_records_ansibles_deprecation(ansible, ansible_python):
+    """A condition that is one template (``when``/``changed_when``/``failed_when``,
+    assert's ``that``, the conditions a ``that`` template names, per loop item)
+    records "Conditionals should not be surrounded by templating delimiters
+    ..." in the task's result: registered as its ``deprecations`` and shown
+    with where the condition was written, as 2.19+'s ``evaluate_conditional``;
+    a skipped task's ``false_condition`` is the value the template gave."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that: '{{ true }}'
+              register: res
+            - assert:
+                that:
+                  - res.deprecations | map(attribute="msg") | select('contains', 'should not be surrounded by templating delimiters') | length == 1
+            - assert:
+                that: '{{ that_list }}'
+              vars:
+                that_list:
+                  - '{{ 1 == 1 }}'
+              register: listed
+            - command: "true"
+              changed_when: '{{ false }}'
+              failed_when: "{{ 1 == 2 }}"
+              register: conditions
+            - debug:
+                msg: skipped
+              when: '{{ false }}'
+              register: skipped
+            - debug:
+                msg: "{{ item }}"
+              loop: [1, 2]
+              when: "{{ item == 1 }}"
+              register: looped
+            - debug:
+                msg: "{{ [listed, conditions, skipped, looped] | map(attribute='deprecations') | map('length') }} {{ skipped.false_condition }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # (linear's "Deprecation warnings can be disabled" comes before its first
+    # deprecation; mitogen_batch's own deprecation drew it at the start)
+    assert batch.without_ansible_warnings(batch.stderr) == \
+        linear.without_ansible_warnings(linear.stderr)
+    assert batch.without_ansible_warnings() == linear.stdout
+    assert batch.rc == linear.rc
+    assert '"msg": "[1, 2, 1, 2] False"' in batch.stdout
+    assert "[DEPRECATION WARNING]: Conditionals should not be surrounded by templating " \
+        "delimiters such as {{ }} or {% %}. This feature will be removed from ansible-core " \
+        "version 2.23.\nOrigin: " + str(ansible.workdir) + "/play.yml:14:13" in batch.stderr
+    assert batch.steps, batch.log
+
+
+def test_a_results_warnings_come_after_what_was_printed_before_it_and_cacheable_no_is_false(
+        ansible, ansible_python):
+    """With stdout and stderr on one pipe (``2>&1``, as ansible-test runs a
+    target), a result's warning (stderr) comes after the task's banner
+    (stdout, block buffered), as linear's worker forks flush both streams; and
+    ``set_fact``'s ``cacheable=no`` does not make its facts host facts (the
+    next play's ``ansible_facts`` lacks it, as set_fact_cached_2.yml checks).
+    A loop's failure is ignored when ``ignore_errors: "{{ item }}"`` held for
+    any item (2.21; 2.19 ignores nothing, the host fails); raw's failure is
+    "Action failed" (test_looped_errors.yml)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact: "cacheable=no fact_not_cached='this_should_not_be_cached!'"
+            - set_fact:
+                fact_cached: cached
+                cacheable: "yes"
+            - debug:
+                var: not_defined_here
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                var: ansible_facts.fact_not_cached
+            - debug:
+                var: ansible_facts.fact_cached
+            - raw: exit 1
+              ignore_errors: "{{ item }}"
+              loop: [true, false]
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear = ansible.run("play.yml", str(inventory), "linear", merged=True)
+    batch = ansible.run("play.yml", str(inventory), "mitogen_batch", merged=True)
+    assert batch.without_ansible_warnings() == linear.without_ansible_warnings(), (
+        "--- linear:\n%s\n--- mitogen_batch:\n%s" % (linear.stdout, batch.stdout))
+    assert batch.rc == linear.rc
+    assert "TASK [debug] ****" in batch.stdout.split("[WARNING]: Encountered 1 template error.")[0]
+    assert "object of type 'dict' has no attribute 'fact_not_cached'" in batch.stdout
+    assert '"ansible_facts.fact_cached": "cached"' in batch.stdout
+    assert "[ERROR]: Task failed: Action failed: non-zero return code" in batch.stdout
+    assert batch.steps, batch.log

@@ -49,7 +49,24 @@ def test_debug_var_without_templar():
 def test_debug_var_with_templar():
     t = FakeTemplar({"x": 3})
     assert run("debug", {"var": "x + 1"}, templar=t)["x + 1"] == 4
-    assert run("debug", {"var": "missing"}, templar=t)["missing"] == "VARIABLE IS NOT DEFINED!"
+
+
+def test_debug_var_replaces_undefined_values_and_warns_per_template():
+    """As ansible-core's debug: each undefined value stands as ``<< error N - ... >>``
+    and each template that gave some is one warning, with the variable it is in."""
+    from ioc.agentless_runner.templating import Templar
+
+    t = Templar({"two": "{{ nope1 }} {{ nope2 }}", "d": {"ok": 1, "bad": "{{ nope1 }}"}})
+    r = run("debug", {"var": "missing"}, templar=t)
+    assert r["missing"] == "<< error 1 - 'missing' is undefined >>"
+    assert r["warnings"] == ["Encountered 1 template error.\nerror 1 - 'missing' is undefined"]
+    r = run("debug", {"var": "two"}, templar=t)
+    assert r["two"] == "<< error 1 - 'nope1' is undefined >> << error 2 - 'nope2' is undefined >>"
+    assert [(w["var"], w["template"]) for w in r["_ioc_marker_warnings"]] == \
+        [("two", "{{ nope1 }} {{ nope2 }}")]
+    r = run("debug", {"var": "d"}, templar=t)
+    assert r["d"] == {"ok": 1, "bad": "<< error 1 - 'nope1' is undefined >>"}
+    assert run("debug", {"var": "d.ok"}, templar=t).get("warnings") is None
 
 
 def test_debug_templar_other_errors_propagate():

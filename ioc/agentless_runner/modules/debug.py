@@ -3,14 +3,17 @@
 ``verbosity`` is accepted and returned untouched in effect: the executor
 decides whether the result is shown.
 """
-from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.context import OMIT, ModuleError, TaskError
 from ioc.agentless_runner.template_errors import TemplateError
+from ioc.agentless_runner.templating import ReplacingMarkers
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({"msg", "var", "verbosity"})
 SUPPORTS_CHECK_MODE = True
 
 UNDEFINED_TEXT = "VARIABLE IS NOT DEFINED!"
+OMITTED_WARNING = "The result of the `var` expression could not be omitted; a placeholder " \
+    "was used instead."
 _MISSING = object()
 
 
@@ -21,18 +24,23 @@ def _is_undefined(obj):
 
 
 def _lookup(var, ctx):
-    """The value of expression ``var`` (UNDEFINED_TEXT when undefined)."""
+    """``(value, warnings)`` of expression ``var``.
+
+    As ansible-core 2.21's debug (and 2.19's): an undefined value met while
+    templating it (the expression's own, or a variable's whose template is
+    undefined) stands as ``<< error N - <message> >>``, and each template
+    that gave some is a warning ("Encountered N template error(s).",
+    :meth:`ReplacingMarkers.warnings`)."""
     if ctx.templar is not None:
         try:
-            value = ctx.templar.evaluate(var)
+            with ReplacingMarkers() as markers:
+                value = ctx.templar.evaluate(var)
         except TemplateError as e:
-            if _is_undefined(e):
-                return UNDEFINED_TEXT
             # (Ansible's action raises it with the error as its cause)
             raise TaskError("Error while resolving `var` expression: %s" % (e,), var)
-        return UNDEFINED_TEXT if _is_undefined(value) else value
+        return value, markers.warnings()
     value = ctx.task_vars.get(var, _MISSING) if isinstance(var, str) else _MISSING
-    return UNDEFINED_TEXT if value is _MISSING or _is_undefined(value) else value
+    return (UNDEFINED_TEXT if value is _MISSING or _is_undefined(value) else value), []
 
 
 def _check_verbosity(args):
@@ -66,5 +74,16 @@ def run(args, ctx):
     if args.get("var") is not None:
         var = args["var"]
         key = str(type(var)) if isinstance(var, (list, dict)) else var
-        return {key: _lookup(var, ctx), "failed": False, "changed": False}
+        value, warnings = _lookup(var, ctx)
+        result = {key: value, "failed": False, "changed": False}
+        if value == OMIT:
+            # (Ansible's AnsibleValueOmittedError: the placeholder, and a warning
+            # about the expression, at the var argument's origin)
+            result[key] = "<<Omit>>"
+            warnings = [{"text": OMITTED_WARNING, "var": None, "template": var}] + warnings
+        if warnings:
+            # (the text registered; where each template was, for the consoles)
+            result["warnings"] = [w["text"] for w in warnings]
+            result["_ioc_marker_warnings"] = warnings
+        return result
     return {"msg": args.get("msg", "Hello world!"), "failed": False, "changed": False}
