@@ -20,7 +20,7 @@ from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
 from ioc.planner.dataflow import name_pattern
 from ioc.planner.effects import notifiable
-from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
+from ioc.planner.program import Entry, NumberedBlock, span, splice_after, too_deep
 from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
 from ioc.replay import Event, Replay
 from ioc.transport import bootstrap
@@ -95,6 +95,10 @@ class PlayExecutor:
                 self.others = closure.template_hostvars(
                     self._step_tasks(step), self.plan.program.play.basedir, self.others)
             self._hostvars = {}
+            self._settle_finished_blocks(step)
+            active = [h for h in self.order if self.hosts[h].active]
+            if not active:
+                break
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
             number += 1
@@ -127,6 +131,42 @@ class PlayExecutor:
                                     and saved.get("phase") in ("block", "rescue", "always")
                                     for saved in state.blocks.values()):
                 state.status = HostStatus.FAILED
+
+    def _settle_finished_blocks(self, step: Step) -> None:
+        """A block a host stood in when the last batch stopped, that lies wholly
+        before ``step``, has ended: its failure fails the host.
+
+        A batch stops right after its last task, inside the blocks around it;
+        when that task was the last of a block's always (a cut after it:
+        any_errors_fatal, max_fail_percentage), no later batch covers the block
+        to return its failure. Linear's iterator fails the host once its
+        always is done (L4.2), and the host runs nothing more (31543.yml).
+        The failure of an ended block inside a block the host is still in
+        goes to that block (its rescue or always, as the runner does).
+        """
+        spans = {node.id: span(node) for node in _blocks_of(self.plan.program.tree)}
+        for name in self.active():
+            state = self.hosts[name]
+            open_ = {bid: saved for bid, saved in state.blocks.items()
+                     if isinstance(saved, dict) and int(bid) in spans
+                     and saved.get("phase") in ("block", "rescue", "always")}
+            ended = sorted((bid for bid in open_ if spans[int(bid)][1] < step.start),
+                           key=lambda bid: -self._blocks[int(bid)].depth)
+            for bid in ended:
+                saved = state.blocks.pop(bid)
+                if not saved.get("failure"):
+                    continue
+                first, last = spans[int(bid)]
+                around = [b for b in state.blocks if b in open_ and b not in ended
+                          and spans[int(b)][0] <= first and last <= spans[int(b)][1]]
+                if around:
+                    inner = max(around, key=lambda b: self._blocks[int(b)].depth)
+                    if not state.blocks[inner].get("failure"):
+                        state.blocks[inner] = dict(state.blocks[inner], failure=saved["failure"])
+                else:
+                    # (a host another host's failure marked stops, uncounted: L4.5)
+                    state.status = HostStatus.STOPPED if state.marked else HostStatus.FAILED
+                    break
 
     def active(self) -> List[str]:
         return [h for h in self.order if self.hosts[h].active]
@@ -1259,6 +1299,17 @@ class _BlockShape(NamedTuple):
         if phase in ("block", "rescue") and self.always:
             return "always"
         return "complete"
+
+
+def _blocks_of(tree: Sequence[Any]) -> List[NumberedBlock]:
+    """Every block of ``tree``, nested ones too."""
+    found: List[NumberedBlock] = []
+    for node in tree:
+        if isinstance(node, NumberedBlock):
+            found.append(node)
+            for part in (node.body, node.rescue, node.always):
+                found.extend(_blocks_of(part))
+    return found
 
 
 def _block_shapes(tree: Sequence[Any], depth: int = 0) -> Dict[int, _BlockShape]:

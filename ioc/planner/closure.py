@@ -9,7 +9,7 @@ value may itself be a template that reads others.
 
 Some tasks can read anything: ``template`` renders a file the planner never
 sees, ``vars[...]`` with a computed key, ``lookup('vars', <computed>)`` and
-``hostvars[inventory_hostname]`` without a known attribute. A step holding
+``hostvars[h]`` without a known attribute (for any ``h``: it may be this host). A step holding
 one ships everything (``None``).
 """
 from __future__ import annotations
@@ -64,7 +64,10 @@ def other_hostvars(program: Program, effects: Sequence[Effects], start: int,
 def _open_ended(eff: Effects) -> bool:
     if "vars" in eff.read_names:
         return True
-    if any(a.host == SELF and not a.attrs for a in eff.hostvars):
+    # A whole host (hostvars[h] iterated, tested with `in`, passed on) may be
+    # this host's own for any h: the plan is every host's, and a computed or
+    # named h is this host on one of them.
+    if any(not a.attrs for a in eff.hostvars):
         return True
     # (varnames lists the names that match: every name is read)
     return any(c.plugin == "varnames" or (c.plugin in (None, "vars") and not c.static_args)
