@@ -112,7 +112,10 @@ class HandlerRun(object):
                 self._queue_handlers(name, index, queued)
         self._drop_once_handlers(queued)
         if not node.get("implicit"):
-            self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
+            # After the notify events, as linear's _execute_meta sends them
+            # before its -vv "META:" line.
+            self.emit({"e": "done", "k": [index, 0], "status": "ok",
+                       "result": {"msg": "triggered running handlers for %s" % self.host},
                        "ignored": False, "rescued": False})
         return self.run_queued(index, scope, queued)
 

@@ -678,6 +678,40 @@ def test_clear_host_errors_in_an_always_lets_the_host_go_on_in_its_play(ansible,
     assert 'ok: [h1] => {\n    "msg": "still here"' in batch.stdout
 
 
+def test_an_explicit_flush_says_at_vv_that_it_triggered_the_handlers(ansible, ansible_python):
+    """At -vv linear's ``_execute_meta`` shows "META: triggered running handlers
+    for <host>" for each host an explicit ``flush_handlers`` runs for (after
+    what it notified; whether or not a handler is notified), and its skip
+    reason where its ``when`` is false; the implicit flushes say nothing."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo notify
+              notify: H
+            - meta: flush_handlers
+            - meta: flush_handlers
+              when: inventory_hostname == 'h1'
+            - command: echo again
+              notify: H
+          handlers:
+            - name: H
+              debug:
+                msg: handled
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-vv"])
+    assert linear.rc == batch.rc == 0, linear.stdout + linear.stderr + batch.stdout
+    shown = [[line.split(" => ")[0] for line in out.stdout.splitlines()  # (not timings)
+              if line.startswith(("TASK", "RUNNING HANDLER", "META:", "NOTIFIED HANDLER",
+                                  "ok: [", "changed: [", "skipping: [", "h1 ", "h2 "))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    assert shown[1].count("META: triggered running handlers for h1") == 2
+    assert "META: flush_handlers conditional evaluated to False, not running handlers for h2" \
+        in shown[1]
+
+
 def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, ansible_python):
     """``command: echo $option`` expands ``$option`` from the task's
     ``environment`` (Ansible's module runs with it applied), non-ASCII too."""
