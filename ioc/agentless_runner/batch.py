@@ -37,7 +37,8 @@ from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyn
                                   results, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
-                                       Scope, as_bool, safe_template, template_name)
+                                       Scope, as_bool, notification_names, safe_template,
+                                       template_name)
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
@@ -528,6 +529,7 @@ class HostRun(HandlerRun, LoopRun):
         if status == "ok" and result.get("changed") and task.get("notify"):
             if item_notify is None:
                 item_notify = [safe_template(templar, n) for n in task["notify"]]
+            item_notify = notification_names(item_notify)
             self.check_notified(key, item_notify)  # (before anything else, as linear)
         ignored = status == "failed" and self._truthy(task.get("ignore_errors"), templar)
         if task.get("register"):
