@@ -96,8 +96,13 @@ class Ansible:
         return path
 
     def run(self, playbook: str, inventory: str, strategy: str,
-            env: Optional[Dict[str, str]] = None, args: List[str] = ()) -> Result:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+            env: Optional[Dict[str, str]] = None, args: List[str] = (),
+            merged: bool = False) -> Result:
+        """``merged``: stderr goes to stdout's pipe (``Result.stdout`` holds both
+        in the order they reached it), and stdout is block-buffered (no
+        PYTHONUNBUFFERED), as under ansible-test."""
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")
+                   and not (merged and k == "PYTHONUNBUFFERED")}
         environ.update({
             "ANSIBLE_CONFIG": str(self.config),
             "ANSIBLE_STRATEGY": strategy,
@@ -115,7 +120,8 @@ class Ansible:
         environ.update(env or {})
         script = os.path.join(os.path.dirname(self.python), "ansible-playbook")
         proc = subprocess.run([self.python, script, "-i", inventory, playbook, *args],
-                              cwd=str(self.workdir), env=environ, capture_output=True,
+                              cwd=str(self.workdir), env=environ, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT if merged else subprocess.PIPE,
                               text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
         return Result(proc, log)
 

@@ -712,6 +712,39 @@ def test_an_explicit_flush_says_at_vv_that_it_triggered_the_handlers(ansible, an
         in shown[1]
 
 
+def test_a_tasks_warning_comes_after_what_was_shown_before_it_on_one_pipe(ansible,
+                                                                         ansible_python):
+    """Display never flushes stdout; linear's worker processes do, as
+    multiprocessing flushes the standard streams before it forks one for a
+    task. With stdout and stderr on one pipe and stdout block-buffered (as
+    under ansible-test), a warning linear gives while it processes a task's
+    result (stderr) comes right after the task's banner (stdout), not before
+    everything the run printed so far."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: first
+              debug:
+                msg: first
+            - name: notify a missing handler
+              command: echo x
+              notify: no such handler
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory), merged=True,
+                                 env={"ANSIBLE_ERROR_ON_MISSING_HANDLER": "false"})
+    assert linear.rc == batch.rc == 0, linear.stdout + batch.stdout
+    shown = [[line.split(" => ")[0].rstrip(" *") for line in out.stdout.splitlines()
+              if line.startswith(("PLAY", "TASK", "[WARNING]: The requested handler",
+                                  "ok: [", "changed: ["))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    assert shown[1][shown[1].index("TASK [notify a missing handler]") + 1] == (
+        "[WARNING]: The requested handler 'no such handler' was not found in either the main "
+        "handlers list nor in the listening handlers list")
+
+
 def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, ansible_python):
     """``command: echo $option`` expands ``$option`` from the task's
     ``environment`` (Ansible's module runs with it applied), non-ASCII too."""
