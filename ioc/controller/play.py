@@ -21,7 +21,8 @@ from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
 from ioc.planner.dataflow import name_pattern
 from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, splice_after, too_deep
-from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
+from ioc.planner.schedule import (BECOME_KEYWORDS, Step, handlers_fatal, identity_key,
+                                   identity_task)
 from ioc.replay import Event, Replay
 from ioc.transport import bootstrap
 from ioc.transport.spec import (BecomeSpec, ConnectionSpec, become_for, resolve_via,
@@ -683,9 +684,13 @@ class PlayExecutor:
             self.magic = {**self.magic, "ansible_play_hosts_all": list(hosts_all)}
 
     def _any_errors_fatal(self, step: Step) -> bool:
-        play_wide = _set(self.plan.program.play.any_errors_fatal)
-        return any((_set(e.task.any_errors_fatal) or (e.implicit and play_wide))
-                   and not _set(e.task.ignore_errors) for e in self.plan.entries_of(step))
+        play = self.plan.program.play
+        play_wide = _set(play.any_errors_fatal)
+        return any(((_set(e.task.any_errors_fatal) or (e.implicit and play_wide))
+                    and not _set(e.task.ignore_errors))
+                   # an explicit flush: what fails there is a handler
+                   or (e.is_flush and handlers_fatal(play))
+                   for e in self.plan.entries_of(step))
 
     def once_failed(self, others: Sequence[str], step: Optional[Step], unreachable: bool) -> None:
         """A task run once (on the first host) failed there, or found it
