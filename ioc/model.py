@@ -152,6 +152,12 @@ class Task:
     notify: Tuple[str, ...] = ()
     #: Handlers only: topics this handler also answers to.
     listen: Tuple[str, ...] = ()
+    #: Handlers only: why ``name`` (a template) could not be templated with the
+    #: play's variables, as linear templates it (no host): the handler then
+    #: answers to its ``listen`` topics only, and without any a lookup that
+    #: passes it warns (``flow.search_warnings``). The front ends template
+    #: handler names before planning; None: ``name`` is what it answers to.
+    name_error: Optional[str] = None
     vars: Mapping[str, Any] = field(default_factory=dict)
     tags: Tuple[str, ...] = ()
     no_log: Any = None

@@ -37,7 +37,8 @@ from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyn
                                   lifeline, results, searchpath, templating, transfer)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
-                                       Scope, as_bool, safe_template, template_name)
+                                       Scope, as_bool, notification_names, safe_template,
+                                       template_name)
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
@@ -546,6 +547,7 @@ class HostRun(HandlerRun, LoopRun):
         if status == "ok" and result.get("changed") and task.get("notify"):
             if item_notify is None:
                 item_notify = [safe_template(templar, n) for n in task["notify"]]
+            item_notify = notification_names(item_notify)
             self.check_notified(key, item_notify)  # (before anything else, as linear)
         # (a task whose ignore_errors is no boolean failed on it: 2.21 ignores nothing
         # then, 2.19's strategy reads the keyword as written: a template is true)

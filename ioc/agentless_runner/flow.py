@@ -112,11 +112,59 @@ def _search_order(handlers):
     return [number for block in reversed(blocks) for number in block]
 
 
+#: ansible-core's words for a handler whose templated name cannot be
+#: templated and that listens to nothing (search_handlers_by_notification).
+UNUSABLE_HANDLER = ("Handler '%s' is unusable because it has no listen topics and the name "
+                    "could not be templated (host-specific variables are not supported in "
+                    "handler names). The error: %s")
+
+
+def handler_search(handlers):
+    """What linear's search by name passes, in its order, up to the last
+    handler whose name could not be templated (``name_error``) and that has
+    no ``listen``: per handler ``["names", its names]`` or ``["warn", the
+    warning]``. Empty when no handler is such (nothing to warn about)."""
+    out = []
+    for number in _search_order(handlers):
+        handler = handlers[number]
+        if handler.get("name_error") is not None:
+            if not handler.get("listen"):
+                out.append(["warn", UNUSABLE_HANDLER % (handler["name"], handler["name_error"])])
+        else:
+            out.append(["names", _handler_names(handler)])
+    while out and out[-1][0] == "names":
+        out.pop()
+    return out
+
+
+def search_warnings(search, name):
+    """The warnings linear gives while it looks ``name`` up (``search``: from
+    :func:`handler_search`): it templates each handler's name until one
+    answers, and warns for each it passes that is unusable."""
+    for kind, value in search:
+        if kind == "warn":
+            yield value
+        elif name in value:
+            return
+
+
 def _handler_names(handler):
+    if not handler.get("name") or handler.get("name_error") is not None:
+        return []  # (unnamed, or a name that could not be templated: listen only)
     names = [handler.get("name")]
     if handler.get("role") and handler.get("name"):
         names.append("%s : %s" % (handler["role"], handler["name"]))
     return names
+
+
+def notification_names(values):
+    """A changed result's notifications: its templated ``notify`` entries, one
+    that gave a list (``notify: "{{ handlers }}"``, which Ansible's list
+    keyword takes whole) giving each of its names."""
+    out = []
+    for value in values:
+        out.extend(value if isinstance(value, list) else (value,))
+    return out
 
 
 def safe_template(templar, value):

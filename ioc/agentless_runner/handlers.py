@@ -8,7 +8,7 @@ the controller has it run elsewhere and resumes the flush).
 """
 from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import BatchEnd, EndHost, EndRole, AbortRun, \
-    matching_handlers, safe_template, template_name
+    matching_handlers, safe_template, search_warnings, template_name
 from ioc.agentless_runner.templating import Templar
 
 #: ansible-core's words for a notified name no handler has nor listens to
@@ -112,7 +112,10 @@ class HandlerRun(object):
                 self._queue_handlers(name, index, queued)
         self._drop_once_handlers(queued)
         if not node.get("implicit"):
-            self.emit({"e": "done", "k": [index, 0], "status": "ok", "result": {},
+            # After the notify events, as linear's _execute_meta sends them
+            # before its -vv "META:" line.
+            self.emit({"e": "done", "k": [index, 0], "status": "ok",
+                       "result": {"msg": "triggered running handlers for %s" % self.host},
                        "ignored": False, "rescued": False})
         return self.run_queued(index, scope, queued)
 
@@ -216,6 +219,8 @@ class HandlerRun(object):
         if known is None:
             return
         for name in names:
+            for warning in search_warnings(self.options.get("handler_search") or (), name):
+                self.emit({"e": "warn", "k": key, "msg": warning})
             if name in known:
                 continue
             msg = MISSING_HANDLER % name

@@ -285,11 +285,13 @@ class Converter:
         loop_control = getattr(task, "loop_control", None)
         control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
         ir_location = _location(task)
+        name, name_error = self.handler_name(task) if handler else (plain(task.name) or None, None)
         ir = Task(
             action=action,
             args=raw,
             location=ir_location,
-            name=plain(task.name) or None,
+            name=name,
+            name_error=name_error,
             when=_conditions(task.when),
             when_origins=_condition_origins(task.when),
             loop=plain(task.loop),
@@ -340,6 +342,38 @@ class Converter:
             if self._action_only and not handler:
                 self.action_only.add(id(ir))
         return ir
+
+    def handler_name(self, handler: Any) -> Tuple[Optional[str], Optional[str]]:
+        """The name a handler answers to, and why it could not be templated.
+
+        As ``StrategyBase.search_handlers_by_notification``: a handler's name
+        is templated once, with the play's variables and the handler's own
+        (no host: host variables and facts are not there), and kept
+        (``cached_name``) on the handler, whose banner shows it; when that
+        fails the handler keeps its name and answers to its ``listen``
+        topics only (never templated). Linear does it when it first looks a
+        notification up; what it templates with does not change in the play.
+        """
+        from ansible._internal._templating._jinja_bits import is_possibly_template
+
+        name = handler.name
+        if not name or getattr(handler, "cached_name", False) or self.vm is None \
+                or not is_possibly_template(name):
+            return plain(name) or None, None
+        from ansible._internal._templating._engine import TemplateEngine
+        from ansible.errors import AnsibleTemplateError
+        from ansible.module_utils.common.text.converters import to_text
+
+        def variables() -> Dict[str, Any]:
+            return self.vm.get_vars(play=self.play, task=handler)
+
+        try:
+            templated = TemplateEngine(variables_factory=variables).template(name)
+        except AnsibleTemplateError as exc:
+            return plain(name), to_text(exc)
+        handler.name = templated
+        handler.cached_name = True
+        return plain(templated), None
 
     def module_defaults(self, task: Any, action: str, raw: Dict[str, Any]) -> Dict[str, Any]:
         """``raw`` with the task's ``module_defaults`` under it, as Ansible finalises

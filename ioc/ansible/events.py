@@ -21,6 +21,7 @@ becomes what the linear strategy would have done at that point:
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.handlers import META_WITHOUT_WHEN
@@ -92,6 +93,12 @@ class EventReplay:
             self.tqm.send_callback("v2_playbook_on_handler_task_start", state.task)
         else:
             self.tqm.send_callback("v2_playbook_on_task_start", state.task, is_conditional=False)
+        # Linear starts a worker process per host now, and multiprocessing
+        # flushes the standard streams before it forks one: what Display
+        # wrote to stdout (Display never flushes; a pipe's stdout is
+        # block-buffered) is out before the task's warnings and errors on
+        # stderr.
+        sys.stdout.flush()
 
     def host_event(self, name: str, event: Dict[str, Any]) -> None:
         state = self.state

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Op
 
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner.batch import OMIT, HostRun
-from ioc.agentless_runner.flow import Scope, matching_handlers
+from ioc.agentless_runner.flow import Scope, handler_search, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads, plugins
@@ -21,7 +21,8 @@ from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
 from ioc.planner.dataflow import name_pattern
 from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, span, splice_after, too_deep
-from ioc.planner.schedule import BECOME_KEYWORDS, Step, identity_key, identity_task
+from ioc.planner.schedule import (BECOME_KEYWORDS, Step, handlers_fatal, identity_key,
+                                  identity_task)
 from ioc.replay import Event, Replay
 from ioc.transport import bootstrap
 from ioc.transport.spec import (BecomeSpec, ConnectionSpec, become_for, resolve_via,
@@ -74,8 +75,10 @@ class PlayExecutor:
         self._hostvars: Dict[Optional[FrozenSet[str]], Dict[str, Any]] = {}
         #: The runner's tree and handlers for a step, the same for every host.
         self._shape: Tuple[Any, Any, Dict[str, Any]] = (None, None, {})
-        #: The names notifications may give, of a plan (``_notifiable``).
-        self._notifiable_names: Tuple[Any, Optional[List[str]]] = (None, None)
+        #: The names notifications may give, of a plan (``_notifiable``), and
+        #: what looking one up passes (``flow.handler_search``).
+        self._notifiable_names: Tuple[Any, Optional[List[str]], List[List[Any]]] = \
+            (None, None, [])
 
     # -- the loop ----------------------------------------------------------------
 
@@ -736,9 +739,13 @@ class PlayExecutor:
             self.magic = {**self.magic, "ansible_play_hosts_all": list(hosts_all)}
 
     def _any_errors_fatal(self, step: Step) -> bool:
-        play_wide = _set(self.plan.program.play.any_errors_fatal)
-        return any((_set(e.task.any_errors_fatal) or (e.implicit and play_wide))
-                   and not _set(e.task.ignore_errors) for e in self.plan.entries_of(step))
+        play = self.plan.program.play
+        play_wide = _set(play.any_errors_fatal)
+        return any(((_set(e.task.any_errors_fatal) or (e.implicit and play_wide))
+                    and not _set(e.task.ignore_errors))
+                   # an explicit flush: what fails there is a handler
+                   or (e.is_flush and handlers_fatal(play))
+                   for e in self.plan.entries_of(step))
 
     def once_failed(self, others: Sequence[str], step: Optional[Step], unreachable: bool) -> None:
         """A task run once (on the first host) failed there, or found it
@@ -935,7 +942,8 @@ class PlayExecutor:
         for number, handler in enumerate(self.plan.program.handlers):
             wire = to_wire(handler)
             if number in foreign:
-                wire = {k: wire[k] for k in ("kind", "action", "name", "role", "listen", "location")
+                wire = {k: wire[k] for k in ("kind", "action", "name", "role", "listen",
+                                             "name_error", "location")
                         if k in wire}
                 wire.update(foreign=True, args={})
             out.append(wire)
@@ -1047,6 +1055,9 @@ class PlayExecutor:
         names = self._notifiable(step)
         if names is not None:
             options["notifiable"] = names
+            search = self._notifiable_names[2]
+            if search:
+                options["handler_search"] = search
             if not self.ctx.options.error_on_missing_handler:
                 options["missing_handler"] = "warn"
         return options
@@ -1061,11 +1072,12 @@ class PlayExecutor:
         if not any(e.task.notify for e in entries) and not (
                 any(e.is_flush for e in entries) and any(h.notify for h in handlers)):
             return None
-        plan, names = self._notifiable_names
+        plan, names, _ = self._notifiable_names
         if plan is not self.plan:
             known = notifiable(handlers)
             names = sorted(known) if known is not None else None
-            self._notifiable_names = (self.plan, names)
+            self._notifiable_names = (self.plan, names,
+                                      handler_search([to_wire(h) for h in handlers]))
         return names
 
     def _once_handlers(self, active: List[str]) -> Dict[str, str]:

@@ -154,7 +154,12 @@ class PlaybookRun:
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
         play = self._templated_keywords(self._prompted(planned.play))
-        planned = dataclasses.replace(planned, play=play)
+        named = self._handler_names(play)
+        if named is not play:
+            planned = PlannedPlay(named, self._replan(named))
+        else:
+            planned = dataclasses.replace(planned, play=play)
+        play = planned.play
         matched = ordered_hosts(inv.match_hosts(self.inventory, play.hosts, self.limit), play.order)
         hosts = [h for h in matched if h not in self.lost]
         self.failed_hosts |= self.marked_hosts
@@ -226,6 +231,29 @@ class PlaybookRun:
                 **self.extra_vars,
                 "groups": inv.groups_dict(self.inventory),
                 "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT}
+
+    def _handler_names(self, play: Play) -> Play:
+        """``play`` with its handlers' templated names templated, as linear's
+        ``search_handlers_by_notification`` does: once, with the play-level
+        variables and the handler's own (role vars and parameters, block
+        vars), no host's. One that cannot be templated keeps its name and
+        ``name_error`` says why (it answers to its ``listen`` topics only)."""
+        if not any(h.name and h.name_error is None and is_template(h.name)
+                   for h in play.handlers):
+            return play
+        level = self._play_level_vars(play)
+        handlers = []
+        for handler in play.handlers:
+            if handler.name and handler.name_error is None and is_template(handler.name):
+                role = {"role_name": handler.role.rsplit(".", 1)[-1],
+                        "role_path": handler.role_path} if handler.role else {}
+                templar = Templar({**level, **handler.vars, **self.extra_vars, **role})
+                try:
+                    handler = dataclasses.replace(handler, name=str(templar.template(handler.name)))
+                except TemplateError as exc:
+                    handler = dataclasses.replace(handler, name_error=str(exc))
+            handlers.append(handler)
+        return dataclasses.replace(play, handlers=tuple(handlers))
 
     def _templated_keywords(self, play: Play) -> Play:
         """``name`` and ``hosts`` templated as Ansible does when the play starts.
@@ -309,7 +337,9 @@ class PlaybookRun:
         return self.load_include(play, task, args, self.extra_vars)
 
     def _replan(self, play: Play) -> Plan:
-        return plan_play(play, runner_capabilities(), per_task=self.per_task, tags=self.tags)
+        # (what an include brought may have handlers with templated names)
+        return plan_play(self._handler_names(play), runner_capabilities(),
+                         per_task=self.per_task, tags=self.tags)
 
     def connection_spec(self, name: str) -> ConnectionSpec:
         """How the first play would connect to inventory host ``name``, its

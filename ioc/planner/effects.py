@@ -687,7 +687,7 @@ def handler_writes(program: Program, topics: Optional[Iterable[str]] = None) -> 
 
 def _handler_topics(handler: Task) -> Set[str]:
     topics = set(handler.listen)
-    if handler.name:
+    if handler.name and handler.name_error is None:
         topics.add(handler.name)
         if handler.role:
             topics.add("%s : %s" % (handler.role, handler.name))
@@ -697,14 +697,18 @@ def _handler_topics(handler: Task) -> Set[str]:
 def notifiable(handlers: Sequence[Task]) -> Optional[FrozenSet[str]]:
     """Every name a notification can give that some handler answers to: a
     name, ``role : name`` (a collection role's short name too), a listen
-    topic. None when that is known only at run time: a handler's name is
-    templated (linear templates it with the play's variables)."""
+    topic. A handler whose templated name could not be templated
+    (``name_error``) answers to its topics only. None when that is known only
+    at run time: a handler's name is still a template (the front ends
+    template them before they plan a play they run, with the play's
+    variables as linear does; ``ioc-run --plan`` does not)."""
     out: Set[str] = set()
     for handler in handlers:
-        if handler.name and is_template(handler.name):
+        if handler.name and handler.name_error is None and is_template(handler.name):
             return None
         out |= _handler_topics(handler)
-        if handler.name and handler.role and handler.role_collection:
+        if handler.name and handler.name_error is None and handler.role \
+                and handler.role_collection:
             out.add("%s : %s" % (handler.role.rsplit(".", 1)[-1], handler.name))
     return frozenset(out)
 

@@ -414,12 +414,14 @@ def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
                                        once or task.action in BYPASS_ACTIONS,
                                        "runs through Ansible: %s: %s" % (foreign, where)))
     if entry.is_flush and any(_set(h.run_once) for h in play.handlers):
-        cut = _implicit_cut(entry, play, where) if entry.implicit else Cut()
+        cut = _implicit_cut(entry, play, where)
         return dataclasses.replace(cut, before=(
             "run_once handler: a flush chooses the first notified host when it starts, so "
             "every host's notifications must be in: %s" % where))
     if entry.implicit:
         return _implicit_cut(entry, play, where)
+    if entry.is_flush:
+        return _implicit_cut(entry, play, where)  # (its handlers can fail as an implicit one's)
     if task.action == "meta":
         what = task.args.get("_raw_params")
         if what in PLAY_META:
@@ -474,14 +476,23 @@ def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
 
 
 def _implicit_cut(entry: Entry, play: Play, where: str) -> Cut:
-    """Fact gathering and handler flushes can fail too (handlers inherit the play's keywords)."""
+    """Fact gathering and handler flushes (implicit or ``meta: flush_handlers``)
+    can fail too: handlers inherit the play's keywords, or have their own."""
     if entry.is_flush and not play.handlers:
         return Cut()
-    if _set(play.any_errors_fatal):
+    if _set(play.any_errors_fatal) or (entry.is_flush and handlers_fatal(play)):
         return Cut(after="any_errors_fatal: every host's next task depends on this one: %s" % where)
     if _percentage(play.max_fail_percentage):
         return Cut(after="max_fail_percentage: failures are counted after each task: %s" % where)
     return Cut()
+
+
+def handlers_fatal(play: Play) -> bool:
+    """Whether a handler's failure in a flush ends the play for every host
+    (L4.5): linear checks each handler's own any_errors_fatal, the play's
+    unless the handler sets it; a flush counts any handler's."""
+    return _set(play.any_errors_fatal) or any(
+        _set(h.any_errors_fatal) and not _set(h.ignore_errors) for h in play.handlers)
 
 
 def _delegates(task: Task) -> bool:

@@ -98,9 +98,11 @@ class Ansible:
     def run(self, playbook: str, inventory: str, strategy: str,
             env: Optional[Dict[str, str]] = None, args: List[str] = (),
             merged: bool = False) -> Result:
-        """``merged``: stderr goes to stdout's pipe (``Result.stdout`` has both, in
-        the order they were written, as a terminal or ``2>&1`` shows them)."""
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+        """``merged``: stderr goes to stdout's pipe (``Result.stdout`` holds both
+        in the order they reached it), and stdout is block-buffered (no
+        PYTHONUNBUFFERED), as under ansible-test."""
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")
+                   and not (merged and k == "PYTHONUNBUFFERED")}
         environ.update({
             "ANSIBLE_CONFIG": str(self.config),
             "ANSIBLE_STRATEGY": strategy,

@@ -678,6 +678,73 @@ def test_clear_host_errors_in_an_always_lets_the_host_go_on_in_its_play(ansible,
     assert 'ok: [h1] => {\n    "msg": "still here"' in batch.stdout
 
 
+def test_an_explicit_flush_says_at_vv_that_it_triggered_the_handlers(ansible, ansible_python):
+    """At -vv linear's ``_execute_meta`` shows "META: triggered running handlers
+    for <host>" for each host an explicit ``flush_handlers`` runs for (after
+    what it notified; whether or not a handler is notified), and its skip
+    reason where its ``when`` is false; the implicit flushes say nothing."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo notify
+              notify: H
+            - meta: flush_handlers
+            - meta: flush_handlers
+              when: inventory_hostname == 'h1'
+            - command: echo again
+              notify: H
+          handlers:
+            - name: H
+              debug:
+                msg: handled
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-vv"])
+    assert linear.rc == batch.rc == 0, linear.stdout + linear.stderr + batch.stdout
+    shown = [[line.split(" => ")[0] for line in out.stdout.splitlines()  # (not timings)
+              if line.startswith(("TASK", "RUNNING HANDLER", "META:", "NOTIFIED HANDLER",
+                                  "ok: [", "changed: [", "skipping: [", "h1 ", "h2 "))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    assert shown[1].count("META: triggered running handlers for h1") == 2
+    assert "META: flush_handlers conditional evaluated to False, not running handlers for h2" \
+        in shown[1]
+
+
+def test_a_tasks_warning_comes_after_what_was_shown_before_it_on_one_pipe(ansible,
+                                                                         ansible_python):
+    """Display never flushes stdout; linear's worker processes do, as
+    multiprocessing flushes the standard streams before it forks one for a
+    task. With stdout and stderr on one pipe and stdout block-buffered (as
+    under ansible-test), a warning linear gives while it processes a task's
+    result (stderr) comes right after the task's banner (stdout), not before
+    everything the run printed so far."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: first
+              debug:
+                msg: first
+            - name: notify a missing handler
+              command: echo x
+              notify: no such handler
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory), merged=True,
+                                 env={"ANSIBLE_ERROR_ON_MISSING_HANDLER": "false"})
+    assert linear.rc == batch.rc == 0, linear.stdout + batch.stdout
+    shown = [[line.split(" => ")[0].rstrip(" *") for line in out.stdout.splitlines()
+              if line.startswith(("PLAY", "TASK", "[WARNING]: The requested handler",
+                                  "ok: [", "changed: ["))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    assert shown[1][shown[1].index("TASK [notify a missing handler]") + 1] == (
+        "[WARNING]: The requested handler 'no such handler' was not found in either the main "
+        "handlers list nor in the listening handlers list")
+
+
 def test_command_arguments_expand_variables_of_the_tasks_environment(ansible, ansible_python):
     """``command: echo $option`` expands ``$option`` from the task's
     ``environment`` (Ansible's module runs with it applied), non-ASCII too."""

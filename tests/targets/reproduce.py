@@ -81,8 +81,9 @@ def run(repro: Reproducer, strategy: str, python: str, workdir: Path) -> Tuple[i
     """ansible-playbook on the reproducer under one strategy: (exit code, stdout+stderr)."""
     inventory = workdir / "inventory"
     inventory.write_text(repro.inventory_text(python))
+    # (not PYTHONUNBUFFERED either: under ansible-test stdout is a block-buffered pipe)
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANSIBLE_", "IOC_")) and k != "PYTHONPATH"}
+           if not k.startswith(("ANSIBLE_", "IOC_")) and k not in ("PYTHONPATH", "PYTHONUNBUFFERED")}
     env.update(ANSIBLE_TEST_ENV)
     env["PYTHONPATH"] = str(ROOT)
     env["ANSIBLE_LOCAL_TEMP"] = str(workdir / "local-tmp")

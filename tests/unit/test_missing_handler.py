@@ -94,6 +94,35 @@ def test_the_names_a_notification_may_give():
                                     "db : c"}
     # linear templates a handler's name with the play's variables: known at run time only
     assert notifiable(handlers + (handler(name="restart {{ svc }}"),)) is None
+    # ... which the front ends do before planning: a name that could not be
+    # templated is no name; its listen topics still are
+    unusable = (handler(name="{{ inventory_hostname }}", name_error="'inventory_hostname' is "
+                        "undefined"),
+                handler(name="{{ x }}", name_error="'x' is undefined", listen=("t2",)))
+    assert notifiable(handlers + unusable) == notifiable(handlers) | {"t2"}
+
+
+def test_a_lookup_warns_for_each_unusable_handler_it_passes_before_the_name():
+    """Linear's search by name: the handler blocks last loaded first (the play's
+    after the roles'), each in order; it warns for a handler whose name could
+    not be templated and that has no listen, until a handler answers."""
+    from ioc.agentless_runner.flow import handler_search, search_warnings
+
+    handlers = [{"name": "R", "role": "web"},
+                {"name": "{{ a }}", "name_error": "'a' is undefined"},
+                {"name": "H"},
+                {"name": "{{ b }}", "name_error": "'b' is undefined", "listen": ["t"]},
+                {"name": "{{ c }}", "name_error": "'c' is undefined"}]
+    search = handler_search(handlers)
+    warn_a = ("Handler '{{ a }}' is unusable because it has no listen topics and the name "
+              "could not be templated (host-specific variables are not supported in handler "
+              "names). The error: 'a' is undefined")
+    warn_c = warn_a.replace("{{ a }}", "{{ c }}").replace("'a'", "'c'")
+    assert list(search_warnings(search, "H")) == [warn_a]
+    assert list(search_warnings(search, "web : R")) == [warn_a, warn_c]
+    assert list(search_warnings(search, "t")) == [warn_a, warn_c]
+    assert handler_search([{"name": "H"}, {"name": "{{ b }}", "name_error": "e",
+                            "listen": ["t"]}]) == []
 
 
 @pytest.mark.parametrize("notify, expected", [
