@@ -1,9 +1,10 @@
 """Shipping one batch to every host at once and collecting the streamed events.
 
 One runner call per host per batch, all in flight together. Each host gets a
-worker thread that connects (bounded by ``--forks``), makes the call, and
-forwards the events the runner streams back into one queue, which the
-controller's main thread replays in linear order. No host waits for another.
+worker thread that connects (bounded by ``--forks``) and makes the call; the
+events the runner streams back go from mitogen's broker into one queue,
+which the controller's main thread reads and replays in linear order. No
+host waits for another.
 """
 from __future__ import annotations
 
