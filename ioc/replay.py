@@ -68,10 +68,22 @@ class Replay:
         self.pending: list[str] = []
         #: Whether the current step was announced (not only held hosts in it).
         self.announced = False
+        #: While no step is current, the next step's candidates found so far:
+        #: the first ``_placed`` hosts (play order) each stand at a key, kept
+        #: in ``_keys`` (it stays theirs: events are only appended), or have
+        #: finished, as ``_finished_placed`` (a new event of one of those, if
+        #: any came, starts the search again). ``_start_step`` goes on from
+        #: the first host it could not place, not from the first host, so each
+        #: event costs the same however many hosts wait for a slow one.
+        self._keys: Dict[str, Key] = {}
+        self._placed = 0
+        self._finished_placed: set[str] = set()
 
     def feed(self, host: str, event: Event) -> None:
         """Accept one event of ``host`` and release whatever is now in order."""
         self.streams[host].events.append(event)
+        if host in self._finished_placed:
+            self._forget_placed()
         self._pump()
 
     def finish_host(self, host: str) -> None:
@@ -118,14 +130,22 @@ class Replay:
             self.sink.host_left(host, stream.events.popleft())
         return tuple(stream.events[0]["k"]) if stream.events else None
 
+    def _forget_placed(self) -> None:
+        self._keys, self._placed, self._finished_placed = {}, 0, set()
+
     def _start_step(self) -> bool:
-        keys: Dict[str, Key] = {}
-        for host in self.hosts:
+        keys = self._keys
+        while self._placed < len(self.hosts):
+            host = self.hosts[self._placed]
             key = self._next_key(host)
             if key is not None:
                 keys[host] = key
             elif not self.streams[host].finished:
                 return False  # this host may still report an earlier step
+            else:
+                self._finished_placed.add(host)
+            self._placed += 1
+        self._forget_placed()
         if not keys:
             return False
         self.step = min(keys.values())

@@ -1,9 +1,10 @@
 """Shipping one batch to every host at once and collecting the streamed events.
 
 One runner call per host per batch, all in flight together. Each host gets a
-worker thread that connects (bounded by ``--forks``), makes the call, and
-forwards the events the runner streams back into one queue, which the
-controller's main thread replays in linear order. No host waits for another.
+worker thread that connects (bounded by ``--forks``) and makes the call; the
+events the runner streams back go from mitogen's broker into one queue,
+which the controller's main thread reads and replays in linear order. No
+host waits for another.
 """
 from __future__ import annotations
 
@@ -86,11 +87,18 @@ class Dispatch:
 
     More calls may be added while it is iterated (:meth:`add`): a host that
     stopped at a suspension point goes on with the rest of its batch.
+
+    A host's worker thread connects and sends the call; from then on the
+    runner's messages come to the thread that iterates, handed over by
+    mitogen's broker as they arrive (:class:`_Running`): an event wakes no
+    thread of its host's on its way to the replay.
     """
 
     def __init__(self, connector: Connector, calls: List[HostCall], limit: int = 0) -> None:
         self.connector = connector
-        self.inbox: "queue.Queue[Delivery]" = queue.Queue()
+        #: What the worker threads deliver, ``(host, event)``, and the runners'
+        #: messages, ``(the running call, its message or its reply's receiver)``.
+        self.inbox: "queue.Queue[Tuple[Any, Any]]" = queue.Queue()
         self.gate = threading.BoundedSemaphore(limit) if limit else None
         self.threads: List[threading.Thread] = []
         self.remaining = 0
@@ -98,28 +106,66 @@ class Dispatch:
             self.add(call)
 
     def add(self, call: HostCall) -> None:
-        thread = threading.Thread(target=_host_worker,
-                                  args=(self.connector, call, self.inbox.put, self.gate),
-                                  name="ioc-%s" % call.host, daemon=True)
-        self.threads.append(thread)
         self.remaining += 1
+        self._start(call, (self.connector, call, self.inbox.put, self.gate))
+
+    def _start(self, call: HostCall, args: Tuple[Any, ...]) -> None:
+        thread = threading.Thread(target=_host_worker, args=args, name="ioc-%s" % call.host,
+                                  daemon=True)
+        self.threads.append(thread)
         thread.start()
 
     def __iter__(self) -> Iterator[Delivery]:
         while self.remaining:
-            host, event = self.inbox.get()
-            if event is None:
-                self.remaining -= 1
-            yield host, event
+            first, second = self.inbox.get()
+            deliveries = self._take(first, second) if isinstance(first, _Running) \
+                else [(first, second)]
+            for host, event in deliveries:
+                if event is None:
+                    self.remaining -= 1
+                yield host, event
         for thread in self.threads:
             thread.join()
 
+    def _take(self, running: "_Running", item: Any) -> List[Delivery]:
+        """What one message of a running call delivers, and ``(host, None)``
+        once the call is over, as its worker would have."""
+        out: List[Delivery] = []
+        call = running.call
+        try:
+            outcome = running.take(item, out.append)
+        except Exception as exc:  # (as in _host_worker: the host ends, the run goes on)
+            running.close()
+            outcome = None
+            if self.connector.closing:  # the run ended while this host was in its batch
+                LOG.debug("worker for %s ended by the shutdown: %s", call.host, exc)
+            else:
+                LOG.exception("worker for %s failed", call.host)
+                out.append((call.host, running.tracker.crashed("ioc controller error: %s" % exc)))
+        if outcome is _GOES_ON:
+            return out
+        if outcome == _UNHEARD and not running.last_try:
+            # connected again once (see _host_worker), the gate still held
+            self._start(call, (self.connector, running.origin, self.inbox.put, self.gate,
+                               running.tracker, True))
+            return out
+        if self.gate is not None:
+            self.gate.release()
+        out.append((call.host, None))
+        return out
 
-def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery], None],
-                 gate: Optional[threading.BoundedSemaphore]) -> None:
-    tracker = _Position(call.first_key, call.wire)
-    if gate is not None:
+
+def _host_worker(connector: Connector, call: HostCall, put: Callable[[Any], None],
+                 gate: Optional[threading.BoundedSemaphore],
+                 tracker: "Optional[_Position]" = None, last_try: bool = False) -> None:
+    """Connect ``call``'s host and send the call (its messages go to the
+    dispatch, see :class:`_Running`), or deliver the host's events and end
+    here. A call given its ``tracker`` is the second try (the gate is held)."""
+    again = tracker is not None
+    tracker = tracker or _Position(call.first_key, call.wire)
+    if gate is not None and not again:
         gate.acquire()
+    sent = False
     try:
         if call.error:
             put((call.host, tracker.failed(call.error)))
@@ -130,13 +176,12 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
             return  # (foreign plugins: the process-wide caller, see controller/plugins.py)
         # A runner gone before it said anything of this batch (the host died
         # while the controller or other hosts ran, or its runner alone was
-        # killed between batches) is connected again once: linear connects
-        # afresh for each task, so a host that is really gone runs the batch
-        # without connection (its tasks that need none first, UNREACHABLE at
-        # the first that connects) and one that is back runs it.
-        for last_try in (False, True):
-            if _connect_and_run(connector, call, tracker, put, last_try) != _UNHEARD:
-                return
+        # killed between batches) is connected again once (the dispatch
+        # starts the second try): linear connects afresh for each task, so
+        # a host that is really gone runs the batch without connection (its
+        # tasks that need none first, UNREACHABLE at the first that
+        # connects) and one that is back runs it.
+        sent = _connect_and_run(connector, call, tracker, put, last_try)
     except Exception as exc:  # never leave the main thread waiting on this host
         if connector.closing:  # the run ended while this host was in its batch
             LOG.debug("worker for %s ended by the shutdown: %s", call.host, exc)
@@ -144,24 +189,27 @@ def _host_worker(connector: Connector, call: HostCall, put: Callable[[Delivery],
         LOG.exception("worker for %s failed", call.host)
         put((call.host, tracker.crashed("ioc controller error: %s" % exc)))
     finally:
-        if gate is not None:
-            gate.release()
-        put((call.host, None))
+        if not sent:
+            if gate is not None:
+                gate.release()
+            put((call.host, None))
 
 
 def _connect_and_run(connector: Connector, call: HostCall, tracker: "_Position",
-                     put: Callable[[Delivery], None], last_try: bool) -> Optional[str]:
-    """Connect ``call``'s host and run the call (:func:`_run_call`'s answer)."""
+                     put: Callable[[Any], None], last_try: bool) -> bool:
+    """Connect ``call``'s host and send the call; True once it is sent (the
+    dispatch reads its messages: :class:`_Running`), False when the host's
+    events were delivered here (it has no runner to run them)."""
     try:
         ctx = connector.context(call.connection, call.spec, call.become)
     except Unreachable as exc:
         _run_without_connection(call, runner_results.unreachable_result(str(exc)), put)
-        return None
+        return False
     except InterpreterNotFound as exc:  # reachable: its tasks fail, as in Ansible
         _run_without_connection(call, {"failed": True, "changed": False, "msg": str(exc),
                                        # "Action failed", as Ansible words it
                                        "_ioc_action_failure": True}, put)
-        return None
+        return False
     except BecomeFailed as exc:
         # As in Ansible, only what needs the identity fails: run the batch
         # as the connection's user with every task that would connect
@@ -170,106 +218,170 @@ def _connect_and_run(connector: Connector, call: HostCall, tracker: "_Position",
             ctx = connector.context(call.connection, call.spec)
         except Unreachable as lost:
             _run_without_connection(call, runner_results.unreachable_result(str(lost)), put)
-            return None
-        call, marked = without_identity(call, str(exc))
-        return _run_call(connector, ctx, call, tracker, put, marked, str(exc), last_try)
-    return _run_call(connector, ctx, call, tracker, put, last_try=last_try)
+            return False
+        as_user, marked = without_identity(call, str(exc))
+        _Running(connector, ctx, as_user, tracker, put, marked, str(exc), last_try, origin=call)
+        return True
+    _Running(connector, ctx, call, tracker, put, last_try=last_try)
+    return True
 
 
-#: What :func:`_run_call` returns when the runner's connection ended before any
-#: event of the batch arrived (nothing was reported: the caller may try again).
+#: What :meth:`_Running.take` returns when the runner's connection ended before
+#: any event of the batch arrived (nothing was reported: the caller may try again).
 _UNHEARD = "unheard"
+#: ... and while the call goes on.
+_GOES_ON = "goes on"
 
 
-def _run_call(connector: Connector, ctx: mitogen.core.Context, call: HostCall,
-              tracker: "_Position", put: Callable[[Delivery], None],
-              marked: Optional[Set[Tuple[int, int]]] = None, error: str = "",
-              last_try: bool = False) -> Optional[str]:
-    """Run ``call`` on ``ctx`` and forward its events; :data:`_UNHEARD` when
-    the connection was gone before the runner sent anything (unless
-    ``last_try``, or the connector cut it itself: then, and for a connection
-    lost later, the host is UNREACHABLE at the step it reached)."""
-    # The runner ends itself after this much silence (ioc.transport.keepalive).
-    wire = dict(call.wire, options=dict(call.wire.get("options") or {},
-                                        keepalive=connector.keepalive.runner_bound,
-                                        run=connector.run_id))
-    tracker.sent = len(mitogen.core.Message.pickled(wire).data)
-    if call.modules:
-        bootstrap.preload(connector.router, ctx, call.modules)
-    events = mitogen.core.Receiver(connector.router, respondent=ctx)
-    reply = ctx.call_async(runner_entry.run_batch, wire, events.to_sender())
-    select = mitogen.select.Select([events, reply], oneshot=False)
-    lost = False
-    try:
-        while True:
-            try:
-                # The select raises the ChannelError itself when the runner's
-                # end goes away (killed, ssh cut), as unpickle does for a dead
-                # reply: both are a lost connection, reported as Ansible does.
-                msg = select.get()
-                value = msg.unpickle()
-            except mitogen.core.ChannelError as exc:
-                lost = True
-                connector.heartbeat.discard(ctx)
-                connector.forget(call.connection)
-                cut = connector.cut_reason(ctx)
-                if tracker.whole() and not cut:
-                    return None  # (the next batch finds the host gone)
-                if not (tracker.received or last_try or cut):
-                    return _UNHEARD
-                why = cut or lost_message(call, exc, tracker)
-                event = dict(tracker.unreachable(why), lost=True)
-                # (the batch reached a runner: its tasks may have run; ioc-adhoc
-                # --retries tries again only hosts it could not connect to)
-                event["result"]["_ioc_lost"] = True
-                put((call.host, event))
-                return None
-            except mitogen.core.CallError as exc:
-                put((call.host, tracker.crashed(str(exc))))
-                return None
-            if msg.receiver is reply:
-                if isinstance(value, dict) and "python_too_old" in value:
-                    # (the runner could not start: no event was sent)
-                    _run_without_connection(call, runner_results.failed_result(
-                        too_old(call.host, value), _ioc_task_error=True), put)
-                return None  # run_batch returned: every event has been delivered
-            if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
-                msg.reply(plugins.answer(value))
-                continue
-            if value.get("e") == "lookup":  # a lookup the controller could not foresee
-                msg.reply(call.late_lookup(value["k"], value["plugin"], value["terms"],
-                                           value["kwargs"]) if call.late_lookup
-                          else {"error": "lookup('%s') reads the controller, and its arguments "
-                                         "were not known before this batch started"
-                                         % value["plugin"]})
-                continue
-            if value.get("e") == "file":  # a controller file missing when the call was made
-                msg.reply(call.late_file(value["k"], value["src"]) if call.late_file
-                          else {"entry": None, "blobs": {}})
-                continue
-            if value.get("e") == "ask":  # --step: answered when the replay reaches it
-                value["reply"] = msg.reply
-            if not tracker.received:  # run_batch has started: it hears heartbeats now
-                connector.heartbeat.add(ctx)
-            tracker.received += len(msg.data)
-            tracker.see(value)
-            if value.get("e") == "end":
-                # (large files streamed outside the batch's own messages: see payloads)
-                value["bytes"] = [tracker.sent + value.pop("streamed", 0), tracker.received]
-                value["context"] = call.context_key
-            if marked and value.get("e") in ("done", "item") and value.get("status") == "failed" \
-                    and tuple(value.get("k") or ()) in marked \
-                    and isinstance(value.get("result"), dict):
-                value["result"]["_ioc_task_error"] = True
-                if "results" in value["result"] and "msg" in value["result"]:
-                    value["result"]["msg"] = error  # a loop: the error, not "items failed"
-            put((call.host, value))
-    finally:
-        select.close()
-        if not lost:
+class _Events(mitogen.core.Receiver):
+    """The runner's events, each handed to ``hand`` on mitogen's broker thread
+    as it arrives (no latch, no thread waiting on it)."""
+
+    def __init__(self, router: mitogen.core.Router, respondent: mitogen.core.Context,
+                 hand: Callable[[mitogen.core.Message], None]) -> None:
+        self.hand = hand
+        super().__init__(router, respondent=respondent)
+
+    def _on_receive(self, msg: mitogen.core.Message) -> None:
+        self.hand(msg)
+
+
+class _Running:
+    """``call`` running on ``ctx``: sent from its host's worker thread; each
+    of its messages (events, then run_batch's reply; or the dead message of
+    a lost connection) is put in the dispatch's inbox as ``(self, message)``
+    by mitogen's broker, and read by :meth:`take` on the dispatch's thread,
+    in the order it arrived."""
+
+    def __init__(self, connector: Connector, ctx: mitogen.core.Context, call: HostCall,
+                 tracker: "_Position", put: Callable[[Any], None],
+                 marked: Optional[Set[Tuple[int, int]]] = None, error: str = "",
+                 last_try: bool = False, origin: Optional[HostCall] = None) -> None:
+        self.connector, self.ctx, self.call, self.tracker = connector, ctx, call, tracker
+        #: The call as the dispatch got it (a second try starts from it).
+        self.origin = origin or call
+        self.marked, self.error, self.last_try = marked, error, last_try
+        self.over = False
+        self.lost = False
+        #: run_batch's reply (None until sent: the runner's first events may
+        #: be read before the worker thread gets it back from mitogen).
+        self.reply: Optional[mitogen.core.Receiver] = None
+        # The runner ends itself after this much silence (ioc.transport.keepalive).
+        wire = dict(call.wire, options=dict(call.wire.get("options") or {},
+                                            keepalive=connector.keepalive.runner_bound))
+        tracker.sent = len(mitogen.core.Message.pickled(wire).data)
+        if call.modules:
+            bootstrap.preload(connector.router, ctx, call.modules)
+        self.events = _Events(connector.router, ctx, lambda msg: put((self, msg)))
+        try:
+            reply = ctx.call_async(runner_entry.run_batch, wire, self.events.to_sender())
+        except BaseException:
+            self.events.close()
+            raise
+        # The reply may have come before ``notify`` was set: each message it
+        # holds is announced again (an announcement too many finds none).
+        self.reply = reply
+        reply.notify = lambda receiver: put((self, receiver))
+        for _ in range(reply.size()):
+            put((self, reply))
+
+    def close(self) -> None:
+        self.over = True
+        if self.reply is not None:
+            self.reply.notify = None
+        if not self.lost:
             # After a disconnect mitogen's broker drops the context's handles
             # itself; closing them here too races it (KeyError in both threads).
-            events.close()
+            self.events.close()
+
+    def take(self, item: Any, put: Callable[[Delivery], None]) -> Optional[str]:
+        """Act on one message (``item``, or the reply's receiver holding it):
+        :data:`_GOES_ON` while the call goes on; once it is over, None, or
+        :data:`_UNHEARD` when the connection was gone before the runner sent
+        anything (unless ``last_try``, or the connector cut it itself: then,
+        and for a connection lost later, the host is UNREACHABLE at the step
+        it reached)."""
+        if self.over:
+            return _GOES_ON  # (the other receiver's end, after the call's)
+        outcome = self._take(item, put)
+        if outcome is not _GOES_ON:
+            self.close()
+        return outcome
+
+    def _take(self, item: Any, put: Callable[[Delivery], None]) -> Optional[str]:
+        connector, call, tracker = self.connector, self.call, self.tracker
+        try:
+            if isinstance(item, mitogen.core.Receiver):
+                try:
+                    msg = item.get(block=False)
+                except mitogen.core.TimeoutError:
+                    return _GOES_ON  # (announced twice: see __init__)
+            else:
+                msg = item
+            # unpickle raises the ChannelError itself when the runner's end
+            # went away (killed, ssh cut: mitogen's dead message), as it does
+            # for a dead reply: both are a lost connection, reported as Ansible does.
+            value = msg.unpickle()
+        except mitogen.core.ChannelError as exc:
+            self.lost = True
+            connector.heartbeat.discard(self.ctx)
+            connector.forget(call.connection)
+            cut = connector.cut_reason(self.ctx)
+            if tracker.whole() and not cut:
+                return None  # (the next batch finds the host gone)
+            if not (tracker.received or self.last_try or cut):
+                return _UNHEARD
+            why = cut or lost_message(call, exc, tracker)
+            event = dict(tracker.unreachable(why), lost=True)
+            # (the batch reached a runner: its tasks may have run; ioc-adhoc
+            # --retries tries again only hosts it could not connect to)
+            event["result"]["_ioc_lost"] = True
+            put((call.host, event))
+            return None
+        except mitogen.core.CallError as exc:
+            put((call.host, tracker.crashed(str(exc))))
+            return None
+        if item is self.reply:
+            if isinstance(value, dict) and "python_too_old" in value:
+                # (the runner could not start: no event was sent)
+                _run_without_connection(call, runner_results.failed_result(
+                    too_old(call.host, value), _ioc_task_error=True), put)
+            return None  # run_batch returned: every event has been delivered
+        if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
+            # (on a thread of its own: a foreign plugin may take its time)
+            threading.Thread(target=lambda: msg.reply(plugins.answer(value)),
+                             name="ioc-plugin-%s" % call.host, daemon=True).start()
+            return _GOES_ON
+        if value.get("e") == "lookup":  # a lookup the controller could not foresee
+            msg.reply(call.late_lookup(value["k"], value["plugin"], value["terms"],
+                                       value["kwargs"]) if call.late_lookup
+                      else {"error": "lookup('%s') reads the controller, and its arguments "
+                                     "were not known before this batch started"
+                                     % value["plugin"], "missing": True})
+            return _GOES_ON
+        if value.get("e") == "file":  # a controller file missing when the call was made
+            msg.reply(call.late_file(value["k"], value["src"]) if call.late_file
+                      else {"entry": None, "blobs": {}})
+            return _GOES_ON
+        if value.get("e") == "ask":  # --step: answered when the replay reaches it
+            value["reply"] = msg.reply
+        if not tracker.received:  # run_batch has started: it hears heartbeats now
+            connector.heartbeat.add(self.ctx)
+        tracker.received += len(msg.data)
+        tracker.see(value)
+        if value.get("e") == "end":
+            # (large files streamed outside the batch's own messages: see payloads)
+            value["bytes"] = [tracker.sent + value.pop("streamed", 0), tracker.received]
+            value["context"] = call.context_key
+        marked = self.marked
+        if marked and value.get("e") in ("done", "item") and value.get("status") == "failed" \
+                and tuple(value.get("k") or ()) in marked \
+                and isinstance(value.get("result"), dict):
+            value["result"]["_ioc_task_error"] = True
+            if "results" in value["result"] and "msg" in value["result"]:
+                value["result"]["msg"] = self.error  # a loop: the error, not "items failed"
+        put((call.host, value))
+        return _GOES_ON
 
 
 def _run_without_connection(call: HostCall, result: Dict[str, Any],

@@ -247,7 +247,7 @@ class PlayExecutor:
             else:
                 progress(host, event)
                 self._waits(host, event)
-                self._observe(host, event, outcome, list(latest.values()))
+                self._observe(host, event, outcome, latest)
                 if event.get("e") == "end" and event.get("suspended") is not None:
                     (before if event.get("before") else stopped)[host] = event["suspended"]
                     self.hosts[host].absorb(event)  # (its state as the next call finds it)
@@ -351,6 +351,7 @@ class PlayExecutor:
                 if number:
                     call.wire["options"].pop("step", None)  # --step: asked at the first item
                 calls.append(call)
+            by_host = {call.host: call for call in calls}
             for host, event in dispatch(self.ctx.connector, calls):
                 last = number >= len(delegates[host]) - 1 or self._declined(host, entry.index)
                 if self.ctx.progress is not None and last:  # (the task's own result)
@@ -369,13 +370,13 @@ class PlayExecutor:
                 if kind == "start" and number > 0:
                     continue  # one start per host and task
                 if kind == "end":
-                    self._observe(host, event, outcome, calls)
+                    self._observe(host, event, outcome, by_host)
                     if last:
                         replay.feed(host, event)
                     else:
                         self.hosts[host].absorb(event)
                     continue
-                self._observe(host, event, outcome, calls)
+                self._observe(host, event, outcome, by_host)
                 replay.feed(host, event)
             for call in calls:
                 if number >= len(delegates[call.host]) - 1 or call.host in outcome.trouble:
@@ -418,8 +419,9 @@ class PlayExecutor:
         return self.ctx.stepper is not None and (host, (index, 0)) in self.ctx.stepper.declined
 
     def _observe(self, host: str, event: Event, outcome: StepOutcome,
-                 calls: List[HostCall]) -> None:
-        """Act on a result before callbacks see it, in the order it arrives per host."""
+                 calls: Mapping[str, HostCall]) -> None:
+        """Act on a result before callbacks see it, in the order it arrives per host
+        (``calls``: each host's call, by host)."""
         kind = event.get("e")
         if kind == "unreachable" and self._ignores_unreachable(event):
             event["ignored"] = True  # L1.8: "...ignoring", ok+ignored, the host stays
@@ -430,7 +432,7 @@ class PlayExecutor:
             outcome.trouble[host] = kind
             outcome.failed.append(host)
         elif kind == "end":
-            call = next(c for c in calls if c.host == host)
+            call = calls[host]
             if not call.in_process:
                 self.ctx.transport.count_call(call.connection, event.get("calls", 0),
                                               context=event.get("context", call.context_key))
@@ -599,8 +601,8 @@ class PlayExecutor:
                 # group_names, and a new group's group_vars, for the next batch
                 self._refresh_inventory_vars()
 
-    def _mark_delegated(self, host: str, event: Event, calls: List[HostCall]) -> None:
-        call = next(c for c in calls if c.host == host)
+    def _mark_delegated(self, host: str, event: Event, calls: Mapping[str, HostCall]) -> None:
+        call = calls[host]
         if call.via and call.via != host and (event.get("result") or {}).get("unreachable"):
             # 2.21: the action never ran, so no delegated vars; the label still names
             # the delegate (the default callback's host_label: ``h1 -> u1``)
