@@ -54,6 +54,8 @@ class AnsiblePlugins:
             return plugin_loader.get(name) is not None
         except (KeyError, AnsibleError):
             return False
+        except Exception:  # (its own code raised: it is there and fails to load)
+            return True  # calling it fails as in Ansible ("... failed to load: ...")
 
     def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
         """The plugin's result as builtins; raises ``PluginFailure`` with Ansible's message."""
@@ -61,6 +63,17 @@ class AnsiblePlugins:
 
         from ioc.controller.plugins import PluginFailure
 
+        if kind in ("filter", "test"):
+            from ansible.errors import AnsibleError
+            from ansible.plugins import loader
+
+            try:
+                getattr(loader, _LOADER_NAMES[kind]).get(name)
+            except (KeyError, AnsibleError):
+                pass  # (the expression says what Ansible says of it)
+            except Exception as exc:  # its own code raised (AnsibleTemplatePluginLoadError's words)
+                raise PluginFailure("The %s plugin %r failed to load: %s" % (kind, name, exc)) \
+                    from None
         if kind == "filter":
             expression = "__ioc_args[0] | %s(*__ioc_args[1:], **__ioc_kwargs)" % name
         elif kind == "test":

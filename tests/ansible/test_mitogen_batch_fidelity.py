@@ -1228,3 +1228,37 @@ def test_a_results_warnings_come_after_what_was_printed_before_it_and_cacheable_
     assert '"ansible_facts.fact_cached": "cached"' in batch.stdout
     assert "[ERROR]: Task failed: Action failed: non-zero return code" in batch.stdout
     assert batch.steps, batch.log
+
+
+def test_a_filter_plugin_that_fails_to_load_fails_only_the_task_using_it(ansible, ansible_python):
+    """A filter plugin whose own code raises when Ansible loads it (ansible-core's
+    templating target): linear fails the task that uses it; mitogen_batch
+    stopped the whole run with "Unexpected Exception" while planning."""
+    ansible.write("filter_plugins/broken_filter.py", """
+        class Broken:
+            @property
+            def accept_args_markers(self):
+                raise Exception('boom')
+
+
+        class FilterModule:
+            def filters(self):
+                return {'broken': Broken()}
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - raw: echo {{ '' | broken }}
+              ignore_errors: true
+              register: error
+            - assert:
+                that: error is failed
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == batch.rc == 0, batch.stdout + batch.stderr
+    assert "Unexpected Exception" not in batch.stdout + batch.stderr
+    recap = lambda out: out[out.index("PLAY RECAP"):]  # noqa: E731
+    assert recap(batch.stdout) == recap(linear.stdout)
+    assert "ignored=1" in recap(batch.stdout)
