@@ -19,16 +19,8 @@ _RUNS_AHEAD = (
     "host behind the planner's back (linear-semantics section 9); a shell command that does "
     "cannot be seen")
 
-_FORCED_FATAL_HANDLER = (
-    "force_handlers with a handler that any_errors_fatal makes fatal failing on h1 in an "
-    "explicit flush: the recap is the same (h1 failed=1, h2 skipped=1, nothing runs after) but "
-    "the exit code is 0, not 2: h1 ends the play ACTIVE (its failure inside the force_handlers "
-    "block, then the always's flush, is not kept once any_errors_fatal marks h2); without "
-    "force_handlers the same play exits 2 (handlers_any_errors_fatal_flush)")
-
 KNOWN_DIFFERENCES: dict = {
     "dead_midplay_ahead": _RUNS_AHEAD,
-    "handlers_any_errors_fatal_forced": _FORCED_FATAL_HANDLER,
 }
 
 
@@ -36,7 +28,6 @@ KNOWN_DIFFERENCES: dict = {
 #: strategy plugin) against ansible-playbook's linear run.
 KNOWN_DIFFERENCES_PLUGIN: dict = {
     "dead_midplay_ahead": _RUNS_AHEAD,
-    "handlers_any_errors_fatal_forced": _FORCED_FATAL_HANDLER,
 }
 
 
