@@ -97,7 +97,8 @@ def template_hostvars(tasks: Iterable[Any], basedir: str,
     templated ``src``) or read counts as reading whole hosts.
     """
     from ioc.controller.payloads import search_path
-    from ioc.planner.effects import SELF, TemplateRefs, scan
+    from ioc.planner.closure import other_attrs
+    from ioc.planner.effects import TemplateRefs, scan
 
     if others is None:
         return None
@@ -117,10 +118,8 @@ def template_hostvars(tasks: Iterable[Any], basedir: str,
                 scan(refs, handle.read(), "template")
         except (OSError, UnicodeError, PlanError):
             return None  # (the runner reports its error; ship whole hosts meanwhile)
-        for access in refs.hostvars:
-            if access.host == SELF:
-                continue
-            if not access.attrs:
-                return None
-            attrs |= set(access.attrs)
+        found = other_attrs(refs.hostvars, frozenset(attrs))
+        if found is None:
+            return None
+        attrs = set(found)
     return frozenset(attrs)

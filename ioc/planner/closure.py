@@ -14,9 +14,9 @@ one ships everything (``None``).
 """
 from __future__ import annotations
 
-from typing import FrozenSet, Optional, Sequence, Set
+from typing import FrozenSet, Iterable, Optional, Sequence, Set
 
-from ioc.planner.effects import SELF, Effects
+from ioc.planner.effects import SELF, Effects, HostvarsAccess
 from ioc.planner.program import Program
 
 #: Actions whose module reads variables the planner cannot see: a template
@@ -50,15 +50,21 @@ def other_hostvars(program: Program, effects: Sequence[Effects], start: int,
     ``frozenset()`` when no other host is read; ``None`` when some access
     reads a whole host (``hostvars[h]`` passed on, iterated, or dumped).
     """
-    attrs: Set[str] = set()
-    for entry in program.entries[start:end]:
-        for access in effects[entry.index].hostvars:
-            if access.host == SELF:
-                continue
-            if not access.attrs:
-                return None
-            attrs |= set(access.attrs)
-    return frozenset(attrs)
+    return other_attrs(access for entry in program.entries[start:end]
+                       for access in effects[entry.index].hostvars)
+
+
+def other_attrs(accesses: Iterable[HostvarsAccess],
+                attrs: FrozenSet[str] = frozenset()) -> Optional[FrozenSet[str]]:
+    """``attrs`` and what ``accesses`` read on other hosts; None: whole hosts."""
+    out: Set[str] = set(attrs)
+    for access in accesses:
+        if access.host == SELF:
+            continue
+        if not access.attrs:
+            return None
+        out |= set(access.attrs)
+    return frozenset(out)
 
 
 def _open_ended(eff: Effects) -> bool:
