@@ -555,7 +555,8 @@ class HostRun(HandlerRun, LoopRun):
         ignored = status == "failed" and (
             result["_ioc_ignore_errors"] if "_ioc_ignore_errors" in result else
             self._truthy(task.get("ignore_errors"), templar)
-            if not result.get("_ioc_error_keyword") else results.legacy())
+            if (result.get("_ioc_error_keyword") or [None])[0] not in _BOOLEAN_KEYWORDS
+            else results.legacy())
         if task.get("register"):
             registered = results.registered(result)
             self.set_runtime({task["register"]: registered})

@@ -268,7 +268,8 @@ class _Running:
         self.reply: Optional[mitogen.core.Receiver] = None
         # The runner ends itself after this much silence (ioc.transport.keepalive).
         wire = dict(call.wire, options=dict(call.wire.get("options") or {},
-                                            keepalive=connector.keepalive.runner_bound))
+                                            keepalive=connector.keepalive.runner_bound,
+                                            run=connector.run_id))
         tracker.sent = len(mitogen.core.Message.pickled(wire).data)
         if call.modules:
             bootstrap.preload(connector.router, ctx, call.modules)
