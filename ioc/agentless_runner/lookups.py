@@ -322,6 +322,12 @@ def shape(values, wantlist):
     return values
 
 
+def unforeseen(plugin, terms):
+    """Why a lookup that reads the controller has no answer in the batch."""
+    return ("lookup('%s', %s) reads the controller, and its arguments were not known "
+            "before this batch started" % (plugin, ", ".join(repr(t) for t in terms)))
+
+
 class Lookups(object):
     """The ``lookup``/``query`` functions of one host's templates."""
 
@@ -353,9 +359,7 @@ class Lookups(object):
         if table_key not in self.table and self.late is not None:
             self.table[table_key] = self.late(plugin, terms, kwargs)
         if table_key not in self.table:
-            raise LookupUnanswerable(
-                "lookup('%s', %s) reads the controller, and its arguments were not known "
-                "before this batch started" % (plugin, ", ".join(repr(t) for t in terms)))
+            raise LookupUnanswerable(unforeseen(plugin, terms))
         answer = self.table[table_key]
         if isinstance(answer, dict) and "error" in answer:
             if answer.get("missing"):

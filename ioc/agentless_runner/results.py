@@ -69,7 +69,8 @@ def with_exception(result):
     return result
 
 
-#: Actions Ansible runs on the controller: a failure of theirs is the action's.
+#: Actions Ansible runs on the controller: a failure of theirs is the action's
+#: (the console's ``_ACTIONS`` is the same set: callbacks may not import the runner).
 CONTROLLER_ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta",
                                 "validate_argument_spec", "include_vars"})
 

@@ -14,7 +14,8 @@ _DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
 #: Never printed: ``failed``/``skipped`` are dropped from what callbacks see
 #: (Ansible's ``TaskResult.clean_copy``) and the traceback goes to [ERROR].
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
-#: Actions whose failures 2.19 words as "Action failed" rather than "Module failed".
+#: Actions whose failures 2.19 words as "Action failed" rather than "Module failed"
+#: (the runner's ``results.CONTROLLER_ACTIONS``: callbacks may not import the runner).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
                       "include_vars", "raw"})
 

@@ -97,8 +97,6 @@ def template_hostvars(tasks: Iterable[Any], basedir: str,
     templated ``src``) or read counts as reading whole hosts.
     """
     from ioc.controller.payloads import search_path
-    from ioc.planner.closure import other_attrs
-    from ioc.planner.effects import TemplateRefs, scan
 
     if others is None:
         return None
@@ -112,14 +110,28 @@ def template_hostvars(tasks: Iterable[Any], basedir: str,
         path = next((p for p in search_path(task, src, basedir) if os.path.isfile(p)), None)
         if path is None:
             continue  # (the task fails: Ansible's message names where it looked)
-        refs = TemplateRefs()
         try:
-            with open(path, encoding="utf-8") as handle:
-                scan(refs, handle.read(), "template")
-        except (OSError, UnicodeError, PlanError):
-            return None  # (the runner reports its error; ship whole hosts meanwhile)
-        found = other_attrs(refs.hostvars, frozenset(attrs))
+            found = _file_other_attrs(path, os.stat(path).st_mtime_ns)
+        except OSError:
+            return None
         if found is None:
             return None
-        attrs = set(found)
+        attrs |= found
     return frozenset(attrs)
+
+
+@lru_cache(maxsize=256)
+def _file_other_attrs(path: str, mtime_ns: int) -> Optional[FrozenSet[str]]:
+    """What template file ``path`` reads on other hosts' hostvars (None: whole
+    hosts, or it cannot be read), parsed once per version of the file: every
+    step (serial batch, play) that renders it asks again."""
+    from ioc.planner.closure import other_attrs
+    from ioc.planner.effects import TemplateRefs, scan
+
+    refs = TemplateRefs()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            scan(refs, handle.read(), "template")
+    except (OSError, UnicodeError, PlanError):
+        return None  # (the runner reports its error; ship whole hosts meanwhile)
+    return other_attrs(refs.hostvars)

@@ -20,6 +20,7 @@ import mitogen.select
 from ioc.agentless_runner import batch as runner_batch
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner import entry as runner_entry
+from ioc.agentless_runner.lookups import unforeseen
 from ioc.controller import plugins
 from ioc.transport import bootstrap
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
@@ -356,9 +357,8 @@ class _Running:
         if value.get("e") == "lookup":  # a lookup the controller could not foresee
             msg.reply(call.late_lookup(value["k"], value["plugin"], value["terms"],
                                        value["kwargs"]) if call.late_lookup
-                      else {"error": "lookup('%s') reads the controller, and its arguments "
-                                     "were not known before this batch started"
-                                     % value["plugin"], "missing": True})
+                      else {"error": unforeseen(value["plugin"], value["terms"]),
+                            "missing": True})
             return _GOES_ON
         if value.get("e") == "file":  # a controller file missing when the call was made
             msg.reply(call.late_file(value["k"], value["src"]) if call.late_file

@@ -28,6 +28,7 @@ templates the name and picks the first in the search order.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import logging
@@ -315,10 +316,13 @@ def search_stack(task: Task) -> List[List[Optional[str]]]:
     return stack
 
 
+@functools.lru_cache(maxsize=1024)
 def _is_role(path: str) -> bool:
     """ansible-core's ``DataLoader._is_role``: a ``tasks`` directory with a
     ``main`` file, or a directory (or its parent) with ``tasks/main`` or
-    ``meta/main``."""
+    ``meta/main``. Asked for every host's payloads of every task that names a
+    controller file: the answer (up to 18 ``stat`` calls) is kept per path
+    for the run, as a role's layout does not change under it."""
     parent = os.path.dirname(path)
     untasked = [os.path.join(path, main) for main in ("main.yml", "main.yaml", "main")]
     tasked = [os.path.join(base, sub, main) for base in (path, parent)

@@ -973,7 +973,9 @@ class PlayExecutor:
 
     def _wire(self, host: str, step: Step, active: List[str]) -> Dict[str, Any]:
         state = self.hosts[host]
-        playing = [h for h in active if not self._forced_failing(h)]
+        # (only a force_handlers play has hosts that failed yet run on: others pay nothing)
+        forced = bool(self.plan.program.forced_flush_blocks)
+        playing = [h for h in active if not self._forced_failing(h)] if forced else active
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=self.ctx.group_names(host) if self.ctx.group_names
@@ -986,7 +988,7 @@ class PlayExecutor:
                          h for h in self.magic.get("ansible_play_hosts_all", self.order)
                          if h not in self.removed
                          and (h not in self.hosts or self.hosts[h].active)
-                         and not self._forced_failing(h)])
+                         and not (forced and self._forced_failing(h))])
         static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"],
                   "connection": _connection_vars(host, state.spec)}
@@ -1197,38 +1199,35 @@ class PlayExecutor:
             self.ctx.connector.serve_files(self.ctx.payloads.streamed)
         return answer
 
+    def _keyed_tasks(self, step: Step) -> List[Tuple[str, Task, Tuple[Block, ...]]]:
+        """(file key, task, enclosing blocks) of what the runner runs in ``step``:
+        its entries, then the handlers a flush there may run (``h<number>``), as
+        the runner keys the files and lookups it is given and asks for."""
+        program = self.plan.program
+        entries = self._runner_entries(step)
+        tasks = [(str(e.index), e.task, program.parents[e.index]) for e in entries]
+        if any(e.is_flush for e in entries):
+            tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()]
+        return tasks
+
     def _step_tasks(self, step: Step) -> List[Task]:
         """The tasks the runner runs in ``step``, with the handlers a flush there may run."""
-        entries = self._runner_entries(step)
-        tasks = [e.task for e in entries]
-        if any(e.is_flush for e in entries):
-            tasks += [h for _, h in self._native_handlers()]
-        return tasks
+        return [task for _, task, _ in self._keyed_tasks(step)]
 
     def _late_lookup(self, wire: Dict[str, Any], step: Step, key: str, plugin: str,
                      terms: List[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
         """A lookup the runner asks for when its task runs (``lookups.late``)."""
-        program = self.plan.program
-        found = [(e.task, program.parents[e.index]) for e in self._runner_entries(step)
-                 if str(e.index) == key]
-        found += [(h, ()) for n, h in self._native_handlers() if "h%d" % n == key]
-        if not found:
+        found = next(((t, b) for k, t, b in self._keyed_tasks(step) if k == key), None)
+        if found is None:
             return {"error": "lookup('%s'): no task %s in this batch" % (plugin, key)}
-        task, blocks = found[0]
-        return lookups.late(HostRun(wire, emit=None), task, blocks, program.play.basedir,
-                            plugin, terms, kwargs)
+        return lookups.late(HostRun(wire, emit=None), found[0], found[1],
+                            self.plan.program.play.basedir, plugin, terms, kwargs)
 
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""
-        program = self.plan.program
-        deferred = {index for index, _ in self._deferred(step)}
-        entries = [e for e in self._runner_entries(step) if e.index not in deferred]
-        tasks: List[Any] = [(str(e.index), e.task, program.parents[e.index])
-                            for e in entries if payloads.wants_controller_file(e.task)]
-        if any(e.is_flush for e in entries):
-            tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
-                      if payloads.wants_controller_file(h)]
-        return tasks
+        deferred = {str(index) for index, _ in self._deferred(step)}
+        return [(key, task, blocks) for key, task, blocks in self._keyed_tasks(step)
+                if key not in deferred and payloads.wants_controller_file(task)]
 
 
 def _delegate_name(value: Any, host: str) -> str:
