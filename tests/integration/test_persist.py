@@ -108,6 +108,16 @@ def sessions(sshd) -> Set[int]:
     return set(_descendants(sshd.process.pid))
 
 
+def none_left(sshd, before: Set[int]) -> bool:
+    """Whether every sshd session opened since ``before`` was taken has ended.
+
+    The sshd is shared by every test file its xdist worker runs (it is
+    session-scoped): a session another file left (a runner cut off behind a
+    stalled proxy waits for its keepalive) is not this test's to end.
+    """
+    return not (sessions(sshd) - before)
+
+
 def sizes_out(console: str) -> str:
     """``console`` without the transport line's byte counts (each run's pids and
     ports, which the play reports, differ in length)."""
@@ -124,6 +134,7 @@ def wait_until(check, timeout: float = 20.0) -> bool:
 
 
 def test_a_second_run_reuses_the_runner_and_prints_what_a_cold_run_prints(warm, sshd):
+    before = sessions(sshd)
     inventory = sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"], "mitogen_via=a")
     cold = warm.run(inventory)
     assert cold.returncode == 0, cold.stderr
@@ -150,7 +161,7 @@ def test_a_second_run_reuses_the_runner_and_prints_what_a_cold_run_prints(warm, 
     assert stopped.returncode == 0
     assert "runners ended on 3 host(s)" in stopped.stderr  # a, b, localhost (the copy)
     assert wait_until(lambda: not alive(pid) and not alive(via[0]))
-    assert wait_until(lambda: not sessions(sshd))  # nothing left on the target
+    assert wait_until(lambda: none_left(sshd, before)), _ps(sessions(sshd) - before)
     assert not warm.socket.exists()
     assert "no daemon was running" in warm.stop().stderr
 
@@ -222,6 +233,14 @@ def _ancestors(pid: int) -> List[int]:
     return out
 
 
+def _ps(pids: Set[int]) -> str:
+    """What ``pids`` are, for a failure's message."""
+    if not pids:
+        return "no session left"
+    return subprocess.run(["ps", "-o", "pid,ppid,stat,etime,args", "-p", ",".join(map(str, sorted(pids)))],
+                          capture_output=True, text=True).stdout
+
+
 def _comm(pid: int) -> str:
     with open("/proc/%d/comm" % pid) as f:
         return f.read().strip()
@@ -238,13 +257,14 @@ def test_a_changed_ansible_setting_starts_a_new_daemon(warm, sshd):
 
 
 def test_an_idle_daemon_ends_with_every_runner(warm, sshd):
+    before = sessions(sshd)
     run = warm.run(sshd.inventory_ini(["a"]), first=["--persist=2"])
     assert run.returncode == 0, run.stderr
     pid, _ = warm.where()
     assert alive(pid)
     assert wait_until(lambda: not alive(pid), timeout=30)
     assert wait_until(lambda: not warm.socket.exists())
-    assert wait_until(lambda: not sessions(sshd))
+    assert wait_until(lambda: none_left(sshd, before)), _ps(sessions(sshd) - before)
     assert "no daemon was running" in warm.stop().stderr
 
 
