@@ -73,6 +73,9 @@ class PlayExecutor:
         #: Every host's ``hostvars`` entry, by the attributes read (see
         #: ``_other_hostvars``): built once for all the calls made together.
         self._hostvars: Dict[Optional[FrozenSet[str]], Dict[str, Any]] = {}
+        #: ``ansible_play_hosts`` and ``_batch`` as last made, and for what
+        #: (step, status changes, the play's hosts, the active hosts): ``_play_hosts``.
+        self._play_hosts_now: Tuple[Any, Tuple[List[str], List[str]]] = (None, ([], []))
         #: The runner's tree and handlers for a step, the same for every host.
         self._shape: Tuple[Any, Any, Dict[str, Any]] = (None, None, {})
         #: The names notifications may give, of a plan (``_notifiable``), and
@@ -193,15 +196,14 @@ class PlayExecutor:
         return self.run_calls(calls, StepOutcome(once=once, once_host=first),
                               limit=controller_step.throttle if controller_step else 0)
 
-    def _forced_failing(self, host: str) -> bool:
-        """``host`` failed, and only the ``force_handlers`` flush is left for
-        it: linear counts it failed already (out of ``ansible_play_hosts``)."""
+    def _failing(self, host: str) -> bool:
+        """``host`` failed in a block that no rescue took, and runs its
+        ``always`` now (the ``force_handlers`` flush is one): linear's
+        ``mark_host_failed`` has taken it out of ``ansible_play_hosts`` and
+        ``ansible_play_batch`` already, though it still runs (L6.6)."""
         blocks = self.hosts[host].blocks if host in self.hosts else {}
-        for bid in self.plan.program.forced_flush_blocks:
-            saved = blocks.get(bid)
-            if isinstance(saved, dict) and saved.get("phase") == "always" and saved.get("failure"):
-                return True
-        return False
+        return any(isinstance(saved, dict) and saved.get("phase") == "always"
+                   and saved.get("failure") for saved in blocks.values())
 
     def _first_reaching(self, active: List[str], step: Step) -> str:
         """The host a run_once task runs on: the first host whose next task it
@@ -971,24 +973,39 @@ class PlayExecutor:
                 return entry.index
         return step.start
 
+    def _play_hosts(self, step: Step, active: List[str]) -> Tuple[List[str], List[str]]:
+        """``ansible_play_hosts`` and ``ansible_play_batch`` as of ``step``'s start.
+
+        Every host of the play (earlier and later serial batches too; the
+        batch's hosts for the latter) but those failed or unreachable, here
+        or in an earlier play, and those failed in a block running its
+        ``always`` (L6.6). The same lists for every host of the step: made
+        once per step (again only if a host's status changed since), so a
+        step costs O(hosts), not O(hosts²).
+        """
+        every = self.magic.get("ansible_play_hosts_all", self.order)
+        made_for, made = self._play_hosts_now
+        if made_for is not None and made_for[1] == HostState.status_changes \
+                and made_for[0] is step and made_for[2] is every and made_for[3] is active:
+            return made  # (compared by identity: comparing the lists is O(hosts) again)
+        failing = {h for h in self.hosts if self._failing(h)}
+        made = ([h for h in every
+                 if h not in self.removed and h not in failing
+                 and (h not in self.hosts or self.hosts[h].active)],
+                [h for h in active if h not in failing] if failing else active)
+        self._play_hosts_now = ((step, HostState.status_changes, every, active), made)
+        return made
+
     def _wire(self, host: str, step: Step, active: List[str]) -> Dict[str, Any]:
         state = self.hosts[host]
-        # (only a force_handlers play has hosts that failed yet run on: others pay nothing)
-        forced = bool(self.plan.program.forced_flush_blocks)
-        playing = [h for h in active if not self._forced_failing(h)] if forced else active
+        play_hosts, playing = self._play_hosts(step, active)
         magic = dict(self.magic)
         magic.update(inventory_hostname=host, inventory_hostname_short=host.split(".")[0],
                      group_names=self.ctx.group_names(host) if self.ctx.group_names
                      else state.inventory_vars.get("group_names", []),
                      groups=self.ctx.groups(),
                      ansible_play_batch=playing, play_hosts=playing,
-                     # every host of the play (earlier and later serial
-                     # batches too) but the failed/unreachable ones (L6.6)
-                     ansible_play_hosts=[
-                         h for h in self.magic.get("ansible_play_hosts_all", self.order)
-                         if h not in self.removed
-                         and (h not in self.hosts or self.hosts[h].active)
-                         and not (forced and self._forced_failing(h))])
+                     ansible_play_hosts=play_hosts)
         static = {"inventory": state.inventory_vars, "play": self.play_vars(host),
                   "extra": self.static_layers["extra"],
                   "connection": _connection_vars(host, state.spec)}

@@ -308,7 +308,11 @@ class PlaybookRun:
                                            "host_play": {h: self.host_vars_files[h] for h in hosts
                                                          if h in self.host_vars_files}},
                             magic=self._magic(play, hosts),
-                            removed=frozenset(self._removed_in_play))
+                            # (L6.6: hosts lost in this play's earlier batches and
+                            # in earlier plays are out of ansible_play_hosts)
+                            removed=frozenset(self._removed_in_play | (
+                                (self.failed_hosts | self.unreachable_hosts)
+                                & set(self._play_hosts_all))))
 
     def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
         plan = executor.plan  # with what dynamic includes spliced in

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
@@ -60,6 +60,14 @@ class HostState:
     #: Handler numbers still queued in the flush the host stopped in, before
     #: a handler its runner does not run (see ``HostRun.run_queued``).
     flushing: Optional[List[int]] = None
+    #: How many times any host's status was set: what was derived from every
+    #: host's status (``ansible_play_hosts``) is good while this stands still.
+    status_changes: ClassVar[int] = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "status":
+            HostState.status_changes += 1
+        object.__setattr__(self, name, value)
 
     @property
     def active(self) -> bool:
@@ -96,6 +104,8 @@ class RunOptions:
     check: bool = False
     diff: bool = False
     forks: int = 5
+    #: ansible-playbook's ``-v`` count (``ansible_verbosity``; ``debug``'s threshold).
+    verbosity: int = 0
     #: Ship only the variables a step reads (off only to measure what it saves).
     closure: bool = True
     #: Whose result shapes the runner reproduces: ansible-core "2.21" (ioc's
