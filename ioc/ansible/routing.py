@@ -22,9 +22,10 @@ for each task and host.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Dict, Mapping, MutableMapping, Optional
+from typing import Any, Callable, Collection, Dict, List, Mapping, MutableMapping, Optional
 
 from ioc.errors import ConnectionSetupError
+from ioc.planner.support import CONNECTION_VARIABLES
 from ioc.transport.spec import BECOME_VARS, become_for, transport_of
 
 #: The name Ansible loads the plugin by (``connection_loader.add_directory``).
@@ -43,6 +44,19 @@ def plugin_dir() -> str:
 #: connection closed"), ``reboot`` and ``synchronize`` manage the connection
 #: (or ssh) themselves.
 KEEP_CONNECTION = frozenset({"raw", "script", "reboot", "synchronize"})
+
+#: Connection variables a task's own vars may set and still use the runner:
+#: the interpreter is on the command line Ansible sends (the runner runs it).
+_RUNNER_TAKES = frozenset({"ansible_python_interpreter"})
+
+
+def _own_connection_vars(task: Any) -> List[str]:
+    """The connection variables ``task``'s vars set (its blocks', includes' and
+    its own, as ``Task.get_vars`` gathers them): another port, user, key...
+    than the host's, which its runner was not made with."""
+    gather = getattr(task, "get_vars", None)
+    own = gather() if gather is not None else {}
+    return sorted((CONNECTION_VARIABLES - _RUNNER_TAKES) & set(own))
 
 
 def refusal(variables: Mapping[str, Any], name: str, task: Any,
@@ -63,6 +77,9 @@ def refusal(variables: Mapping[str, Any], name: str, task: Any,
         return "its connection is not known before Ansible templates it"
     if transport_of(chosen) != "ssh":  # the runner stands in for Ansible's ssh only
         return "connection %s is not ssh" % chosen
+    named = _own_connection_vars(task)
+    if named:
+        return "the task's vars set %s" % ", ".join(named)
     if name not in runners:
         return "ioc has no runner for %s" % name
     try:

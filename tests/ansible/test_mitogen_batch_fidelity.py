@@ -972,6 +972,38 @@ def test_the_play_port_keyword_reaches_the_native_connection(ansible, ansible_py
     assert len(batch.steps) == 2 and not batch.through_ansible, batch.log
 
 
+def test_a_tasks_own_connection_variables_get_ansibles_own_connection(ansible, ansible_python,
+                                                                      sshd):
+    """A task (or its block) that sets ``ansible_port``, ``ansible_user``... in its
+    vars connects as those say, as under linear: its host's runner was made
+    with the host's settings, so the task keeps Ansible's own connection
+    (``-vv`` says why) and reaches, here, a closed port: UNREACHABLE."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo runner
+            - block:
+                - command: echo elsewhere
+                  vars:
+                    ansible_python_interpreter: "{{ ansible_playbook_python }}"
+              vars:
+                ansible_port: 1
+            - debug:
+                msg: "{{ ansible_play_hosts }}"
+    """)
+    inventory = ansible.write("hosts.ini", sshd.inventory_ini(["h1", "h2"], group="web",
+                                                              python=ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 4, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "UNREACHABLE" in batch.stdout and "port 1: Connection refused" in batch.stdout
+    assert "ansible_play_hosts" not in batch.stdout  # (no host is left to run it)
+    told = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-vv"])
+    assert "command on h1 connects with Ansible's own connection (the task's vars " \
+        "set ansible_port)" in told.stdout, told.stdout
+
+
 def test_a_lookup_that_fails_for_a_loop_is_worded_as_templating_words_it(ansible,
                                                                          ansible_python):
     """A failing lookup is "The lookup plugin 'dict' failed: <its error>"; a
