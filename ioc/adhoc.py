@@ -323,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
     attacher = cli.ansible_modules(args.verbose)
     book = attacher.playbook(book)
     connection_password, become_password = cli.ask_passwords(args, settings)
-    options = RunOptions(check=args.check, diff=args.diff,
+    options = RunOptions(check=args.check, diff=args.diff, verbosity=args.verbose,
                          forks=args.forks if args.forks is not None else settings.forks,
                          become_password=become_password,
                          connection_password=connection_password,

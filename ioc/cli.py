@@ -395,6 +395,9 @@ def run(args: argparse.Namespace) -> int:
     from ioc.ansible.vault import open_vault
 
     settings = read_settings()
+    if args.verbose:  # (as ansible-playbook's first line at -v)
+        print("Using %s as config file" % settings.config_file if settings.config_file
+              else "No config file found; using defaults", flush=True)
     warn_unhonoured(settings)
     listing_only = args.list_hosts or args.list_tasks or args.list_tags or args.syntax_check
     vault = open_vault(args.vault_ids, args.vault_password_files,
@@ -459,7 +462,7 @@ def run(args: argparse.Namespace) -> int:
             sinks.append(JsonEvents(stack.enter_context(open(args.events, "w"))))
         playbook_run = PlaybookRun(
             playbook, inventory, extra, CallbackSet(sinks),
-            RunOptions(check=args.check, diff=args.diff,
+            RunOptions(check=args.check, diff=args.diff, verbosity=args.verbose,
                        forks=args.forks if args.forks is not None else settings.forks,
                        closure=not args.no_var_closure, become_password=become_password,
                        connection_password=connection_password,

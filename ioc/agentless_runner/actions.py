@@ -60,8 +60,8 @@ def run(action, args, ctx):
         result = {"failed": True, "changed": False,
                   "msg": "MODULE FAILURE: %s: %s" % (type(exc).__name__, exc),
                   "exception": traceback.format_exc()}
-    if action == "debug":
-        result["_ansible_verbose_always"] = True
+    if action == "debug" and not result.get("skipped"):
+        result["_ansible_verbose_always"] = True  # (not above its verbosity: a skip)
     elif result.get("failed") and action in _PLAIN_MODULES and "exception" not in result \
             and not results.legacy():
         result["exception"] = results.TRACEBACK_UNAVAILABLE  # as 2.21 gives every module failure

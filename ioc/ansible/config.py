@@ -122,6 +122,8 @@ class Settings:
     ask_vault_pass: bool = False
     gathering: str = "implicit"
     color: Optional[bool] = None
+    #: The ``ansible.cfg`` read (None: none was found), as ``-v`` reports it.
+    config_file: Optional[str] = None
     #: ``(setting, where it was set)`` for every set setting ioc-run ignores.
     unhonoured: Tuple[Tuple[str, str], ...] = field(default_factory=tuple)
 
@@ -149,6 +151,7 @@ def read_settings() -> Settings:
         ssh_args = ""
     checking = ssh.get("host_key_checking", (value("HOST_KEY_CHECKING"),))[0]
     return Settings(
+        config_file=value("CONFIG_FILE") or None,
         inventory=tuple(value("DEFAULT_HOST_LIST") or ()),
         inventory_default=origin("DEFAULT_HOST_LIST") == "default",
         roles_path=tuple(value("DEFAULT_ROLES_PATH") or ()),

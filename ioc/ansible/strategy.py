@@ -145,6 +145,7 @@ class PlayRun:
         memory = self.hostvars.memory(names)
         cli = context.CLIARGS
         options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
+                             verbosity=int(cli.get("verbosity") or 0),
                              forks=int(cli.get("forks") or 5),
                              # results shaped as this release's linear shapes them
                              shape="2.19" if __version__.startswith("2.19.") else "2.21",

@@ -469,6 +469,7 @@ class PlaybookRun:
             "ansible_play_name": play.name,
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
+            "ansible_verbosity": self.options.verbosity,
             "playbook_dir": os.path.abspath(play.basedir),
             "ansible_run_tags": sorted(self.tags.only),
             "ansible_skip_tags": sorted(self.tags.skip),

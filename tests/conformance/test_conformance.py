@@ -294,10 +294,12 @@ def mitogen_batch_env(events: Path, config: Path) -> Dict[str, str]:
     return env
 
 
-def ioc_env() -> Dict[str, str]:
+def ioc_env(config: Path) -> Dict[str, str]:
     env = dict(os.environ)
-    # the Ansible settings of ansible_env() that word what ioc-run prints
-    env.update({"ANSIBLE_PIPELINING": "True", "ANSIBLE_HOST_KEY_CHECKING": "False"})
+    # the Ansible settings of ansible_env() that word what ioc-run prints, and
+    # its (empty) ansible.cfg: ioc-run reads Ansible's configuration the same way
+    env.update({"ANSIBLE_PIPELINING": "True", "ANSIBLE_HOST_KEY_CHECKING": "False",
+                "ANSIBLE_CONFIG": str(config)})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 
@@ -379,7 +381,7 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
                   mitogen_batch_env(ioc.events_path, config))
     else:
         ioc.start([sys.executable, "-m", "ioc", *ioc.common_args(extra),
-                   "--events", str(ioc.events_path)], ioc_env())
+                   "--events", str(ioc.events_path)], ioc_env(config))
     if key not in references:
         try:
             if not mortal:

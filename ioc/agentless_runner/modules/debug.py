@@ -1,7 +1,7 @@
 """``debug``: print a message or the value of a variable.
 
-``verbosity`` is accepted and returned untouched in effect: the executor
-decides whether the result is shown.
+Above the run's ``-v`` count (``ansible_verbosity``) a ``verbosity`` makes the
+task skipped, its message or variable not even looked at, as Ansible's action.
 """
 from ioc.agentless_runner.context import OMIT, ModuleError, TaskError
 from ioc.agentless_runner.template_errors import TemplateError
@@ -44,10 +44,10 @@ def _lookup(var, ctx):
 
 
 def _check_verbosity(args):
-    """Validate ``verbosity`` as an int like Ansible's argument spec."""
+    """``verbosity`` as an int, validated like Ansible's argument spec."""
     value = args.get("verbosity", 0)
     try:
-        int(value)
+        return int(value)
     except (TypeError, ValueError):
         raise ModuleError("argument 'verbosity' is of type %s and we were unable to convert to int: "
                           "%r cannot be converted to an int" % (type(value), value))
@@ -68,9 +68,12 @@ def argument_error(args):
 def run(args, ctx):
     """Return ``{"msg": ...}`` or ``{<var>: value}``."""
     _common.check_unsupported(args, OPTIONS, "debug")
-    _check_verbosity(args)
+    verbosity = _check_verbosity(args)
     if "msg" in args and "var" in args:
         raise ModuleError("parameters are mutually exclusive: msg|var")
+    if verbosity > int(ctx.task_vars.get("ansible_verbosity", 0) or 0):
+        return {"skipped_reason": "Verbosity threshold not met.", "skipped": True,
+                "failed": False, "changed": False}
     if args.get("var") is not None:
         var = args["var"]
         key = str(type(var)) if isinstance(var, (list, dict)) else var
