@@ -851,7 +851,7 @@ class HostRun(HandlerRun, LoopRun):
         try:
             args = _drop_omitted(self._template_args(task, templar))
             try:
-                env = templar.template(task.get("environment")) or {}
+                env, env_warnings = _environment(task, templar)
             except TemplateError as exc:
                 error = TemplateError("Task failed: Error processing keyword 'environment': %s"
                                       % exc)
@@ -885,6 +885,8 @@ class HostRun(HandlerRun, LoopRun):
             return actions.run(task["action"], args, ctx)
 
         result = results.normalize(asyncjob.with_timeout(timeout, call))
+        if env_warnings:
+            result["warnings"] = env_warnings + list(result.get("warnings") or ())
         option = result.get("_ioc_error_option")
         if option is not None:  # an action's error about an option's value
             written = _nth((task.get("origins") or {}).get("arg:%s" % option) or (), 0)
@@ -1331,6 +1333,50 @@ def _evaluator(view):
         except UndefinedVariableError:
             raise KeyError(name)
     return value
+
+
+#: Ansible's fact gathering actions (``C._ACTION_FACT_GATHERING``).
+_FACT_GATHERING = frozenset(prefix + name for prefix in ("", "ansible.builtin.", "ansible.legacy.")
+                            for name in ("setup", "gather_facts"))
+
+
+def _environment(task, templar):
+    """``(variables, warnings)``: the task's ``environment`` as Ansible's
+    ``Task._post_validate_environment`` makes it.
+
+    The keyword is a list (the play's, the blocks' and the task's own layers,
+    outermost first: a later name wins); a layer is a mapping, whose values
+    are templated one by one, or a template giving one. An omitted value or
+    layer is left out, and so is a value whose template reads an undefined
+    ``ansible_env`` (a fact only gathering makes; ``ansible_facts.env`` too
+    for gathering itself, by Ansible's own precedence of ``and``/``or``).
+    """
+    value = task.get("environment")
+    if value is None:
+        return {}, []
+    env, warnings = {}, []
+    for layer in value if isinstance(value, list) else [value]:
+        if isinstance(layer, dict):
+            for name, text in layer.items():
+                try:
+                    templated = templar.template(text)
+                except UndefinedVariableError as exc:
+                    said = str(exc)
+                    if task.get("action") in _FACT_GATHERING and "ansible_facts.env" in said \
+                            or "ansible_env" in said:
+                        continue
+                    raise
+                if templated != OMIT:
+                    env[name] = templated
+            continue
+        templated = templar.template(layer)
+        if templated == OMIT:
+            continue
+        if isinstance(templated, dict):
+            env.update(templated)
+        else:  # (Ansible's display warning; here the result's, at its task)
+            warnings.append("could not parse environment value, skipping: %s" % (value,))
+    return env, warnings
 
 
 def _drop_omitted(value):

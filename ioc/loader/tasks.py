@@ -126,6 +126,9 @@ class Scope:
         """The scope inside a block/import/role written as ``ds``."""
         where = location_of(ds, Location(self.path))
         own = {k: ds[k] for k in INHERITABLE if ds.get(k) is not None}
+        if "environment" in own:
+            own["environment"] = extend_environment(self.inherited.get("environment"),
+                                                    own["environment"])
         added = conditions(ds.get("when"), where)
         return dataclasses.replace(
             self,
@@ -364,6 +367,15 @@ def _section(ds: Mapping[str, Any], key: str, scope: Scope, where: Location) -> 
     return parse_tasks(value, scope, where)
 
 
+def extend_environment(outer: Any, own: Any) -> Any:
+    """``environment`` inside a scope whose own is ``outer``: Ansible extends
+    the keyword's list (the play's, the blocks', the task's layers, outermost
+    first; the runner merges them in order), it does not replace it."""
+    if own is None or outer is None:
+        return outer if own is None else own
+    return (outer if isinstance(outer, list) else [outer]) + (own if isinstance(own, list) else [own])
+
+
 # ---------------------------------------------------------------- one task
 
 
@@ -375,6 +387,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
     if "local_action" in ds:
         own["delegate_to"] = "localhost"
     effective = {k: own[k] if own[k] is not None else scope.inherited.get(k) for k in INHERITABLE}
+    effective["environment"] = extend_environment(scope.inherited.get("environment"),
+                                                  own["environment"])
     return Task(
         action=action,
         args=args,
