@@ -18,6 +18,7 @@ import json
 import re
 
 from ioc.agentless_runner.template_errors import TemplateError, UndefinedVariableError
+from ioc.agentless_runner.templating import to_builtin
 
 __all__ = ["PURE", "key", "Lookups", "shape"]
 
@@ -286,7 +287,15 @@ class LookupUnanswerable(LookupFailure):
 def called(results, plugin, terms, kwargs, wantlist):
     """``lookup()``/``query()`` of ``results(plugin, terms, kwargs)`` as Ansible's
     ``_invoke_lookup`` makes it: with ``errors='ignore'`` a plugin that raised
-    gives None (``[]`` with ``wantlist``) instead of failing the template."""
+    gives None (``[]`` with ``wantlist``) instead of failing the template.
+
+    The plugin sees its terms and options as builtins: a variable's list is
+    a list (Ansible's lazy list is one), so ``_flatten`` and the plugins'
+    ``isinstance(term, list)`` checks treat ``lookup('indexed_items', var)``
+    as ``lookup('indexed_items', [...])``; an undefined value among them
+    fails the template whatever ``errors`` says, as it does in Ansible."""
+    terms = [to_builtin(term) for term in terms]
+    kwargs = {name: to_builtin(value) for name, value in kwargs.items()}
     try:
         values = results(plugin, terms, kwargs)
     except LookupUnanswerable:

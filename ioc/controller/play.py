@@ -82,18 +82,71 @@ class PlayExecutor:
         #: what looking one up passes (``flow.handler_search``).
         self._notifiable_names: Tuple[Any, Optional[List[str]], List[List[Any]]] = \
             (None, None, [])
+        #: The task each host became unreachable at (by entry index): where
+        #: linear's iterator left it, since it walks no unreachable host on.
+        self.unreachable_at: Dict[str, int] = {}
+        #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
+        #: with the entry each goes on from (:meth:`_catch_up`).
+        self.revived: Dict[str, int] = {}
 
     # -- the loop ----------------------------------------------------------------
 
     def run(self) -> None:
         if self.ctx.progress is not None:
             self.ctx.progress.play(self.order)
-        number = 0
+        self._walk(0, {})
+        self._settle_open_failures()
+        while self.revived and not self.ended:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """The hosts ``meta: clear_host_errors`` brought back from unreachable
+        go on, once the others are through the play (L7.10).
+
+        Linear's iterator never moved an unreachable host past the task it
+        was unreachable at; cleared, the host is among the hosts left again,
+        and its lockstep picks the host's next task when no other host has
+        a task after the current one (``_get_next_task_lockstep`` wraps
+        around), so the host runs the rest of the play after them: the
+        ``clear_host_errors`` too, which shows its banner again. The hosts
+        that were through are ended (no task of the play is left for them).
+        """
+        revived, self.revived = self.revived, {}
+        for name in self.order:
+            if self.hosts[name].active:
+                self.hosts[name].status = HostStatus.ENDED
+        for name in revived:
+            self.hosts[name].status = HostStatus.ACTIVE
+        first = min(revived.values())
+        number = next((n for n, step in enumerate(self.plan.steps) if step.end > first),
+                      len(self.plan.steps))
+        self._walk(number, revived)
+        self._settle_open_failures()
+
+    def _walk(self, number: int, starts: Mapping[str, int]) -> None:
+        """Run the plan's steps from step ``number``; a host of ``starts``
+        joins at its entry (the steps before are split there, lockstep)."""
+        within: Optional[int] = None  # where the current step goes on, once split
         while number < len(self.plan.steps):
             step = self.plan.steps[number]
-            active = [h for h in self.order if self.hosts[h].active]
+            cursor = step.start if within is None else within
+            within = None
+            joining = [starts[h] for h in self.order if h in starts and self.hosts[h].active]
+            if joining and min(joining) >= step.end:
+                number += 1  # (no host is here yet)
+                continue
+            if joining:
+                cursor = max(cursor, min(joining))
+            active = [h for h in self.order if self.hosts[h].active
+                      and starts.get(h, 0) <= cursor]
             if not active or self.ended:
                 break
+            later = sorted(starts[h] for h in self.order if h in starts
+                           and self.hosts[h].active and cursor < starts[h] < step.end)
+            if cursor > step.start or later:
+                assert isinstance(step, Batch)  # (a controller step is one entry)
+                step = dataclasses.replace(step, start=cursor,
+                                           end=later[0] if later else step.end)
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
@@ -102,18 +155,21 @@ class PlayExecutor:
                     self._step_tasks(step), self.plan.program.play.basedir, self.others)
             self._hostvars = {}
             self._settle_finished_blocks(step)
-            active = [h for h in self.order if self.hosts[h].active]
+            active = [h for h in self.order if self.hosts[h].active
+                      and starts.get(h, 0) <= cursor]
             if not active:
                 break
             outcome = self.run_step(step, active)
             self.after_step(step, active, outcome)
+            if step.end < self.plan.steps[number].end and not outcome.includes:
+                within = step.end  # (the rest of the step, with the hosts joining there)
+                continue
             number += 1
             if outcome.includes:
                 self.include_failed = []
                 number = self.splice_includes(step, outcome)
                 if self.include_failed:
                     self._after_include_failures(step, active, outcome)
-        self._settle_open_failures()
 
     def _after_include_failures(self, step: Step, active: List[str],
                                 outcome: StepOutcome) -> None:
@@ -433,6 +489,8 @@ class PlayExecutor:
         elif kind in ("unreachable", "crash"):
             outcome.trouble[host] = kind
             outcome.failed.append(host)
+            if kind == "unreachable":
+                self._unreachable_at(host, event["k"][0])
         elif kind == "end":
             call = calls[host]
             if not call.in_process:
@@ -589,6 +647,15 @@ class PlayExecutor:
             state.runtime = {**state.runtime,
                              register: runner_results.registered(event["result"])}
 
+    def _unreachable_at(self, host: str, index: int) -> None:
+        """``host`` became unreachable at entry ``index``. Not in a flush:
+        linear's iterator holds such a host among its handlers, which ioc
+        does not resume (clear_host_errors leaves it out, docs/status.md)."""
+        if not self.plan.program.entry(index).is_flush:
+            self.unreachable_at[host] = index
+        else:
+            self.unreachable_at.pop(host, None)
+
     def _ignores_unreachable(self, event: Event) -> bool:
         task = self.plan.program.entry(event["k"][0]).task
         return _set(task.ignore_unreachable)
@@ -638,6 +705,10 @@ class PlayExecutor:
     def after_step(self, step: Step, active: List[str], outcome: StepOutcome) -> None:
         once = outcome.once if outcome.once is not None else \
             isinstance(step, ControllerStep) and step.once
+        if isinstance(step, ControllerStep):  # (run through Ansible: no runner event)
+            for host, kind in outcome.trouble.items():
+                if kind == "unreachable" and self.hosts[host].status is HostStatus.UNREACHABLE:
+                    self._unreachable_at(host, step.index)
         if once:
             self._copy_once(active, outcome, step)
         self._play_metas(active, outcome)
@@ -694,6 +765,9 @@ class PlayExecutor:
             if meta in metas:
                 for host in self.active():
                     self.hosts[host].status = HostStatus.ENDED
+                for host in self.revived:  # (linear ends them too: no longer unreachable)
+                    self.hosts[host].status = HostStatus.ENDED
+                self.revived = {}
                 self.ended = True
         if "clear_facts" in metas:
             for host in self.active():
@@ -711,6 +785,12 @@ class PlayExecutor:
                     # Forgiven (L7.10): out of this play still, but not failed,
                     # so later plays run it again.
                     state.status = HostStatus.ENDED
+                elif state.status is HostStatus.UNREACHABLE \
+                        and state.name not in self.fatal_unreachable \
+                        and state.name in self.unreachable_at:
+                    # Reachable again to linear, whose iterator left it at its
+                    # next task: it goes on from there after the others (_catch_up).
+                    self.revived[state.name] = self.unreachable_at.pop(state.name) + 1
         for meta in ("clear_host_errors", "refresh_inventory"):
             if meta in metas:
                 self.ctx.play_meta(meta, active)
