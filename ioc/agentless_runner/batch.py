@@ -46,7 +46,8 @@ from ioc.agentless_runner.template_errors import UndefinedVariableError, conditi
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads, is_template,
-                                             TemplatedConditionals, unwrapped_condition)
+                                             TemplatedConditionals, ConstTemplates,
+                                             unwrapped_condition)
 
 WIRE_VERSION = 1
 OMIT = context.OMIT
@@ -518,7 +519,7 @@ class HostRun(HandlerRun, LoopRun):
             return None
         self.emit({"e": "start", "k": key, "name": name})
         with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads, \
-                TemplatedConditionals() as conditionals:
+                TemplatedConditionals() as conditionals, ConstTemplates() as consts:
             result = results.with_exception(self.execute(key, task, scope, templar))
         if conditionals.found:
             results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
@@ -571,6 +572,8 @@ class HostRun(HandlerRun, LoopRun):
             report(status)
         if reads is not None and reads.found:  # (not registered: Ansible's are not either)
             result["_ioc_deprecations"] = _deprecations(task, reads.found)
+        if consts.found:  # (not registered: Ansible's Display shows them)
+            result["_ioc_const_warnings"] = _const_warnings(task, consts.found)
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
         if status == "unreachable":
@@ -1212,6 +1215,51 @@ def _deprecations(task, found):
             written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
             out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
     return out
+
+
+def _const_warnings(task, found):
+    """``[{"conditional", "origin", "text"}]``: each Jinja constant string that
+    held a template and was templated (:class:`ConstTemplates`), with the text
+    of the template or expression it is in and where that was written, when it
+    is one of the task's conditions or arguments (where ansible-core 2.21's
+    warning points)."""
+    out = []
+    for conditional, source in found:
+        entry = {"conditional": conditional, "origin": _text_origin(task, source),
+                 "text": source}
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _text_origin(task, source):
+    """Where the task's condition or argument whose text is ``source`` (as
+    templated: stripped when a condition) was written, or None."""
+    if not isinstance(source, str):
+        return None
+    origins = task.get("origins") or {}
+    fields = [(task.get("when") or (), task.get("when_origins") or ())]
+    fields += [(task.get(f) or (), origins.get(f) or ()) for f in ("changed_when", "failed_when", "until")]
+    for values, written in fields:
+        for number, value in enumerate(values if isinstance(values, list) else [values]):
+            if isinstance(value, str) and source in (value, value.strip()):
+                return _nth(written, number)
+    return _arg_origin(task.get("args") or {}, "arg:", origins, source)
+
+
+def _arg_origin(mapping, prefix, origins, source):
+    for name, value in mapping.items():
+        if isinstance(value, str) and source in (value, value.strip()):
+            return _nth(origins.get(prefix + str(name)) or origins.get("arg:*") or (), 0)
+        if isinstance(value, list):
+            for number, item in enumerate(value):
+                if isinstance(item, str) and source in (item, item.strip()):
+                    return _nth(origins.get("%s%s[]" % (prefix, name)) or (), number)
+        if isinstance(value, dict):
+            found = _arg_origin(value, "%s%s." % (prefix, name), origins, source)
+            if found:
+                return found
+    return None
 
 
 def _that_origin(task, text):

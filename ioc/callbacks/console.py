@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO
 
+from ioc.agentless_runner.templating import CONST_TEMPLATE, CONST_TEMPLATE_HELP
 from ioc.callbacks.base import Callback, Status, TaskView
 
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
@@ -253,6 +254,12 @@ class Console(Callback):
         they are not dumped)."""
         if show and result.get("_ioc_deprecations"):
             self._deprecations(result["_ioc_deprecations"])
+        for entry in (result.get("_ioc_const_warnings") or ()) if show else ():
+            # (2.21's Display shows each while the task runs: before its own)
+            text = CONST_TEMPLATE
+            if entry.get("origin"):
+                text += "\n%s" % self.source_context(entry["origin"])
+            self.warning("%s\n\n%s\n" % (text, CONST_TEMPLATE_HELP[bool(entry.get("conditional"))]))
         if "warnings" not in result:
             if show and result.get("_ioc_conditional_templates"):
                 self._conditional_deprecations(result["_ioc_conditional_templates"])
