@@ -896,6 +896,14 @@ class HostRun(HandlerRun, LoopRun):
                                                written]]
         for marker in result.get("_ioc_marker_warnings") or ():
             marker["origin"] = _template_origin(task, templar, marker)
+        if result.get("_ioc_error_help") and task["action"] == "assert" \
+                and isinstance(result.get("_ioc_error_expr"), str):
+            # an expression ansible-core refuses with its help text (untrusted):
+            # the console's "caused by" names where it was written
+            written = _text_origin(task, result["_ioc_error_expr"].strip())
+            if written:
+                result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
+                                               written, None, result["_ioc_error_help"]]]
         if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))
@@ -1263,10 +1271,17 @@ def _arg_origin(mapping, prefix, origins, source):
 
 
 def _that_origin(task, text):
-    """Where assert's ``that`` was written when it is the one condition ``text``."""
-    if task["action"] != "assert" or (task.get("args") or {}).get("that") != text:
+    """Where assert's ``that`` condition ``text`` was written (``that`` itself,
+    or the item of its list that is ``text``)."""
+    if task["action"] != "assert":
         return None
-    return _nth((task.get("origins") or {}).get("arg:that") or (), 0)
+    that = (task.get("args") or {}).get("that")
+    origins = task.get("origins") or {}
+    if that == text:
+        return _nth(origins.get("arg:that") or (), 0)
+    if isinstance(that, list) and text in that:
+        return _nth(origins.get("arg:that[]") or (), that.index(text))
+    return None
 
 
 def _assert_that(value, templar):
