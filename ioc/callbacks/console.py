@@ -6,7 +6,6 @@ import json
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO
 
-from ioc.agentless_runner.templating import CONST_TEMPLATE, CONST_TEMPLATE_HELP
 from ioc.callbacks.base import Callback, Status, TaskView
 
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
@@ -19,6 +18,17 @@ _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 #: (the runner's ``results.CONTROLLER_ACTIONS``: callbacks may not import the runner).
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
                       "include_vars", "raw"})
+
+#: ansible-core 2.21's warning of a Jinja constant string holding a template
+#: that it templated, and its help texts (a lookup's term, a conditional's);
+#: the runner's words (``agentless_runner.templating.CONST_TEMPLATE``).
+_CONST_TEMPLATE = "Jinja constant strings should not contain embedded templates. " \
+    "This feature will be disabled by default in ansible-core 2.23."
+_CONST_TEMPLATE_HELP = (
+    "Use inline expressions, for example: `msg: \"{{ lookup('env', '{{ a_var }}') }}\"` "
+    "becomes `msg: \"{{ lookup('env', a_var) }}\"`",
+    "Use inline expressions, for example: `when: \"{{ a_var }}\" == 42` becomes "
+    "`when: a_var == 42`")
 
 #: ansible-core 2.19+'s deprecation of a condition written as one template.
 _CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
@@ -256,10 +266,10 @@ class Console(Callback):
             self._deprecations(result["_ioc_deprecations"])
         for entry in (result.get("_ioc_const_warnings") or ()) if show else ():
             # (2.21's Display shows each while the task runs: before its own)
-            text = CONST_TEMPLATE
+            text = _CONST_TEMPLATE
             if entry.get("origin"):
                 text += "\n%s" % self.source_context(entry["origin"])
-            self.warning("%s\n\n%s\n" % (text, CONST_TEMPLATE_HELP[bool(entry.get("conditional"))]))
+            self.warning("%s\n\n%s\n" % (text, _CONST_TEMPLATE_HELP[bool(entry.get("conditional"))]))
         if "warnings" not in result:
             if show and result.get("_ioc_conditional_templates"):
                 self._conditional_deprecations(result["_ioc_conditional_templates"])
