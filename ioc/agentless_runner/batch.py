@@ -46,7 +46,8 @@ from ioc.agentless_runner.template_errors import UndefinedVariableError, conditi
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Verbatim, current_reads, is_template,
-                                             TemplatedConditionals, unwrapped_condition)
+                                             TemplatedConditionals, ConstTemplates,
+                                             unwrapped_condition)
 
 WIRE_VERSION = 1
 OMIT = context.OMIT
@@ -518,7 +519,7 @@ class HostRun(HandlerRun, LoopRun):
             return None
         self.emit({"e": "start", "k": key, "name": name})
         with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads, \
-                TemplatedConditionals() as conditionals:
+                TemplatedConditionals() as conditionals, ConstTemplates() as consts:
             result = results.with_exception(self.execute(key, task, scope, templar))
         if conditionals.found:
             results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
@@ -571,6 +572,8 @@ class HostRun(HandlerRun, LoopRun):
             report(status)
         if reads is not None and reads.found:  # (not registered: Ansible's are not either)
             result["_ioc_deprecations"] = _deprecations(task, reads.found)
+        if consts.found:  # (not registered: Ansible's Display shows them)
+            result["_ioc_const_warnings"] = _const_warnings(task, consts.found)
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
         if status == "unreachable":
@@ -895,6 +898,14 @@ class HostRun(HandlerRun, LoopRun):
                                                written]]
         for marker in result.get("_ioc_marker_warnings") or ():
             marker["origin"] = _template_origin(task, templar, marker)
+        if result.get("_ioc_error_help") and task["action"] == "assert" \
+                and isinstance(result.get("_ioc_error_expr"), str):
+            # an expression ansible-core refuses with its help text (untrusted):
+            # the console's "caused by" names where it was written
+            written = _text_origin(task, result["_ioc_error_expr"].strip())
+            if written:
+                result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
+                                               written, None, result["_ioc_error_help"]]]
         if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))
@@ -1216,11 +1227,63 @@ def _deprecations(task, found):
     return out
 
 
-def _that_origin(task, text):
-    """Where assert's ``that`` was written when it is the one condition ``text``."""
-    if task["action"] != "assert" or (task.get("args") or {}).get("that") != text:
+def _const_warnings(task, found):
+    """``[{"conditional", "origin", "text"}]``: each Jinja constant string that
+    held a template and was templated (:class:`ConstTemplates`), with the text
+    of the template or expression it is in and where that was written, when it
+    is one of the task's conditions or arguments (where ansible-core 2.21's
+    warning points)."""
+    out = []
+    for conditional, source in found:
+        entry = {"conditional": conditional, "origin": _text_origin(task, source),
+                 "text": source}
+        if entry not in out:
+            out.append(entry)
+    return out
+
+
+def _text_origin(task, source):
+    """Where the task's condition or argument whose text is ``source`` (as
+    templated: stripped when a condition) was written, or None."""
+    if not isinstance(source, str):
         return None
-    return _nth((task.get("origins") or {}).get("arg:that") or (), 0)
+    origins = task.get("origins") or {}
+    fields = [(task.get("when") or (), task.get("when_origins") or ())]
+    fields += [(task.get(f) or (), origins.get(f) or ()) for f in ("changed_when", "failed_when", "until")]
+    for values, written in fields:
+        for number, value in enumerate(values if isinstance(values, list) else [values]):
+            if isinstance(value, str) and source in (value, value.strip()):
+                return _nth(written, number)
+    return _arg_origin(task.get("args") or {}, "arg:", origins, source)
+
+
+def _arg_origin(mapping, prefix, origins, source):
+    for name, value in mapping.items():
+        if isinstance(value, str) and source in (value, value.strip()):
+            return _nth(origins.get(prefix + str(name)) or origins.get("arg:*") or (), 0)
+        if isinstance(value, list):
+            for number, item in enumerate(value):
+                if isinstance(item, str) and source in (item, item.strip()):
+                    return _nth(origins.get("%s%s[]" % (prefix, name)) or (), number)
+        if isinstance(value, dict):
+            found = _arg_origin(value, "%s%s." % (prefix, name), origins, source)
+            if found:
+                return found
+    return None
+
+
+def _that_origin(task, text):
+    """Where assert's ``that`` condition ``text`` was written (``that`` itself,
+    or the item of its list that is ``text``)."""
+    if task["action"] != "assert":
+        return None
+    that = (task.get("args") or {}).get("that")
+    origins = task.get("origins") or {}
+    if that == text:
+        return _nth(origins.get("arg:that") or (), 0)
+    if isinstance(that, list) and text in that:
+        return _nth(origins.get("arg:that[]") or (), that.index(text))
+    return None
 
 
 def _assert_that(value, templar):

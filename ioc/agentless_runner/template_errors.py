@@ -9,7 +9,7 @@ Imports nothing; runs on Python 3.9+.
 """
 
 __all__ = ["TemplateError", "UndefinedVariableError", "ConditionalResultError",
-           "conditional_error_text"]
+           "UntrustedTemplateError", "conditional_error_text"]
 
 
 class TemplateError(Exception):
@@ -29,6 +29,17 @@ class UndefinedVariableError(TemplateError):
 
 class ConditionalResultError(TemplateError):
     """A condition evaluated to something other than a bool."""
+
+
+class UntrustedTemplateError(TemplateError):
+    """A text that is no trusted template or expression was to be evaluated
+    (ansible-core's ``TemplateTrustCheckFailedError``); ``help_text`` is its."""
+
+    help_text = ("Templates and expressions must be defined by trusted sources such as "
+                 "playbooks or roles, not untrusted sources such as module results.")
+
+    def __init__(self):
+        TemplateError.__init__(self, "Encountered untrusted template or expression.")
 
 
 def conditional_error_text(exc):

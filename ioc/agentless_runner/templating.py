@@ -36,7 +36,7 @@ from jinja2.runtime import Undefined
 
 from ioc.agentless_runner.filters import FILTERS
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
-                                                  UndefinedVariableError)
+                                                  UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "DeprecatedText",
     "ReplacingMarkers",
     "TemplatedConditionals",
+    "ConstTemplates",
     "unwrapped_condition",
     "is_template",
 ]
@@ -190,6 +191,46 @@ class TemplatedConditionals(object):
     def __exit__(self, *exc):
         _LOCAL.conditionals = self._outer
         return False
+
+
+class ConstTemplates(object):
+    """Records, while active on this thread, each Jinja constant string that
+    held a template and was templated (ansible-core 2.21's embedded templates:
+    every such constant of a conditional expression, and those passed as a
+    lookup's terms anywhere), as 2.21 warns of each ("Jinja constant strings
+    should not contain embedded templates. ..."). ``found`` lists
+    ``(conditional, source)`` in order: whether it was a conditional's (the
+    warning's help text differs), and the top-level text being templated or
+    evaluated (where Ansible's warning points: the origin of that text)."""
+
+    def __init__(self):
+        self.found = []
+        #: The text of each template or expression being run, innermost last.
+        self.sources = []
+        self._outer = None
+
+    def add(self, conditional):
+        self.found.append((conditional, self.sources[-1] if self.sources else None))
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, "consts", None)
+        _LOCAL.consts = self
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.consts = self._outer
+        return False
+
+
+#: ansible-core 2.21's warning of a Jinja constant string holding a template
+#: that was templated, and its help texts (in a conditional, elsewhere).
+CONST_TEMPLATE = "Jinja constant strings should not contain embedded templates. " \
+    "This feature will be disabled by default in ansible-core 2.23."
+CONST_TEMPLATE_HELP = (
+    "Use inline expressions, for example: `msg: \"{{ lookup('env', '{{ a_var }}') }}\"` "
+    "becomes `msg: \"{{ lookup('env', a_var) }}\"`",
+    "Use inline expressions, for example: `when: \"{{ a_var }}\" == 42` becomes "
+    "`when: a_var == 42`")
 
 
 #: ansible-core's deprecation of a condition written as a template (2.19+).
@@ -572,6 +613,7 @@ def environment():
     env.tests.update(TESTS)
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
                        q=_lookup_on_target, now=_now)
+    env.globals[_CONST] = _embedded_const
     return env
 
 
@@ -671,10 +713,62 @@ def _native_template(env, expr):
     return env.from_string(root)
 
 
+#: The Jinja globals that call a lookup plugin (the first argument names it).
+_LOOKUP_CALLS = ("lookup", "query", "q")
+#: The global :func:`_embedded_const` is known by in compiled templates.
+_CONST = "__ioc_const"
+
+
+def _embedded_consts(node, conditional, term=False):
+    """``node`` (a parsed template or expression) with each Jinja constant
+    string holding a template replaced by a call of :func:`_embedded_const`,
+    where ansible-core 2.21 templates it (its ``visit_Const`` and
+    ``_access_const``): every one in a conditional expression; elsewhere only
+    a lookup's terms (its arguments but the plugin's name, and the items of a
+    list, tuple or dict written there). Rewrites ``node`` in place."""
+    if isinstance(node, nodes.Const):
+        if type(node.value) is str and is_template(node.value) and (conditional or term):
+            call = nodes.Call(nodes.Name(_CONST, "load"),
+                              [node, nodes.Const(conditional)], [], None, None)
+            call.set_lineno(node.lineno)
+            return call
+        return node
+    lookup = not conditional and isinstance(node, nodes.Call) \
+        and isinstance(node.node, nodes.Name) and node.node.name in _LOOKUP_CALLS
+    container = isinstance(node, (nodes.List, nodes.Tuple, nodes.Dict, nodes.Pair))
+    for field, value in node.iter_fields():
+        if isinstance(value, nodes.Node):
+            inner = term and container and not (isinstance(node, nodes.Pair) and field == "key")
+            setattr(node, field, _embedded_consts(value, conditional, inner))
+        elif isinstance(value, list):
+            setattr(node, field, [
+                _embedded_consts(v, conditional,
+                                 (lookup and field == "args" and number > 0)
+                                 or (term and container))
+                if isinstance(v, nodes.Node) else v
+                for number, v in enumerate(value)])
+    return node
+
+
+@jinja2.pass_context
+def _embedded_const(context, value, conditional):
+    """The value of a Jinja constant string that holds a template, where
+    ansible-core 2.21 templates it (see :func:`_embedded_consts`): templated
+    with the variables of the template it is in, and recorded for the warning
+    2.21 gives of each (:class:`ConstTemplates`)."""
+    consts = getattr(_LOCAL, "consts", None)
+    if consts is not None:
+        consts.add(conditional)
+    templar = getattr(context.parent, "_templar", None)
+    if templar is None:
+        return value
+    return templar.lazy(value)
+
+
 @functools.lru_cache(maxsize=4096)
 def _compile_template(source):
     env = environment()
-    root = env.parse(source)
+    root = _embedded_consts(env.parse(source), False)
     body = root.body
     if (len(body) == 1 and isinstance(body[0], nodes.Output)
             and len(body[0].nodes) == 1
@@ -684,14 +778,16 @@ def _compile_template(source):
 
 
 @functools.lru_cache(maxsize=4096)
-def _compile_expression(source):
+def _compile_expression(source, conditional=False):
+    """A bare expression, compiled; ``conditional``: a conditional expression,
+    whose constant strings that hold templates are templated."""
     env = environment()
     parser = Parser(env, source, state="variable")
     expr = parser.parse_expression()
     if not parser.stream.eos:
         raise jinja2.TemplateSyntaxError(
             "chunk after expression", parser.stream.current.lineno, None, None)
-    return _Compiled(_native_template(env, expr), True)
+    return _Compiled(_native_template(env, _embedded_consts(expr, conditional)), True)
 
 
 def _translate(exc, source, kind="template"):
@@ -790,10 +886,12 @@ class Templar(object):
             return value
         return to_builtin(self.lazy(value))
 
-    def evaluate(self, expression):
-        """The native value of a bare jinja ``expression`` (no braces)."""
+    def evaluate(self, expression, conditional=False):
+        """The native value of a bare jinja ``expression`` (no braces);
+        ``conditional``: a conditional expression (its constant strings that
+        hold templates are templated, as ansible-core 2.21 does)."""
         try:
-            compiled = _compile_expression(expression)
+            compiled = _compile_expression(expression, conditional)
         except jinja2.TemplateError as exc:
             raise _translate(exc, expression, "expression") from None
         return to_builtin(self._run(compiled, expression, "expression"))
@@ -812,13 +910,10 @@ class Templar(object):
         if condition is None or condition == "":
             return True
         if isinstance(condition, str):
-            expression = _condition_expression(condition, self)
-            result = self.evaluate(expression)
+            result, templated = self._condition_value(condition)
             conditionals = getattr(_LOCAL, "conditionals", None)
-            # (unwrapped, the template's value is the expression's: no text, so
-            # Ansible's templating of the whole condition gave no expression)
-            if conditionals is not None and not isinstance(result, str) \
-                    and unwrapped_condition(condition):
+            # (Ansible's templating of the whole condition gave no text: no expression)
+            if conditionals is not None and templated:
                 entry = (condition, written or origin)
                 if entry not in conditionals.found:
                     conditionals.found.append(entry)
@@ -831,6 +926,36 @@ class Templar(object):
                 "%r. Conditionals must have a boolean result."
                 % (bool(result), type(result).__name__, origin or condition))
         return result
+
+    def _condition_value(self, condition):
+        """The value of a condition string, as ansible-core 2.21's
+        ``_normalize_and_evaluate_conditional`` gives it: a condition that is
+        all template is templated (its constant strings as any template's),
+        and a text it gives is the expression evaluated, when it is trusted
+        (the value of a variable: ``that: '{{ item }}'``); a template made of
+        several (``{{ 'a' }} == {{ 'b' }}``) gives no trusted text. Any other
+        condition is a conditional expression (its constant strings that hold
+        templates are templated), but one that Jinja cannot parse as an
+        expression and that embeds templates (``"{{ a }} == 1"``) is rendered
+        first, as older Ansible did. Returns ``(value, templated)``:
+        ``templated`` when the condition is all template and its value no text
+        (which 2.19+ deprecates)."""
+        text = condition.strip()
+        if _all_template(text):
+            if unwrapped_condition(text):
+                value = self.evaluate(text[2:-2])
+                if not isinstance(value, str):
+                    return value, True
+                if not _variable_reference(text[2:-2]):
+                    raise UntrustedTemplateError()
+                return self.evaluate(value.strip(), conditional=True), False
+            value = self.template(text)
+            if isinstance(value, str):
+                raise UntrustedTemplateError()
+            return value, True
+        if is_template(text) and not _parses_as_expression(text):
+            text = _condition_expression(text, self)
+        return self.evaluate(text, conditional=True), False
 
     def is_template(self, value):
         """True if ``value`` holds template markers (see :func:`is_template`)."""
@@ -949,6 +1074,9 @@ class Templar(object):
         markers = _markers()
         if markers is not None:
             markers.rendering.append((self._current, source))
+        consts = getattr(_LOCAL, "consts", None)
+        if consts is not None:
+            consts.sources.append(source)
         try:
             if not compiled.native:
                 return template.environment.concat(template.root_render_func(context))
@@ -961,6 +1089,8 @@ class Templar(object):
         finally:
             if markers is not None:
                 markers.rendering.pop()
+            if consts is not None:
+                consts.sources.pop()
         result = context.vars[_RESULT]
         if isinstance(result, Undefined):
             if markers is not None:  # (it travels on: replaced where it ends up)
@@ -980,6 +1110,34 @@ def unwrapped_condition(condition):
         return False
     inner = text[2:-2]
     return not is_template(inner) and "}}" not in inner
+
+
+def _all_template(text):
+    """ansible-core's ``is_possibly_all_template``: ``text`` starts and ends
+    with Jinja delimiters."""
+    return text.startswith(_MARKERS) and text.endswith(("%}", "}}", "#}"))
+
+
+def _parses_as_expression(text):
+    try:
+        _compile_expression(text, True)
+    except jinja2.TemplateError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _variable_reference(expression):
+    """Whether ``expression`` reads a variable (``item``, ``x.y``, ``x['y']``):
+    the value of a variable written in a playbook is trusted, as ansible-core
+    trusts it, while a text a template builds is not."""
+    try:
+        node = Parser(environment(), expression, state="variable").parse_expression()
+    except jinja2.TemplateError:
+        return False
+    while isinstance(node, (nodes.Getattr, nodes.Getitem)):
+        node = node.node
+    return isinstance(node, nodes.Name)
 
 
 def _condition_expression(condition, templar):

@@ -148,7 +148,7 @@ def error_chain_text(links: Sequence[Sequence[Any]], task_origin: str) -> str:
     """What follows ``[ERROR]: `` for a task whose error ansible-core raises as a
     chain (an argument that cannot be templated: the action, then the argument,
     then the variable whose value failed): ``links`` are (message, origin[,
-    the value an origin-less link is about]) from
+    the value an origin-less link is about[, the error's help text]]) from
     the outermost cause in, formatted by ansible-core's own display code under
     TaskExecutor's "Task failed." (a cause at its parent's origin is merged into
     its parent's line, as Ansible does)."""
@@ -162,8 +162,9 @@ def error_chain_text(links: Sequence[Sequence[Any]], task_origin: str) -> str:
         message, origin = link[0], link[1]
         # (a link without an origin names its value: Ansible prints it under "<unknown>")
         obj = _origin(Location.parse(origin)) if origin else (link[2] if len(link) > 2 else None)
+        help_text = link[3] if len(link) > 3 else None
         try:
-            raise AnsibleError(message, obj=obj) from cause
+            raise AnsibleError(message, obj=obj, help_text=help_text) from cause
         except AnsibleError as error:
             cause = error
     try:

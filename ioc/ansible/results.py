@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
-from ioc.agentless_runner.templating import CONDITIONAL_AS_TEMPLATE
+from ioc.agentless_runner.templating import (CONDITIONAL_AS_TEMPLATE, CONST_TEMPLATE,
+                                             CONST_TEMPLATE_HELP)
 from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.errors import _origin, engine_exception
 from ioc.model import Location
@@ -82,6 +83,9 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if result.get("_ioc_conditional_templates") and isinstance(data.get("deprecations"), list):
         data["deprecations"] = _conditional_deprecations(task, data["deprecations"],
                                                          result["_ioc_conditional_templates"])
+    if result.get("_ioc_const_warnings"):
+        data["warnings"] = _const_warnings(task, result["_ioc_const_warnings"]) \
+            + list(data.get("warnings") or [])
     if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
         data["warnings"] = _marker_warnings(task, data["warnings"],
                                             result["_ioc_marker_warnings"])
@@ -198,6 +202,44 @@ def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> Non
         if utr._warnings:
             utr._warnings = [warning if getattr(w, "event", None) is not None and
                              w.event.msg == error.get("text") else w for w in utr._warnings]
+
+
+def _const_warnings(task: Any, entries: List[Mapping[str, Any]]) -> List[Any]:
+    """The warning ansible-core 2.21's templating gives of each Jinja constant
+    string holding a template that it templated (the runner's
+    ``_ioc_const_warnings``), with where the template it is in was written
+    (the task's own tagged text, else the origin the runner knew) and the help text of a conditional's or of a lookup's term; shown before
+    the task's own warnings, as 2.21's Display shows them while the task runs."""
+    from ansible._internal._errors import _error_utils
+    from ansible.module_utils._internal import _messages
+
+    from ansible._internal._datatag._tags import Origin
+
+    out: List[Any] = []
+    for entry in entries:
+        written = _condition_text(task, entry.get("text"))
+        if written is not None and Origin.is_tagged_on(written):
+            context = _error_utils.SourceContext.from_value(written)
+        else:
+            origin = _origin(Location.parse(entry["origin"])) if entry.get("origin") else None
+            context = _error_utils.SourceContext.from_origin(origin) if origin is not None else None
+        out.append(_messages.WarningSummary(event=_messages.Event(
+            msg=CONST_TEMPLATE, formatted_source_context=str(context) if context else None,
+            help_text=CONST_TEMPLATE_HELP[bool(entry.get("conditional"))])))
+    return out
+
+
+def _condition_text(task: Any, text: Any) -> Any:
+    """The task's own argument or condition (when, changed_when, failed_when,
+    until) whose text, stripped as a condition is, is ``text``; None if none."""
+    found = _argument(task, text, stripped=True)
+    if found is not None or not isinstance(text, str):
+        return found
+    for conditions in (getattr(task, "changed_when", None), getattr(task, "failed_when", None)):
+        for condition in conditions if isinstance(conditions, list) else [conditions]:
+            if isinstance(condition, str) and condition.strip() == text:
+                return condition
+    return None
 
 
 def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]]) -> List[Any]:
@@ -427,12 +469,13 @@ def _error_object(task: Any, result: Mapping[str, Any]) -> Any:
     return _argument(task, result.get("_ioc_error_expr"))
 
 
-def _argument(task: Any, expression: Any) -> Any:
+def _argument(task: Any, expression: Any, stripped: bool = False) -> Any:
     """The task's own argument equal to ``expression`` (it carries Ansible's origin tag).
 
     An action's error about one of its arguments (assert's ``that``) names
     where that argument was written, as Ansible's does; None when no argument
-    is that text.
+    is that text. ``stripped``: one whose text stripped is ``expression`` (a
+    condition, as ansible-core evaluates it) will do too.
     """
     if not isinstance(expression, str):
         return None
@@ -450,7 +493,8 @@ def _argument(task: Any, expression: Any) -> Any:
             pending.extend(value.keys())  # (set_fact's templated keys)
         elif isinstance(value, (list, tuple)):
             pending.extend(value)
-        elif isinstance(value, str) and value == expression:
+        elif isinstance(value, str) and (value == expression
+                                         or stripped and value.strip() == expression):
             return value
     return None
 

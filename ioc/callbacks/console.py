@@ -19,6 +19,17 @@ _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
 _ACTIONS = frozenset({"fail", "assert", "debug", "set_fact", "meta", "validate_argument_spec",
                       "include_vars", "raw"})
 
+#: ansible-core 2.21's warning of a Jinja constant string holding a template
+#: that it templated, and its help texts (a lookup's term, a conditional's);
+#: the runner's words (``agentless_runner.templating.CONST_TEMPLATE``).
+_CONST_TEMPLATE = "Jinja constant strings should not contain embedded templates. " \
+    "This feature will be disabled by default in ansible-core 2.23."
+_CONST_TEMPLATE_HELP = (
+    "Use inline expressions, for example: `msg: \"{{ lookup('env', '{{ a_var }}') }}\"` "
+    "becomes `msg: \"{{ lookup('env', a_var) }}\"`",
+    "Use inline expressions, for example: `when: \"{{ a_var }}\" == 42` becomes "
+    "`when: a_var == 42`")
+
 #: ansible-core 2.19+'s deprecation of a condition written as one template.
 _CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
     "such as {{ }} or {% %}."
@@ -253,6 +264,12 @@ class Console(Callback):
         they are not dumped)."""
         if show and result.get("_ioc_deprecations"):
             self._deprecations(result["_ioc_deprecations"])
+        for entry in (result.get("_ioc_const_warnings") or ()) if show else ():
+            # (2.21's Display shows each while the task runs: before its own)
+            text = _CONST_TEMPLATE
+            if entry.get("origin"):
+                text += "\n%s" % self.source_context(entry["origin"])
+            self.warning("%s\n\n%s\n" % (text, _CONST_TEMPLATE_HELP[bool(entry.get("conditional"))]))
         if "warnings" not in result:
             if show and result.get("_ioc_conditional_templates"):
                 self._conditional_deprecations(result["_ioc_conditional_templates"])

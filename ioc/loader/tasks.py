@@ -510,8 +510,13 @@ def _nested_origins(mapping: Mapping[str, Any], prefix: str,
                     out: dict[str, tuple[str, ...]]) -> None:
     """Where each value of ``mapping`` was written, as ``<prefix><name>``, and
     those of the mappings inside it, as ``<prefix><name>.<key>``; list values
-    are left out (only their items' positions are known)."""
+    are left out (only their items' positions are known: ``<prefix><name>[]``,
+    one per item, where ansible-core's warning about a template in an item
+    points)."""
     for name in mapping:
+        if isinstance(mapping[name], list) and mapping[name] \
+                and any(value_origins(mapping, name, len(mapping[name]))):
+            out["%s%s[]" % (prefix, name)] = value_origins(mapping, name, len(mapping[name]))
         if not isinstance(mapping[name], list) and any(value_origins(mapping, name, 1)):
             out[prefix + str(name)] = value_origins(mapping, name, 1)
             if isinstance(mapping[name], Mapping):

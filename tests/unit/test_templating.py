@@ -551,3 +551,47 @@ def test_runner_files_import_only_allowed_modules(name):
 def _stdlib():
     import sys
     return set(sys.stdlib_module_names)
+
+
+# -- ansible-core 2.21's embedded templates in Jinja constant strings -------------------
+
+
+def _echo_lookup(name, *terms, **kwargs):
+    return [name] + list(terms)
+
+
+def test_constant_template_is_templated_in_a_conditional_expression():
+    with templating.ConstTemplates() as consts:
+        assert Templar({"x": 1}).conditional('"du{{ \'de\' }}" == "dude"\n') is True
+        assert Templar({}).conditional('dict({"d": "{{ 1 + 1 }}"})["d"] == 2') is True
+    assert [conditional for conditional, _ in consts.found] == [True, True]
+    assert consts.found[0][1] == '"du{{ \'de\' }}" == "dude"'
+
+
+def test_constant_template_is_kept_in_a_conditional_template_and_other_templates():
+    with templating.ConstTemplates() as consts:
+        assert Templar({}).conditional('{{ "du{" + "{\'de\'}}" == "du{{\'de\'}}" }}') is True
+        assert Templar({}).template(
+            "{% set j = joiner('{{ 1 }}') %}x{{ j() }}{{ j() }}x") == "x{{ 1 }}x"
+    assert consts.found == []
+
+
+def test_lookup_terms_are_templated_but_not_the_lookup_name():
+    templar = Templar({"x": 1, "lookup": _echo_lookup})
+    with templating.ConstTemplates() as consts:
+        value = templar.template(
+            "{{ lookup('{{ 1 }}', 'a{{ x }}', ['{{ x }}'], {'{{ k }}': '{{ x }}'}) }}")
+    assert value == ["{{ 1 }}", "a1", [1], {"{{ k }}": 1}]
+    assert [conditional for conditional, _ in consts.found] == [False] * 3
+
+
+def test_a_condition_made_of_templates_is_untrusted():
+    with pytest.raises(TemplateError, match="^Encountered untrusted template or expression.$"):
+        Templar({}).conditional("{{ 'hello' }} == {{ 'world' }}")
+
+
+def test_a_template_giving_a_variables_text_is_that_expression():
+    assert Templar({"item": "1 == 1"}).conditional("{{ item }}") is True
+    assert Templar({"item": "1 == 42"}).conditional("{{ item }}") is False
+    with pytest.raises(TemplateError, match="untrusted"):
+        Templar({}).conditional("{{ '1 == 1' }}")

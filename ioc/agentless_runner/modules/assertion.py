@@ -31,7 +31,8 @@ def _evaluate(that, ctx):
         try:
             return ctx.templar.conditional(that)
         except TemplateError as exc:
-            raise TaskError(conditional_error_text(exc), that)
+            raise TaskError(conditional_error_text(exc), that,
+                            help_text=getattr(exc, "help_text", None))
     if isinstance(that, bool):
         return that
     raise ModuleError("assert needs a templar to evaluate %r" % (that,))
