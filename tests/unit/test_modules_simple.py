@@ -37,7 +37,11 @@ def run(name, args, **ctx):
 def test_debug_default_and_msg():
     assert run("debug", {}) == {"msg": "Hello world!", "failed": False, "changed": False}
     assert run("debug", {"msg": [1, 2]})["msg"] == [1, 2]
-    assert run("debug", {"msg": "hi", "verbosity": 2})["msg"] == "hi"
+    # above the run's -v count (ansible_verbosity) a debug is skipped, as Ansible's action
+    assert run("debug", {"msg": "hi", "verbosity": 2}, task_vars={"ansible_verbosity": 2})["msg"] == "hi"
+    assert run("debug", {"msg": "hi", "verbosity": 2}, task_vars={"ansible_verbosity": 1}) == {
+        "skipped_reason": "Verbosity threshold not met.", "skipped": True, "failed": False,
+        "changed": False}
 
 
 def test_debug_var_without_templar():
