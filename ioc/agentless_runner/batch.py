@@ -893,9 +893,16 @@ class HostRun(HandlerRun, LoopRun):
         option = result.get("_ioc_error_option")
         if option is not None:  # an action's error about an option's value
             written = _nth((task.get("origins") or {}).get("arg:%s" % option) or (), 0)
-            if written:  # (ioc-run's console: the "caused by" names where it was written)
-                result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
-                                               written]]
+            said = str(result["msg"])[len("Task failed: "):]
+            resolving, _, cause = said.partition(": ")
+            if written and option == "var" and resolving == "Error while resolving `var` expression":
+                # (debug's action raises this about the argument, from the
+                # templating error: both say where var was written)
+                result["_ioc_error_chain"] = [[resolving + ".", written],
+                                              [cause, written, None,
+                                               result.get("_ioc_error_help")]]
+            elif written:  # (ioc-run's console: the "caused by" names where it was written)
+                result["_ioc_error_chain"] = [[said, written]]
         for marker in result.get("_ioc_marker_warnings") or ():
             marker["origin"] = _template_origin(task, templar, marker)
         if result.get("_ioc_error_help") and task["action"] == "assert" \
@@ -993,6 +1000,9 @@ class HostRun(HandlerRun, LoopRun):
                 raise error
         if reads is not None:  # (debug templates its var when it runs)
             reads.where = "var" if task["action"] == "debug" and "var" in args else None
+        if task["action"] == "debug" and isinstance(out.get("var"), str) \
+                and not templating.trusted_result(args.get("var")):
+            out["_ioc_untrusted_var"] = True  # (the text a template built is no expression)
         return out
 
     def _late_lookup(self, file_key):

@@ -1112,6 +1112,17 @@ def unwrapped_condition(condition):
     return not is_template(inner) and "}}" not in inner
 
 
+def trusted_result(value):
+    """Whether the text templating ``value`` (a task argument as written) gives
+    is trusted, as ansible-core 2.21 tracks trust: text written in the playbook
+    is, and so is the value of a variable (``'{{ item }}'``); a text a
+    template builds (``'{{ "name" }}'``, a concatenation, a filter's) is not,
+    and cannot be evaluated as an expression (debug's ``var``)."""
+    if not isinstance(value, str) or not is_template(value):
+        return True
+    return unwrapped_condition(value) and _variable_reference(value.strip()[2:-2])
+
+
 def _all_template(text):
     """ansible-core's ``is_possibly_all_template``: ``text`` starts and ends
     with Jinja delimiters."""

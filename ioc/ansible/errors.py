@@ -94,6 +94,9 @@ _WHEN_FAILED = "A 'when' expression failed"
 _NOT_BOOLEAN = "Conditionals must have a boolean result."
 _BROKEN_HELP = "Broken conditionals can be temporarily allowed with the " \
     "`ALLOW_BROKEN_CONDITIONALS` configuration option."
+#: debug's ``var`` that could not be evaluated: its action raises this about the
+#: argument, from the templating error (both about where ``var`` was written).
+_VAR_FAILED = "Error while resolving `var` expression"
 
 
 def engine_exception(message: str, obj: Any = None, help_text: Optional[str] = None) -> Exception:
@@ -106,6 +109,13 @@ def engine_exception(message: str, obj: Any = None, help_text: Optional[str] = N
     if when == _WHEN_FAILED and broken.endswith(_NOT_BOOLEAN):
         try:
             raise AnsibleError(broken, obj=obj, help_text=_BROKEN_HELP)
+        except AnsibleError as cause:
+            error = AnsibleError(when + ".", obj=obj)
+            error.__cause__ = cause
+            return error
+    if when == _VAR_FAILED and broken and obj is not None:
+        try:
+            raise AnsibleError(broken, obj=obj, help_text=help_text)
         except AnsibleError as cause:
             error = AnsibleError(when + ".", obj=obj)
             error.__cause__ = cause

@@ -10,7 +10,8 @@ from ioc.callbacks.base import Callback, Status, TaskView
 
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
 _DEBUG_ALLOWED = frozenset({"msg", "exception", "warnings", "deprecations"})
-_DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
+_DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason",
+                 "ansible_loop_var", "ansible_index_var", "ansible_loop")
 #: Never printed: ``failed``/``skipped`` are dropped from what callbacks see
 #: (Ansible's ``TaskResult.clean_copy``) and the traceback goes to [ERROR].
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
@@ -177,7 +178,7 @@ class Console(Callback):
         host = host_label(host, result)
         raw, changed = result, bool(result.get("changed"))  # (debug's clean drops "changed")
         result = self.clean(result, task)
-        label = item_label(result)
+        label = item_label(raw)  # (Ansible's item label is kept apart from what clean drops)
         if status is Status.OK and task.action in ("include_tasks", "include_role"):
             return  # an include's items print as its ``included:`` lines
         self._warnings(raw)  # (before the item's line, as the default callback)

@@ -4,7 +4,7 @@ Above the run's ``-v`` count (``ansible_verbosity``) a ``verbosity`` makes the
 task skipped, its message or variable not even looked at, as Ansible's action.
 """
 from ioc.agentless_runner.context import OMIT, ModuleError, TaskError
-from ioc.agentless_runner.template_errors import TemplateError
+from ioc.agentless_runner.template_errors import TemplateError, UntrustedTemplateError
 from ioc.agentless_runner.templating import ReplacingMarkers
 from ioc.agentless_runner.modules import _common
 
@@ -23,7 +23,7 @@ def _is_undefined(obj):
     return any("Undefined" in k.__name__ for k in cls.__mro__)
 
 
-def _lookup(var, ctx):
+def _lookup(var, ctx, untrusted=False):
     """``(value, warnings)`` of expression ``var``.
 
     As ansible-core 2.21's debug (and 2.19's): an undefined value met while
@@ -33,8 +33,14 @@ def _lookup(var, ctx):
     :meth:`ReplacingMarkers.warnings`)."""
     if ctx.templar is not None:
         try:
+            if untrusted:
+                raise UntrustedTemplateError()
             with ReplacingMarkers() as markers:
                 value = ctx.templar.evaluate(var)
+        except UntrustedTemplateError as e:
+            # (about the argument as written: the controller names where)
+            raise TaskError("Error while resolving `var` expression: %s" % (e,),
+                            help_text=e.help_text, option="var")
         except TemplateError as e:
             # (Ansible's action raises it with the error as its cause)
             raise TaskError("Error while resolving `var` expression: %s" % (e,), var)
@@ -77,7 +83,7 @@ def run(args, ctx):
     if args.get("var") is not None:
         var = args["var"]
         key = str(type(var)) if isinstance(var, (list, dict)) else var
-        value, warnings = _lookup(var, ctx)
+        value, warnings = _lookup(var, ctx, args.get("_ioc_untrusted_var", False))
         result = {key: value, "failed": False, "changed": False}
         if value == OMIT:
             # (Ansible's AnsibleValueOmittedError: the placeholder, and a warning
