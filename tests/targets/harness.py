@@ -158,7 +158,10 @@ class Harness:
             if "needs/root" in aliases or "needs/target/setup_test_user" in aliases:
                 # they become unprivileged users that run the controller's Python
                 machine.enter_context(interpreter_reachable(self.python))
+            # each run starts from the users and groups the target found (accounts.py)
+            accounts = machine.enter_context(same_accounts())
             baseline = self._run_one(target, BASELINE, self.trees[BASELINE])
+            accounts.restore()
             candidate = self._run_one(target, self.candidate, self.trees[self.candidate])
         return judge(target, baseline, candidate, self.trees)
 
