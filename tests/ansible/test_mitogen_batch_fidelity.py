@@ -1306,3 +1306,36 @@ def test_a_template_sees_ansible_managed_as_the_template_action_makes_it(ansible
         time.strftime("%Y", time.localtime(st.st_mtime)))
     assert '"msg": "%s"' % expected in batch.stdout, batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_lookup_reads_a_controller_file_an_earlier_task_of_the_batch_wrote(ansible,
+                                                                           ansible_python):
+    """template target ("a template with no content renders as an empty string"):
+    ``lookup('file')`` of what a template on a local host wrote just before, in
+    the same batch; Ansible runs the lookup when its task runs. A file that is
+    never written is still missing then (``errors='ignore'``: None)."""
+    ansible.write("templates/t.j2", "rendered for {{ inventory_hostname }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - file:
+                path: "{{ out }}"
+                state: directory
+            - template:
+                src: t.j2
+                dest: "{{ out }}/{{ inventory_hostname }}.txt"
+            - debug:
+                msg: "{{ lookup('file', out ~ '/' ~ inventory_hostname ~ '.txt') }}"
+            - debug:
+                msg: "never: {{ lookup('file', playbook_dir ~ '/never.txt', errors='ignore') is none }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "rendered for h1"') == 1, batch.stdout
+    assert batch.stdout.count('"msg": "never: True"') == 2, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
