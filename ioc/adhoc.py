@@ -291,6 +291,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def run(args: argparse.Namespace) -> int:
     from ioc.ansible.config import deprecated_reads, read_settings
     from ioc.ansible.vault import open_vault
+    from ioc.ansible.template_vars import template_vars
 
     settings = read_settings()
     cli.warn_unhonoured(settings)
@@ -344,6 +345,7 @@ def run(args: argparse.Namespace) -> int:
                                                                                    basedir))
             playbook_run.modules = attacher.modules
             playbook_run.payload_cache.decrypt = vault.decrypt
+            playbook_run.payload_cache.template_vars = template_vars
             playbook_run.run()
             lost = [h for h in hosts if h in shown.outcomes and shown.outcomes[h].unconnected]
             if not lost or attempt == args.retries:

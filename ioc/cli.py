@@ -393,6 +393,7 @@ def run(args: argparse.Namespace) -> int:
     from ioc.ansible.config import deprecated_reads, read_settings, role_search
     from ioc.ansible.prompt import ask_var
     from ioc.ansible.vault import open_vault
+    from ioc.ansible.template_vars import template_vars
 
     settings = read_settings()
     if args.verbose:  # (as ansible-playbook's first line at -v)
@@ -479,6 +480,7 @@ def run(args: argparse.Namespace) -> int:
         playbook_run.ask_var = ask_var
         playbook_run.stepper = Stepper(console.banner) if args.step else None
         playbook_run.payload_cache.decrypt = vault.decrypt
+        playbook_run.payload_cache.template_vars = template_vars
         if sys.stdout.isatty() and not args.step and args.verbose < 4 \
                 and os.environ.get("IOC_PROGRESS", "1") != "0":
             # (--step asks on the terminal; -vvvv's log lines go there unannounced)

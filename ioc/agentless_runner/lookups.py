@@ -10,7 +10,9 @@ host, with exactly the arguments the task will use, and ships the answers as
 a table keyed by :func:`key`. Here ``lookup()``/``query()`` answer from that
 table; a call the controller did not foresee (its arguments depend on values
 produced inside the batch, which the planner should have cut before) fails
-the task with a message that says so, instead of guessing.
+the task with a message that says so, instead of guessing. An answer that
+failed before the batch (the file a lookup reads was not there yet) is asked
+for again when its task runs: an earlier task may have made it.
 """
 import decimal
 import itertools
@@ -370,6 +372,10 @@ class Lookups(object):
         if table_key not in self.table:
             raise LookupUnanswerable(unforeseen(plugin, terms))
         answer = self.table[table_key]
+        if isinstance(answer, dict) and answer.get("late") and self.late is not None:
+            # failed before the batch: asked again now that the task runs (an
+            # earlier task may have made what it reads), once per task and item
+            answer = self.table[table_key] = self.late(plugin, terms, kwargs)
         if isinstance(answer, dict) and "error" in answer:
             if answer.get("missing"):
                 raise LookupUnanswerable(answer["error"])

@@ -58,6 +58,8 @@ HONOURED: Dict[str, str] = {
     "INJECT_FACTS_AS_VARS": "inject_facts_as_vars: only on (set explicitly: no deprecation "
                             "warning for a top-level fact)",
     "DEPRECATION_WARNINGS": "deprecation_warnings: off prints no [DEPRECATION WARNING]",
+    "DEFAULT_MANAGED_STR": "ansible_managed: a template's ansible_managed (Ansible's own code "
+                           "makes it: ioc.ansible.template_vars)",
 }
 
 #: Settings that change nothing ioc-run does: they steer a mechanism ioc has

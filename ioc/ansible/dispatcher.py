@@ -309,6 +309,8 @@ class BridgeRun(PlaybookRun):
         # A vault-encrypted controller file ships decrypted (include_vars,
         # copy, template), as ioc-run's: the parent holds the secrets.
         self.payload_cache.decrypt = link.decrypt
+        # Ansible's template variables (ansible_managed...) come from the parent too.
+        self.payload_cache.template_vars = link.template_vars
         self._removed_in_play = set(request.get("removed") or ())
         #: Ansible's variables of the command line (``load_options_vars``):
         #: magic of the same rank, set last as Ansible's ``get_vars`` sets them.

@@ -45,6 +45,9 @@ and *asks* it, waiting for the answer (``op``):
   file (an ``include_vars`` file, a ``copy`` source) as Ansible's loader
   decrypts it with the run's vault secrets, which stay in the parent: its
   ``content``, or the ``error`` Ansible raised.
+* ``("template_vars", src, path)`` → ``template_vars_done`` — what Ansible's
+  template action adds for a template file (:mod:`ioc.ansible.template_vars`):
+  ``vars``.
 
 :class:`Dispatcher` is the parent's end, :class:`ParentLink` the dispatcher's.
 """
@@ -233,6 +236,12 @@ class ParentLink:
             raise ValueError(reply["error"])
         content: bytes = reply["content"]
         return content
+
+    def template_vars(self, src: str, path: str) -> Dict[str, Any]:
+        """:func:`ioc.ansible.template_vars.template_vars`, worked out by the parent
+        (its Ansible has the run's configuration)."""
+        found: Dict[str, Any] = self.ask(("template_vars", src, path), "template_vars_done")["vars"]
+        return found
 
     def outside_hosts(self, names: List[str]) -> Dict[str, Dict[str, Any]]:
         """Variable layers of inventory hosts outside the play, by name."""

@@ -32,6 +32,7 @@ from ioc.ansible.pipe import Dispatcher
 from ioc.ansible import routing
 from ioc.ansible.play import foreign_steps, plan_for
 from ioc.ansible.state import PlayState
+from ioc.ansible.template_vars import template_vars
 from ioc.ansible.values import plain
 from ioc.ansible.version import check_ansible_version
 from ioc.transport.spec import transport_of
@@ -232,6 +233,9 @@ class PlayRun:
             elif kind == "decrypt":
                 dispatcher.request(dict(decrypted(self.state.strategy._loader, reply[1]),
                                         op="decrypt_done"))
+            elif kind == "template_vars":
+                dispatcher.request({"op": "template_vars_done",
+                                    "vars": template_vars(reply[1], reply[2])})
             elif kind == "ansible_handler":
                 dispatcher.request(dict(self.tasks.run_handler(*reply[1:]), op="ansible_done"))
             elif kind == "done":

@@ -280,6 +280,14 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
             return templar
 
         _render_task(task, wire, hostrun, templar_for, recorder)
+    # A plugin that failed now may not when its task runs: an earlier task of
+    # the batch may make what it reads (a template on a host whose connection
+    # is local writes the file a lookup('file') reads), as Ansible runs it
+    # only then. The runner asks for such an answer again (``Lookups.late``).
+    for table in tables.values():
+        for answer in table.values():
+            if "error" in answer and not answer.get("missing"):
+                answer["late"] = True
     return {k: v for k, v in tables.items() if v}
 
 

@@ -107,6 +107,14 @@ class PayloadCache:
     #: Paths that were vault-encrypted: their entries say so (an include_vars
     #: of one hides its result, as Ansible's does).
     vaulted: Set[str] = field(default_factory=set)
+    #: ``(src, path) -> variables``: what Ansible's template action adds for the
+    #: template ``src`` found at ``path`` (``ioc.ansible.template_vars``: its host,
+    #: owner, mtime and the configured ``ansible_managed``); a ``template`` entry
+    #: carries them (``"template"``). None: the front end gave none, and a
+    #: template task fails saying so.
+    template_vars: Optional[Callable[[str, str], Dict[str, Any]]] = field(default=None, repr=False)
+    #: ``(src, path) -> (mtime_ns, uid, variables)``: template_vars, asked once per file version.
+    templates: Dict[Tuple[str, str], Tuple[int, int, Dict[str, Any]]] = field(default_factory=dict)
 
     def streams(self, path: str) -> bool:
         """Whether ``path`` is big enough to stream (and no vault file, which ships decrypted)."""
@@ -118,6 +126,18 @@ class PayloadCache:
             return True  # known to stream: no second look at its header per host
         with open(path, "rb") as handle:
             return not handle.read(64).lstrip().startswith(b"$ANSIBLE_VAULT;")
+
+    def template_of(self, src: str, path: str) -> Optional[Dict[str, Any]]:
+        """:attr:`template_vars` of template ``src`` at ``path`` (None without them)."""
+        if self.template_vars is None:
+            return None
+        st = os.stat(path)
+        cached = self.templates.get((src, path))
+        if cached and cached[:2] == (st.st_mtime_ns, st.st_uid):
+            return cached[2]
+        found = self.template_vars(src, path)
+        self.templates[(src, path)] = (st.st_mtime_ns, st.st_uid, found)
+        return found
 
     def hash(self, path: str) -> Tuple[str, int, int]:
         """``(digest, mode, size)`` of a file that streams, read in blocks, never held."""
@@ -386,7 +406,12 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
     try:
         if os.path.isdir(path):
             return _dir_entry(cache, path, blobs, sent, stream)
-        return _file_entry(cache, path, blobs, sent, stream)
+        entry = _file_entry(cache, path, blobs, sent, stream)
+        if task.action == "template":
+            template = cache.template_of(src, path)
+            if template is not None:
+                entry["template"] = template
+        return entry
     except Undecryptable as exc:
         return {"kind": "error", "msg": str(exc)}
 

@@ -5,8 +5,11 @@ lives and compared here with linear under both supported ansible-core releases
 """
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -1294,3 +1297,77 @@ def test_a_filter_plugin_that_fails_to_load_fails_only_the_task_using_it(ansible
     recap = lambda out: out[out.index("PLAY RECAP"):]  # noqa: E731
     assert recap(batch.stdout) == recap(linear.stdout)
     assert "ignored=1" in recap(batch.stdout)
+
+
+def test_a_template_sees_ansible_managed_as_the_template_action_makes_it(ansible,
+                                                                        ansible_python):
+    """``ansible_managed`` (template target, ``ansible_managed.yml``): ansible.cfg's
+    setting with ``{file}``/``{uid}``/``{host}`` as the template's path, owner and
+    the controller's name, strftime of the file's mtime (not of a ``%n`` in its
+    name) and ``{{{{ }}}}`` an expression; a task's own ``ansible_managed``
+    variable is not replaced (it may read ``template_path``)."""
+    # (deprecation_warnings: the setting is deprecated; mitogen_batch draws its own first)
+    ansible.config.write_text("[defaults]\ndeprecation_warnings = False\n"
+                              "ansible_managed = by {uid} on {host}: {file} "
+                              "%Y ({{{{ 'x' ~ 'y' }}}})\n")
+    source = ansible.write("templates/am%n.j2", "{{ ansible_managed }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:  # (each run writes its own files: both report them changed)
+            - template:
+                src: am%n.j2
+                dest: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}-configured"
+              register: configured
+            - template:
+                src: am%n.j2
+                dest: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}-overridden"
+              register: overridden
+              vars:
+                ansible_managed: "{{ 'over' ~ 'ridden' }} {{ template_path }}"
+            - debug:
+                msg: "{{ lookup('file', configured.dest) }}|{{ lookup('file', overridden.dest) }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    st = os.stat(source)
+    expected = "by %s on %s: am%%n.j2 %s (xy)|overridden am%%n.j2" % (
+        pwd.getpwuid(st.st_uid).pw_name, os.uname()[1],
+        time.strftime("%Y", time.localtime(st.st_mtime)))
+    assert '"msg": "%s"' % expected in batch.stdout, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_lookup_reads_a_controller_file_an_earlier_task_of_the_batch_wrote(ansible,
+                                                                           ansible_python):
+    """template target ("a template with no content renders as an empty string"):
+    ``lookup('file')`` of what a template on a local host wrote just before, in
+    the same batch; Ansible runs the lookup when its task runs. A file that is
+    never written is still missing then (``errors='ignore'``: None)."""
+    ansible.write("templates/t.j2", "rendered for {{ inventory_hostname }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - file:
+                path: "{{ out }}"
+                state: directory
+            - template:
+                src: t.j2
+                dest: "{{ out }}/{{ inventory_hostname }}.txt"
+            - debug:
+                msg: "{{ lookup('file', out ~ '/' ~ inventory_hostname ~ '.txt') }}"
+            - debug:
+                msg: "never: {{ lookup('file', playbook_dir ~ '/never.txt', errors='ignore') is none }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "rendered for h1"') == 1, batch.stdout
+    assert batch.stdout.count('"msg": "never: True"') == 2, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log

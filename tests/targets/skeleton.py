@@ -44,9 +44,10 @@ strategy:
   ``/tmp/python-XXXXXXXX-ansible``), Ansible's
   ``ansible-tmp-<time>-<pid>-<random>`` and ``ansible-local-<pid><random>``
   directories, ``mktemp`` names (``/tmp/tmp.XXXXXXXXXX``), Python
-  ``tempfile`` names (``/tmp/tmpXXXXXXXX``) and the ``setup_remote_tmp_dir``
-  target's ``/tmp/ansible.XXXXXXXX.test``: the random part becomes
-  ``<rand>``;
+  ``tempfile`` names (``/tmp/tmpXXXXXXXX``) and those of Ansible's
+  ``tempfile`` module (``/tmp/ansible.XXXXXXXX``, its default prefix; the
+  ``setup_remote_tmp_dir`` target's ``/tmp/ansible.XXXXXXXX.test``): the
+  random part becomes ``<rand>``;
 * a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
   and a decimal number with four or more decimals ``<seconds>``: what
   targets print of ``command`` results (``start``/``end``) and their own
@@ -87,8 +88,9 @@ _RANDOM = (
     (re.compile(r"ansible-local-[0-9]+[A-Za-z0-9_]{8}"), "ansible-local-<rand>"),
     (re.compile(r"/tmp/tmp\.[A-Za-z0-9]{10}"), "/tmp/tmp.<rand>"),
     (re.compile(r"/tmp/tmp[a-z0-9_]{8}(?![A-Za-z0-9_])"), "/tmp/tmp<rand>"),
-    # setup_remote_tmp_dir's directory: tempfile.mkdtemp(prefix="ansible.", suffix=".test")
-    (re.compile(r"/ansible\.[a-z0-9_]{8}\.test"), "/ansible.<rand>.test"),
+    # Ansible's tempfile module: mkdtemp/mkstemp(prefix="ansible.", suffix="") in
+    # TMPDIR, and setup_remote_tmp_dir's directory, made with it (suffix=".test")
+    (re.compile(r"/tmp/ansible\.[a-z0-9_]{8}(?![A-Za-z0-9_-])"), "/tmp/ansible.<rand>"),
     # wall-clock times in printed results (command's "start"/"end")
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")

@@ -130,3 +130,23 @@ def test_a_yaml_result_is_read_like_a_json_one_and_the_uploaded_source_is_no_key
         "task path: <tree>/test/results/.tmp/integration/template-<rand>-ÅÑŚÌβŁÈ/test/"
         "integration/targets/template/tasks/ansible_managed.yml:8",
     ]
+
+
+def test_names_of_ansibles_tempfile_module_are_random_parts():
+    """The ``file`` target's loop over a ``tempfile`` directory, as two runs printed
+    it (``/tmp/ansible.<8 random>``), and setup_remote_tmp_dir's ``.test`` one."""
+    printed = '''TASK [file : Delete unprivileged user home and tempdir] ************************
+changed: [testhost] => (item=/tmp/ansible.%s) => {"ansible_loop_var": "item", "changed": true, "item": "/tmp/ansible.%s", "path": "/tmp/ansible.%s", "state": "absent"}
+ok: [testhost] => (item=/home/tmp_ansible_test_user) => {"ansible_loop_var": "item", "changed": false, "item": "/home/tmp_ansible_test_user", "path": "/home/tmp_ansible_test_user", "state": "absent"}
+TASK [file : stat] ****************************************************************
+ok: [testhost] => (item=/tmp/ansible.%s.test/x) => {"changed": false}
+'''
+    a = skeleton.view(printed % (("jx20h6qp",) * 3 + ("u0cd_9kq",)), skeleton.Normaliser(None))
+    b = skeleton.view(printed % (("_ta3t2uy",) * 3 + ("ab3dxyzw",)), skeleton.Normaliser(None))
+    assert skeleton.first_difference(a, 0, b, 0) is None
+    assert texts(a)[1] == ("changed: [testhost] => (item=/tmp/ansible.<rand>) => "
+                           "{ansible_loop_var, changed, item, path, state}")
+    assert texts(a)[4] == "ok: [testhost] => (item=/tmp/ansible.<rand>.test/x) => {changed}"
+    # names that are no tempfile module's stay as they are
+    assert skeleton.Normaliser(None).line("/etc/ansible.cfg /x/ansible.builtins /tmp/ansible.c") \
+        == "/etc/ansible.cfg /x/ansible.builtins /tmp/ansible.c"

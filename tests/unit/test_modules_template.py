@@ -14,9 +14,16 @@ def ctx(files, check=False, diff=False, **variables):
                          files=files)
 
 
+#: What the controller adds to a template's entry (ioc.ansible.template_vars).
+TEMPLATE_VARS = {"template_host": "ctl", "template_uid": "alice",
+                 "template_mtime": (2024, 2, 29, 13, 14, 15, 16),
+                 "ansible_managed": "Ansible managed"}
+
+
 def shipped(content, src="motd.j2", mode=0o644, **extra):
     entry = {"kind": "file", "path": "/play/templates/" + src, "mode": mode,
-             "content": content.encode("utf-8") if isinstance(content, str) else content}
+             "content": content.encode("utf-8") if isinstance(content, str) else content,
+             "template": TEMPLATE_VARS}
     entry.update(extra)
     return {src: entry}
 
@@ -47,11 +54,35 @@ def test_template_vars_and_ansible_managed(tmp_path):
     dest = tmp_path / "out"
     files = shipped("{{ ansible_managed }}|{{ template_path }}|{{ template_fullpath }}|"
                     "{{ template_host }}|{{ template_uid }}|{{ template_destpath }}|"
-                    "{{ template_run_date.year > 2000 }}",
-                    host="ctl", owner="alice", mtime=0)
+                    "{{ template_mtime.isoformat() }}|{{ template_run_date.year > 2000 }}")
     run(files, dest=str(dest))
-    assert dest.read_text() == "Ansible managed|motd.j2|/play/templates/motd.j2|ctl|alice|%s|True" \
-        % dest
+    assert dest.read_text() == "Ansible managed|motd.j2|/play/templates/motd.j2|ctl|alice|" \
+        "%s|2024-02-29T13:14:15.000016|True" % dest
+
+
+def test_ansible_managed_is_a_template_of_the_template_vars_not_the_file_name(tmp_path):
+    """The configured value's ``{{ template_path }}`` (from ``{file}``) is rendered;
+    the path itself, "{{" in it or not, is not."""
+    dest = tmp_path / "out"
+    files = shipped("{{ ansible_managed }}", src="{{ 1 % 0 }}.j2", template=dict(
+        TEMPLATE_VARS, ansible_managed="by {{ template_uid }}: {{ template_path }}"))
+    run(files, src="{{ 1 % 0 }}.j2", dest=str(dest))
+    assert dest.read_text() == "by alice: {{ 1 % 0 }}.j2"
+
+
+def test_a_variable_ansible_managed_is_not_replaced(tmp_path):
+    dest = tmp_path / "out"
+    run(shipped("{{ ansible_managed }}"), dest=str(dest),
+        variables={"ansible_managed": "mine, of {{ template_path }}"})
+    assert dest.read_text() == "mine, of motd.j2"
+
+
+def test_an_entry_without_the_controllers_template_vars_fails_the_task(tmp_path):
+    files = shipped("x")
+    del files["motd.j2"]["template"]
+    r = run(files, dest=str(tmp_path / "out"))
+    assert r["failed"] and "template variables" in r["msg"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_options_trim_lstrip_newline_delimiters_encoding(tmp_path):

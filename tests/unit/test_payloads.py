@@ -128,3 +128,35 @@ def test_fetch_into_an_existing_directory_fails(tmp_path):
                                                      "checksum": hashlib.sha1(b"x").hexdigest()}}}
     fetched.deliver(ev, str(tmp_path))
     assert ev["status"] == "failed" and "is an existing directory" in ev["result"]["msg"]
+
+
+def test_a_template_entry_carries_ansibles_template_vars_asked_once_per_file_version(tmp_path):
+    """``template``'s entry holds what Ansible's template action adds for the file
+    (``ioc.ansible.template_vars``, the front end's): its owner, mtime, the
+    controller's name, ``ansible_managed``; asked once per file version."""
+    import datetime
+    import os
+    import pwd
+
+    from ioc.ansible.template_vars import template_vars
+
+    (tmp_path / "templates").mkdir()
+    source = tmp_path / "templates" / "t.j2"
+    source.write_text("x")
+    os.utime(str(source), (0, 86400 * 366 + 3723))  # 1971-01-02, 01:02:03 UTC
+    asked = []
+    cache = payloads.PayloadCache(template_vars=lambda src, path: (
+        asked.append((src, path)) or template_vars(src, path)))
+    play = "- hosts: all\n  tasks:\n    - template: src=t.j2 dest=/tmp/t{{ item }}\n      loop: [1, 2]\n"
+    for host in ("h1", "h2"):
+        files, _, _ = collect_for(tmp_path, play, cache=cache, host=host)
+        found = only(files)["t.j2"]["template"]
+        assert found == {"template_host": os.uname()[1],
+                         "template_uid": pwd.getpwuid(os.getuid()).pw_name,
+                         "template_mtime": datetime.datetime.fromtimestamp(
+                             86400 * 366 + 3723).timetuple()[:6] + (0,),
+                         "ansible_managed": "Ansible managed"}
+    assert asked == [("t.j2", str(source))]
+    os.utime(str(source), (0, 0))
+    collect_for(tmp_path, play, cache=cache)
+    assert len(asked) == 2

@@ -6,7 +6,7 @@ Ansible's template-module conventions: ``trim_blocks`` on, trailing newlines
 kept, ``newline_sequence``, custom delimiters, and the variables
 ``ansible_managed``, ``template_host``, ``template_path``,
 ``template_fullpath``, ``template_destpath``, ``template_mtime``,
-``template_uid`` and ``template_run_date``. The result is written exactly
+``template_uid`` and ``template_run_date`` (see :func:`_template_vars`). The result is written exactly
 as ``copy`` writes content (atomic, mode/owner/group, backup, validate,
 force, check and diff mode) and the result is copy's.
 
@@ -15,9 +15,6 @@ files and are not available; ``lookup()`` fails on the target.
 """
 import datetime
 import os
-import pwd
-import socket
-import time
 
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
@@ -32,8 +29,6 @@ OPTIONS = frozenset({
 })
 SUPPORTS_CHECK_MODE = True
 
-#: ansible-core's DEFAULT_MANAGED_STR.
-DEFAULT_MANAGED = "Ansible managed"
 _DELIMITERS = ("block_start_string", "block_end_string", "variable_start_string",
                "variable_end_string", "comment_start_string", "comment_end_string")
 _ALLOWED_NEWLINES = ("\n", "\r", "\r\n")
@@ -59,34 +54,25 @@ def _overrides(args):
 
 
 def _template_vars(src, entry, dest):
-    """generate_ansible_template_vars, from what the controller shipped.
+    """The variables ansible-core's template action adds (``generate_ansible_template_vars``).
 
-    The controller may add ``host`` (its hostname), ``owner`` (the template
-    file's owner) and ``mtime`` to the file entry; without them the target's
-    hostname, the runner's user and the current time stand in.
+    The controller worked out the template file's (``entry["template"]``,
+    ``ioc.ansible.template_vars``, with Ansible's code): ``template_host``,
+    ``template_uid``, ``template_mtime`` (its naive datetime's fields) and
+    ``ansible_managed``; the task's are added here.
     """
-    fullpath = entry.get("path") or src
-    mtime = entry.get("mtime")
-    mtime = time.time() if mtime is None else float(mtime)
-    owner = entry.get("owner")
-    if owner is None:
-        try:
-            owner = pwd.getpwuid(os.geteuid()).pw_name
-        except KeyError:
-            owner = str(os.geteuid())
-    host = entry.get("host") or socket.gethostname()
-    managed = entry.get("ansible_managed", DEFAULT_MANAGED)
-    managed = managed.replace("{host}", str(host)).replace("{uid}", str(owner)) \
-        .replace("{file}", str(src))
+    found = entry.get("template")
+    if found is None:
+        raise ModuleError("template needs the controller's template variables "
+                          "(ioc executor bug)")
     return {
-        "template_host": str(host),
+        "template_host": found["template_host"],
         "template_path": src,
-        "template_mtime": datetime.datetime.fromtimestamp(mtime),
-        "template_uid": str(owner),
+        "template_mtime": datetime.datetime(*found["template_mtime"]),
+        "template_uid": found["template_uid"],
         "template_run_date": datetime.datetime.now(),
         "template_destpath": dest,
-        "template_fullpath": fullpath,
-        "ansible_managed": time.strftime(managed, time.localtime(mtime)),
+        "template_fullpath": entry.get("path") or src,
     }
 
 
@@ -101,9 +87,16 @@ def render(args, ctx, entry):
             raise ModuleError("Template source files must be utf-8 encoded")
     if ctx.templar is None:
         raise ModuleError("template needs the task's templar (ioc executor bug)")
-    extra = _template_vars(src, entry, args.get("dest"))
+    # The template_* values are data, never templated (a file's name may hold
+    # "{{"); ansible_managed is a trusted template, rendered where it is read
+    # (its "{{ template_host }}"...), and only where the task's variables do not
+    # set it (the action's include_ansible_managed).
+    templar = ctx.templar.template_with(_template_vars(src, entry, args.get("dest")))
+    if not ctx.templar.has_variable("ansible_managed"):
+        templar = templar.template_with(
+            {"ansible_managed": entry["template"]["ansible_managed"]}, raw=True)
     try:
-        return ctx.templar.render_text(data, extra=extra, overrides=_overrides(args))
+        return templar.render_text(data, overrides=_overrides(args))
     except ModuleError:
         raise
     except Exception as e:
