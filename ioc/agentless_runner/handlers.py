@@ -129,10 +129,11 @@ class HandlerRun(object):
         return self.run_queued(node["i"], scope, queued)
 
     def _drop_once_handlers(self, queued):
-        """L5.8: a run_once handler runs on the first notified host only (the
-        controller chose it when the flush's step started); the others drop it."""
-        for number, chosen in (self.options.get("once_handlers") or {}).items():
-            if chosen != self.host:
+        """L5.8: a run_once handler runs on the notified hosts up to the first
+        whose variables make its run_once true (the controller chose them when
+        the flush's step started); the others drop it."""
+        for number, hosts in (self.options.get("once_handlers") or {}).items():
+            if self.host not in hosts:
                 queued.discard(int(number))
 
     def run_queued(self, index, scope, queued):

@@ -315,8 +315,8 @@ class FlushThroughAnsible:
         executor, hosts, step = self.executor, self.hosts, self.step
         calls = [executor._call(h, step, self.active) for h in names]
         if start:
-            once = once_handlers(self.program, [(h, hosts[h].flushing or [])
-                                                for h in executor.order if hosts[h].active], start)
+            once = executor.once_handlers(step, self.active, [
+                (h, hosts[h].flushing or []) for h in executor.order if hosts[h].active], start)
             for call in calls:
                 call.wire["options"].update(flush_resume=True, flush_from=start,
                                             once_handlers=once)
@@ -399,20 +399,6 @@ class FlushThroughAnsible:
                     bound is None or not queue or queue[0] < bound):
                 out.append(host)
         return out
-
-
-def once_handlers(program: Any, queues: List[Tuple[str, List[int]]],
-                  start: int) -> Dict[str, str]:
-    """Per run_once handler from ``start`` on, the first host (in order) queued for it (L5.8)."""
-    out: Dict[str, str] = {}
-    for number, handler in enumerate(program.handlers):
-        if number < start or not _truthy(handler.run_once):
-            continue
-        for host, queue in queues:
-            if number in queue:
-                out[str(number)] = host
-                break
-    return out
 
 
 def _truthy(value: Any) -> bool:
