@@ -156,10 +156,14 @@ class PlayRun:
                              error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER),
                              deprecated=deprecated_reads(as_installed=True))
         converted = state.converted
+        from ioc.ansible import plugins as ansible_plugins
         from ioc.controller import plugins
 
         return {"op": "play", "planned": state.planned, "inventory": inventory,
                 "plugins": plugins.declared(),
+                # the playbook's and its roles' filter_plugins/ ...: the
+                # dispatcher runs those plugins for the runners
+                "plugin_paths": ansible_plugins.search_paths(),
                 "modules": converted.converter.modules,
                 "extra_vars": plain(state.vm.extra_vars), "hosts": names, "memory": memory,
                 # ansible_run_tags, ansible_skip_tags, ansible_limit, ...: what
