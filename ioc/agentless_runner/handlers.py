@@ -46,10 +46,11 @@ _META_MSG = {
 class HandlerRun(object):
     """Notifications, flushes and metas of one host's walk (see the module doc)."""
 
-    def run_meta(self, node, scope):
+    def run_meta(self, node, scope, key=None):
+        """A meta task at ``node``; ``key``: a meta handler's step key."""
         task = node["t"]
         action = task["args"].get("_raw_params")
-        key = [node["i"], 0]
+        key = key or [node["i"], 0]
         if action == "flush_handlers" and self.options.get("flush_resume"):
             # The controller resumes a flush this host stopped in (or that it
             # already finished: then there is nothing to do here).
@@ -188,6 +189,8 @@ class HandlerRun(object):
         self.file_key = "h%d" % number
         self._in_flush = (number, queued, key)
         try:
+            if handler["action"] == "meta":  # (linear's _execute_meta, as a task's)
+                return self.run_meta({"i": index, "t": handler}, scope, key=key)
             return self.run_task(key, handler, scope, is_handler=True)
         finally:
             self._in_flush = None
