@@ -78,9 +78,10 @@ class TaskWalk(HostRun):
             return Failure(failed_task_wire(task), given["result"])
         return None
 
-    def run_meta(self, node: Any, scope: Any) -> Any:
-        # a play-wide meta Ansible runs (refresh_inventory)
-        return self.run_task([node["i"], 0], node["t"], scope)
+    def run_meta(self, node: Any, scope: Any, key: Any = None) -> Any:
+        # a play-wide meta Ansible runs (refresh_inventory); a meta handler (key)
+        # is a handler as any other here
+        return self.run_task(key or [node["i"], 0], node["t"], scope, is_handler=key is not None)
 
 
 def ansible_walk(wire: Dict[str, Any], index: int, given: Optional[Dict[str, Any]]) -> TaskWalk:

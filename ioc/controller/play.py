@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import (Any, Callable, Collection, Dict, FrozenSet, List, Mapping, NamedTuple, Optional,
+                    Sequence, Set, Tuple)
 
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner.batch import OMIT, HostRun
