@@ -43,6 +43,10 @@ _META_MSG = {
 }
 
 
+#: Linear's error for a handler that is ``meta: flush_handlers`` (_execute_meta).
+FLUSH_AS_HANDLER = "flush_handlers cannot be used as a handler"
+
+
 class HandlerRun(object):
     """Notifications, flushes and metas of one host's walk (see the module doc)."""
 
@@ -50,8 +54,9 @@ class HandlerRun(object):
         """A meta task at ``node``; ``key``: a meta handler's step key."""
         task = node["t"]
         action = task["args"].get("_raw_params")
+        handler = key is not None
         key = key or [node["i"], 0]
-        if action == "flush_handlers" and self.options.get("flush_resume"):
+        if action == "flush_handlers" and self.options.get("flush_resume") and not handler:
             # The controller resumes a flush this host stopped in (or that it
             # already finished: then there is nothing to do here).
             return self.resume_flush(node, scope)
@@ -67,6 +72,10 @@ class HandlerRun(object):
                 self.emit({"e": "done", "k": key, "status": results.status_of(skipped),
                            "result": skipped, "ignored": False, "rescued": False})
                 return None
+        if action == "flush_handlers" and handler:
+            # linear raises it once the handler's banner is out: the run ends
+            self.emit({"e": "abort", "k": key, "msg": FLUSH_AS_HANDLER})
+            raise AbortRun()
         if action == "flush_handlers":
             return self.flush_handlers(node, scope)
         # noop and end_host act here; play-wide metas and reset_connection are
