@@ -43,14 +43,20 @@ _META_MSG = {
 }
 
 
+#: Linear's error for a handler that is ``meta: flush_handlers`` (_execute_meta).
+FLUSH_AS_HANDLER = "flush_handlers cannot be used as a handler"
+
+
 class HandlerRun(object):
     """Notifications, flushes and metas of one host's walk (see the module doc)."""
 
-    def run_meta(self, node, scope):
+    def run_meta(self, node, scope, key=None):
+        """A meta task at ``node``; ``key``: a meta handler's step key."""
         task = node["t"]
         action = task["args"].get("_raw_params")
-        key = [node["i"], 0]
-        if action == "flush_handlers" and self.options.get("flush_resume"):
+        handler = key is not None
+        key = key or [node["i"], 0]
+        if action == "flush_handlers" and self.options.get("flush_resume") and not handler:
             # The controller resumes a flush this host stopped in (or that it
             # already finished: then there is nothing to do here).
             return self.resume_flush(node, scope)
@@ -66,6 +72,10 @@ class HandlerRun(object):
                 self.emit({"e": "done", "k": key, "status": results.status_of(skipped),
                            "result": skipped, "ignored": False, "rescued": False})
                 return None
+        if action == "flush_handlers" and handler:
+            # linear raises it once the handler's banner is out: the run ends
+            self.emit({"e": "abort", "k": key, "msg": FLUSH_AS_HANDLER})
+            raise AbortRun()
         if action == "flush_handlers":
             return self.flush_handlers(node, scope)
         # noop and end_host act here; play-wide metas and reset_connection are
@@ -129,10 +139,11 @@ class HandlerRun(object):
         return self.run_queued(node["i"], scope, queued)
 
     def _drop_once_handlers(self, queued):
-        """L5.8: a run_once handler runs on the first notified host only (the
-        controller chose it when the flush's step started); the others drop it."""
-        for number, chosen in (self.options.get("once_handlers") or {}).items():
-            if chosen != self.host:
+        """L5.8: a run_once handler runs on the notified hosts up to the first
+        whose variables make its run_once true (the controller chose them when
+        the flush's step started); the others drop it."""
+        for number, hosts in (self.options.get("once_handlers") or {}).items():
+            if self.host not in hosts:
                 queued.discard(int(number))
 
     def run_queued(self, index, scope, queued):
@@ -187,6 +198,8 @@ class HandlerRun(object):
         self.file_key = "h%d" % number
         self._in_flush = (number, queued, key)
         try:
+            if handler["action"] == "meta":  # (linear's _execute_meta, as a task's)
+                return self.run_meta({"i": index, "t": handler}, scope, key=key)
             return self.run_task(key, handler, scope, is_handler=True)
         finally:
             self._in_flush = None

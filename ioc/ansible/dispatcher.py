@@ -140,6 +140,7 @@ def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
     # The plugins ioc lacks, answered here for the runners; what Ansible
     # displays while running them is printed by the parent, as linear does.
     ansible_plugins.install(display=link.display)
+    ansible_plugins.add_search_paths(request.get("plugin_paths") or {})
     plugins.declare(request.get("plugins") or {})
     run = BridgeRun(link, request)
     executor = run.bridge_executor(request["planned"], list(request["hosts"]), connector)

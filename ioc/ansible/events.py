@@ -127,7 +127,11 @@ class EventReplay:
         action = state.ir_task.action
         if kind == "start":
             if event.get("meta"):
-                self.tqm.send_callback("v2_playbook_on_task_start", task, is_conditional=False)
+                if event["k"][1]:  # a handler (per host, as _execute_meta sends it)
+                    self.tqm.send_callback("v2_playbook_on_handler_task_start", task)
+                else:
+                    self.tqm.send_callback("v2_playbook_on_task_start", task,
+                                           is_conditional=False)
                 meta = task._get_meta()
                 if meta in META_WITHOUT_WHEN and task.when:
                     from ansible.utils.display import Display

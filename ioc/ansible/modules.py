@@ -447,7 +447,8 @@ class Attacher:
     runs Ansible's module; fact gathering is Ansible's ``setup``. Modules
     with an action plugin of their own stay ioc's (or are refused by the
     planner, naming the task). ``library/`` beside the playbook and in each
-    role is searched first, as Ansible does.
+    role is searched first, as Ansible does; their ``filter_plugins/``,
+    ``test_plugins/``, ``lookup_plugins/`` too (``add_plugin_dirs``).
     """
 
     def __init__(self, native_actions: Iterable[str],
@@ -455,7 +456,7 @@ class Attacher:
         self.native = frozenset(native_actions)
         self.options = {k: frozenset(v) for k, v in native_options.items()}
         self.modules = ModuleSet(internal=run_wide_args(verbosity), lazy=True)
-        self._library: set = set()
+        self._plugin_dirs: set = set()
         self._defaults: Any = None
 
     def playbook(self, playbook: Any) -> Any:
@@ -464,7 +465,7 @@ class Attacher:
         import os
 
         base = os.path.dirname(os.path.abspath(playbook.path))
-        self.add_library(os.path.join(base, "library"))
+        self.add_plugin_dirs(base)
         return dataclasses.replace(playbook, plays=tuple(self.play(p) for p in playbook.plays))
 
     def play(self, play: Any) -> Any:
@@ -503,7 +504,7 @@ class Attacher:
         from ioc.errors import PlanError
 
         if task.role_path:
-            self.add_library(os.path.join(task.role_path, "library"))
+            self.add_plugin_dirs(task.role_path)
         collections = search_list(task)
         if task.module_defaults and task.action not in _NO_DEFAULTS:
             written = task.action_written or task.action
@@ -598,13 +599,17 @@ class Attacher:
         key, _ = self.modules.add(resolved, "setup")
         return key
 
-    def add_library(self, path: str) -> None:
+    def add_plugin_dirs(self, path: str) -> None:
+        """Search the plugin directories in ``path`` (``library/``,
+        ``filter_plugins/``, ``test_plugins/``, ``lookup_plugins/``, ...), as
+        Ansible does for the playbook's directory and each role it loads
+        (``add_all_plugin_dirs``)."""
         import os
-        from ansible.plugins.loader import module_loader
+        from ansible.plugins.loader import add_all_plugin_dirs
 
-        if path not in self._library and os.path.isdir(path):
-            self._library.add(path)
-            module_loader.add_directory(path, with_subdir=False)
+        if path not in self._plugin_dirs and os.path.isdir(path):
+            self._plugin_dirs.add(path)
+            add_all_plugin_dirs(path)
 
     def _accepts(self, action: str, args: Mapping[str, Any]) -> bool:
         accepted = self.options.get(action)

@@ -10,7 +10,7 @@ pickle (both sides are the same ioc, the same Python).
 The parent sends one request per play::
 
     {"op": "play", "planned": PlannedPlay, "inventory": Inventory, "modules", "plugins",
-     "extra_vars", "hosts", "memory", "options", "host_vars_files", "skip",
+     "plugin_paths", "extra_vars", "hosts", "memory", "options", "host_vars_files", "skip",
      "hosts_all", "removed", "options_vars"}
 
 and reads tuples until ``("done", summary)`` or ``("error", text)``. The

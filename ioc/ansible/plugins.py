@@ -15,7 +15,8 @@ Used through ``ioc.controller.plugins`` (which must not import ansible).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Dict, Iterator, List, Optional
+import os
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from ioc.ansible.values import plain
 
@@ -123,6 +124,34 @@ class _Forward:
 
     def send_display(self, method: str, *args: Any, **kwargs: Any) -> None:
         self.forward(method, args, kwargs)
+
+
+def search_paths() -> Dict[str, List[str]]:
+    """Where this process's Ansible looks for filter, test and lookup plugins.
+
+    ``ansible-playbook`` adds the ``filter_plugins/``, ``test_plugins/`` and
+    ``lookup_plugins/`` beside the playbook and in each role as it loads
+    them (``add_all_plugin_dirs``); the mitogen_batch dispatcher, which runs
+    those plugins for the runners, loaded nothing and needs them too
+    (:func:`add_search_paths`).
+    """
+    from ansible.plugins import loader
+
+    return {kind: getattr(loader, name).print_paths().split(os.pathsep)
+            for kind, name in _LOADER_NAMES.items()}
+
+
+def add_search_paths(paths: Mapping[str, Sequence[str]]) -> None:
+    """Search ``paths`` (another process's :func:`search_paths`) as well, after
+    the directories this process searches already."""
+    from ansible.plugins import loader
+
+    for kind, directories in paths.items():
+        plugin_loader = getattr(loader, _LOADER_NAMES[kind])
+        known = set(plugin_loader.print_paths().split(os.pathsep))
+        for directory in directories:
+            if directory and directory not in known:
+                plugin_loader.add_directory(directory)
 
 
 def install(display: Optional[Callable[..., None]] = None) -> None:

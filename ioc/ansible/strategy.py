@@ -55,16 +55,23 @@ def build_strategy_class() -> type:
 
         def run(self, iterator, play_context):  # type: ignore[override]
             self._set_hosts_cache(iterator._play)
+            fallback: Optional[Fallback] = None
             try:
                 native = self._prepare(iterator, play_context)
-            except Fallback as why:
+            except Fallback as exc:
+                fallback = exc
+            if fallback is not None:
+                # Linear runs outside the except clause: an error it raises
+                # would otherwise have the Fallback as its context, and
+                # Ansible's error chain would show it ("<<< caused by >>>",
+                # a chained cause not collapsed into its parent's message).
                 display.vv("mitogen_batch: play %r runs with the linear strategy: %s"
-                           % (iterator._play.get_name(), why))
+                           % (iterator._play.get_name(), fallback))
                 log = os.environ.get("IOC_BRIDGE_LOG")
                 if log:  # beside the plans of the native plays
                     with open(log, "a") as stream:
                         stream.write("PLAY [%s]: runs whole with the linear strategy: %s\n"
-                                     % (plain(iterator._play.get_name()), why))
+                                     % (plain(iterator._play.get_name()), fallback))
                 return super().run(iterator, play_context)
             play_run = PlayRun(self, iterator, play_context, native)
             if not play_run.state.hosts:  # nothing to run: linear's own bookkeeping
@@ -158,10 +165,14 @@ class PlayRun:
                              error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER),
                              deprecated=deprecated_reads(as_installed=True))
         converted = state.converted
+        from ioc.ansible import plugins as ansible_plugins
         from ioc.controller import plugins
 
         return {"op": "play", "planned": state.planned, "inventory": inventory,
                 "plugins": plugins.declared(),
+                # the playbook's and its roles' filter_plugins/ ...: the
+                # dispatcher runs those plugins for the runners
+                "plugin_paths": ansible_plugins.search_paths(),
                 "modules": converted.converter.modules,
                 "extra_vars": plain(state.vm.extra_vars), "hosts": names, "memory": memory,
                 # ansible_run_tags, ansible_skip_tags, ansible_limit, ...: what

@@ -78,9 +78,10 @@ class TaskWalk(HostRun):
             return Failure(failed_task_wire(task), given["result"])
         return None
 
-    def run_meta(self, node: Any, scope: Any) -> Any:
-        # a play-wide meta Ansible runs (refresh_inventory)
-        return self.run_task([node["i"], 0], node["t"], scope)
+    def run_meta(self, node: Any, scope: Any, key: Any = None) -> Any:
+        # a play-wide meta Ansible runs (refresh_inventory); a meta handler (key)
+        # is a handler as any other here
+        return self.run_task(key or [node["i"], 0], node["t"], scope, is_handler=key is not None)
 
 
 def ansible_walk(wire: Dict[str, Any], index: int, given: Optional[Dict[str, Any]]) -> TaskWalk:
@@ -315,8 +316,8 @@ class FlushThroughAnsible:
         executor, hosts, step = self.executor, self.hosts, self.step
         calls = [executor._call(h, step, self.active) for h in names]
         if start:
-            once = once_handlers(self.program, [(h, hosts[h].flushing or [])
-                                                for h in executor.order if hosts[h].active], start)
+            once = executor.once_handlers(step, self.active, [
+                (h, hosts[h].flushing or []) for h in executor.order if hosts[h].active], start)
             for call in calls:
                 call.wire["options"].update(flush_resume=True, flush_from=start,
                                             once_handlers=once)
@@ -399,20 +400,6 @@ class FlushThroughAnsible:
                     bound is None or not queue or queue[0] < bound):
                 out.append(host)
         return out
-
-
-def once_handlers(program: Any, queues: List[Tuple[str, List[int]]],
-                  start: int) -> Dict[str, str]:
-    """Per run_once handler from ``start`` on, the first host (in order) queued for it (L5.8)."""
-    out: Dict[str, str] = {}
-    for number, handler in enumerate(program.handlers):
-        if number < start or not _truthy(handler.run_once):
-            continue
-        for host, queue in queues:
-            if number in queue:
-                out[str(number)] = host
-                break
-    return out
 
 
 def _truthy(value: Any) -> bool:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import (Any, Callable, Collection, Dict, FrozenSet, List, Mapping, NamedTuple, Optional,
+                    Sequence, Set, Tuple)
 
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner.batch import OMIT, HostRun
@@ -78,6 +79,12 @@ class PlayExecutor:
         self._play_hosts_now: Tuple[Any, Tuple[List[str], List[str]]] = (None, ([], []))
         #: The runner's tree and handlers for a step, the same for every host.
         self._shape: Tuple[Any, Any, Dict[str, Any]] = (None, None, {})
+        #: The run_once handlers' hosts of a flush step (``_once_handlers``),
+        #: with the active hosts and notifications they were chosen from.
+        self._once_memo: Tuple[Any, Any, Dict[str, List[str]]] = (None, None, {})
+        #: A run_once handler's value once templated (by its number): kept
+        #: for the play's later flushes, as linear keeps it on the handler.
+        self._handler_once: Dict[int, bool] = {}
         #: The names notifications may give, of a plan (``_notifiable``), and
         #: what looking one up passes (``flow.handler_search``).
         self._notifiable_names: Tuple[Any, Optional[List[str]], List[List[Any]]] = \
@@ -1076,7 +1083,8 @@ class PlayExecutor:
         self._play_hosts_now = ((step, HostState.status_changes, every, active), made)
         return made
 
-    def _wire(self, host: str, step: Step, active: List[str]) -> Dict[str, Any]:
+    def _wire(self, host: str, step: Step, active: List[str],
+              with_options: bool = True) -> Dict[str, Any]:
         state = self.hosts[host]
         play_hosts, playing = self._play_hosts(step, active)
         magic = dict(self.magic)
@@ -1110,7 +1118,7 @@ class PlayExecutor:
             "handlers": self._step_shape(step)["handlers"],
             "vars": shipped,
             "state": wire_state,
-            "options": self._options(step, active, host),
+            "options": self._options(step, active, host) if with_options else {},
             "plugins": plugins.declared(),
         }
 
@@ -1150,7 +1158,7 @@ class PlayExecutor:
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):
-            chosen = self._once_handlers(active)
+            chosen = self._once_handlers(step, active)
             if chosen:
                 options["once_handlers"] = chosen
         names = self._notifiable(step)
@@ -1181,23 +1189,58 @@ class PlayExecutor:
                                       handler_search([to_wire(h) for h in handlers]))
         return names
 
-    def _once_handlers(self, active: List[str]) -> Dict[str, str]:
-        """Per run_once handler, the first active host it is notified for (L5.8)."""
-        once = [n for n, h in enumerate(self.plan.program.handlers) if _set(h.run_once)]
-        if not once:
-            return {}
+    def _once_handlers(self, step: Step, active: List[str]) -> Dict[str, List[str]]:
+        """:meth:`once_handlers` of a flush's step as it starts: the hosts'
+        notifications, once for all the step's calls."""
+        notified = tuple(tuple(self.hosts[h].notified) for h in active)
+        memo_step, memo_key, chosen = self._once_memo
+        if memo_step is step and memo_key == (tuple(active), notified):
+            return chosen
         handlers = [to_wire(h) for h in self.plan.program.handlers]
-        out: Dict[str, str] = {}
-        for number in once:
-            for host in active:
-                notified = set()
-                for name in self.hosts[host].notified:
-                    notified |= {name} if isinstance(name, int) else \
-                        set(matching_handlers(handlers, name))
-                if number in notified:
-                    out[str(number)] = host
-                    break
-        return out
+        chosen = self.once_handlers(step, active, [
+            (h, _notified_numbers(handlers, names)) for h, names in zip(active, notified)])
+        self._once_memo = (step, (tuple(active), notified), chosen)
+        return chosen
+
+    def once_handlers(self, step: Step, active: List[str],
+                      queues: Sequence[Tuple[str, Collection[int]]],
+                      start: int = 0) -> Dict[str, List[str]]:
+        """Per run_once handler from ``start`` on that runs once, the host it runs on (L5.8).
+
+        ``queues``: each active host (in play order) and the numbers of the
+        handlers queued for it. Linear templates a handler's ``run_once``
+        with the variables of the first host it serves and keeps that value
+        as the handler's (``task.run_once = run_once``): true, the handler
+        runs on that host only, now and at every later flush; false, on
+        every queued host. A handler absent from the answer runs on all.
+        """
+        chosen: Dict[str, List[str]] = {}
+        for number, handler in enumerate(self.plan.program.handlers):
+            if number < start or not _set(handler.run_once):
+                continue
+            hosts = [h for h, queue in queues if number in queue]
+            if not hosts:
+                continue
+            once = self._handler_once.get(number)
+            if once is None:
+                once = self._handler_once[number] = self._template_once(
+                    hosts[0], step, active, handler)
+            if once:
+                chosen[str(number)] = hosts[:1]
+        return chosen
+
+    def _template_once(self, host: str, step: Step, active: List[str], handler: Task) -> bool:
+        """A handler's ``run_once`` as ``host``'s variables (and the handler's
+        own) make it; a template that fails counts as false, as for a task."""
+        if not _templated(handler.run_once):
+            return True
+        wire = self._wire(host, step, active, with_options=False)
+        variables = HostRun(wire, emit=None).variables(to_wire(handler), Scope(()))
+        try:
+            return _set(Templar(variables).template(handler.run_once))
+        except TemplateError as exc:
+            LOG.warning("run_once of %s for %s: %s", handler.location, host, exc)
+            return False
 
     def _other_hostvars(self, host: str, attrs: Optional[FrozenSet[str]]) -> Dict[str, Any]:
         """Other hosts' variables as of this step's start (L6.6), as far as read."""
@@ -1431,6 +1474,18 @@ def _block_shapes(tree: Sequence[Any], depth: int = 0) -> Dict[int, _BlockShape]
             for part in (node.body, node.rescue, node.always):
                 found.update(_block_shapes(part, depth + 1))
     return found
+
+
+def _notified_numbers(handlers: List[Dict[str, Any]], names: Sequence[Any]) -> Set[int]:
+    """The numbers of the (wire) handlers a host's notifications name."""
+    out: Set[int] = set()
+    for name in names:
+        out |= {name} if isinstance(name, int) else set(matching_handlers(handlers, name))
+    return out
+
+
+def _templated(value: Any) -> bool:
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
 def _set(value: Any) -> bool:

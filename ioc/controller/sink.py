@@ -58,7 +58,7 @@ class PlaySink(StepSink):
             label = "HANDLER: %s" % handler.display_name
         if self.stepper is not None and not self.stepper.decide(key, hosts, label):
             return  # --step: "no" leaves no trace of the task, not even its banner
-        if self.view.action != "meta" or self.view.is_handler:
+        if self.view.action != "meta":  # (a meta's banner comes per host: host_event)
             self.callbacks.task_start(self.view)
 
     def shown(self, event: Event) -> bool:

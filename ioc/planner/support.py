@@ -13,7 +13,7 @@ from jinja2 import nodes
 
 from ioc.errors import PlanError
 from ioc.model import Block, Play, Task
-from ioc.planner.effects import condition_source, template_strings
+from ioc.planner.effects import condition_source, expression_args, template_strings
 from ioc.planner.program import Program
 from ioc.planner.schedule import IDENTITY_NEUTRAL, task_identity_key
 
@@ -198,6 +198,11 @@ def check_task(task: Task, caps: Capabilities, run_time_options: bool = False) -
         raise PlanError("lookup plugin (%s) not found" % task.loop_with, where)
     for text in templates_of(task):
         check_template(text, caps, where)
+    for text in expression_args(task):
+        # (assert's that, debug's var: Ansible says what is wrong with the
+        # expression when the task runs; a plugin it names must be known here,
+        # so that the runner gets a proxy of one only the controller has)
+        check_template(text, caps, where, syntax=False)
 
 
 def _check_options(task: Task, caps: Capabilities) -> None:
@@ -230,11 +235,14 @@ def templates_of(task: Task) -> Iterator[str]:
 _ENV = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
 
 
-def check_template(text: str, caps: Capabilities, where: Any) -> None:
-    """Syntax, filters and tests of one template, checked without running it."""
+def check_template(text: str, caps: Capabilities, where: Any, syntax: bool = True) -> None:
+    """Syntax, filters and tests of one template, checked without running it
+    (``syntax`` False: a template that does not parse is left to run time)."""
     try:
         tree = _ENV.parse(text)
     except jinja2.TemplateSyntaxError as exc:
+        if not syntax:
+            return
         raise PlanError("template error while templating string: %s. String: %s"
                         % (exc.message, text), where) from None
     for node in tree.find_all((nodes.Filter, nodes.Test)):

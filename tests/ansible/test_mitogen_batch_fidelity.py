@@ -1371,3 +1371,39 @@ def test_a_lookup_reads_a_controller_file_an_earlier_task_of_the_batch_wrote(ans
     assert batch.stdout.count('"msg": "rendered for h1"') == 1, batch.stdout
     assert batch.stdout.count('"msg": "never: True"') == 2, batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_play_that_runs_with_linear_shows_its_errors_as_linear_does(ansible, ansible_python):
+    """A play ioc cannot plan runs with the linear strategy, outside the handling
+    of the reason: its errors' chains are linear's (one "Syntax error in
+    template: <why>" part, a cause with its parent's origin collapsed), not
+    chained to the reason ioc gave up (templating target, undecryptable vault)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ syntax_error }}"
+              vars:
+                syntax_error: "{{ #'"
+              ignore_errors: true
+            - debug:
+                msg: "{{ undecryptable | to_json }}"
+              vars:
+                undecryptable: !vault |
+                  $ANSIBLE_VAULT;1.1;AES256
+                  63326561376261613563313535363635306336343061343735343931396538666263326333316135
+                  3364323839336665663238376238336661636630316635360a613537653337363035373261623038
+                  30633437653432623936376239376466316434393134393632313163633965353530376361626564
+                  3262633163333464330a393161353063326562626665333138373839633165376639343166333561
+                  3663
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    shown = batch.stdout + batch.stderr
+    assert "\nSyntax error in template: unexpected char '#' at 3\n" in shown, shown
+    assert "\nAttempt to use undecryptable variable: Attempting to decrypt but no vault " \
+           "secrets found.\n" in shown, shown
