@@ -12,6 +12,7 @@ import collections.abc
 import math
 import os
 import re
+import urllib.parse
 
 import jinja2.tests
 
@@ -56,7 +57,7 @@ def failed(result):
     return bool(_result(result, "failed").get("failed", False))
 
 
-@_register("success", "succeeded")
+@_register("success", "succeeded", "successful")
 def success(result):
     """The registered result did not fail (Ansible's message names 'failed')."""
     return not failed(result)
@@ -80,6 +81,25 @@ def changed(result):
 def skipped(result):
     """The registered result was skipped."""
     return bool(_result(result, "skipped").get("skipped", False))
+
+
+@_register("unreachable")
+def unreachable(result):
+    """The registered result is an unreachable host's."""
+    return bool(_result(result, "unreachable").get("unreachable"))
+
+
+@_register("reachable")
+def reachable(result):
+    """Not :func:`unreachable` (whose words a non-mapping gets)."""
+    return not unreachable(result)
+
+
+@_register("timedout")
+def timedout(result):
+    """The task's ``timeout`` ended it (a ``timedout`` with a ``period``)."""
+    timed = _result(result, "timedout").get("timedout")
+    return bool(timed and bool(timed.get("period")))
 
 
 @_register("finished")
@@ -290,6 +310,40 @@ def is_mount(path):
 @_register("same_file", "is_same_file")
 def same_file(a, b):
     return os.path.samefile(str(a), str(b))
+
+
+@_register("link_exists")
+def link_exists(path):
+    return os.path.lexists(str(path))
+
+
+def _uri(value, schemes=None):
+    try:
+        parsed = urllib.parse.urlparse(value)
+        return all([parsed.scheme is not None, parsed.path is not None,
+                    not schemes or parsed.scheme in schemes])
+    except Exception:  # (Ansible's: anything urlparse refuses is no URI)
+        return False
+
+
+@_register("uri")
+def is_uri(value, schemes=None):
+    """``value`` parses as a URI (with one of ``schemes``, when given)."""
+    return _uri(value, schemes)
+
+
+@_register("url")
+def is_url(value, schemes=None):
+    """A URI with a network location (or a ``file:`` one)."""
+    if not _uri(value, schemes):
+        return False
+    parsed = urllib.parse.urlparse(value)
+    return bool(parsed.netloc or parsed.scheme == "file")
+
+
+@_register("urn")
+def is_urn(value):
+    return _uri(value, ["urn"])
 
 
 # FQCN aliases: ``x is ansible.builtin.version('2', '>=')``.
