@@ -905,14 +905,15 @@ class HostRun(HandlerRun, LoopRun):
                 result["_ioc_error_chain"] = [[said, written]]
         for marker in result.get("_ioc_marker_warnings") or ():
             marker["origin"] = _template_origin(task, templar, marker)
-        if result.get("_ioc_error_help") and task["action"] == "assert" \
+        if result.get("_ioc_task_error") and task["action"] == "assert" \
                 and isinstance(result.get("_ioc_error_expr"), str):
-            # an expression ansible-core refuses with its help text (untrusted):
-            # the console's "caused by" names where it was written
+            # a condition ansible-core could not evaluate (untrusted, a test
+            # plugin that failed...): the console's "caused by" names where it
+            # was written
             written = _text_origin(task, result["_ioc_error_expr"].strip())
             if written:
                 result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
-                                               written, None, result["_ioc_error_help"]]]
+                                               written, None, result.get("_ioc_error_help")]]
         if limit > 0 and interval > 0 and not result.get("skipped") and not result.get("failed"):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))

@@ -37,7 +37,7 @@ from jinja2.runtime import Undefined
 from ioc.agentless_runner.filters import FILTERS
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
-from ioc.agentless_runner.tests_jinja import TESTS
+from ioc.agentless_runner.tests_jinja import TESTS, TestError
 
 __all__ = [
     "TemplateError",
@@ -610,11 +610,26 @@ def environment():
         if name not in _KEEP_LAZY:
             func = _materializing(func)
         env.filters[name] = _listing(func)
-    env.tests.update(TESTS)
+    env.tests.update({name: _test_plugin(name, func) for name, func in TESTS.items()})
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
                        q=_lookup_on_target, now=_now)
     env.globals[_CONST] = _embedded_const
     return env
+
+
+def _test_plugin(name, func):
+    """``func`` as Ansible runs a test plugin: a value it cannot judge fails
+    "The test plugin '<name>' failed: <why>", named as the template wrote it
+    (in ``ansible.builtin``), not as a template's rendering error."""
+    fqcn = name if "." in name else "ansible.builtin." + name
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except TestError as exc:
+            raise TemplateError("The test plugin '%s' failed: %s" % (fqcn, exc)) from None
+    return call
 
 
 @functools.lru_cache(maxsize=32)
