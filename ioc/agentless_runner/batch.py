@@ -642,8 +642,11 @@ class HostRun(HandlerRun, LoopRun):
                     # (a condition that is one template: the value it gave, as Ansible's)
                     return results.skipped_result(False if unwrapped_condition(cond) else cond)
             except TemplateError as exc:
+                error = conditional_error_text(exc)
+                if not results.legacy():  # (2.21 says which keyword; 2.19 does not)
+                    error = "A 'when' expression failed: %s" % error
                 return results.failed_result(
-                    "Task failed: A 'when' expression failed: %s" % conditional_error_text(exc),
+                    "Task failed: %s" % error,
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None)
         if reads is not None:

@@ -950,9 +950,8 @@ class Templar(object):
         (the value of a variable: ``that: '{{ item }}'``); a template made of
         several (``{{ 'a' }} == {{ 'b' }}``) gives no trusted text. Any other
         condition is a conditional expression (its constant strings that hold
-        templates are templated), but one that Jinja cannot parse as an
-        expression and that embeds templates (``"{{ a }} == 1"``) is rendered
-        first, as older Ansible did. Returns ``(value, templated)``:
+        templates are templated); one that Jinja cannot parse as an expression
+        because it embeds templates (``"{{ a }} == 1"``) is a syntax error. Returns ``(value, templated)``:
         ``templated`` when the condition is all template and its value no text
         (which 2.19+ deprecates)."""
         text = condition.strip()
@@ -968,8 +967,14 @@ class Templar(object):
             if isinstance(value, str):
                 raise UntrustedTemplateError()
             return value, True
-        if is_template(text) and not _parses_as_expression(text):
-            text = _condition_expression(text, self)
+        if is_template(text):
+            try:
+                _compile_expression(text, True)
+            except jinja2.TemplateSyntaxError as exc:
+                # (2.19 and 2.21 never render such a condition first: an
+                # untrusted value in it could run as an expression)
+                raise TemplateError("Syntax error in expression. Template delimiters are not "
+                                    "supported in expressions: %s" % (exc.message or exc,))
         return self.evaluate(text, conditional=True), False
 
     def is_template(self, value):
@@ -1144,14 +1149,6 @@ def _all_template(text):
     return text.startswith(_MARKERS) and text.endswith(("%}", "}}", "#}"))
 
 
-def _parses_as_expression(text):
-    try:
-        _compile_expression(text, True)
-    except jinja2.TemplateError:
-        return False
-    return True
-
-
 @functools.lru_cache(maxsize=1024)
 def _variable_reference(expression):
     """Whether ``expression`` reads a variable (``item``, ``x.y``, ``x['y']``):
@@ -1164,18 +1161,3 @@ def _variable_reference(expression):
     while isinstance(node, (nodes.Getattr, nodes.Getitem)):
         node = node.node
     return isinstance(node, nodes.Name)
-
-
-def _condition_expression(condition, templar):
-    """The bare expression of a condition string.
-
-    ``{{ expr }}`` is unwrapped; a condition that embeds templates in a larger
-    text (``"{{ a }} == 1"``) is rendered first, as older Ansible did.
-    """
-    text = condition.strip()
-    if not is_template(text):
-        return text
-    if unwrapped_condition(text):
-        return text[2:-2]
-    rendered = templar.template(condition)
-    return rendered if isinstance(rendered, str) else repr(rendered)

@@ -68,6 +68,7 @@ PLAYBOOKS_219 = (
     "block_always_unrescued",
     "block_rescue_ssh",
     "changed_failed_when",
+    "condition_embedded_template",
     "controller_file_missing",
     "delegate_run_once",
     "facts_gathered",
