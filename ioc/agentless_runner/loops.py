@@ -213,15 +213,46 @@ class LoopRun(object):
         if task.get("register"):
             bound[task["register"]] = results.public(result)
         templar = Templar(self.variables(task, scope, bound))
+        number = 0
         try:
-            stop = all(templar.conditional(c) for c in conditions)
+            stop = True
+            for number, condition in enumerate(conditions):
+                if not templar.conditional(condition):
+                    stop = False
+                    break
         except TemplateError as exc:
-            result["failed"] = True
-            result["break_when_result"] = conditional_error_text(exc)
+            self._break_when_error(task, result, conditional_error_text(exc), number,
+                                   conditions[number])
             return True
         if not results.legacy():
             result["break_when_result"] = stop
         return stop
+
+    @staticmethod
+    def _break_when_error(task, result, text, number, condition):
+        """The item's result when its break_when cannot be evaluated, as 2.21's
+        ``set_break_when_result``: failed, the error text its
+        ``break_when_result``, the exception it had (every failed result has
+        one) moved to ``break_when_suppressed_exception`` and the error its
+        own. The callbacks get the error's words and the expression's origin
+        (``_ioc_break_when_error``: the [ERROR] line, its ``Origin:``) and the
+        bridge what the result was before (to apply the error to Ansible's)."""
+        result["break_when_result"] = text
+        if results.legacy():
+            result["failed"] = True
+            return
+        before = dict((k, result[k]) for k in ("failed", "exception") if k in result)
+        if result.get("failed") or "exception" in result:
+            result["break_when_suppressed_exception"] = result.pop("exception", None) or \
+                results.TRACEBACK_UNAVAILABLE
+        result["failed"] = True
+        result["exception"] = results.TRACEBACK_UNAVAILABLE
+        origins = (task.get("origins") or {}).get("break_when") or ()
+        result["_ioc_break_when_error"] = {
+            "error": "A 'break_when' expression failed: %s" % text,
+            "expression": condition if isinstance(condition, str) else None,
+            "origin": (origins[number] if number < len(origins) else None) or None,
+            "before": before}
 
 
 def _loop_info(items, index, allitems=True):
