@@ -185,6 +185,7 @@ class HostRun(HandlerRun, LoopRun):
         self.lookup_table = batch.get("lookups") or {}
         #: The loop item being run (its index), None outside a loop's items.
         self._item = None
+        self._loop_so_far = None  # the items a loop has run so far (while it runs)
         #: What this batch wrote: the end event reports only that (the
         #: controller merges it into what it keeps for the host).
         self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
@@ -693,7 +694,7 @@ class HostRun(HandlerRun, LoopRun):
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
             if not results.legacy():
-                bound["_task"] = {"result": results.public(result)}  # 2.21: this attempt's
+                bound["_task"] = self._task_projections(result)  # 2.21: this attempt's
             check = Templar(self.variables(task, scope, bound))
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
@@ -703,7 +704,7 @@ class HostRun(HandlerRun, LoopRun):
                 # binds the one result dict they change)
                 bound[task["register"]] = results.public(result)
                 if not results.legacy():
-                    bound["_task"] = {"result": results.public(result)}
+                    bound["_task"] = self._task_projections(result)
                 check = Templar(self.variables(task, scope, bound))
             try:
                 if self.until_met(task, result, check):
@@ -816,6 +817,16 @@ class HostRun(HandlerRun, LoopRun):
                     and not results.legacy():
                 result["msg"] = ("Task failed: Action failed: A 'failed_when' expression "
                                  "evaluated to 'True'.")
+
+    def _task_projections(self, result):
+        """2.21's ``_task`` once an attempt's result is recorded: ``result`` is
+        it, and in a loop ``loop_result`` the loop's result with it as the
+        last item (``TaskContext.build_loop_result(preview=True)``)."""
+        current = results.public(result)
+        out = {"result": current}
+        if self._loop_so_far is not None:
+            out["loop_result"] = results.loop_preview(list(self._loop_so_far) + [current])
+        return out
 
     @staticmethod
     def _condition_error(task, result, field, number, failed_before):

@@ -96,6 +96,9 @@ class LoopRun(object):
                 # 2.21's ``_task``: ``_task.result`` is the latest recorded result,
                 # in a loop's ``when`` the previous item's (undefined for the first).
                 overlay["_task"] = {"result": item_results[-1]} if item_results else {}
+                # ``_task.loop_result``: the loop's result as it stands (the items so far)
+                overlay["_task"]["loop_result"] = results.loop_preview(item_results)
+                self._loop_so_far = item_results
             overlay.update(self.item_overlay(control, items, index))
             item_templar = Templar(self.variables(task, scope, overlay))
             # What ansible-core records on every result of this item, its
@@ -155,7 +158,7 @@ class LoopRun(object):
                 notify.extend(safe_template(item_templar, n) for n in task.get("notify", ()))
             if stop:
                 break
-        self._item = None
+        self._item = self._loop_so_far = None
         if only is not None and not only.get("final"):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
                 only.get("prior") or ()) else None, "notify": notify}}

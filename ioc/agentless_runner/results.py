@@ -177,6 +177,14 @@ def aggregate_loop(results):
     return out
 
 
+def loop_preview(results):
+    """2.21's ``_task.loop_result``: the loop's result from the items recorded
+    so far (none: all of them skipped, as ``build_loop_result`` has it)."""
+    if not results:
+        return {"changed": False, "skipped": True, "msg": "All items skipped", "results": []}
+    return aggregate_loop(list(results))
+
+
 def registered(result):
     """What ``register`` keeps of a task's result."""
     out = public(result)
