@@ -129,11 +129,15 @@ class LoopRun(object):
             if conditionals.found:
                 results.templated_conditionals(result, conditionals.found)
                 loop_conditionals.extend(conditionals.found)
-            if not results.legacy() and not result.get("skipped") and not ignore_any \
+            if not results.legacy() and not ignore_any \
                     and task.get("ignore_errors") is not None:
                 # 2.21: the loop's failure is ignored when ignore_errors held for any
-                # item it ran (each item's task is post-validated with its item)
-                ignore_any = self._truthy(task.get("ignore_errors"), item_templar)
+                # item it ran (each item's task is post-validated with its item); an
+                # item its ``when`` skipped is not, so only a literal boolean holds
+                # for it (TaskContext._record_result)
+                ignore = task.get("ignore_errors")
+                ignore_any = ignore if isinstance(ignore, bool) else \
+                    not result.get("skipped") and self._truthy(ignore, item_templar)
             if label is not None and not results.legacy():
                 item_keys["_ansible_item_label"], label_error = \
                     self._item_labeller(task, scope, overlay, item_keys, item, label)(result)

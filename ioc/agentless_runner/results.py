@@ -164,10 +164,12 @@ def aggregate_loop(results):
         out["changed"] = False
     if unreachable:
         out["unreachable"] = True
-    if failed:
-        out["msg"] = "One or more items failed"
-    elif skipped:
+    if skipped:
+        # (2.21's build_loop_result: all skipped first, even if one failed, as an
+        # item whose break_when erred after its ``when`` skipped it)
         out["msg"] = "All items skipped"
+    elif failed:
+        out["msg"] = "One or more items failed"
     else:
         out["msg"] = "All items completed"
     # 2.21 gathers the items' warnings on the loop's result

@@ -10,7 +10,8 @@ from ioc.callbacks.base import Callback, Status, TaskView
 
 #: Keys Ansible keeps when it prints a ``debug`` result that has ``msg``.
 _DEBUG_ALLOWED = frozenset({"msg", "exception", "warnings", "deprecations"})
-_DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason")
+_DEBUG_HIDDEN = ("changed", "failed", "skipped", "invocation", "skip_reason",
+                 "ansible_loop_var", "ansible_index_var", "ansible_loop")
 #: Never printed: ``failed``/``skipped`` are dropped from what callbacks see
 #: (Ansible's ``TaskResult.clean_copy``) and the traceback goes to [ERROR].
 _NOT_DUMPED = frozenset({"failed", "skipped", "exception", "invocation"})
