@@ -479,7 +479,19 @@ class HostRun(HandlerRun, LoopRun):
         own = ChainMap(*[m for m in maps if m is not magic],
                        {k: v for k, v in magic.items() if k not in ("hostvars", "vars")})
         magic["hostvars"] = dict(self.magic.get("hostvars") or {}, **{self.host: own})
-        magic["vars"] = view
+        # vars is every variable, its own "vars" a copy of them but that one
+        # (VariableManager copies each into it, itself last): no cycle for a
+        # template rendering it whole to walk.
+        visible = {k: v for k, v in magic.items() if k != "vars"}
+        inner = ChainMap(*[visible if m is magic else m for m in view.maps])
+        everything = ChainMap({"vars": inner}, *inner.maps)
+        if "vars" in self.deprecated:
+            # 2.21 tags it deprecated: a template reading it warns (below magic,
+            # the layer of the name it replaces)
+            view.maps.insert(view.maps.index(magic) + 1,
+                             Deprecated({"vars": everything}, "vars"))
+        else:
+            magic["vars"] = everything
         table = self.lookup_table.get(lookup_scope(self.file_key, None)) or {}
         if self._item is not None:
             table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},

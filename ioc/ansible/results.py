@@ -362,7 +362,8 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
     from ansible.module_utils._internal._datatag._tags import Deprecated
 
     tags = {"facts": getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None),
-            "play_hosts": getattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG", None)}
+            "play_hosts": getattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG", None),
+            "vars": getattr(manager, "_DEPRECATE_VARS", None)}
     core = getattr(_deprecator, "ANSIBLE_CORE_DEPRECATOR", None)  # (2.19 has none)
     if core is not None:  # UnifiedTaskResult.set_skipped's deprecate_value (no tag of its own)
         tags["skipped_reason"] = Deprecated(msg="The 'skipped_reason' value is deprecated.",

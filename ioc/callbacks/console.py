@@ -49,6 +49,8 @@ _DEPRECATED = {
                    "Use `ansible_play_batch` instead."),
     "skipped_reason": ("The 'skipped_reason' value is deprecated.", "2.24",
                        "Use 'skip_reason' instead."),
+    "vars": ("The internal \"vars\" dictionary is deprecated.", "2.24",
+             "Use the `vars` and `varnames` lookups instead."),
 }
 
 
