@@ -185,6 +185,7 @@ class HostRun(HandlerRun, LoopRun):
         self.lookup_table = batch.get("lookups") or {}
         #: The loop item being run (its index), None outside a loop's items.
         self._item = None
+        self._loop_so_far = None  # the items a loop has run so far (while it runs)
         #: What this batch wrote: the end event reports only that (the
         #: controller merges it into what it keeps for the host).
         self.written = {"facts": {}, "runtime": {}, "include_vars": {}}
@@ -478,7 +479,19 @@ class HostRun(HandlerRun, LoopRun):
         own = ChainMap(*[m for m in maps if m is not magic],
                        {k: v for k, v in magic.items() if k not in ("hostvars", "vars")})
         magic["hostvars"] = dict(self.magic.get("hostvars") or {}, **{self.host: own})
-        magic["vars"] = view
+        # vars is every variable, its own "vars" a copy of them but that one
+        # (VariableManager copies each into it, itself last): no cycle for a
+        # template rendering it whole to walk.
+        visible = {k: v for k, v in magic.items() if k != "vars"}
+        inner = ChainMap(*[visible if m is magic else m for m in view.maps])
+        everything = ChainMap({"vars": inner}, *inner.maps)
+        if "vars" in self.deprecated:
+            # 2.21 tags it deprecated: a template reading it warns (below magic,
+            # the layer of the name it replaces)
+            view.maps.insert(view.maps.index(magic) + 1,
+                             Deprecated({"vars": everything}, "vars"))
+        else:
+            magic["vars"] = everything
         table = self.lookup_table.get(lookup_scope(self.file_key, None)) or {}
         if self._item is not None:
             table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
@@ -696,7 +709,7 @@ class HostRun(HandlerRun, LoopRun):
             if task.get("register"):
                 bound[task["register"]] = results.public(result)
             if not results.legacy():
-                bound["_task"] = {"result": results.public(result)}  # 2.21: this attempt's
+                bound["_task"] = self._task_projections(result)  # 2.21: this attempt's
             check = Templar(self.variables(task, scope, bound))
             self.apply_result_conditions(task, result, check)
             if retries <= 1:
@@ -706,7 +719,7 @@ class HostRun(HandlerRun, LoopRun):
                 # binds the one result dict they change)
                 bound[task["register"]] = results.public(result)
                 if not results.legacy():
-                    bound["_task"] = {"result": results.public(result)}
+                    bound["_task"] = self._task_projections(result)
                 check = Templar(self.variables(task, scope, bound))
             try:
                 if self.until_met(task, result, check):
@@ -819,6 +832,16 @@ class HostRun(HandlerRun, LoopRun):
                     and not results.legacy():
                 result["msg"] = ("Task failed: Action failed: A 'failed_when' expression "
                                  "evaluated to 'True'.")
+
+    def _task_projections(self, result):
+        """2.21's ``_task`` once an attempt's result is recorded: ``result`` is
+        it, and in a loop ``loop_result`` the loop's result with it as the
+        last item (``TaskContext.build_loop_result(preview=True)``)."""
+        current = results.public(result)
+        out = {"result": current}
+        if self._loop_so_far is not None:
+            out["loop_result"] = results.loop_preview(list(self._loop_so_far) + [current])
+        return out
 
     @staticmethod
     def _condition_error(task, result, field, number, failed_before):

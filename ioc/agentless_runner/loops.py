@@ -96,6 +96,9 @@ class LoopRun(object):
                 # 2.21's ``_task``: ``_task.result`` is the latest recorded result,
                 # in a loop's ``when`` the previous item's (undefined for the first).
                 overlay["_task"] = {"result": item_results[-1]} if item_results else {}
+                # ``_task.loop_result``: the loop's result as it stands (the items so far)
+                overlay["_task"]["loop_result"] = results.loop_preview(item_results)
+                self._loop_so_far = item_results
             overlay.update(self.item_overlay(control, items, index))
             item_templar = Templar(self.variables(task, scope, overlay))
             # What ansible-core records on every result of this item, its
@@ -126,11 +129,15 @@ class LoopRun(object):
             if conditionals.found:
                 results.templated_conditionals(result, conditionals.found)
                 loop_conditionals.extend(conditionals.found)
-            if not results.legacy() and not result.get("skipped") and not ignore_any \
+            if not results.legacy() and not ignore_any \
                     and task.get("ignore_errors") is not None:
                 # 2.21: the loop's failure is ignored when ignore_errors held for any
-                # item it ran (each item's task is post-validated with its item)
-                ignore_any = self._truthy(task.get("ignore_errors"), item_templar)
+                # item it ran (each item's task is post-validated with its item); an
+                # item its ``when`` skipped is not, so only a literal boolean holds
+                # for it (TaskContext._record_result)
+                ignore = task.get("ignore_errors")
+                ignore_any = ignore if isinstance(ignore, bool) else \
+                    not result.get("skipped") and self._truthy(ignore, item_templar)
             if label is not None and not results.legacy():
                 item_keys["_ansible_item_label"], label_error = \
                     self._item_labeller(task, scope, overlay, item_keys, item, label)(result)
@@ -155,7 +162,7 @@ class LoopRun(object):
                 notify.extend(safe_template(item_templar, n) for n in task.get("notify", ()))
             if stop:
                 break
-        self._item = None
+        self._item = self._loop_so_far = None
         if only is not None and not only.get("final"):
             return {"_ioc_partial": {"item": item_results[-1] if len(item_results) > len(
                 only.get("prior") or ()) else None, "notify": notify}}
@@ -213,15 +220,46 @@ class LoopRun(object):
         if task.get("register"):
             bound[task["register"]] = results.public(result)
         templar = Templar(self.variables(task, scope, bound))
+        number = 0
         try:
-            stop = all(templar.conditional(c) for c in conditions)
+            stop = True
+            for number, condition in enumerate(conditions):
+                if not templar.conditional(condition):
+                    stop = False
+                    break
         except TemplateError as exc:
-            result["failed"] = True
-            result["break_when_result"] = conditional_error_text(exc)
+            self._break_when_error(task, result, conditional_error_text(exc), number,
+                                   conditions[number])
             return True
         if not results.legacy():
             result["break_when_result"] = stop
         return stop
+
+    @staticmethod
+    def _break_when_error(task, result, text, number, condition):
+        """The item's result when its break_when cannot be evaluated, as 2.21's
+        ``set_break_when_result``: failed, the error text its
+        ``break_when_result``, the exception it had (every failed result has
+        one) moved to ``break_when_suppressed_exception`` and the error its
+        own. The callbacks get the error's words and the expression's origin
+        (``_ioc_break_when_error``: the [ERROR] line, its ``Origin:``) and the
+        bridge what the result was before (to apply the error to Ansible's)."""
+        result["break_when_result"] = text
+        if results.legacy():
+            result["failed"] = True
+            return
+        before = dict((k, result[k]) for k in ("failed", "exception") if k in result)
+        if result.get("failed") or "exception" in result:
+            result["break_when_suppressed_exception"] = result.pop("exception", None) or \
+                results.TRACEBACK_UNAVAILABLE
+        result["failed"] = True
+        result["exception"] = results.TRACEBACK_UNAVAILABLE
+        origins = (task.get("origins") or {}).get("break_when") or ()
+        result["_ioc_break_when_error"] = {
+            "error": "A 'break_when' expression failed: %s" % text,
+            "expression": condition if isinstance(condition, str) else None,
+            "origin": (origins[number] if number < len(origins) else None) or None,
+            "before": before}
 
 
 def _loop_info(items, index, allitems=True):

@@ -164,10 +164,12 @@ def aggregate_loop(results):
         out["changed"] = False
     if unreachable:
         out["unreachable"] = True
-    if failed:
-        out["msg"] = "One or more items failed"
-    elif skipped:
+    if skipped:
+        # (2.21's build_loop_result: all skipped first, even if one failed, as an
+        # item whose break_when erred after its ``when`` skipped it)
         out["msg"] = "All items skipped"
+    elif failed:
+        out["msg"] = "One or more items failed"
     else:
         out["msg"] = "All items completed"
     # 2.21 gathers the items' warnings on the loop's result
@@ -175,6 +177,14 @@ def aggregate_loop(results):
     if warnings:
         out["warnings"] = warnings
     return out
+
+
+def loop_preview(results):
+    """2.21's ``_task.loop_result``: the loop's result from the items recorded
+    so far (none: all of them skipped, as ``build_loop_result`` has it)."""
+    if not results:
+        return {"changed": False, "skipped": True, "msg": "All items skipped", "results": []}
+    return aggregate_loop(list(results))
 
 
 def registered(result):

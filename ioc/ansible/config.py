@@ -197,14 +197,14 @@ def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
     """Which deprecated values a template's read of makes ansible-core 2.21
     warn: "facts" (the top-level fact names, while INJECT_FACTS_AS_VARS is left
     at its default), "play_hosts", "skipped_reason" (of a registered empty
-    loop); none when deprecation warnings are off. ``as_installed``: those the
+    loop), "vars" (the internal dictionary of every variable); none when deprecation warnings are off. ``as_installed``: those the
     installed ansible-core deprecates (mitogen_batch, whose warnings Ansible
     words itself; 2.19 has only "play_hosts")."""
     from ansible import constants as C
 
     if not C.config.get_config_value("DEPRECATION_WARNINGS"):
         return ()
-    facts, play_hosts, skipped_reason = True, True, True
+    facts, play_hosts, skipped_reason, vars_ = True, True, True, True
     if as_installed:
         import inspect
 
@@ -213,6 +213,7 @@ def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
 
         facts = getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None) is not None
         play_hosts = hasattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG")
+        vars_ = getattr(manager, "_DEPRECATE_VARS", None) is not None
         set_skipped = getattr(getattr(_task, "UnifiedTaskResult", None), "set_skipped", None)
         skipped_reason = set_skipped is not None and \
             "include_skipped_reason" in inspect.signature(set_skipped).parameters
@@ -223,6 +224,8 @@ def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
         kinds.append("play_hosts")
     if skipped_reason:
         kinds.append("skipped_reason")
+    if vars_:
+        kinds.append("vars")
     return tuple(kinds)
 
 

@@ -139,7 +139,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data["msg"] = tuple(data["msg"])
         utr = utr_class.from_action_result_dict(data)
     else:
-        utr = _utr_after(utr_class, task, data, result, action)
+        # (an item's break_when error comes after TaskExecutor._execute's words, below)
+        utr = _utr_after(utr_class, task, data, result, action, broken=False)
     if include:
         _include_fields(utr, result, action, task)
     if isinstance(items, list):
@@ -172,6 +173,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         except AnsibleTaskError as atex:
             utr = utr_class._create_from_exception(atex, accept_result_contribution=True,
                                                    source_is_module=False)
+    if result.get("_ioc_break_when_error") and not (loop_error or engine or raised):
+        _break_when_error(utr, task, result["_ioc_break_when_error"])
     if result.get("_ioc_label_error"):
         _label_warnings([utr] + list(utr.loop_results or ()), task, result["_ioc_label_error"])
     if result.get("_ioc_deprecations"):
@@ -359,7 +362,8 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
     from ansible.module_utils._internal._datatag._tags import Deprecated
 
     tags = {"facts": getattr(manager, "_DEPRECATE_TOP_LEVEL_FACT_TAG", None),
-            "play_hosts": getattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG", None)}
+            "play_hosts": getattr(manager.VariableManager, "_PLAY_HOSTS_DEPRECATED_TAG", None),
+            "vars": getattr(manager, "_DEPRECATE_VARS", None)}
     core = getattr(_deprecator, "ANSIBLE_CORE_DEPRECATOR", None)  # (2.19 has none)
     if core is not None:  # UnifiedTaskResult.set_skipped's deprecate_value (no tag of its own)
         tags["skipped_reason"] = Deprecated(msg="The 'skipped_reason' value is deprecated.",
@@ -897,7 +901,7 @@ _CONDITION_RESULTS = ("changed_when_result", "failed_when_result",
 
 
 def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str, Any],
-               action: str) -> Any:
+               action: str, broken: bool = True) -> Any:
     """2.21: the UnifiedTaskResult of what the action returned, then what
     TaskExecutor does to it: ``changed_when``/``failed_when`` through its own
     ``set_*_when_result`` (their outcomes are the runner's, an error names the
@@ -913,6 +917,12 @@ def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str
         data.update(conditions["before"])
     if exhausted:
         data["failed"] = False
+    broke = raw.get("_ioc_break_when_error") if isinstance(raw, Mapping) else None
+    if broke:
+        data = {k: v for k, v in data.items()
+                if k not in ("break_when_result", "break_when_suppressed_exception", "failed",
+                             "exception")}
+        data.update(broke["before"])
     uncaught = raw.get("_ioc_module_exception") if isinstance(raw, Mapping) else None
     if isinstance(uncaught, str) and data.get("failed"):
         data = _uncaught_exception(data, uncaught)
@@ -929,7 +939,37 @@ def _utr_after(utr_class: Any, task: Any, data: Dict[str, Any], raw: Mapping[str
         setter(value)
     if exhausted:
         utr.failed = True
+    if broke and broken:
+        _break_when_error(utr, task, broke)
     return utr
+
+
+def _break_when_error(utr: Any, task: Any, broke: Mapping[str, Any]) -> None:
+    """What 2.21's ``UnifiedTaskResult.set_break_when_result`` does to an
+    item's result with the error of its break_when expression (the runner's
+    words, the task's own origin-tagged expression), but ending the loop:
+    the runner ended it already, and this runs outside a TaskContext."""
+    from ansible._internal._errors import _error_factory
+    from ansible.errors import AnsibleError
+    from ansible.module_utils._internal import _messages, _traceback
+
+    text = broke["error"].split(": ", 1)[1]
+    control = getattr(task, "loop_control", None)
+    expression = None
+    for condition in _as_conditions(getattr(control, "break_when", None)):
+        if isinstance(condition, str) and condition == broke.get("expression"):
+            expression = condition
+    try:
+        raise AnsibleError("A 'break_when' expression failed.", obj=expression) \
+            from AnsibleError(text, obj=expression)
+    except AnsibleError as ex:
+        wrapped = ex
+    if utr.exception:
+        utr.break_when_suppressed_exception = utr.exception
+    utr.failed = True
+    utr.exception = _messages.ErrorSummary(event=_error_factory.ControllerEventFactory.from_exception(
+        wrapped, _traceback.is_traceback_enabled(_traceback.TracebackEvent.ERROR)))
+    utr.break_when_result = text
 
 
 def _uncaught_exception(data: Dict[str, Any], message: str) -> Dict[str, Any]:

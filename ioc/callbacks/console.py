@@ -49,6 +49,8 @@ _DEPRECATED = {
                    "Use `ansible_play_batch` instead."),
     "skipped_reason": ("The 'skipped_reason' value is deprecated.", "2.24",
                        "Use 'skip_reason' instead."),
+    "vars": ("The internal \"vars\" dictionary is deprecated.", "2.24",
+             "Use the `vars` and `varnames` lookups instead."),
 }
 
 
@@ -355,7 +357,13 @@ class Console(Callback):
             msg = "Task failed: %s failed: %s" % (_kind(module_failed), msg)
         # A task Ansible adds itself (Gathering Facts) has no origin: no Origin: lines;
         # an error the controller met (an include's file missing) is shown whole.
-        if "_ioc_error" in result:
+        broke = result.get("_ioc_break_when_error")
+        if broke:
+            # an item's break_when expression that could not be evaluated: its error
+            # is the item's own (its module's moved aside), where the expression is
+            text = "[ERROR]: %s\n%s\n" % (broke["error"], self.source_context(
+                broke.get("origin") or task.location))
+        elif "_ioc_error" in result:
             text = "[ERROR]: %s" % result["_ioc_error"]
         elif task.implicit:
             text = "[ERROR]: %s" % msg

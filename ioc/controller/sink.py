@@ -148,7 +148,7 @@ class PlaySink(StepSink):
 #: all: ``until`` ran out, the action itself did not fail; where the engine's
 #: error is (a ``when``/``until``/``changed_when``/``failed_when`` expression's
 #: origin: the "caused by" part); a changed_when/failed_when expression's error
-#: (the action's); a loop_control label that could not be templated (its warning);
+#: (the action's); a break_when expression's error (the item's); a loop_control label that could not be templated (its warning);
 #: debug's "Encountered N template error(s)." warnings (where each template is);
 #: the conditions written as a template (their deprecation warnings);
 #: the deprecated values the task's templates read (their deprecation warnings);
@@ -157,6 +157,7 @@ class PlaySink(StepSink):
 #: --retries tries again only hosts never connected).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
                             "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error",
+                            "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
                             "_ioc_lost"})

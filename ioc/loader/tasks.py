@@ -436,7 +436,7 @@ def _search_path(scope: Scope, where: Location) -> tuple[str, ...]:
 
 def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
     """Where the task's changed_when/failed_when/until conditions, its
-    loop_control label, its action, arguments, loop, variables, own
+    loop_control label and break_when conditions, its action, arguments, loop, variables, own
     delegate_to, notify names and environment values were written (see
     :attr:`Task.origins`)."""
     out = _argument_origins(ds)
@@ -465,6 +465,10 @@ def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
         label = value_origins(control, "label", 1)
         if any(label):
             out["label"] = label
+    if isinstance(control, Mapping) and control.get("break_when"):
+        count = len(conditions(control["break_when"], Location("<unknown>")))
+        if count and any(value_origins(control, "break_when", count)):
+            out["break_when"] = value_origins(control, "break_when", count)
     return out
 
 
