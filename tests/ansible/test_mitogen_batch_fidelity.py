@@ -624,6 +624,36 @@ def test_a_connection_plugin_ioc_does_not_drive_runs_the_play_under_linear(ansib
     assert batch.steps == ["Batch 1-1 on 1 host(s)"], batch.log
 
 
+def test_hash_behaviour_merge_runs_the_play_under_linear(ansible, ansible_python):
+    """``hash_behaviour = merge``: a dict variable merges recursively across
+    precedence layers (play vars, set_fact, extra vars); ioc's layers replace,
+    so the play runs whole under linear, the log saying why."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            test_hash:
+              playbook_vars: from play vars
+              nested: {play: 1}
+          tasks:
+            - set_fact:
+                test_hash:
+                  nested: {fact: 2}
+            - debug:
+                var: test_hash
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    extra = ["-e", '{"test_hash": {"extra_args": "from extra vars"}}']
+    linear, batch = ansible.both("play.yml", str(inventory), args=extra,
+                                 env={"ANSIBLE_HASH_BEHAVIOUR": "merge"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"playbook_vars": "from play vars"' in batch.stdout
+    assert '"extra_args": "from extra vars"' in batch.stdout
+    assert '"fact": 2' in batch.stdout and '"play": 1' in batch.stdout
+    assert "hash_behaviour = merge runs through Ansible's linear strategy" in batch.log
+
+
 def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):
     """``meta: clear_host_errors`` in the always of a failed block (the play's
     last step; force_handlers makes the block's failure wait for its flush)
