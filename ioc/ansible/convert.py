@@ -467,10 +467,13 @@ class Converter:
         return key
 
     def _native_accepts(self, action: str, args: Mapping[str, Any]) -> bool:
+        from ioc.ansible import modules
         from ioc.controller.capabilities import runner_capabilities
 
         if self._options is None:
             self._options = runner_capabilities().options
+        if action in modules.INVOCATION_MODULES and modules.inject_invocation():
+            return False  # (Ansible's module code returns the invocation)
         accepted = self._options.get(action)
         return accepted is None or all(
             not isinstance(k, str) or k.startswith("_") or k in accepted or "{{" in k

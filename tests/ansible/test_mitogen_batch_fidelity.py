@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
-    ROOT,
-    Ansible, ansible, ansible_python, assert_same_output, local_inventory)
+    ANSIBLE_CORE, ROOT,
+    Ansible, ansible, ansible_python, assert_same_output, find_ansible_python, local_inventory)
 
 pytestmark = pytest.mark.integration
 
@@ -652,6 +652,36 @@ def test_hash_behaviour_merge_runs_the_play_under_linear(ansible, ansible_python
     assert '"extra_args": "from extra vars"' in batch.stdout
     assert '"fact": 2' in batch.stdout and '"play": 1' in batch.stdout
     assert "hash_behaviour = merge runs through Ansible's linear strategy" in batch.log
+
+
+def test_inject_invocation_gives_command_results_their_module_args(tmp_path):
+    """``INJECT_INVOCATION`` (2.21's setting; 2.19 has none): a command or
+    shell result carries ``invocation.module_args`` (every option, defaults
+    filled; a no_log task's hidden), as Ansible's module code returns it; the
+    tasks stay in their batch."""
+    python = find_ansible_python(ANSIBLE_CORE)
+    ansible = Ansible(python, tmp_path)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo LOG_ME_COMMAND
+              register: c
+            - shell: echo LOG_ME_SHELL
+              register: s
+            - command: echo DO_NOT_LOG
+              no_log: true
+            - debug:
+                msg: "{{ c.invocation.module_args.keys() | sort }} {{ s.invocation.module_args._raw_params }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"ANSIBLE_INJECT_INVOCATION": "1"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "'strip_empty_ends'] echo LOG_ME_SHELL" in batch.stdout
+    assert "DO_NOT_LOG" not in batch.stdout
+    assert batch.steps == ["Batch 1-4 on 1 host(s)"], batch.log
 
 
 def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):
