@@ -684,6 +684,31 @@ def test_inject_invocation_gives_command_results_their_module_args(tmp_path):
     assert batch.steps == ["Batch 1-4 on 1 host(s)"], batch.log
 
 
+def test_a_filter_only_ansible_has_works_in_a_dynamically_included_file(ansible,
+                                                                        ansible_python):
+    """The tasks of a dynamic include name a filter ioc's runner proxies to
+    Ansible (``password_hash``) that no task of the play named: the runner
+    calls it as in a task of the play itself."""
+    ansible.write("hashing.yml", """
+        - set_fact:
+            hashed: "{{ 'secret' | password_hash('sha512', 'saltsalt') }}"
+        - debug:
+            var: hashed
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_tasks: "{{ 'hashing.yml' }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"hashed": "$6$' in batch.stdout
+    assert len(batch.steps) == 2, batch.log
+
+
 def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):
     """``meta: clear_host_errors`` in the always of a failed block (the play's
     last step; force_handlers makes the block's failure wait for its flush)
