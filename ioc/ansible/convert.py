@@ -323,6 +323,7 @@ class Converter:
             poll=plain(getattr(task, "poll", None)),
             timeout=plain(getattr(task, "timeout", None)) or None,
             **become_keywords(task),
+            become_omitted=become_omitted(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
             role_collection=plain(getattr(role, "_role_collection", None)) or None
@@ -789,6 +790,27 @@ def become_keywords(task: Any) -> Dict[str, Any]:
         value = plain(getattr(task, keyword, None))
         if value not in (None, ""):
             out[keyword] = value
+    return out
+
+
+def become_omitted(task: Any) -> Dict[str, Any]:
+    """What each ``become*`` keyword the task sets itself as a template falls back
+    to when it gives ``omit``: the inherited value (``set_to_context``)."""
+    from ansible.utils.sentinel import Sentinel
+
+    out: Dict[str, Any] = {}
+    for keyword in ("become", "become_user", "become_method", "become_flags", "become_exe"):
+        own = getattr(task, "_" + keyword, Sentinel)
+        if not isinstance(own, str) or ("{{" not in own and "{%" not in own):
+            continue
+        try:
+            value = task._get_parent_attribute(keyword, omit=True)
+        except AttributeError:
+            value = Sentinel
+        if value is Sentinel:  # (the attribute's default: -b, --become-user, ...)
+            default = task.fattributes[keyword].default
+            value = default() if callable(default) else default
+        out[keyword] = plain(value)
     return out
 
 

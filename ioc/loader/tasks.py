@@ -389,7 +389,10 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
     effective = {k: own[k] if own[k] is not None else scope.inherited.get(k) for k in INHERITABLE}
     effective["environment"] = extend_environment(scope.inherited.get("environment"),
                                                   own["environment"])
+    omitted = {k: scope.inherited.get(k) for k, v in own.items() if k.startswith("become")
+               and isinstance(v, str) and ("{{" in v or "{%" in v)}
     return Task(
+        become_omitted=omitted,
         action=action,
         args=args,
         location=where,

@@ -709,6 +709,37 @@ def test_a_filter_only_ansible_has_works_in_a_dynamically_included_file(ansible,
     assert len(batch.steps) == 2, batch.log
 
 
+def test_a_become_keyword_templated_to_omit_is_the_inherited_one(ansible, ansible_python):
+    """``become: '{{ omit }}'`` (and ``become_user``) on a task: the keyword is
+    what the task inherits (the play's: become nobody), not unset. (``raw``:
+    a module would warn that nobody cannot use the test's directory.)"""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          become: yes
+          become_user: nobody
+          tasks:
+            - raw: whoami
+              register: omitted
+              become: '{{ omit }}'
+            - raw: whoami
+              register: omitted_user
+              become_user: '{{ omit }}'
+            - raw: whoami
+              register: explicit_no
+              become: false
+            - debug:
+                msg: "{{ omitted.stdout | trim }} {{ omitted_user.stdout | trim }} {{ explicit_no.stdout | trim }}"
+    """)
+    inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
+                              "ansible_python_interpreter=/usr/bin/python3\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "nobody nobody root"' in batch.stdout
+    assert batch.steps, batch.log
+
+
 def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):
     """``meta: clear_host_errors`` in the always of a failed block (the play's
     last step; force_handlers makes the block's failure wait for its flush)
