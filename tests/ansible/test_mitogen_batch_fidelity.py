@@ -740,6 +740,36 @@ def test_a_become_keyword_templated_to_omit_is_the_inherited_one(ansible, ansibl
     assert batch.steps, batch.log
 
 
+def test_check_mode_templated_to_omit_is_the_runs_own(ansible, ansible_python):
+    """``check_mode: '{{ omit }}'``: the task runs in check mode only when the
+    run does (``-C``), as if the keyword were not set."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - copy:
+                dest: "{{ playbook_dir }}/foo"
+                content: foo
+              check_mode: '{{ omit }}'
+              register: cmode
+              loop: [1, 2]
+            - debug:
+                msg: "{{ cmode.results | map(attribute='changed') | join(',') }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    foo = ansible.workdir / "foo"
+    for args, changed, written in (([], "True,False", True), (["-C"], "True,True", False)):
+        linear = ansible.run("play.yml", str(inventory), "linear", args=args)
+        assert foo.exists() == written
+        foo.unlink(missing_ok=True)
+        batch = ansible.run("play.yml", str(inventory), "mitogen_batch", args=args)
+        assert foo.exists() == written, args
+        foo.unlink(missing_ok=True)
+        assert linear.rc == 0, linear.stdout + linear.stderr
+        assert_same_output(linear, batch)
+        assert '"msg": "%s"' % changed in batch.stdout, args
+
+
 def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):
     """``meta: clear_host_errors`` in the always of a failed block (the play's
     last step; force_handlers makes the block's failure wait for its flush)

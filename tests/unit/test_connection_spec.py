@@ -64,7 +64,7 @@ def test_a_keyword_templated_to_omit_is_the_inherited_value(tmp_path):
         keywords = {k: getattr(task, k) for k in ("become", "become_user", "become_method",
                                                    "become_flags", "become_exe")}
         assert become_for(keywords, variables, template,
-                          omitted=task.become_omitted).user == "nobody"
+                          omitted=task.omitted).user == "nobody"
     assert become_for({"become": "{{ omit }}"}, variables, template) is None
 
 
