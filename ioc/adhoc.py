@@ -289,11 +289,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ioc.ansible.config import deprecated_reads, read_settings
+    from ioc.ansible.config import deprecated_reads, read_settings, refuse_unsupported
     from ioc.ansible.vault import open_vault
     from ioc.ansible.template_vars import template_vars
 
     settings = read_settings()
+    refuse_unsupported(settings)
     cli.warn_unhonoured(settings)
     vault = open_vault(args.vault_ids, args.vault_password_files,
                        bool(settings.ask_vault_pass if args.ask_vault_pass is None

@@ -390,12 +390,14 @@ def report_error(exc: IocError) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
-    from ioc.ansible.config import deprecated_reads, read_settings, role_search
+    from ioc.ansible.config import (deprecated_reads, read_settings, refuse_unsupported,
+                                    role_search)
     from ioc.ansible.prompt import ask_var
     from ioc.ansible.vault import open_vault
     from ioc.ansible.template_vars import template_vars
 
     settings = read_settings()
+    refuse_unsupported(settings)
     if args.verbose:  # (as ansible-playbook's first line at -v)
         print("Using %s as config file" % settings.config_file if settings.config_file
               else "No config file found; using defaults", flush=True)

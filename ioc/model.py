@@ -180,6 +180,11 @@ class Task:
     become_method: Optional[str] = None
     become_flags: Optional[str] = None
     become_exe: Optional[str] = None
+    #: What a ``become*``, ``check_mode`` or ``diff`` keyword the task itself
+    #: sets as a template falls back to when the template gives ``omit``: the
+    #: value it inherits from its block, role or play (Ansible's
+    #: ``set_to_context``; None: the run's default).
+    omitted: Mapping[str, Any] = field(default_factory=dict)
     remote_user: Optional[str] = None
     connection: Optional[str] = None
     #: Name of the role the task came from, for ``role : name`` display.

@@ -32,6 +32,9 @@ def run(action, spec, args, ctx, blob, specs, facts):
         return package(spec, args, ctx, blob, specs, facts)
     if dispatch == "shell":
         return shell(specs[spec["candidates"]["command"]], args, ctx, blob)
+    if dispatch == "command":  # (the action runs ansible.legacy.command)
+        sub = dict(specs[spec["candidates"]["command"]], module_name="ansible.legacy.command")
+        return normal("command", sub, args, ctx, blob)
     if dispatch in ("dnf", "yum"):
         return dnf(spec, args, ctx, blob, specs, facts)
     if dispatch == "async_status":

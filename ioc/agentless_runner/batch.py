@@ -886,9 +886,8 @@ class HostRun(HandlerRun, LoopRun):
                                       % exc)
                 error.chain, error.keyword = _environment_chain(task, templar, exc)
                 raise error
-            check_mode = self._flag(task.get("check_mode"), templar,
-                                    self.options.get("check", False))
-            diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
+            check_mode = self._flag(task, "check_mode", templar, self.options.get("check", False))
+            diff_mode = self._flag(task, "diff", templar, self.options.get("diff", False))
             limit, interval, timeout = self._async_settings(task, templar)
         except TemplateError as exc:
             failed = results.failed_result(str(exc), exception=traceback.format_exc(),
@@ -997,7 +996,7 @@ class HostRun(HandlerRun, LoopRun):
         if "diff" not in result or not result.get("diff"):
             return
         try:
-            diff_mode = self._flag(task.get("diff"), templar, self.options.get("diff", False))
+            diff_mode = self._flag(task, "diff", templar, self.options.get("diff", False))
         except TemplateError:
             return
         if diff_mode and not self._truthy(task.get("no_log"), templar):
@@ -1100,8 +1099,19 @@ class HostRun(HandlerRun, LoopRun):
         except TemplateError:
             return False
 
-    def _flag(self, value, templar, default):
-        return default if value is None else as_bool(templar.template(value))
+    def _flag(self, task, keyword, templar, default):
+        """A boolean keyword; templated to ``omit``, the value the task inherits
+        (``omitted``: Ansible's ``set_to_context``), else ``default``."""
+        value = task.get(keyword)
+        if value is None:
+            return default
+        value = templar.template(value)
+        if value == OMIT:
+            value = (task.get("omitted") or {}).get(keyword)
+            if value is None:
+                return default
+            value = templar.template(value)
+        return as_bool(value)
 
 
 #: The keys of an action's result that changed_when/failed_when may change.

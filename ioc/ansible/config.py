@@ -60,6 +60,7 @@ HONOURED: Dict[str, str] = {
     "DEPRECATION_WARNINGS": "deprecation_warnings: off prints no [DEPRECATION WARNING]",
     "DEFAULT_MANAGED_STR": "ansible_managed: a template's ansible_managed (Ansible's own code "
                            "makes it: ioc.ansible.template_vars)",
+    "DEFAULT_HASH_BEHAVIOUR": "hash_behaviour: only replace (merge is refused before the run)",
 }
 
 #: Settings that change nothing ioc-run does: they steer a mechanism ioc has
@@ -128,6 +129,10 @@ class Settings:
     config_file: Optional[str] = None
     #: ``(setting, where it was set)`` for every set setting ioc-run ignores.
     unhonoured: Tuple[Tuple[str, str], ...] = field(default_factory=tuple)
+    #: ``hash_behaviour``: ``merge`` is refused (:func:`refuse_unsupported`).
+    hash_behaviour: str = "replace"
+    #: Where ``hash_behaviour`` was set ("default": not set).
+    hash_behaviour_origin: str = "default"
 
 
 def read_settings() -> Settings:
@@ -190,7 +195,23 @@ def read_settings() -> Settings:
         gathering=str(value("DEFAULT_GATHERING") or "implicit"),
         color=color,
         unhonoured=tuple(unhonoured(ssh)),
+        hash_behaviour=str(value("DEFAULT_HASH_BEHAVIOUR") or "replace"),
+        hash_behaviour_origin=origin("DEFAULT_HASH_BEHAVIOUR"),
     )
+
+
+def refuse_unsupported(settings: Settings) -> None:
+    """Raise before anything runs for a setting that would change results ioc
+    cannot give: ``hash_behaviour = merge`` (dict variables of different
+    precedence layers merge recursively in Ansible; ioc's layers replace)."""
+    from ioc.errors import IocError
+
+    if settings.hash_behaviour != "replace":
+        raise IocError("hash_behaviour = %s (from %s) is not supported: ioc-run replaces a "
+                       "dict variable of a lower precedence layer with the higher one's, as "
+                       "Ansible's default (replace) does; run this playbook with "
+                       "ansible-playbook or leave hash_behaviour at replace"
+                       % (settings.hash_behaviour, settings.hash_behaviour_origin))
 
 
 def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:

@@ -311,9 +311,10 @@ class Converter:
             vars=variables,
             no_log=plain(task.no_log) or None,
             environment=environment or None,
-            # Ansible's defaults are the CLI's --check/--diff: always explicit here.
-            check_mode=bool(task.check_mode),
-            diff=bool(task.diff),
+            # Ansible's defaults are the CLI's --check/--diff: always explicit here
+            # (a template stays one: the runner templates it, omit included).
+            check_mode=_flag_keyword(task.check_mode),
+            diff=_flag_keyword(task.diff),
             delegate_to=plain(task.delegate_to) or None,
             delegate_facts=plain(task.delegate_facts) or None,
             run_once=plain(task.run_once) or None,
@@ -323,6 +324,7 @@ class Converter:
             poll=plain(getattr(task, "poll", None)),
             timeout=plain(getattr(task, "timeout", None)) or None,
             **become_keywords(task),
+            omitted=omitted_keywords(task),
             role=plain(role.get_name()) if role is not None else None,
             role_path=plain(getattr(role, "_role_path", None)) if role is not None else None,
             role_collection=plain(getattr(role, "_role_collection", None)) or None
@@ -467,10 +469,13 @@ class Converter:
         return key
 
     def _native_accepts(self, action: str, args: Mapping[str, Any]) -> bool:
+        from ioc.ansible import modules
         from ioc.controller.capabilities import runner_capabilities
 
         if self._options is None:
             self._options = runner_capabilities().options
+        if action in modules.INVOCATION_MODULES and modules.inject_invocation():
+            return False  # (Ansible's module code returns the invocation)
         accepted = self._options.get(action)
         return accepted is None or all(
             not isinstance(k, str) or k.startswith("_") or k in accepted or "{{" in k
@@ -786,6 +791,40 @@ def become_keywords(task: Any) -> Dict[str, Any]:
         value = plain(getattr(task, keyword, None))
         if value not in (None, ""):
             out[keyword] = value
+    return out
+
+
+def _flag_keyword(value: Any) -> Any:
+    """A boolean keyword's value: a template as written, anything else as a bool."""
+    value = plain(value)
+    if isinstance(value, str) and ("{{" in value or "{%" in value):
+        return value
+    return bool(value)
+
+
+#: The keywords whose value, templated to ``omit``, the IR's ``Task.omitted`` says.
+OMITTABLE = ("become", "become_user", "become_method", "become_flags", "become_exe",
+             "check_mode", "diff")
+
+
+def omitted_keywords(task: Any) -> Dict[str, Any]:
+    """What each keyword of :data:`OMITTABLE` the task sets itself as a template
+    falls back to when it gives ``omit``: the inherited value (``set_to_context``)."""
+    from ansible.utils.sentinel import Sentinel
+
+    out: Dict[str, Any] = {}
+    for keyword in OMITTABLE:
+        own = getattr(task, "_" + keyword, Sentinel)
+        if not isinstance(own, str) or ("{{" not in own and "{%" not in own):
+            continue
+        try:
+            value = task._get_parent_attribute(keyword, omit=True)
+        except AttributeError:
+            value = Sentinel
+        if value is Sentinel:  # (the attribute's default: -b, --become-user, ...)
+            default = task.fattributes[keyword].default
+            value = default() if callable(default) else default
+        out[keyword] = plain(value)
     return out
 
 

@@ -279,6 +279,9 @@ class BridgeExecutor(PlayExecutor):
         active = [h for h in self.order if self.hosts[h].active]
         reply = self.link.load_includes(entry.index, active)
         if reply.get("planned") is not None:
+            from ioc.controller import plugins
+
+            plugins.declare(reply.get("plugins") or {})  # (names the included tasks use)
             self.ctx.modules = reply.get("modules") or self.ctx.modules
             self.adopt_plan(reply["planned"].plan)
         for host, message in (reply.get("failed") or {}).items():

@@ -58,6 +58,7 @@ class Includes:
         """
         from ansible.errors import AnsibleError, AnsibleParserError
         from ansible.playbook.included_file import IncludedFile
+        from ioc.controller import plugins
         from ioc.controller.capabilities import runner_capabilities
         from ioc.controller.playbook import PlannedPlay
         from ioc.planner import plan_play
@@ -111,7 +112,10 @@ class Includes:
         state.program = plan.program
         origin = state.converted.origin
         state.handler_objects = [origin[id(h)] for h in play.handlers]
-        return {"planned": state.planned, "failed": failed, "modules": converter.modules}
+        # (the filters and tests of Ansible's the included tasks name that the
+        # runner proxies: the dispatcher's batches declare them too)
+        return {"planned": state.planned, "failed": failed, "modules": converter.modules,
+                "plugins": plugins.declared()}
 
     def _load(self, included_file: Any) -> List[Any]:
         """An included file's (or role's) blocks, tag-filtered, as linear loads them."""

@@ -207,7 +207,24 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None,
 
 #: Actions the runner completes on the target around Ansible's module (see
 #: :meth:`ModuleSet.add_dispatch`); each names its required candidates.
-DISPATCHED = ("service", "package", "shell", "unarchive", "dnf", "yum", "async_status")
+DISPATCHED = ("service", "package", "shell", "command", "unarchive", "dnf", "yum",
+              "async_status")
+#: ioc's own modules whose Ansible counterpart is a module (or runs one, as
+#: ``command``/``shell``): with ``INJECT_INVOCATION`` its result carries
+#: ``invocation.module_args`` (every option, defaults filled, no_log values
+#: masked), which only Ansible's module code has; ioc's do not return it.
+INVOCATION_MODULES = frozenset({"command", "shell", "file", "lineinfile", "blockinfile",
+                                "replace", "stat", "slurp"})
+
+
+def inject_invocation() -> bool:
+    """``INJECT_INVOCATION`` (ansible-core 2.21; 2.19 has no such setting)."""
+    from ansible import constants as C
+
+    try:
+        return bool(C.config.get_config_value("INJECT_INVOCATION"))
+    except Exception:
+        return False
 #: Actions whose ``async`` the runner starts under Ansible's ``async_wrapper``:
 #: plain modules (the ``normal`` action) and the ``command``/``shell`` actions.
 #: Ansible's other async actions (``service``, ``package``, ``dnf``, ``uri``)
@@ -223,7 +240,7 @@ def dispatch_candidates(action: str) -> Tuple[List[str], Tuple[str, ...]]:
         from ansible.module_utils.facts.system.pkg_mgr import PKG_MGRS
         names = sorted({manager["name"] for manager in PKG_MGRS} | {"dnf5"})
         return names + ["setup"], ("setup",)
-    if action == "shell":
+    if action in ("shell", "command"):
         return ["command"], ("command",)
     if action in ("dnf", "yum"):  # yum is the dnf action (ansible.builtin's routing)
         return ["dnf", "dnf5", "yum", "setup"], ("setup",)

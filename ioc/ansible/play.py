@@ -41,6 +41,11 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         vars_files, host_vars_files = per_host_vars_files(iterator, loader)
     else:
         vars_files, host_vars_files = static_vars_files(play, loader), {}
+    if C.DEFAULT_HASH_BEHAVIOUR != "replace":
+        # (dict variables of different precedence layers merge recursively;
+        # ioc's layers replace: the whole play is linear's, never a difference)
+        raise Fallback("hash_behaviour = %s runs through Ansible's linear strategy"
+                       % C.DEFAULT_HASH_BEHAVIOUR)
     gathering = C.DEFAULT_GATHERING
     if gathering not in ("implicit", "explicit", "smart"):
         raise Fallback("gathering = %s runs through Ansible's linear strategy" % gathering)

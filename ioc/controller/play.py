@@ -993,7 +993,7 @@ class PlayExecutor:
         templar = Templar(variables)
         return become_for({k: getattr(task, k) for k in BECOME_KEYWORDS}, variables,
                                      templar.template, self.ctx.options.become_password,
-                                     where="%s: " % task.location)
+                                     where="%s: " % task.location, omitted=task.omitted)
 
     def _once(self, host: str, step: ControllerStep) -> bool:
         """A templated run_once, as the first active host's variables make it."""

@@ -389,7 +389,11 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
     effective = {k: own[k] if own[k] is not None else scope.inherited.get(k) for k in INHERITABLE}
     effective["environment"] = extend_environment(scope.inherited.get("environment"),
                                                   own["environment"])
+    omitted = {k: scope.inherited.get(k) for k, v in own.items()
+               if (k.startswith("become") or k in ("check_mode", "diff"))
+               and isinstance(v, str) and ("{{" in v or "{%" in v)}
     return Task(
+        omitted=omitted,
         action=action,
         args=args,
         location=where,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from ioc.agentless_runner.context import OMIT
 from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.errors import ConnectionSetupError
 
@@ -95,15 +96,22 @@ BECOME_VARS = {
 
 def become_for(keywords: Mapping[str, Any], variables: Mapping[str, Any],
                template: Callable[[Any], Any] = lambda v: v,
-               password: Optional[str] = None, where: str = "") -> Optional[BecomeSpec]:
+               password: Optional[str] = None, where: str = "",
+               omitted: Optional[Mapping[str, Any]] = None) -> Optional[BecomeSpec]:
     """The identity a task runs as on one host, or None for the connection's own.
 
     ``keywords`` are the task's effective ``become*`` keywords; ``variables``
     the host's variables, whose ``ansible_become*`` override them as in
     Ansible; ``template`` renders a templated value; ``password`` is the
     run's ``--ask-become-pass`` answer, the lowest source of the password.
+    ``omitted``: what a keyword whose template gives ``omit`` falls back to
+    (the value it inherits: Ansible's ``set_to_context``).
     """
     settings: Dict[str, Any] = {k: keywords.get(k) for k in BECOME_VARS if k != "password"}
+    for key, value in (omitted or {}).items():
+        if key in settings and is_template(settings[key]) and \
+                template(settings[key]) == OMIT:
+            settings[key] = value
     settings["password"] = password
     for key, names in BECOME_VARS.items():
         for name in names:

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
-    ROOT,
-    Ansible, ansible, ansible_python, assert_same_output, local_inventory)
+    ANSIBLE_CORE, ROOT,
+    Ansible, ansible, ansible_python, assert_same_output, find_ansible_python, local_inventory)
 
 pytestmark = pytest.mark.integration
 
@@ -625,6 +625,152 @@ def test_a_connection_plugin_ioc_does_not_drive_runs_the_play_under_linear(ansib
     assert_same_output(linear, batch)
     assert "uses the connection plugin 'local_again'" in batch.log
     assert batch.steps == ["Batch 1-1 on 1 host(s)"], batch.log
+
+
+def test_hash_behaviour_merge_runs_the_play_under_linear(ansible, ansible_python):
+    """``hash_behaviour = merge``: a dict variable merges recursively across
+    precedence layers (play vars, set_fact, extra vars); ioc's layers replace,
+    so the play runs whole under linear, the log saying why."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            test_hash:
+              playbook_vars: from play vars
+              nested: {play: 1}
+          tasks:
+            - set_fact:
+                test_hash:
+                  nested: {fact: 2}
+            - debug:
+                var: test_hash
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    extra = ["-e", '{"test_hash": {"extra_args": "from extra vars"}}']
+    linear, batch = ansible.both("play.yml", str(inventory), args=extra,
+                                 env={"ANSIBLE_HASH_BEHAVIOUR": "merge"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"playbook_vars": "from play vars"' in batch.stdout
+    assert '"extra_args": "from extra vars"' in batch.stdout
+    assert '"fact": 2' in batch.stdout and '"play": 1' in batch.stdout
+    assert "hash_behaviour = merge runs through Ansible's linear strategy" in batch.log
+
+
+def test_inject_invocation_gives_command_results_their_module_args(tmp_path):
+    """``INJECT_INVOCATION`` (2.21's setting; 2.19 has none): a command or
+    shell result carries ``invocation.module_args`` (every option, defaults
+    filled; a no_log task's hidden), as Ansible's module code returns it; the
+    tasks stay in their batch."""
+    python = find_ansible_python(ANSIBLE_CORE)
+    ansible = Ansible(python, tmp_path)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo LOG_ME_COMMAND
+              register: c
+            - shell: echo LOG_ME_SHELL
+              register: s
+            - command: echo DO_NOT_LOG
+              no_log: true
+            - debug:
+                msg: "{{ c.invocation.module_args.keys() | sort }} {{ s.invocation.module_args._raw_params }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"ANSIBLE_INJECT_INVOCATION": "1"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "'strip_empty_ends'] echo LOG_ME_SHELL" in batch.stdout
+    assert "DO_NOT_LOG" not in batch.stdout
+    assert batch.steps == ["Batch 1-4 on 1 host(s)"], batch.log
+
+
+def test_a_filter_only_ansible_has_works_in_a_dynamically_included_file(ansible,
+                                                                        ansible_python):
+    """The tasks of a dynamic include name a filter ioc's runner proxies to
+    Ansible (``password_hash``) that no task of the play named: the runner
+    calls it as in a task of the play itself."""
+    ansible.write("hashing.yml", """
+        - set_fact:
+            hashed: "{{ 'secret' | password_hash('sha512', 'saltsalt') }}"
+        - debug:
+            var: hashed
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_tasks: "{{ 'hashing.yml' }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"hashed": "$6$' in batch.stdout
+    assert len(batch.steps) == 2, batch.log
+
+
+def test_a_become_keyword_templated_to_omit_is_the_inherited_one(ansible, ansible_python):
+    """``become: '{{ omit }}'`` (and ``become_user``) on a task: the keyword is
+    what the task inherits (the play's: become nobody), not unset. (``raw``:
+    a module would warn that nobody cannot use the test's directory.)"""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          become: yes
+          become_user: nobody
+          tasks:
+            - raw: whoami
+              register: omitted
+              become: '{{ omit }}'
+            - raw: whoami
+              register: omitted_user
+              become_user: '{{ omit }}'
+            - raw: whoami
+              register: explicit_no
+              become: false
+            - debug:
+                msg: "{{ omitted.stdout | trim }} {{ omitted_user.stdout | trim }} {{ explicit_no.stdout | trim }}"
+    """)
+    inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
+                              "ansible_python_interpreter=/usr/bin/python3\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "nobody nobody root"' in batch.stdout
+    assert batch.steps, batch.log
+
+
+def test_check_mode_templated_to_omit_is_the_runs_own(ansible, ansible_python):
+    """``check_mode: '{{ omit }}'``: the task runs in check mode only when the
+    run does (``-C``), as if the keyword were not set."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - copy:
+                dest: "{{ playbook_dir }}/foo"
+                content: foo
+              check_mode: '{{ omit }}'
+              register: cmode
+              loop: [1, 2]
+            - debug:
+                msg: "{{ cmode.results | map(attribute='changed') | join(',') }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    foo = ansible.workdir / "foo"
+    for args, changed, written in (([], "True,False", True), (["-C"], "True,True", False)):
+        linear = ansible.run("play.yml", str(inventory), "linear", args=args)
+        assert foo.exists() == written
+        foo.unlink(missing_ok=True)
+        batch = ansible.run("play.yml", str(inventory), "mitogen_batch", args=args)
+        assert foo.exists() == written, args
+        foo.unlink(missing_ok=True)
+        assert linear.rc == 0, linear.stdout + linear.stderr
+        assert_same_output(linear, batch)
+        assert '"msg": "%s"' % changed in batch.stdout, args
 
 
 def test_clear_host_errors_in_an_always_forgives_the_block_failure(ansible, ansible_python):

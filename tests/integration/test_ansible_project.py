@@ -120,6 +120,23 @@ def test_the_inventory_of_ansible_cfg_is_used_and_an_unhonoured_setting_is_named
     assert "forks" not in warnings[0] and "nocows" not in warnings[0]
 
 
+def test_hash_behaviour_merge_is_refused_before_anything_runs(tmp_path):
+    """``hash_behaviour = merge`` would merge dict variables of different
+    layers, where ioc-run replaces them: it is refused, nothing runs."""
+    write(tmp_path / "inv" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
+    write(tmp_path / "ansible.cfg", "[defaults]\ninventory = inv/hosts\n"
+                                    "hash_behaviour = merge\n")
+    write(tmp_path / "site.yml", SMALL_PLAY)
+    ours = ioc(tmp_path, "site.yml")
+    assert ours.returncode == 1, ours.stdout + ours.stderr
+    assert "[ERROR]: hash_behaviour = merge (from %s) is not supported" \
+        % (tmp_path / "ansible.cfg") in ours.stderr
+    assert "TASK [" not in ours.stdout and "hello" not in ours.stdout
+    replace = ioc(tmp_path, "site.yml", env=clean_env(ANSIBLE_HASH_BEHAVIOUR="replace"))
+    assert replace.returncode == 0, replace.stdout + replace.stderr
+    assert "does not honour" not in replace.stderr
+
+
 def test_deprecation_warnings_false_in_ansible_cfg_silences_a_deprecated_read(tmp_path):
     write(tmp_path / "inv" / "hosts", LOCAL_INVENTORY.format(python=sys.executable))
     write(tmp_path / "ansible.cfg", "[defaults]\ninventory = inv/hosts\n"

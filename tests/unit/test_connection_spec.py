@@ -48,6 +48,26 @@ def test_become_password_prefers_the_variable_over_the_asked_one():
                       password="asked").password == "var"
 
 
+def test_a_keyword_templated_to_omit_is_the_inherited_value(tmp_path):
+    """ioc-run: ``become: '{{ omit }}'`` falls back to what the task inherits
+    (the play's become as nobody), as Ansible's ``set_to_context``."""
+    from ioc.agentless_runner.context import OMIT
+
+    book = tmp_path / "play.yml"
+    book.write_text("- hosts: all\n  become: yes\n  become_user: nobody\n  tasks:\n"
+                    "    - command: whoami\n      become: '{{ omit }}'\n"
+                    "    - command: whoami\n      become_user: '{{ omit }}'\n")
+    first, second = loader.load_playbook(str(book)).plays[0].tasks[:2]
+    variables = {"omit": OMIT}
+    template = Templar(variables).template
+    for task in (first, second):
+        keywords = {k: getattr(task, k) for k in ("become", "become_user", "become_method",
+                                                   "become_flags", "become_exe")}
+        assert become_for(keywords, variables, template,
+                          omitted=task.omitted).user == "nobody"
+    assert become_for({"become": "{{ omit }}"}, variables, template) is None
+
+
 def test_flags_and_exe_are_taken_as_written():
     spec = become_for({"become": True, "become_flags": "-H -E", "become_exe": "/usr/bin/sudo"}, {})
     assert spec.flags == ("-H", "-E") and spec.exe == "/usr/bin/sudo"
