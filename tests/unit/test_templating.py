@@ -401,8 +401,11 @@ def test_conditional_strips_template_braces():
     assert Templar({"x": 1}).conditional("{{ x == 1 }}") is True
 
 
-def test_conditional_renders_embedded_templates_first():
-    assert Templar({"x": 1}).conditional("{{ x }} == 1") is True
+def test_a_conditional_embedding_a_template_in_an_expression_is_a_syntax_error():
+    # (2.19 and 2.21: never rendered first, an untrusted value could run as an expression)
+    with pytest.raises(TemplateError, match="Syntax error in expression. Template delimiters "
+                                            "are not supported in expressions"):
+        Templar({"x": 1}).conditional("{{ x }} == 1")
 
 
 def test_conditional_is_defined_on_undefined_is_false():
