@@ -107,20 +107,16 @@ def engine_exception(message: str, obj: Any = None, help_text: Optional[str] = N
 
     when, _, broken = message.partition(": ")
     if when == _WHEN_FAILED and broken.endswith(_NOT_BOOLEAN):
-        try:
-            raise AnsibleError(broken, obj=obj, help_text=_BROKEN_HELP)
-        except AnsibleError as cause:
-            error = AnsibleError(when + ".", obj=obj)
-            error.__cause__ = cause
-            return error
-    if when == _VAR_FAILED and broken and obj is not None:
-        try:
-            raise AnsibleError(broken, obj=obj, help_text=help_text)
-        except AnsibleError as cause:
-            error = AnsibleError(when + ".", obj=obj)
-            error.__cause__ = cause
-            return error
-    return AnsibleError(message, obj=obj, help_text=help_text)
+        help_text = _BROKEN_HELP
+    elif not (when == _VAR_FAILED and broken and obj is not None):
+        return AnsibleError(message, obj=obj, help_text=help_text)
+    # "<when>." caused by the error itself, both about obj (as Ansible chains them)
+    try:
+        raise AnsibleError(broken, obj=obj, help_text=help_text)
+    except AnsibleError as cause:
+        error = AnsibleError(when + ".", obj=obj)
+        error.__cause__ = cause
+        return error
 
 
 def task_error_text(message: str, task_origin: str, cause_origin: str,
