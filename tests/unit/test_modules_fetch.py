@@ -19,7 +19,7 @@ def test_dest_per_host(tmp_path):
     want = "fetched/web1%s" % f
     sha = hashlib.sha1(b"log\n").hexdigest()
     assert r == {"changed": True, "md5sum": hashlib.md5(b"log\n").hexdigest(), "dest": want,
-                 "remote_md5sum": None, "checksum": sha, "remote_checksum": sha,
+                 "file": str(f), "remote_md5sum": None, "checksum": sha, "remote_checksum": sha,
                  "_ioc_fetch": {"dest": want, "content": b"log\n", "checksum": sha,
                                 "flat": False, "dest_is_dir": False,
                                 "validate_checksum": True}}

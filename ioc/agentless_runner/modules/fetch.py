@@ -101,7 +101,7 @@ def run(args, ctx):
                           "(ioc executor bug)")
     path, is_dir = controller_dest(src, dest, flat, hostname)
     checksum = hashlib.sha1(data).hexdigest()
-    return {"changed": True, "md5sum": hashlib.md5(data).hexdigest(), "dest": path,
+    return {"changed": True, "md5sum": hashlib.md5(data).hexdigest(), "dest": path, "file": src,
             "remote_md5sum": None, "checksum": checksum, "remote_checksum": checksum,
             "_ioc_fetch": {"dest": path, "content": data, "checksum": checksum, "flat": flat,
                            "dest_is_dir": is_dir, "validate_checksum": validate}}
