@@ -913,6 +913,8 @@ class HostRun(HandlerRun, LoopRun):
             return actions.run(task["action"], args, ctx)
 
         result = results.normalize(asyncjob.with_timeout(timeout, call))
+        if "_ioc_fetch" in result and self.ask_controller is not None:
+            result = self.deliver_fetch(key, result)
         if env_warnings:
             result["warnings"] = env_warnings + list(result.get("warnings") or ())
         option = result.get("_ioc_error_option")
@@ -943,6 +945,16 @@ class HostRun(HandlerRun, LoopRun):
             result = results.normalize(self.poll_async(key, task, templar, result, limit,
                                                        interval, ctx))
         return result
+
+    def deliver_fetch(self, key, result):
+        """A fetched file, written by the controller before the task ends (one
+        round trip): under linear the file is there when the host's next task
+        starts, which may read it, or remove its directory when the target is
+        the controller (a local connection); and a failure to write it
+        (a directory in the way, a checksum mismatch) is the task's own, which
+        ``failed_when``, ``ignore_errors`` and rescue see. The answer is the
+        result as Ansible's fetch action gives it (``ioc.controller.fetched``)."""
+        return self.ask_controller({"e": "fetch", "k": key, "result": result})["result"]
 
     @staticmethod
     def _async_settings(task, templar):

@@ -31,6 +31,7 @@ import types
 import jinja2
 import jinja2.ext
 from jinja2 import nodes
+from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.parser import Parser
 from jinja2.runtime import Undefined
 
@@ -617,6 +618,53 @@ def environment():
     return env
 
 
+class _NativeCodeGenerator(NativeCodeGenerator):
+    """Jinja's native code generator with ansible-core 2.21's constants: text
+    written in a template stays text (Jinja's would literal_eval "1" to 1)."""
+
+    def _output_const_repr(self, group):
+        group = list(group)
+        if len(group) == 1:
+            return repr(group[0])
+        return repr("".join(map(str, group)))
+
+
+def _native_finalize(value):
+    """:func:`_finalize` keeping None (the concat drops it, as Ansible's)."""
+    if value is None:
+        return None
+    return _finalize(value)
+
+
+def _native_concat(values):
+    """The value of a template of several parts, as ansible-core 2.21's
+    ``AnsibleEnvironment.concat`` gives it: None parts dropped, then no part:
+    None; one: that part's own value (``{% for x in [1] %}{{ x }}{% endfor %}``
+    is 1); more: their text, joined. An undefined part fails as it would as text."""
+    parts = []
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, Undefined):
+            str(value)  # (raises: a strict undefined has no text)
+        parts.append(value)
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return "".join(map(str, parts))
+
+
+@functools.lru_cache(maxsize=None)
+def _native_environment():
+    """:func:`environment` for templates of several parts, whose value is
+    native (see :func:`_native_concat`)."""
+    env = environment().overlay(finalize=_native_finalize)
+    env.code_generator_class = _NativeCodeGenerator
+    env.concat = _native_concat
+    return env
+
+
 def _test_plugin(name, func):
     """``func`` as Ansible runs a test plugin: a value it cannot judge fails
     "The test plugin '<name>' failed: <why>", named as the template wrote it
@@ -789,7 +837,7 @@ def _compile_template(source):
             and len(body[0].nodes) == 1
             and not isinstance(body[0].nodes[0], nodes.TemplateData)):
         return _Compiled(_native_template(env, body[0].nodes[0]), True)
-    return _Compiled(env.from_string(root), False)
+    return _Compiled(_native_environment().from_string(root), False)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -56,6 +56,9 @@ class HostCall:
     #: ``(file key, plugin, terms, kwargs) -> table entry``: a lookup the
     #: controller could not foresee, answered when its task runs.
     late_lookup: Optional[Callable[[str, str, List[Any], Dict[str, Any]], Dict[str, Any]]] = None
+    #: ``result -> result``: writes the file a ``fetch`` result carries
+    #: (``ioc.controller.fetched.deliver_result``) while its task still runs.
+    deliver_fetch: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None
 
     @property
     def connection(self) -> str:
@@ -363,6 +366,10 @@ class _Running:
         if value.get("e") == "file":  # a controller file missing when the call was made
             msg.reply(call.late_file(value["k"], value["src"]) if call.late_file
                       else {"entry": None, "blobs": {}})
+            return _GOES_ON
+        if value.get("e") == "fetch":  # a fetched file: written before the task ends
+            msg.reply({"result": call.deliver_fetch(value["result"]) if call.deliver_fetch
+                       else value["result"]})  # (else: written when its event comes)
             return _GOES_ON
         if value.get("e") == "ask":  # --step: answered when the replay reaches it
             value["reply"] = msg.reply

@@ -10,6 +10,7 @@ copy. The content never reaches callbacks.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -44,6 +45,14 @@ def deliver(event: Dict[str, Any], basedir: str = ".") -> None:
     result["changed"] = True
 
 
+def deliver_result(result: Dict[str, Any], basedir: str = ".") -> Dict[str, Any]:
+    """The result of a ``fetch`` whose file is written now, asked by the
+    runner before its task ends (see ``HostRun.deliver_fetch``)."""
+    event: Dict[str, Any] = {"result": result, "status": "failed" if result.get("failed") else "ok"}
+    deliver(event, basedir)
+    return dict(event["result"])
+
+
 def _directory_problem(payload: Dict[str, Any], dest: str) -> str:
     if payload.get("flat") and not payload.get("dest_is_dir") and os.path.isdir(dest) \
             and not str(payload["dest"]).endswith("/"):
@@ -68,11 +77,18 @@ def _sha1(path: str) -> str:
 
 
 def write(dest: str, content: bytes) -> None:
-    """Atomically write ``content`` to ``dest`` (temp file, fsync, rename)."""
+    """Atomically write ``content`` to ``dest`` (temp file, fsync, rename),
+    with the mode Ansible's copy of it gets: an existing file's, else the
+    umask's (mkstemp's own 0600 is no mode a fetched file has)."""
     directory = os.path.dirname(os.path.abspath(dest))
     os.makedirs(directory, exist_ok=True)
+    try:
+        mode = os.stat(dest).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ioc-fetch-")
     try:
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content)
             handle.flush()
@@ -82,3 +98,11 @@ def write(dest: str, content: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+@functools.lru_cache(maxsize=None)
+def _umask() -> int:
+    """The process's umask (read once: reading it means setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -959,6 +959,8 @@ class PlayExecutor:
         return HostCall(host=host, spec=spec, wire=wire, first_key=first_key, via=via,
                         modules=self._modules_of(step), become=become,
                         late_file=lambda key, src: self._late_file(connection, step, key, src),
+                        deliver_fetch=lambda result: fetched.deliver_result(
+                            result, self.plan.program.play.basedir),
                         late_lookup=lambda key, plugin, terms, kwargs: self._late_lookup(
                             wire, step, key, plugin, terms, kwargs))
 

@@ -19,7 +19,7 @@ def test_dest_per_host(tmp_path):
     want = "fetched/web1%s" % f
     sha = hashlib.sha1(b"log\n").hexdigest()
     assert r == {"changed": True, "md5sum": hashlib.md5(b"log\n").hexdigest(), "dest": want,
-                 "remote_md5sum": None, "checksum": sha, "remote_checksum": sha,
+                 "file": str(f), "remote_md5sum": None, "checksum": sha, "remote_checksum": sha,
                  "_ioc_fetch": {"dest": want, "content": b"log\n", "checksum": sha,
                                 "flat": False, "dest_is_dir": False,
                                 "validate_checksum": True}}
@@ -51,3 +51,12 @@ def test_check_mode_and_args(tmp_path):
                  "msg": "check mode not (yet) supported for this module"}
     r = run(src="/etc/hostname")
     assert r["failed"] and r["msg"] == "src and dest are required"
+
+
+def test_file_names_the_source_but_in_219s_shape(tmp_path, monkeypatch):
+    from ioc.agentless_runner import results
+    f = tmp_path / "app.log"
+    f.write_text("x")
+    assert run(src=str(f), dest="fetched")["file"] == str(f)
+    monkeypatch.setattr(results, "SHAPE", ["2.19"])
+    assert "file" not in run(src=str(f), dest="fetched")

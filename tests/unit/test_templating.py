@@ -95,8 +95,9 @@ def test_dict_keys_are_templated():
     assert render({"{{ k }}": 1}, k="name") == {"name": 1}
 
 
-def test_comment_only_template_renders_empty():
-    assert render("{# note #}") == ""
+def test_comment_only_template_renders_none():
+    # (ansible-core 2.19 and 2.21: a template with no output part is None)
+    assert render("{# note #}") is None
 
 
 def test_statement_template_renders_a_string():
@@ -108,12 +109,12 @@ def test_trim_blocks_is_on():
 
 
 def test_do_extension_is_enabled():
-    assert render("{% set l = [] %}{% do l.append(1) %}{{ l }}") == "[1]"
+    assert render("{% set l = [] %}{% do l.append(1) %}{{ l }}") == [1]  # (one output part: native)
 
 
 def test_loopcontrols_extension_is_enabled():
     template = "{% for i in [1, 2, 3] %}{% if i == 2 %}{% break %}{% endif %}{{ i }}{% endfor %}"
-    assert render(template) == "1"
+    assert render(template) == 1  # (one output part: native, as 2.21's concat)
 
 
 def test_generator_results_become_lists():

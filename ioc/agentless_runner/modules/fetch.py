@@ -35,6 +35,7 @@ The module itself always reports ``changed: True`` for a file it read.
 import hashlib
 import os
 
+from ioc.agentless_runner import results
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
 from ioc.agentless_runner.modules import slurp as _slurp
@@ -101,7 +102,10 @@ def run(args, ctx):
                           "(ioc executor bug)")
     path, is_dir = controller_dest(src, dest, flat, hostname)
     checksum = hashlib.sha1(data).hexdigest()
-    return {"changed": True, "md5sum": hashlib.md5(data).hexdigest(), "dest": path,
-            "remote_md5sum": None, "checksum": checksum, "remote_checksum": checksum,
-            "_ioc_fetch": {"dest": path, "content": data, "checksum": checksum, "flat": flat,
-                           "dest_is_dir": is_dir, "validate_checksum": validate}}
+    result = {"changed": True, "md5sum": hashlib.md5(data).hexdigest(), "dest": path,
+              "remote_md5sum": None, "checksum": checksum, "remote_checksum": checksum,
+              "_ioc_fetch": {"dest": path, "content": data, "checksum": checksum, "flat": flat,
+                             "dest_is_dir": is_dir, "validate_checksum": validate}}
+    if not results.legacy():  # (2.21's fetch names the source; 2.19's did not)
+        result["file"] = src
+    return result
