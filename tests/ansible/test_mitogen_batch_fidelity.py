@@ -1407,3 +1407,36 @@ def test_a_play_that_runs_with_linear_shows_its_errors_as_linear_does(ansible, a
     assert "\nSyntax error in template: unexpected char '#' at 3\n" in shown, shown
     assert "\nAttempt to use undecryptable variable: Attempting to decrypt but no vault " \
            "secrets found.\n" in shown, shown
+
+
+def test_an_action_plugin_beside_the_playbook_overrides_a_native_action(ansible,
+                                                                         ansible_python):
+    """``action_plugins/debug.py`` beside the playbook is what Ansible runs for
+    ``debug`` and ``ansible.legacy.debug`` (defaults given for
+    ``ansible.builtin.debug`` do not reach it); ``ansible.builtin.debug`` stays
+    Ansible's own, run natively."""
+    plugin = (ROOT / "tests" / "targets" / "repro" / "legacy_action_override" / "action_plugins"
+              / "debug.py")
+    ansible.write("action_plugins/debug.py", plugin.read_text())
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ansible.legacy.debug:
+              module_defaults:
+                ansible.builtin.debug:
+                  msg: builtin default
+            - debug:
+            - ansible.builtin.debug:
+              module_defaults:
+                debug:
+                  msg: legacy default
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-v"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "Hello overridden world!"') == 2, batch.stdout
+    assert '"msg": "legacy default"' in batch.stdout
+    assert "builtin default" not in batch.stdout
+    assert "not Ansible's own" in batch.log
