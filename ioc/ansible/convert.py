@@ -237,6 +237,10 @@ class Converter:
         if keyword is not None:
             self.refuse("keyword %s has a value Ansible cannot convert (it fails the task)"
                         % keyword)
+        plugin = _foreign_action_plugin(task, action, self.caps_actions)
+        if plugin is not None:
+            self.refuse("%s is the action plugin %s, not Ansible's own" % (task.action, plugin),
+                        action=True)
         module_key = self.ansible_module(task, action, raw)
         if module_key is None and (
                 "." in action or action in ("gather_facts", "setup")
@@ -703,6 +707,18 @@ def _invalid_keyword(task: Any) -> Optional[str]:
         except (TypeError, ValueError):
             return name
     return None
+
+
+def _foreign_action_plugin(task: Any, action: str, native: frozenset) -> Optional[str]:
+    """The path of the action plugin not Ansible's own that Ansible runs for
+    ``task`` although ``action`` is one ioc runs natively; else None."""
+    from ioc.ansible import modules
+
+    from ansible._internal._templating._jinja_bits import is_possibly_template
+
+    if action not in native or is_possibly_template(task.action):
+        return None
+    return modules.foreign_action_plugin(str(task.action), getattr(task, "collections", None))
 
 
 def _takes_raw_params(task: Any) -> bool:

@@ -205,6 +205,29 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None,
                     action_plugin=plugin)
 
 
+def foreign_action_plugin(action: str,
+                          collections: Optional[Sequence[str]] = None) -> Optional[str]:
+    """The path of the action plugin Ansible runs for ``action`` (as written)
+    when it is not one of Ansible's own; None when it is or there is none.
+
+    ``action_plugins/`` beside the playbook or in a role override a name
+    unqualified and as ``ansible.legacy.*`` (not ``ansible.builtin.*``):
+    ``TaskExecutor`` runs what ``action_loader`` finds for the name as written.
+    """
+    import os
+
+    import ansible.plugins.action as own
+    from ansible.plugins.loader import action_loader
+
+    found = action_loader.find_plugin_with_context(action, collection_list=collections)
+    path = found.plugin_resolved_path if found.resolved else None
+    if not path:
+        return None
+    if os.path.dirname(os.path.realpath(path)) == os.path.realpath(os.path.dirname(own.__file__)):
+        return None
+    return str(path)
+
+
 #: Actions the runner completes on the target around Ansible's module (see
 #: :meth:`ModuleSet.add_dispatch`); each names its required candidates.
 DISPATCHED = ("service", "package", "shell", "command", "unarchive", "dnf", "yum",
@@ -530,6 +553,13 @@ class Attacher:
             task = dataclasses.replace(task, args=args)
         qualified = (task.action_written or "").startswith(("ansible.builtin.", "ansible.legacy."))
         try:
+            written = task.action_written or task.action
+            plugin = (foreign_action_plugin(written, None if qualified else collections)
+                      if task.action in self.native and task.action != "meta" else None)
+            if plugin is not None:
+                raise AnsibleError(
+                    "%s is the action plugin %s, not Ansible's own, which ioc-run does not "
+                    "run; use ansible-playbook" % (written, plugin))
             if async_requested(task.async_val):
                 key, why = async_module(self.modules, task.action,
                                          None if qualified else collections)

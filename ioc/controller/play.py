@@ -1312,6 +1312,12 @@ class PlayExecutor:
         tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                   if self._needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []
+        # A task that reads a controller file names it before the batch
+        # (payloads.collect); the name may come from a variable that calls a
+        # lookup (a play's or group_vars' ``lookup('env', ...)``), which its
+        # own text does not show: its lookups are answered before it too.
+        keyed = {key for key, _, _ in tasks}
+        tasks += [t for t in self._payload_tasks(step) if t[0] not in keyed]
         if tasks:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
                                               program.play.basedir)

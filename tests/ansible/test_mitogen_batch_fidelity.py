@@ -1553,3 +1553,70 @@ def test_a_play_that_runs_with_linear_shows_its_errors_as_linear_does(ansible, a
     assert "\nSyntax error in template: unexpected char '#' at 3\n" in shown, shown
     assert "\nAttempt to use undecryptable variable: Attempting to decrypt but no vault " \
            "secrets found.\n" in shown, shown
+
+
+def test_an_action_plugin_beside_the_playbook_overrides_a_native_action(ansible,
+                                                                         ansible_python):
+    """``action_plugins/debug.py`` beside the playbook is what Ansible runs for
+    ``debug`` and ``ansible.legacy.debug`` (defaults given for
+    ``ansible.builtin.debug`` do not reach it); ``ansible.builtin.debug`` stays
+    Ansible's own, run natively."""
+    plugin = (ROOT / "tests" / "targets" / "repro" / "legacy_action_override" / "action_plugins"
+              / "debug.py")
+    ansible.write("action_plugins/debug.py", plugin.read_text())
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - ansible.legacy.debug:
+              module_defaults:
+                ansible.builtin.debug:
+                  msg: builtin default
+            - debug:
+            - ansible.builtin.debug:
+              module_defaults:
+                debug:
+                  msg: legacy default
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-v"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "Hello overridden world!"') == 2, batch.stdout
+    assert '"msg": "legacy default"' in batch.stdout
+    assert "builtin default" not in batch.stdout
+    assert "not Ansible's own" in batch.log
+
+
+def test_a_script_named_through_a_variable_that_calls_a_lookup_is_shipped(ansible,
+                                                                          ansible_python):
+    """The script's arguments read a group_vars variable that calls
+    ``lookup('env', ...)`` (the task's own text has no lookup): the controller
+    answers that lookup before the batch, names the script and ships it,
+    throttled or not, where it failed "Could not find or access
+    'hello_script.py' on the Ansible Controller."."""
+    script = ROOT / "tests" / "targets" / "repro" / "script_src_from_lookup_var" / "hello_script.py"
+    ansible.write("hello_script.py", script.read_text())
+    ansible.write("group_vars/web.yml", """
+        word: "{{ lookup('env', 'IOC_TEST_WORD') }}"
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - script: "hello_script.py {{ word }}-{{ inventory_hostname }}"
+              register: out
+            - block:
+                - script: "hello_script.py {{ word }}-throttled"
+                  register: throttled
+              throttle: 1
+            - debug:
+                msg: "{{ out.stdout_lines + throttled.stdout_lines }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory), env={"IOC_TEST_WORD": "looked-up"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"hello from looked-up-h2",' in batch.stdout
+    assert batch.stdout.count('"hello from looked-up-throttled"') == 2, batch.stdout
+    assert "Could not find" not in batch.stdout

@@ -74,3 +74,37 @@ def test_a_filter_that_exists_nowhere_is_refused_with_its_line(tmp_path, sshd):
     assert "[ERROR]: template error while templating string: No filter named " \
            "'community.general.no_such_filter'" in run.stderr
     assert "play.yml:5:7\n" in run.stderr  # the Origin line, then the excerpt
+
+
+def test_an_action_plugin_of_the_playbook_overriding_debug_is_refused_by_name(tmp_path):
+    """``action_plugins/debug.py`` beside the playbook is what Ansible runs for
+    ``debug``/``ansible.legacy.debug``; ioc-run runs no action plugin, so it
+    refuses those tasks instead of running Ansible's own debug in their place.
+    ``ansible.builtin.debug`` is Ansible's own and runs."""
+    from tests.integration.test_end_to_end import ROOT
+
+    plugins = tmp_path / "action_plugins"
+    plugins.mkdir()
+    (plugins / "debug.py").write_text(
+        (ROOT / "tests" / "targets" / "repro" / "legacy_action_override" / "action_plugins"
+         / "debug.py").read_text())
+    builtin = ioc_run(tmp_path, """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - ansible.builtin.debug:
+                msg: Ansible's own
+    """)
+    assert builtin.rc == 0, builtin.stdout + builtin.stderr
+    assert '"msg": "Ansible\'s own"' in builtin.stdout
+    legacy = ioc_run(tmp_path, """
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - ansible.legacy.debug:
+    """)
+    assert legacy.rc == 4
+    assert ("[ERROR]: ansible.legacy.debug is the action plugin %s, not Ansible's own, "
+            "which ioc-run does not run; use ansible-playbook" % (plugins / "debug.py")
+            ) in legacy.stderr
+    assert "play.yml:5:7\n" in legacy.stderr

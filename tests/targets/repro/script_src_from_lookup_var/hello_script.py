@@ -1,0 +1,4 @@
+#!/usr/bin/env python3
+import sys
+
+print("hello from %s" % sys.argv[1])
