@@ -6,6 +6,9 @@ equal, each rule with its reason:
 
 * The run's working directory and its ``out_dir`` become ``<work>`` and
   ``<out>``: each engine runs in its own fresh copy (as in ``normalize.py``).
+* ``-v``'s "Using <path> as config file" names ``<config>``: each run is
+  given an empty ``ansible.cfg`` of its own, and a reference run is shared
+  by the tests of both engines, made in another test's directory.
 * Ansible's per-task temporary directory (``…/.ansible/tmp/ansible-tmp-…``)
   becomes ``<ansible-tmp>``: a random name.
 * The values of ``start``, ``end`` and ``delta`` in printed results become
@@ -68,10 +71,14 @@ _WHY = re.compile(r"Data could not be sent to remote host \\?[\"']([^\"'\\]+)\\?
                   r"Make sure this host can be reached over (?:ssh|SSH)[:.][^\"\n]*")
 
 
+_CONFIG = re.compile(r"^(Using ).+( as config file)$", re.M)
+
+
 def normalize(text: str, workdir: Path, out_dir: Path, hosts: Sequence[str]) -> List[str]:
     """The console ``text`` of one run as comparable lines (see the module's rules)."""
     text = text.replace(str(out_dir), "<out>").replace(str(workdir), "<work>")
     text = _TMP.sub("<ansible-tmp>", text)
+    text = _CONFIG.sub(r"\1<config>\2", text)
     text = _TIMES.sub(lambda m: '"%s": "<time>"' % m.group(1), text)
     text = _WHY.sub(r"Data could not be sent to remote host \1. Make sure this host can be "
                     r"reached over ssh: <why>", text)
