@@ -143,36 +143,45 @@ class DeprecatedText(str):
             reads.add(self.notice)
 
 
-#: This thread's DeprecatedReads (``reads``), if one records.
+#: This thread's recorders (``reads``, ``conditionals``, ``consts``), if one records.
 _LOCAL = threading.local()
 
 
-class DeprecatedReads(object):
+class _Recorder(object):
+    """Active on this thread (as ``_LOCAL.<slot>``) between enter and exit,
+    the one it replaced active again after."""
+
+    slot = None
+    _outer = None
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, self.slot, None)
+        setattr(_LOCAL, self.slot, self)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(_LOCAL, self.slot, self._outer)
+        return False
+
+
+class DeprecatedReads(_Recorder):
     """Records, while active on this thread, which deprecated values templates
     read, and where: ``found`` lists ``(notice, where)`` once each, in order;
     ``where`` is what the caller is templating (an argument's name, or None)."""
 
+    slot = "reads"
+
     def __init__(self):
         self.found = []
         self.where = None
-        self._outer = None
 
     def add(self, notice):
         entry = (notice, self.where)
         if entry not in self.found:
             self.found.append(entry)
 
-    def __enter__(self):
-        self._outer = getattr(_LOCAL, "reads", None)
-        _LOCAL.reads = self
-        return self
 
-    def __exit__(self, *exc):
-        _LOCAL.reads = self._outer
-        return False
-
-
-class TemplatedConditionals(object):
+class TemplatedConditionals(_Recorder):
     """Records, while active on this thread, the conditions written as one
     template (``when: "{{ x == 1 }}"``) whose value was no text: ansible-core
     2.19+ evaluates them, and its task result records the deprecation
@@ -180,21 +189,13 @@ class TemplatedConditionals(object):
     (:data:`CONDITIONAL_AS_TEMPLATE`). ``found`` lists ``(condition, origin)``
     once each, in order."""
 
+    slot = "conditionals"
+
     def __init__(self):
         self.found = []
-        self._outer = None
-
-    def __enter__(self):
-        self._outer = getattr(_LOCAL, "conditionals", None)
-        _LOCAL.conditionals = self
-        return self
-
-    def __exit__(self, *exc):
-        _LOCAL.conditionals = self._outer
-        return False
 
 
-class ConstTemplates(object):
+class ConstTemplates(_Recorder):
     """Records, while active on this thread, each Jinja constant string that
     held a template and was templated (ansible-core 2.21's embedded templates:
     every such constant of a conditional expression, and those passed as a
@@ -204,23 +205,16 @@ class ConstTemplates(object):
     warning's help text differs), and the top-level text being templated or
     evaluated (where Ansible's warning points: the origin of that text)."""
 
+    slot = "consts"
+
     def __init__(self):
         self.found = []
         #: The text of each template or expression being run, innermost last.
         self.sources = []
-        self._outer = None
 
     def add(self, conditional):
         self.found.append((conditional, self.sources[-1] if self.sources else None))
 
-    def __enter__(self):
-        self._outer = getattr(_LOCAL, "consts", None)
-        _LOCAL.consts = self
-        return self
-
-    def __exit__(self, *exc):
-        _LOCAL.consts = self._outer
-        return False
 
 
 #: ansible-core 2.21's warning of a Jinja constant string holding a template
