@@ -51,7 +51,9 @@ strategy:
 * a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
   and a decimal number with four or more decimals ``<seconds>``: what
   targets print of ``command`` results (``start``/``end``) and their own
-  measurements (``loops``: "tdiff=1.3583…").
+  measurements (``loops``: "tdiff=1.3583…");
+* an async job id ``j<random>.<pid>`` (the ``ASYNC OK``/``ASYNC POLL`` lines,
+  ``ansible_job_id``) becomes ``j<jid>``.
 
 Ordering: within the status lines of one task (between two banners or other
 host-less lines), lines are grouped by host, each host's lines in their own
@@ -95,6 +97,9 @@ _RANDOM = (
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")
     (re.compile(r"(?<![\w.])\d+\.\d{4,}(?![\w.])"), "<seconds>"),
+    # an async job's id: the action's f"j{random.randint(0, 999999999999)}" and
+    # async_wrapper's ".<pid>" ("ASYNC OK on host: jid=j114551340035.26711")
+    (re.compile(r"(?<![\w.])j\d{1,12}\.\d+(?![\w.])"), "j<jid>"),
 )
 
 

@@ -150,3 +150,18 @@ ok: [testhost] => (item=/tmp/ansible.%s.test/x) => {"changed": false}
     # names that are no tempfile module's stay as they are
     assert skeleton.Normaliser(None).line("/etc/ansible.cfg /x/ansible.builtins /tmp/ansible.c") \
         == "/etc/ansible.cfg /x/ansible.builtins /tmp/ansible.c"
+
+
+def test_async_job_ids_are_random_parts():
+    """``test_core``'s async task as two linear runs printed it: the job id is the
+    action's random number and async_wrapper's pid."""
+    printed = '''TASK [test_core : Complete an async task] *****************************************
+ASYNC OK on localhost: jid=j%s
+ok: [localhost] => {"ansible_job_id": "j%s", "changed": false, "finished": 1}
+'''
+    a = skeleton.view(printed % (("114551340035.26711",) * 2), skeleton.Normaliser(None))
+    b = skeleton.view(printed % (("633833918467.26888",) * 2), skeleton.Normaliser(None))
+    assert skeleton.first_difference(a, 0, b, 0) is None
+    assert texts(a)[1] == "ASYNC OK on localhost: jid=j<jid>"
+    # a version string or a host name with a j in it is no job id
+    assert skeleton.Normaliser(None).line("jinja2 3.1.4 host j1.example") == "jinja2 3.1.4 host j1.example"
