@@ -83,7 +83,8 @@ def run_batch(batch, sender, econtext=None):
     plugins = batch.get("plugins") or {}
     for kind in plugins:
         templating.declare_foreign(kind, plugins[kind])
-    templating.use_plugin_caller(_controller_caller(sender) if plugins else None)
+    # (always: a test of its own may leave a call to Ansible's, see ControllerAnswers)
+    templating.use_plugin_caller(_controller_caller(sender))
     if econtext is not None:
         lifeline.install(econtext)
         transfer.attach(econtext)
@@ -532,8 +533,11 @@ class HostRun(HandlerRun, LoopRun):
             return None
         self.emit({"e": "start", "k": key, "name": name})
         with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads, \
-                TemplatedConditionals() as conditionals, ConstTemplates() as consts:
+                TemplatedConditionals() as conditionals, ConstTemplates() as consts, \
+                context.PluginWarnings() as said:
             result = results.with_exception(self.execute(key, task, scope, templar))
+        if said.found:
+            result["warnings"] = said.found + list(result.get("warnings") or ())
         if conditionals.found:
             results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
                                                     for text, origin in conditionals.found])

@@ -1,6 +1,7 @@
 """What a module may know about the task it runs for."""
 import os
 import tempfile
+import threading
 
 #: The value that stands for ``omit`` (the ``omit`` variable; an argument
 #: equal to it is left out).
@@ -23,6 +24,38 @@ def as_boolean(value):
     except TypeError:  # unhashable
         pass
     return None
+
+
+_LOCAL = threading.local()
+
+
+class PluginWarnings(object):
+    """Records, while active on this thread, what Ansible's plugins say with
+    ``display.warning`` as a task runs (a test or filter given what it
+    warns of): ``found`` lists each text once, in order. ansible-core 2.19+
+    captures them the same way (``DeferredWarningContext``) into the task
+    result's ``warnings``."""
+
+    def __init__(self):
+        self.found = []
+        self._outer = None
+
+    def __enter__(self):
+        self._outer = getattr(_LOCAL, "warnings", None)
+        _LOCAL.warnings = self
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.warnings = self._outer
+        return False
+
+
+def warn(text):
+    """A plugin's ``display.warning(text)``: into the task's result (see
+    :class:`PluginWarnings`); nowhere when no task records."""
+    recorder = getattr(_LOCAL, "warnings", None)
+    if recorder is not None and text not in recorder.found:
+        recorder.found.append(text)
 
 
 class ModuleError(Exception):

@@ -38,7 +38,7 @@ from jinja2.runtime import Undefined
 from ioc.agentless_runner.filters import FILTERS
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
-from ioc.agentless_runner.tests_jinja import TESTS, TestError
+from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
 
 __all__ = [
     "TemplateError",
@@ -662,13 +662,17 @@ def _native_environment():
 def _test_plugin(name, func):
     """``func`` as Ansible runs a test plugin: a value it cannot judge fails
     "The test plugin '<name>' failed: <why>", named as the template wrote it
-    (in ``ansible.builtin``), not as a template's rendering error."""
+    (in ``ansible.builtin``), not as a template's rendering error; a call it
+    leaves to Ansible's own plugin (:class:`ControllerAnswers`) goes to the
+    controller."""
     fqcn = name if "." in name else "ansible.builtin." + name
 
     @functools.wraps(func)
     def call(*args, **kwargs):
         try:
             return func(*args, **kwargs)
+        except ControllerAnswers:
+            return _foreign("test", fqcn)(*args, **kwargs)
         except TestError as exc:
             raise TemplateError("The test plugin '%s' failed: %s" % (fqcn, exc)) from None
     return call

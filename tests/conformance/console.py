@@ -13,6 +13,7 @@ equal, each rule with its reason:
   becomes ``<ansible-tmp>``: a random name.
 * The values of ``start``, ``end`` and ``delta`` in printed results become
   ``<time>``: wall-clock timestamps and durations of ``command``/``shell``.
+* An async job id ``j<number>.<pid>`` becomes ``j<jid>`` (normalize.py).
 * "Data could not be sent to remote host …" loses what follows it and
   the quotes around the host: Ansible's words for a closed port depend on a
   race (see ``normalize.py``): ssh.py says ``"h". … over ssh: <why>`` when
@@ -52,6 +53,8 @@ import re
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from tests.conformance.normalize import JOB_ID
+
 #: Where a block of a task's output starts: a host's status line (a result,
 #: an item, a retry, an async poll), or the error/warning lines printed just
 #: before one. Anything else continues the block above it.
@@ -59,6 +62,7 @@ _RESULT = re.compile(r"^(ok|changed|skipping|fatal|failed|FAILED - RETRYING|ASYN
                      r"|ASYNC POLL on)[: ]")
 _PREFACE = re.compile(r"^(\[(ERROR|WARNING|DEPRECATION WARNING)\]|--- before)")
 _HOST = re.compile(r"\[([^\]]+)\]")
+_ASYNC_HOST = re.compile(r"^ASYNC [A-Z]+ on ([^:]+):")
 _SECTION = re.compile(r"^(PLAY|TASK|RUNNING HANDLER|PLAY RECAP) ?\[?.*\*{3,}$")
 _INCLUDED = re.compile(r"^(included: .* for )(.*?)( => \(item=.*\))?$")
 _TIMES = re.compile(r'"(start|end|delta)": "[^"]*"')
@@ -80,6 +84,7 @@ def normalize(text: str, workdir: Path, out_dir: Path, hosts: Sequence[str]) -> 
     text = _TMP.sub("<ansible-tmp>", text)
     text = _CONFIG.sub(r"\1<config>\2", text)
     text = _TIMES.sub(lambda m: '"%s": "<time>"' % m.group(1), text)
+    text = JOB_ID.sub("j<jid>", text)
     text = _WHY.sub(r"Data could not be sent to remote host \1. Make sure this host can be "
                     r"reached over ssh: <why>", text)
     lines = [line for line in text.splitlines() if not line.startswith(_DROPPED)]
@@ -160,6 +165,6 @@ def _host_of(block: List[str]) -> Optional[str]:
     """The host of the block's status line (``[h2 -> h1]``: h2, the task's host)."""
     for line in block:
         if _RESULT.match(line):
-            m = _HOST.search(line)
+            m = _ASYNC_HOST.match(line) or _HOST.search(line)  # ("ASYNC OK on h1: jid=...")
             return m.group(1).split(" -> ")[0] if m else None
     return None

@@ -43,6 +43,11 @@ Placeholders
     ``LogLevel=ERROR``, else "Shared connection to ... closed."), where ioc,
     whose ssh is mitogen's, gives its own account of what was lost.
 
+Async job ids
+  * ``j<number>.<pid>`` (``ansible_job_id``, ``results_file``) becomes
+    ``j<jid>``: the action draws the number at random, async_wrapper (or the
+    runner) appends its pid.
+
 Item labels
   * ``runner_item_*`` and ``runner_retry`` events get a ``label`` field: the
     ``(item=…)`` text the default callback prints (``_ansible_item_label``,
@@ -123,6 +128,7 @@ CALLBACK_ONLY_DROPPED = ("failed", "skipped")
 GATHER_TASK = "Gathering Facts"
 BUILTIN_PREFIX = re.compile(r"^ansible\.(builtin|legacy)\.")
 ANSIBLE_TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^/\s'\"]+")
+JOB_ID = re.compile(r"(?<![\w.])j\d{1,12}\.\d+(?![\w.])")
 NOT_SENT = re.compile(r"Data could not be sent to remote host ['\"]([^'\"]+)['\"]\. "
                       r"Make sure this host can be reached over (?:ssh|SSH)[:.].*", re.S)
 
@@ -144,6 +150,7 @@ class _Paths:
             value = value.replace(path, name)
         value = NOT_SENT.sub(r"Data could not be sent to remote host \1. Make sure this host "
                              r"can be reached over ssh: <why>", value)
+        value = JOB_ID.sub("j<jid>", value)
         return ANSIBLE_TMP.sub("<ansible-tmp>", value)
 
 

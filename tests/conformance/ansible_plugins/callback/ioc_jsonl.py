@@ -143,6 +143,15 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_skipped(self, result):
         self._result("runner_skipped", result, ignored=False)
 
+    def v2_runner_on_async_poll(self, result):
+        self._result("runner_async_poll", result)
+
+    def v2_runner_on_async_ok(self, result):
+        self._result("runner_async_ok", result)
+
+    def v2_runner_on_async_failed(self, result):
+        self._result("runner_async_failed", result)
+
     def v2_runner_on_unreachable(self, result):
         self._result("runner_unreachable", result,
                      ignored=bool(getattr(result.task, "ignore_unreachable", False)))
