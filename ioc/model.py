@@ -281,6 +281,12 @@ class Play:
     #: play sees them, above ``vars_files`` (a role's own tasks see its own
     #: vars above the others', as block vars). Ansible's "exported" role vars.
     role_vars: Mapping[str, Any] = field(default_factory=dict)
+    #: The play's roles (``roles:`` and ``import_role``, in load order, as
+    #: Ansible's ``play.roles``; FQCN for a collection's) and the names of all
+    #: their dependencies: ``ansible_play_role_names`` (``role_names``),
+    #: ``ansible_dependent_role_names`` and, both together, ``ansible_role_names``.
+    role_names: Tuple[str, ...] = ()
+    dependent_role_names: Tuple[str, ...] = ()
     gather_facts: bool = True
     #: The module key of Ansible's ``setup`` when fact gathering runs Ansible's
     #: own module (``Task.module``); None: ioc's own ``setup``.

@@ -96,6 +96,10 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         defaults.update(plain(role.get_default_vars()))
         if role.public:  # (VariableManager.get_vars: "exported vars from all roles")
             exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
+    # (VariableManager._get_magic_variables: the roles of play.roles by name)
+    role_names = tuple(plain(r.get_name()) for r in play.roles)
+    dependent_role_names = tuple(sorted({plain(d.get_name()) for r in play.roles
+                                         for d in r.get_all_dependencies()}))
     path, line = _play_location(play)
     ir = Play(
         name=plain(play.get_name()),
@@ -105,6 +109,8 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         vars_files=vars_files,
         role_defaults=defaults,
         role_vars=exported,
+        role_names=role_names,
+        dependent_role_names=dependent_role_names,
         force_handlers=bool(play.force_handlers),
         gather_facts=gather,
         pre_tasks=pre, tasks=main, post_tasks=post,

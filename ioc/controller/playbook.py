@@ -467,6 +467,11 @@ class PlaybookRun:
         return {
             "ansible_play_hosts_all": list(self._play_hosts_all),
             "ansible_play_name": play.name,
+            # (Ansible's two sets are list(set(...)): an order of no meaning)
+            "ansible_role_names": sorted(set(play.role_names) | set(play.dependent_role_names)),
+            "ansible_play_role_names": list(play.role_names),
+            "role_names": list(play.role_names),
+            "ansible_dependent_role_names": sorted(set(play.dependent_role_names)),
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
             "ansible_verbosity": self.options.verbosity,

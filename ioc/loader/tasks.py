@@ -75,6 +75,9 @@ class PlayState:
     role_defaults: dict[str, Any] = field(default_factory=dict)
     #: ``vars/`` of the public roles, in load order (``Play.role_vars``).
     role_vars: dict[str, Any] = field(default_factory=dict)
+    #: ``Play.role_names`` and ``Play.dependent_role_names``.
+    role_names: list[str] = field(default_factory=list)
+    dependent_role_names: list[str] = field(default_factory=list)
     role_handlers: list[Task] = field(default_factory=list)
     #: Handlers an include (``include_role``, or an ``import_role`` inside an
     #: ``include_tasks``) brings: Ansible adds them to the play's handlers
@@ -674,7 +677,7 @@ def _import_role(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, w
         raise LoadError("import_role needs 'name'", where)
     froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from", "handlers_from") if args.get(k)}
     return _expand_role(name, ds, {}, scope, where, froms, dedup=False,
-                        validate=_rolespec_validate(args, where))
+                        validate=_rolespec_validate(args, where), listed="play")
 
 
 def _rolespec_validate(args: Mapping[str, Any], where: Location) -> bool:
@@ -712,7 +715,8 @@ def expand_roles_section(entries: Any, scope: Scope, where: Location,
     for number, entry in enumerate(entries):
         at = location_of(entry, item_where[number] if number < len(item_where) else where)
         name, keywords, params = _role_entry(entry, at)
-        nodes.extend(_expand_role(name, keywords, params, scope, at, {}, dedup=True))
+        nodes.extend(_expand_role(name, keywords, params, scope, at, {}, dedup=True,
+                                  listed="play"))
     return tuple(nodes)
 
 
@@ -741,15 +745,22 @@ def _expand_role(
     dedup: bool,
     private: bool = False,
     validate: bool = True,
+    listed: str | None = None,
 ) -> tuple[Node, ...]:
     """A role as ``(dependency blocks..., role block)``; ``()`` if already run.
 
     ``private`` (``include_role``): the role's defaults stay on its block
     instead of joining the play's. ``validate`` (``rolespec_validate``): the
     role starts with the validation of its entry point's argument spec.
+    ``listed``: ``"play"`` for one of the play's roles, ``"dependency"`` for a
+    dependency of one (their names are magic variables); None for neither
+    (an ``include_role``'s, known to Ansible's play only once it ran).
     """
     role_name, path, collection = locate_role(name, scope, where)
     files = read_role(role_name, path, where, **froms)
+    if listed is not None:  # (each time, as Ansible's play.roles: duplicates too)
+        named = scope.play.role_names if listed == "play" else scope.play.dependent_role_names
+        named.append(".".join(x for x in (collection, files.name) if x))
     identity = (path, tuple(sorted(froms.items())), repr(params), repr(keywords.get("vars")))
     if dedup and not files.allow_duplicates and identity in scope.play.seen_roles:
         return ()
@@ -757,7 +768,8 @@ def _expand_role(
     outer = scope.nested(keywords)
     chain_params = {**scope.role_params, **params}
     deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection,
-                                                    role_params=chain_params), where)
+                                                    role_params=chain_params), where,
+                         listed is not None)
     if not private:
         scope.play.role_defaults.update(files.defaults)
         scope.play.role_vars.update(files.vars)
@@ -813,13 +825,15 @@ def _role_dirs(scope: Scope) -> list[str]:
     return dirs
 
 
-def _dependencies(files: RoleFiles, outer: Scope, where: Location) -> tuple[Node, ...]:
+def _dependencies(files: RoleFiles, outer: Scope, where: Location,
+                  listed: bool) -> tuple[Node, ...]:
     scope = dataclasses.replace(outer, role_path=files.path,
                                 role_paths=outer.role_paths + (files.path,))
     nodes: list[Node] = []
     for entry in files.dependencies:
         name, keywords, params = _role_entry(entry, where)
-        nodes.extend(_expand_role(name, keywords, params, scope, location_of(entry, where), {}, dedup=True))
+        nodes.extend(_expand_role(name, keywords, params, scope, location_of(entry, where), {},
+                                  dedup=True, listed="dependency" if listed else None))
     return tuple(nodes)
 
 
