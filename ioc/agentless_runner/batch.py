@@ -382,7 +382,9 @@ class HostRun(HandlerRun, LoopRun):
             self.blocks_out[bid] = {"phase": "skipped", "failure": None}
             return None
         if phase == "block" and failure is None and block.get("include"):
-            outcome = self.run_include(block["include"], scope)
+            # (inside the block: an include block holds its include's
+            # parameters, which the include itself sees too)
+            outcome = self.run_include(block["include"], scope.enter(block, False))
             if outcome == "skipped":
                 self.blocks_out[bid] = {"phase": "skipped", "failure": None}
                 return None
@@ -462,6 +464,9 @@ class HostRun(HandlerRun, LoopRun):
         if "play_hosts" in self.deprecated and "play_hosts" in magic:
             maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))
         maps.append(self.extra)
+        if task.get("vars") and task.get("action") in _INCLUDE_ACTIONS:
+            # (an include's own vars are include parameters: Task.get_include_params)
+            maps.append(task["vars"])
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
         maps.append(Verbatim(self.runtime))
         if self.included:
@@ -1262,6 +1267,8 @@ class _ConditionFailed(Exception):
 
 #: The names of the facts layer that are not deprecated top-level facts.
 _KEPT_FACTS = frozenset(("ansible_facts", "ansible_local"))
+#: Actions whose own ``vars`` are include parameters (for themselves too).
+_INCLUDE_ACTIONS = frozenset(("include_tasks", "include_role"))
 
 
 def _empty_loop(value):

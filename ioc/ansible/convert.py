@@ -562,9 +562,13 @@ class Converter:
         if captured is not None:
             self.load_warnings[id(task)] = (list(captured.get_warnings())
                                             + list(captured.get_deprecation_warnings()))
+        # (its vars are include parameters of the included tasks, above
+        # set_fact: the block's params, as ioc-run's loader has them; and the
+        # include's own task vars)
         head = dataclasses.replace(ir, include_scope=None)
         self.origin[id(head)] = task
-        return Block(block=nodes, location=ir.location, implicit=True, include=head)
+        return Block(block=nodes, location=ir.location, implicit=True, include=head,
+                     params=dict(ir.vars))
 
     def _role_ran_before(self, role: Any, block: Any) -> bool:
         """Whether ``block`` belongs to a later occurrence of a role that already ran."""

@@ -98,7 +98,10 @@ class Includes:
             except Fallback as why:
                 raise AnsibleError("mitogen_batch: %s cannot run: %s"
                                    % (included_file._filename, why)) from None
+            # (an include_tasks' vars are include parameters, above set_fact)
+            params = {} if included_file._is_role else plain(dict(included_file._task.vars))
             blocks.append(Block(block=nodes, location=include.location, implicit=True,
+                                params=params,
                                 hosts=tuple(plain(h.name) for h in included_file._hosts)))
         if not blocks:
             return {"planned": None, "failed": failed}

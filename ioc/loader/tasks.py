@@ -246,7 +246,8 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
     # as it does when the include runs in Ansible (not before, as `roles:`').
     scope.play.included_handlers.extend(scope.play.role_handlers[loaded:])
     del scope.play.role_handlers[loaded:]
-    include = _task({k: v for k, v in ds.items() if k != "vars"}, action, task_args, scope, where)
+    # (its vars: its own, and the included tasks' include parameters)
+    include = _task(ds, action, task_args, scope, where)
     return Block(block=body, location=where, params=vars_of(ds, where), implicit=True,
                  include=include)
 
