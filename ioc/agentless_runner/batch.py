@@ -599,10 +599,13 @@ class HostRun(HandlerRun, LoopRun):
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
         if status == "unreachable":
-            # Not rescued, no always (L1.8); ignore_unreachable lets the host go on.
+            # Not rescued, no always (L1.8); ignore_unreachable lets the host go on
+            # (a loop's: as its items' values combine, see loops.py).
+            ignore = result.pop("_ioc_ignore_unreachable") if "_ioc_ignore_unreachable" in result \
+                else self._truthy(task.get("ignore_unreachable"), templar)
             self.emit({"e": "unreachable", "k": key, "status": status, "started": True,
-                       "result": self._visible(task, result, templar)})
-            if self._truthy(task.get("ignore_unreachable"), templar):
+                       "result": self._visible(task, result, templar), "ignore": bool(ignore)})
+            if ignore:
                 return None
             raise HostUnreachable()
         rescued = status == "failed" and not ignored and scope.rescuable

@@ -74,6 +74,8 @@ class LoopRun(object):
         item_results = []
         loop_conditionals = []
         ignore_any = False
+        #: the loop's ignore_unreachable as its items' values combine (None: none yet)
+        ignore_unreachable = None
         notify = []
         label_failed = None  # the label's templating error, for the callbacks
         live = {}
@@ -138,6 +140,9 @@ class LoopRun(object):
                 ignore = task.get("ignore_errors")
                 ignore_any = ignore if isinstance(ignore, bool) else \
                     not result.get("skipped") and self._truthy(ignore, item_templar)
+            if task.get("ignore_unreachable") is not None:
+                ignore_unreachable = self._item_ignore_unreachable(
+                    task, result, item_templar, ignore_unreachable)
             if label is not None and not results.legacy():
                 item_keys["_ansible_item_label"], label_error = \
                     self._item_labeller(task, scope, overlay, item_keys, item, label)(result)
@@ -169,6 +174,8 @@ class LoopRun(object):
         out = results.aggregate_loop(item_results)
         if not results.legacy() and task.get("ignore_errors") is not None:
             out["_ioc_ignore_errors"] = ignore_any
+        if ignore_unreachable is not None:
+            out["_ioc_ignore_unreachable"] = ignore_unreachable
         if loop_conditionals:
             results.templated_conditionals(out, loop_conditionals)
         if label_failed is not None:
@@ -176,6 +183,22 @@ class LoopRun(object):
         if task.get("notify"):
             out["_ioc_notify"] = notify
         return out
+
+    def _item_ignore_unreachable(self, task, result, templar, so_far):
+        """The loop's ignore_unreachable after this item's ``result``: 2.21 ignores
+        an unreachable loop when the keyword held for any item it ran (each
+        item's task post-validated with its item; a skipped item's holds only
+        as a literal boolean); 2.19 takes the first unreachable item's value,
+        and a later unreachable item's false clears it (TaskExecutor.run)."""
+        value = task.get("ignore_unreachable")
+        if not results.legacy():
+            held = value if isinstance(value, bool) else \
+                not result.get("skipped") and bool(self._truthy(value, templar))
+            return bool(so_far) or held
+        if not result.get("unreachable"):
+            return so_far
+        held = bool(self._truthy(value, templar))
+        return held if so_far is None else so_far and held
 
     def _item_labeller(self, task, scope, overlay, item_keys, item, label):
         """A function of an item's result: (its label, the label's warning or

@@ -143,7 +143,13 @@ def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
     ansible_plugins.add_search_paths(request.get("plugin_paths") or {})
     plugins.declare(request.get("plugins") or {})
     run = BridgeRun(link, request)
-    executor = run.bridge_executor(request["planned"], list(request["hosts"]), connector)
+    dormant = list(request.get("dormant") or ())
+    hosts = list(request["hosts"])
+    if dormant:  # (in the play's order: the hosts of ansible_play_hosts_all)
+        listed = set(hosts) | set(dormant)
+        hosts = [h for h in run._play_hosts_all if h in listed] + \
+            [h for h in hosts if h not in run._play_hosts_all]
+    executor = run.bridge_executor(request["planned"], hosts, connector, dormant)
     executor.runner_service = service
     executor.run()
     # The transport report ioc-run prints: runner calls per host, for -vvv
@@ -205,6 +211,7 @@ class BridgeExecutor(PlayExecutor):
     def __init__(self, base: PlayExecutor, link: ParentLink) -> None:
         super().__init__(base.plan, base.hosts, base.ctx, base.static_layers, base.magic,
                          base.removed)
+        self.unreachable_at = dict(base.unreachable_at)  # (the dormant hosts')
         self.link = link
         #: Of the last ``Where.ANSIBLE`` step: (hosts that reached the task,
         #: hosts Ansible ran it for), for :meth:`after_step`.
@@ -324,9 +331,9 @@ class BridgeRun(PlaybookRun):
         return {**super()._magic(play, hosts), **self.options_vars}
 
     def bridge_executor(self, planned: PlannedPlay, hosts: List[str],
-                        connector: Connector) -> BridgeExecutor:
+                        connector: Connector, dormant: Sequence[str] = ()) -> BridgeExecutor:
         """The play's executor, with the bridge's hooks."""
-        return BridgeExecutor(self._executor(planned, hosts, connector), self.link)
+        return BridgeExecutor(self._executor(planned, hosts, connector, dormant), self.link)
 
     def fetch(self, names: Sequence[str]) -> None:
         """Ask the parent once for the variables of ``names`` it did not send."""

@@ -77,6 +77,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     reads it (``include``/``include_args`` keys on 2.19, fields on 2.21).
     """
     data = _public(result)
+    if status == "unreachable" and task.ignore_unreachable is not ignored:
+        task = _post_validated(task, ignore_unreachable=ignored)
     keyword = result.get("_ioc_error_keyword")
     if isinstance(keyword, list) and keyword and keyword[0] != "environment":
         keyword = list(keyword[:3]) + [host]  # (the host's own variables name the value's origin)
@@ -181,6 +183,18 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         utr._extend_deprecations(_deprecations(task, result["_ioc_deprecations"]))
     utr.ignore_errors = ignored
     return HostTaskResult(host=host, task=task, utr=utr)
+
+
+def _post_validated(task: Any, **fields: Any) -> Any:
+    """A copy of ``task`` with ``fields`` as the worker's post-validated task has
+    them (linear's strategy rebuilds the result's task from the worker's task
+    fields): the default callback reads ``result.task.ignore_unreachable``
+    ("...ignoring"), a templated or looped value decided by the runner."""
+    copy = task.copy(exclude_parent=True, exclude_tasks=True)
+    copy._parent = task._parent
+    for name, value in fields.items():
+        setattr(copy, name, value)
+    return copy
 
 
 def _label_warnings(utrs: List[Any], task: Any, error: Mapping[str, Any]) -> None:

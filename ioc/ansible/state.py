@@ -44,6 +44,11 @@ class PlayState:
         #: Hosts failed in earlier plays are marked failed in the iterator (TQM.run).
         self.hosts = {h.name: h for h in strategy.get_hosts_left(iterator)
                       if not iterator.is_failed(h)}
+        #: The play's hosts unreachable in an earlier play: linear's iterator
+        #: holds them at the first task, a clear_host_errors brings them back.
+        self.dormant = {name: strategy._inventory.get_host(name)
+                        for name in strategy._hosts_cache or ()
+                        if name in self.tqm._unreachable_hosts and name not in self.hosts}
         #: The Ansible Task (or handler) whose step is being replayed, and its IR.
         self.task: Any = None
         self.ir_task: Any = None

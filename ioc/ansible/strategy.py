@@ -149,8 +149,11 @@ class PlayRun:
 
         state = self.state
         names = [plain(n) for n in state.hosts]
+        dormant = [plain(n) for n in state.dormant] if not state.play.serial else []
+        # (a revived one's events name it like the others')
+        state.hosts.update((name, state.dormant[name]) for name in dormant)
         inventory = self.hostvars.inventory()
-        memory = self.hostvars.memory(names)
+        memory = self.hostvars.memory(names + dormant)
         cli = context.CLIARGS
         options = RunOptions(check=bool(cli.get("check")), diff=bool(cli.get("diff")),
                              verbosity=int(cli.get("verbosity") or 0),
@@ -175,6 +178,8 @@ class PlayRun:
                 "plugin_paths": ansible_plugins.search_paths(),
                 "modules": converted.converter.modules,
                 "extra_vars": plain(state.vm.extra_vars), "hosts": names, "memory": memory,
+                # unreachable in earlier plays: back if a clear_host_errors runs
+                "dormant": dormant,
                 # ansible_run_tags, ansible_skip_tags, ansible_limit, ...: what
                 # Ansible's VariableManager derives from the command line
                 # (load_options_vars), not the tags ioc would filter on.
@@ -262,8 +267,14 @@ class PlayRun:
         tqm, iterator = state.tqm, state.iterator
         result = int(tqm.RUN_OK)
         for name, host_summary in (summary.get("hosts") or {}).items():
-            host = state.hosts[name]
             status = host_summary["status"]
+            if name in state.dormant:
+                if status != "unreachable":  # a clear_host_errors revived it
+                    tqm._unreachable_hosts.pop(name, None)
+                    if status in ("failed", "stopped"):
+                        tqm._failed_hosts[name] = True
+                continue
+            host = state.hosts[name]
             if status in ("failed", "stopped"):
                 tqm._failed_hosts[name] = True
                 iterator.mark_host_failed(host)

@@ -46,10 +46,15 @@ class PlayExecutor:
 
     def __init__(self, plan: Plan, hosts: Dict[str, HostState], ctx: PlayContext,
                  static_layers: Mapping[str, Any], magic: Mapping[str, Any],
-                 removed: FrozenSet[str] = frozenset()) -> None:
+                 removed: FrozenSet[str] = frozenset(), dormant: Sequence[str] = ()) -> None:
         self.plan = plan
         self.hosts = hosts
         self.order = list(hosts)
+        for name in dormant:
+            # Unreachable in an earlier play: linear's iterator holds it at the
+            # play's first task, walks it on only once clear_host_errors
+            # clears it (it then runs the play from its start, _catch_up).
+            hosts[name].status = HostStatus.UNREACHABLE
         self.ctx = ctx
         self.static_layers = static_layers
         self.magic = magic
@@ -91,7 +96,7 @@ class PlayExecutor:
             (None, None, [])
         #: The task each host became unreachable at (by entry index): where
         #: linear's iterator left it, since it walks no unreachable host on.
-        self.unreachable_at: Dict[str, int] = {}
+        self.unreachable_at: Dict[str, int] = {name: -1 for name in dormant}
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
         #: with the entry each goes on from (:meth:`_catch_up`).
         self.revived: Dict[str, int] = {}
@@ -664,6 +669,11 @@ class PlayExecutor:
             self.unreachable_at.pop(host, None)
 
     def _ignores_unreachable(self, event: Event) -> bool:
+        """Whether the task lets the host go on: as the runner decided it (a
+        templated value, a loop's items), else (a connection lost under the
+        task) as it is written."""
+        if "ignore" in event:
+            return bool(event["ignore"])
         task = self.plan.program.entry(event["k"][0]).task
         return _set(task.ignore_unreachable)
 
@@ -694,6 +704,11 @@ class PlayExecutor:
         trouble = outcome.trouble.get(host)
         end = outcome.ends.get(host)
         if trouble == "unreachable":
+            if end is not None:
+                # what its step set before (register of the unreachable task
+                # too): linear's hostvars keep them
+                state.facts = {**state.facts, **(end.get("state") or {}).get("facts", {})}
+                state.runtime = {**state.runtime, **(end.get("state") or {}).get("runtime", {})}
             state.status = HostStatus.UNREACHABLE
         elif trouble == "crash":
             state.status = HostStatus.FAILED

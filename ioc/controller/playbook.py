@@ -81,6 +81,10 @@ class PlaybookRun:
         #: (``meta: clear_host_errors`` empties the first, L7.10).
         self.failed_hosts: Set[str] = set()
         self.unreachable_hosts: Set[str] = set()
+        #: The current play's hosts a ``clear_host_errors`` took off the TQM's
+        #: unreachable list (those unreachable again by the play's end are not):
+        #: the exit code is the last play's, whose start put the list back.
+        self.cleared_in_play: Set[str] = set()
         #: Hosts a rescue took after linear listed them failed (HostState.marked):
         #: the next play starts with them failed, which sets the exit code.
         self.marked_hosts: Set[str] = set()
@@ -147,12 +151,13 @@ class PlaybookRun:
     def exit_code(self) -> int:
         if self.broken_by_failures:
             return 2  # (max_fail_percentage stopped the playbook: L4.6)
-        if self.unreachable_hosts:
+        if self.unreachable_hosts - self.cleared_in_play:
             return 4
         return 2 if self.failed_hosts else 0
 
     def run_play(self, planned: PlannedPlay, connector: Connector) -> bool:
         """Run one play, serial batch by serial batch; False stops the playbook (L1.9)."""
+        self.cleared_in_play = set()
         play = self._templated_keywords(self._prompted(planned.play))
         named = self._handler_names(play)
         if named is not play:
@@ -181,9 +186,17 @@ class PlaybookRun:
         # serial batch it is in, and hosts earlier plays lost too (L6.6).
         self._play_hosts_all = list(inv.match_hosts(self.inventory, play.hosts, self.limit))
         self._removed_in_play = set()
+        # Hosts unreachable in earlier plays stay in linear's iterator, at the
+        # play's first task: a clear_host_errors brings them back for the rest
+        # of this play (L7.10); the next play starts with them unreachable
+        # again (PlaybookExecutor puts its record of them back into the TQM).
+        dormant = [h for h in matched if self.lost.get(h) is HostStatus.UNREACHABLE] \
+            if play.serial in (None, "", 0) else []
         for batch_hosts in serial_batches(hosts, play.serial):
             self.callbacks.play_start(play.name, batch_hosts)
-            executor = self._executor(planned, batch_hosts, connector)
+            listed = set(batch_hosts) | set(dormant)
+            executor = self._executor(planned, [h for h in matched if h in listed], connector,
+                                      dormant)
             executor.run()
             self._account(planned, executor)
             self._removed_in_play.update(h for h, s in executor.hosts.items()
@@ -279,7 +292,11 @@ class PlaybookRun:
             values[keyword] = str(value)
         return dataclasses.replace(play, name=values["name"], hosts=values["hosts"])
 
-    def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector) -> PlayExecutor:
+    def _executor(self, planned: PlannedPlay, hosts: List[str], connector: Connector,
+                  dormant: Sequence[str] = ()) -> PlayExecutor:
+        """The executor of ``hosts`` (in the play's order); those of ``dormant``
+        among them were unreachable in an earlier play: they join the play only
+        if a ``clear_host_errors`` revives them (see PlayExecutor)."""
         play = planned.play
         states = {h: self._host_state(play, h) for h in hosts}
         for name, state in states.items():
@@ -312,7 +329,8 @@ class PlaybookRun:
                             # in earlier plays are out of ansible_play_hosts)
                             removed=frozenset(self._removed_in_play | (
                                 (self.failed_hosts | self.unreachable_hosts)
-                                & set(self._play_hosts_all))))
+                                & set(self._play_hosts_all))),
+                            dormant=dormant)
 
     def _account(self, planned: PlannedPlay, executor: PlayExecutor) -> None:
         plan = executor.plan  # with what dynamic includes spliced in
@@ -330,9 +348,11 @@ class PlaybookRun:
             elif state.status is HostStatus.UNREACHABLE:
                 self.lost[host] = state.status
                 self.unreachable_hosts.add(host)
+                self.cleared_in_play.discard(host)
             elif state.marked:
                 self.lost[host] = HostStatus.STOPPED  # out of later plays, not failed
                 self.marked_hosts.add(host)
+
 
     # -- what a play asks of the run --------------------------------------------
 
@@ -442,6 +462,7 @@ class PlaybookRun:
         if meta == "clear_host_errors":
             self.failed_hosts.clear()  # the exit code forgets earlier failures too
             self.marked_hosts.clear()
+            self.cleared_in_play.update(self._play_hosts_all)
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
 
