@@ -331,7 +331,7 @@ def dispatch(idle: float, runner_socket: str, env: Dict[str, str]) -> socket.soc
 
 
 def run(argv: List[str], idle: float, program: str = "ioc-run") -> int:
-    """One run of ``program`` (``ioc-run``, ``ioc-adhoc``) through the daemon:
+    """One run of ``program`` (``ioc-run``, ``ioc-adhoc``, ``ioc-ssh``) through the daemon:
     its exit code."""
     directory = runtime_dir()
     cwd = os.getcwd()
@@ -372,8 +372,9 @@ def _wait(sock: socket.socket) -> Optional[Dict[str, Any]]:
 
 
 def main(argv: Optional[List[str]] = None, program: str = "ioc-run") -> int:
-    """``ioc-run`` (or ``ioc-adhoc``): straight to :func:`ioc.cli.main`
-    (:func:`ioc.adhoc.main`) unless ``--persist`` or ``--persist-stop``."""
+    """``ioc-run`` (or ``ioc-adhoc``, ``ioc-ssh``): straight to :func:`ioc.cli.main`
+    (:func:`ioc.adhoc.main`, :func:`ioc.ssh.main`) unless ``--persist`` or
+    ``--persist-stop``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         idle, stopping = persist_option(argv)
@@ -389,6 +390,10 @@ def main(argv: Optional[List[str]] = None, program: str = "ioc-run") -> int:
         from ioc.adhoc import main as adhoc_main
 
         return adhoc_main(argv)
+    if program == "ioc-ssh":
+        from ioc.ssh import main as ssh
+
+        return ssh(argv)
     from ioc.cli import main as cli_main
 
     return cli_main(argv)
@@ -397,6 +402,11 @@ def main(argv: Optional[List[str]] = None, program: str = "ioc-run") -> int:
 def adhoc_main(argv: Optional[List[str]] = None) -> int:
     """``ioc-adhoc``'s entry point: :func:`main` for ``ioc-adhoc``."""
     return main(argv, "ioc-adhoc")
+
+
+def ssh_main(argv: Optional[List[str]] = None) -> int:
+    """``ioc-ssh``'s entry point: :func:`main` for ``ioc-ssh``."""
+    return main(argv, "ioc-ssh")
 
 
 if __name__ == "__main__":

@@ -65,7 +65,14 @@ class Warm:
             self._connector = Connector(forks=forks)
         else:
             self._connector.begin_run(forks)
+        self._connector.dropped = self._dropped
         return self._connector
+
+    def _dropped(self, key: Any) -> None:
+        """A runner ended: the files it held go with it (sent again to its successor)."""
+        from ioc.controller.dispatch import context_key
+
+        self.sent.pop(context_key(*key), None)
 
     def attach(self, playbook_run: Any) -> None:
         """Give ``playbook_run`` the kept connector and the kept file record."""
@@ -78,7 +85,6 @@ class Warm:
         ``ansible-playbook``; kept when it closes; ended when a play is
         aborted with hosts in their batches."""
         from ioc.ansible.dispatcher import Connections
-        from ioc.controller.dispatch import context_key
 
         warm = self
 
@@ -90,8 +96,6 @@ class Warm:
             def get(self, forks: int) -> Any:
                 if self.connector is None or warm._connector is not self.connector:
                     self.connector = warm.connector(forks)
-                    # (a runner that ends takes its files' record with it)
-                    self.connector.dropped = lambda key: warm.sent.pop(context_key(*key), None)
                 return self.connector
 
             def abort(self) -> None:

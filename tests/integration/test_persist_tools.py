@@ -239,3 +239,33 @@ def test_ioc_adhoc_persist_runs_on_the_warm_runner_without_a_handshake(tools, ss
     assert "runners ended on 1 host(s)" in stopped.stderr
     assert wait_until(lambda: not alive(int(pid)))
     assert wait_until(lambda: none_left(sshd, before)), _ps(sessions(sshd) - before)
+
+
+def test_ioc_ssh_persist_runs_a_command_in_the_runner_ioc_adhoc_left(tools, sshd):
+    before = sessions(sshd)
+    inventory = sshd.inventory_ini(["a"])
+    first = tools.adhoc(inventory, "--persist", "-m", "shell", "-a",
+                        "echo $PPID $SSH_CONNECTION")
+    assert first.returncode == 0, first.stdout + first.stderr
+    where = first.stdout.splitlines()[1]
+    between = sessions(sshd)
+
+    def ioc_ssh(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ioc.ssh", "-i", "hosts.ini", *args],
+                              capture_output=True, text=True, timeout=120, cwd=str(tools.tmp),
+                              input=stdin, env=tools.env)
+
+    ssh = ioc_ssh("--persist", "a", "--", "echo $PPID $SSH_CONNECTION; cat; echo oops >&2; "
+                                          "exit 3", stdin="piped in\n")
+    assert ssh.returncode == 3, ssh.stderr  # the command's exit code
+    assert ssh.stdout == where + "\npiped in\n"  # the same runner, over the same connection
+    assert ssh.stderr == "oops\n"
+    assert sessions(sshd) == between  # no ssh handshake
+
+    shell = ioc_ssh("--persist", "a")
+    assert shell.returncode == 1
+    assert "has no terminal to give a shell" in shell.stderr
+
+    stopped = tools.stop()
+    assert "runners ended on 1 host(s)" in stopped.stderr
+    assert wait_until(lambda: none_left(sshd, before)), _ps(sessions(sshd) - before)
