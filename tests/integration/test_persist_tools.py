@@ -11,6 +11,7 @@ listed before and after. Each test has its own daemon directory
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -269,3 +270,61 @@ def test_ioc_ssh_persist_runs_a_command_in_the_runner_ioc_adhoc_left(tools, sshd
     stopped = tools.stop()
     assert "runners ended on 1 host(s)" in stopped.stderr
     assert wait_until(lambda: none_left(sshd, before)), _ps(sessions(sshd) - before)
+
+
+#: A module that says which ssh connection it runs under, with an action plugin
+#: of its own: under mitogen_batch the task runs through Ansible's task
+#: machinery, over the ``ioc_runner`` connection the dispatcher serves.
+WHO_MODULE = '''#!/usr/bin/python
+import os
+from ansible.module_utils.basic import AnsibleModule
+
+module = AnsibleModule(argument_spec={})
+module.exit_json(changed=False, ssh=os.environ.get("SSH_CONNECTION", ""))
+'''
+WHO_ACTION = '''
+from ansible.plugins.action import ActionBase
+
+
+class ActionModule(ActionBase):
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        result.update(self._execute_module(module_name="who", task_vars=task_vars))
+        return result
+'''
+THROUGH_ANSIBLE = """
+- hosts: a
+  gather_facts: false
+  tasks:
+    - name: through ansible
+      who:
+      register: who
+    - name: note
+      copy:
+        dest: "{{ out }}/a"
+        content: "{{ who.ssh }}"
+      delegate_to: localhost
+"""
+
+
+def test_mitogen_batch_tasks_through_ansible_use_the_warm_runner(tools, sshd, tmp_path):
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "who.py").write_text(WHO_MODULE)
+    (tmp_path / "action_plugins").mkdir()
+    (tmp_path / "action_plugins" / "who.py").write_text(WHO_ACTION)
+    (tmp_path / "who.yml").write_text(THROUGH_ANSIBLE)
+    logs = [tmp_path / "bridge-1.log", tmp_path / "bridge-2.log"]
+    inventory = sshd.inventory_ini(["a"])
+    first = tools.playbook(inventory, play="who.yml", env={"IOC_BRIDGE_LOG": str(logs[0])})
+    assert first.returncode == 0, first.stdout + first.stderr
+    ssh = (tools.out / "a").read_text()
+    assert ssh.startswith("127.0.0.1 ")
+    between = sessions(sshd)
+    second = tools.playbook(inventory, play="who.yml", env={"IOC_BRIDGE_LOG": str(logs[1])})
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert (tools.out / "a").read_text() == ssh  # the same ssh connection, warm
+    assert sessions(sshd) == between
+    for log in logs:  # each run: the task through Ansible, served by the daemon's runner
+        text = log.read_text()
+        assert re.search(r"AnsibleStep \d+ on 1 host\(s\)", text), text
+        assert "ioc_runner a: exec" in text, text
