@@ -406,6 +406,4 @@ def summarise(hosts: Sequence[str], outcomes: Dict[str, Outcome], failed_file: s
 
 
 if __name__ == "__main__":
-    from ioc.warm import adhoc_main
-
-    sys.exit(adhoc_main())
+    sys.exit(main())

@@ -179,6 +179,4 @@ def command_line(spec: ConnectionSpec, command: Optional[str], tty: bool) -> Lis
 
 
 if __name__ == "__main__":
-    from ioc.warm import ssh_main
-
-    sys.exit(ssh_main())
+    sys.exit(main())

@@ -1,5 +1,10 @@
 """``ioc-run --persist``: warm runs through a per-user connection daemon (the client).
 
+Also the entry point of ``ioc-adhoc`` and ``ioc-ssh`` (their ``--persist``),
+and what the ``mitogen_batch`` strategy calls with ``IOC_PERSIST``
+(:func:`dispatch`: the daemon then serves that ``ansible-playbook`` run as
+its dispatcher).
+
 This module is ``ioc-run``'s entry point and imports only the standard
 library: a command line without ``--persist`` / ``--persist-stop`` goes on to
 :func:`ioc.cli.main` (the controller, imported only then); one with them

@@ -10,6 +10,12 @@ kept across runs -- the same mitogen router, the same runner contexts
 (``become`` children and ``mitogen_via`` hops among them), and the record of
 which files (by content hash) each runner holds in RAM.
 
+A ``run`` request runs ``ioc-run``, ``ioc-adhoc`` or ``ioc-ssh`` so; a
+``dispatch`` request (the ``mitogen_batch`` strategy with ``IOC_PERSIST``)
+makes the daemon that ``ansible-playbook`` run's dispatcher
+(:meth:`Daemon.dispatch`): its plays come over the connection with
+:mod:`ioc.ansible.pipe`'s protocol and run on the same kept connector.
+
 Which connection a run may reuse is the connector's business: a host whose
 connection settings differ from those its runners were started with
 (user, key, port, ssh arguments, password, interpreter, ``mitogen_via``...)

@@ -75,8 +75,8 @@ class Tools:
 
     def adhoc(self, inventory: str, *args: str) -> subprocess.CompletedProcess:
         (self.tmp / "hosts.ini").write_text(inventory)
-        return subprocess.run([sys.executable, "-m", "ioc.adhoc", "all", "-i", "hosts.ini",
-                               *args], capture_output=True, text=True, timeout=300,
+        return subprocess.run(entry_point("adhoc_main") + ["all", "-i", "hosts.ini", *args],
+                              capture_output=True, text=True, timeout=300,
                               cwd=str(self.tmp), stdin=subprocess.DEVNULL, env=self.env)
 
     def where(self, host: str = "a") -> Tuple[int, Optional[str]]:
@@ -91,6 +91,13 @@ class Tools:
     @property
     def socket(self) -> Path:
         return self.rt / "ioc" / "ioc-run.sock"
+
+
+def entry_point(name: str) -> List[str]:
+    """The command line of the console script ``ioc.warm:NAME`` (``ioc-adhoc``,
+    ``ioc-ssh`` as pip installs them; ``python -m ioc.adhoc`` is not the entry point)."""
+    return [sys.executable, "-c", "import sys; from ioc.warm import %s; sys.exit(%s())"
+            % (name, name)]
 
 
 @pytest.fixture
@@ -221,6 +228,10 @@ def test_ctrl_c_of_ansible_playbook_ends_the_play_and_the_daemon(tools, sshd, tm
 
 
 def test_ioc_adhoc_persist_runs_on_the_warm_runner_without_a_handshake(tools, sshd):
+    not_entry = subprocess.run([sys.executable, "-m", "ioc.adhoc", "all", "--persist"],
+                               capture_output=True, text=True, timeout=120, env=tools.env)
+    assert not_entry.returncode == 1
+    assert "ioc-adhoc's entry point's (ioc.warm.adhoc_main)" in not_entry.stderr
     before = sessions(sshd)
     inventory = sshd.inventory_ini(["a"])
     first = tools.adhoc(inventory, "--persist", "-m", "shell", "-a",
@@ -252,7 +263,7 @@ def test_ioc_ssh_persist_runs_a_command_in_the_runner_ioc_adhoc_left(tools, sshd
     between = sessions(sshd)
 
     def ioc_ssh(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "ioc.ssh", "-i", "hosts.ini", *args],
+        return subprocess.run(entry_point("ssh_main") + ["-i", "hosts.ini", *args],
                               capture_output=True, text=True, timeout=120, cwd=str(tools.tmp),
                               input=stdin, env=tools.env)
 
