@@ -1,6 +1,7 @@
 """The warm daemon of ``ioc-run --persist`` under the other tools, over the real sshd:
 the ``mitogen_batch`` strategy with ``IOC_PERSIST`` (the real ``ansible-playbook``
-of ansible-core 2.21) and ``ioc-adhoc --persist``.
+of ansible-core 2.21; 2.19 too for the main test), ``ioc-adhoc --persist`` and
+``ioc-ssh --persist``.
 
 As in test_persist.py, whether a run reused the previous one's connection is
 read off the target: the runner's pid (``$PPID`` of a task's shell) and
@@ -21,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from tests.conformance.test_conformance import ansible_python
+from tests.conformance.test_conformance import ANSIBLE_CORE, ANSIBLE_CORE_219, ansible_python
 from tests.integration.test_persist import (WHERE, _args, _other_key, _ps, alive, none_left,
                                             sessions, wait_until)
 from tests.support.sshd import _descendants
@@ -35,7 +36,7 @@ class Tools:
     """ansible-playbook (mitogen_batch), ioc-adhoc and ioc-run --persist-stop with
     one daemon directory, in one working directory."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, core: str = ANSIBLE_CORE) -> None:
         self.tmp = tmp_path
         self.rt = tmp_path / "rt"
         self.rt.mkdir(mode=0o700)
@@ -43,7 +44,7 @@ class Tools:
         self.out.mkdir()
         (tmp_path / "play.yml").write_text(WHERE)
         (tmp_path / "ansible.cfg").write_text("[defaults]\n")
-        self.python = ansible_python()
+        self.python = ansible_python(core)
 
     @property
     def env(self) -> Dict[str, str]:
@@ -111,7 +112,16 @@ def recap(stdout: str) -> List[str]:
     return [line for line in stdout.splitlines() if " : ok=" in line]
 
 
-def test_mitogen_batch_with_ioc_persist_reuses_the_runner_until_stopped(tools, sshd):
+@pytest.mark.parametrize("core", [ANSIBLE_CORE, ANSIBLE_CORE_219])
+def test_mitogen_batch_with_ioc_persist_reuses_the_runner_until_stopped(tmp_path, sshd, core):
+    tools = Tools(tmp_path, core)
+    try:
+        reuses_until_stopped(tools, sshd)
+    finally:
+        tools.stop()
+
+
+def reuses_until_stopped(tools: Tools, sshd) -> None:
     before = sessions(sshd)
     inventory = sshd.inventory_ini(["a"]) + sshd.inventory_ini(["b"], "mitogen_via=a")
     cold = tools.playbook(inventory, persist=None)
