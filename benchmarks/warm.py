@@ -1,6 +1,14 @@
 """Warm repeats of the 100-task play through ``ioc-run --persist``'s daemon.
 
     python -m benchmarks.warm [--delay-ms 150] [--hosts 1 10] [--runs 5]
+                              [--strategy mitogen_batch]
+
+``--strategy mitogen_batch`` runs the play with ansible-core 2.21's
+``ansible-playbook`` (Python 3.13, tests/realworld/harness.py's
+``ansible_python``) and the ``mitogen_batch`` strategy instead of
+``ioc-run``: ``IOC_PERSIST=60`` in its environment stands for ``--persist``
+(the "client" CPU is then ``ansible-playbook``'s, its workers' and, in the
+cold run, the dispatcher subprocess's).
 
 Starts the test suite's sshd (tests/support/sshd.py) behind the delay proxy
 (benchmarks/delayproxy.py), as ``benchmarks.run`` does (every host the same
@@ -88,6 +96,9 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=int, default=150)
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--strategy", choices=["ioc-run", "mitogen_batch"], default="ioc-run",
+                        help="run the play with ioc-run, or with ansible-playbook's "
+                             "mitogen_batch strategy (IOC_PERSIST for --persist)")
     args = parser.parse_args()
     server = start_sshd()
     work = Path(tempfile.mkdtemp(prefix="ioc-warm-"))
@@ -96,6 +107,14 @@ def main() -> int:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     (work / "play.yml").write_text(tasks_play())
+    if args.strategy == "mitogen_batch":
+        from tests.realworld.harness import ansible_python
+
+        python = ansible_python()
+        (work / "ansible.cfg").write_text("[defaults]\n")
+        env = {k: v for k, v in env.items() if not k.startswith("ANSIBLE_")}
+        env.update(ANSIBLE_CONFIG=str(work / "ansible.cfg"), ANSIBLE_STRATEGY="mitogen_batch",
+                   ANSIBLE_STRATEGY_PLUGINS=str(ROOT / "strategy_plugin"))
     try:
         with DelayProxy(server.host, server.port, args.delay_ms / 1000.0) as proxy:
             for count in args.hosts:
@@ -106,15 +125,22 @@ def main() -> int:
                     python=sys.executable))
                 base = [sys.executable, "-m", "ioc", "play.yml", "-i", "hosts.ini",
                         "-f", str(FORKS)]
+                if args.strategy == "mitogen_batch":
+                    base = [python, str(Path(python).parent / "ansible-playbook"),
+                            "play.yml", "-i", "hosts.ini", "-f", str(FORKS)]
 
                 def once(extra: List[str]) -> Dict[str, float]:
+                    run_env, cold = env, not extra
+                    if args.strategy == "mitogen_batch" and extra:
+                        run_env = dict(env, IOC_PERSIST="60")  # (ansible-playbook's --persist)
+                        extra = []
                     proxy.reset()
                     known = {c["id"] for c in proxy.connections()}
                     daemon0 = daemon_cpu(work)
                     target0 = targets_cpu(server.process.pid)
                     client0 = children_cpu()
                     t0 = time.monotonic()
-                    proc = subprocess.run(base + extra, cwd=str(work), env=env,
+                    proc = subprocess.run(base + extra, cwd=str(work), env=run_env,
                                           capture_output=True, text=True,
                                           stdin=subprocess.DEVNULL, timeout=600)
                     wall = time.monotonic() - t0
@@ -123,7 +149,7 @@ def main() -> int:
                     target = targets_cpu(server.process.pid) - target0
                     if proc.returncode != 0:
                         raise RuntimeError(proc.stdout[-2000:] + proc.stderr[-2000:])
-                    if not extra:
+                    if cold:
                         proxy.wait_idle(30)
                     conns = proxy.connections()
                     return {"wall": wall, "rt": sum(c["round_trips"] for c in conns),

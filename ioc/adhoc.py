@@ -105,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--events", metavar="FILE",
                      help="also write every callback event as JSON lines to FILE")
     out.add_argument("-v", "--verbose", action="count", default=0, help="more output")
+    parser.add_argument("--persist", "--persist=SECONDS", action="store_true",
+                        help="run through ioc-run's per-user daemon, which keeps the "
+                             "connections for SECONDS idle (default 60): the next run with "
+                             "the same settings makes no ssh connection (docs/ioc-run.md); "
+                             "the entry point takes it off the command line")
+    parser.add_argument("--persist-stop", action="store_true",
+                        help="end the --persist daemon and every runner it keeps, and exit")
     parser.add_argument("--list-hosts", action="store_true",
                         help="outputs a list of matching hosts; does not run anything else")
     parser.add_argument("-C", "--check", action="store_true", help="check mode: change nothing")
@@ -273,6 +280,13 @@ def dump(result: Dict[str, Any], indent: Optional[int]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if cli.WARM is None and ("--persist-stop" in argv or any(
+            a == "--persist" or a.startswith("--persist=") for a in argv)):
+        # (ioc-adhoc and python -m ioc.adhoc start at ioc.warm.adhoc_main)
+        print("[ERROR]: --persist and --persist-stop are ioc-adhoc's entry point's "
+              "(ioc.warm.adhoc_main), not ioc.adhoc.main's", file=sys.stderr)
+        return cli.EXIT_ERROR
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose >= 4 else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -347,6 +361,8 @@ def run(args: argparse.Namespace) -> int:
             playbook_run.modules = attacher.modules
             playbook_run.payload_cache.decrypt = vault.decrypt
             playbook_run.payload_cache.template_vars = template_vars
+            if cli.WARM is not None:  # (in the --persist daemon: its connections)
+                cli.WARM.attach(playbook_run)
             playbook_run.run()
             lost = [h for h in hosts if h in shown.outcomes and shown.outcomes[h].unconnected]
             if not lost or attempt == args.retries:

@@ -14,9 +14,17 @@ runner ioc starts there.
 
 ssh replaces this process (``exec``): the exit code is the command's (or
 ssh's 255), and with a terminal on stdin ssh gets ``-t`` at every hop so the
-shell or command has a real terminal. ``ioc-run --persist``'s daemon
-(:mod:`ioc.warmd`) is not used yet: every ``ioc-ssh`` makes its own ssh
-connection.
+shell or command has a real terminal.
+
+``ioc-ssh --persist[=SECONDS] HOST -- COMMAND`` runs the command through
+``ioc-run --persist``'s daemon (:mod:`ioc.warmd`) instead: in the host's
+runner there (``mitogen_via`` hops included), connecting it if the daemon
+has none with these settings, and keeping it for the next run -- no ssh
+handshake on a warm tree. The command runs without a terminal (``/bin/sh
+-c`` in the runner, stdin passed when it is not a terminal); its output is
+written when it ends, and the exit code is its own (255 when the host
+could not be reached). A shell needs a terminal, which the runner cannot
+give: ``--persist`` without a command is refused.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import argparse
 import os
 import shlex
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ioc import cli, loader
 from ioc import inventory as inv
@@ -58,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ssh-extra-args", help="extra ssh arguments, after the common ones")
     parser.add_argument("-n", "--dry-run", action="store_true",
                         help="print the command line instead of running it")
+    parser.add_argument("--persist", "--persist=SECONDS", action="store_true",
+                        help="run the command (after --; no shell) in the host's runner kept "
+                             "by ioc-run's per-user daemon for SECONDS idle (default 60): "
+                             "no ssh handshake when it has one (docs/ioc-run.md)")
+    parser.add_argument("--persist-stop", action="store_true",
+                        help="end the --persist daemon and every runner it keeps, and exit")
     return parser
 
 
@@ -67,13 +81,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "--" in argv:  # everything after it is the command, options included
         at = argv.index("--")
         argv, rest = argv[:at], argv[at + 1:]
+    if cli.WARM is None and ("--persist-stop" in argv or any(
+            a == "--persist" or a.startswith("--persist=") for a in argv)):
+        # (ioc-ssh and python -m ioc.ssh start at ioc.warm.ssh_main)
+        print("[ERROR]: --persist and --persist-stop are ioc-ssh's entry point's "
+              "(ioc.warm.ssh_main), not ioc.ssh.main's", file=sys.stderr)
+        return cli.EXIT_ERROR
     args = build_parser().parse_args(argv)
     command = list(args.command) + rest
+    if cli.WARM is not None and not command:
+        print("[ERROR]: ioc-ssh --persist runs a command (after --) in the host's runner, "
+              "which has no terminal to give a shell: run ioc-ssh without --persist for "
+              "a shell", file=sys.stderr)
+        return cli.EXIT_ERROR
     try:
         spec = connection_spec(args)
     except IocError as exc:
         cli.report_error(exc)
         return exc.exit_code
+    if cli.WARM is not None and not args.dry_run:
+        return warm_command(cli.WARM, args.host, spec, " ".join(command))
     tty = sys.stdin.isatty()
     line = " ".join(command) if command else None
     argv_out = command_line(spec, line, tty)
@@ -87,6 +114,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         print("[ERROR]: cannot run %s: %s" % (argv_out[0], exc.strerror), file=sys.stderr)
     return 255
+
+
+def warm_command(warm: Any, host: str, spec: ConnectionSpec, line: str) -> int:
+    """``line`` in ``host``'s runner kept by the daemon (``warm``, an
+    :class:`ioc.warmd.Warm`; ``--persist``): its exit code."""
+    from ioc.transport import commands
+
+    connector = warm.connector(forks=1)
+    connector.settle(host, spec)  # (other settings than its runner's: a new runner)
+    data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+    reply = commands.serve(connector, host, spec, {"op": "exec", "cmd": line, "in_data": data})
+    if "error" in reply:
+        print("[ERROR]: %s: %s" % (host, reply["msg"]), file=sys.stderr)
+        return 255
+    sys.stdout.flush()
+    sys.stdout.buffer.write(reply["stdout"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stderr.buffer.write(reply["stderr"])
+    sys.stderr.flush()
+    return int(reply["rc"])
 
 
 def connection_spec(args: argparse.Namespace) -> ConnectionSpec:

@@ -1,5 +1,10 @@
 """``ioc-run --persist``: warm runs through a per-user connection daemon (the client).
 
+Also the entry point of ``ioc-adhoc`` and ``ioc-ssh`` (their ``--persist``),
+and what the ``mitogen_batch`` strategy calls with ``IOC_PERSIST``
+(:func:`dispatch`: the daemon then serves that ``ansible-playbook`` run as
+its dispatcher).
+
 This module is ``ioc-run``'s entry point and imports only the standard
 library: a command line without ``--persist`` / ``--persist-stop`` goes on to
 :func:`ioc.cli.main` (the controller, imported only then); one with them
@@ -50,6 +55,12 @@ START_TIMEOUT = 60.0
 SOCKET_NAME = "ioc-run.sock"
 LOCK_NAME = "ioc-run.lock"
 LOG_NAME = "ioc-run-daemon.log"
+
+
+#: Variables a run reads, not the daemon's state: ``IOC_PERSIST`` says how long
+#: it idles (as ``--persist=SECONDS``); ``IOC_BRIDGE_LOG`` is where one
+#: mitogen_batch run logs.
+UNFINGERPRINTED = frozenset(("IOC_PERSIST", "IOC_BRIDGE_LOG"))
 
 
 class WarmError(Exception):
@@ -112,6 +123,8 @@ def fingerprint(cwd: str, environ: Dict[str, str]) -> str:
     add("ioc", os.path.dirname(os.path.abspath(__file__)))
     add("cwd", cwd)
     for key in sorted(environ):
+        if key in UNFINGERPRINTED:
+            continue
         if key.startswith(("ANSIBLE_", "IOC_")) or key in ("PYTHONPATH", "HOME"):
             add("env", key, environ[key])
     for path in _ansible_cfg_candidates(cwd, environ):
@@ -280,13 +293,56 @@ def _daemon_socket(directory: str, environ: Dict[str, str]) -> socket.socket:
                     % os.path.join(directory, LOG_NAME))
 
 
-def run(argv: List[str], idle: float) -> int:
-    """One run through the daemon: its exit code."""
+def persist_setting(environ: Optional[Mapping[str, str]] = None) -> Optional[float]:
+    """``IOC_PERSIST`` (the ``mitogen_batch`` strategy's ``--persist``): its idle
+    seconds, or None when unset, empty or ``0`` (no daemon). ``yes``/``true``/
+    ``on`` mean the default, :data:`DEFAULT_IDLE`."""
+    text = (os.environ if environ is None else environ).get("IOC_PERSIST", "").strip()
+    if text in ("", "0"):
+        return None
+    if text.lower() in ("yes", "true", "on"):
+        return DEFAULT_IDLE
+    try:
+        return parse_idle(text)
+    except WarmError:
+        raise WarmError("IOC_PERSIST=%s: it is a number of seconds (or yes, or 0 for no "
+                        "daemon)" % text) from None
+
+
+def dispatch(idle: float, runner_socket: str, env: Dict[str, str]) -> socket.socket:
+    """The ``mitogen_batch`` strategy's connection to the daemon (started if none
+    answers), which then serves this ``ansible-playbook`` run's plays on it
+    (:mod:`ioc.ansible.pipe`'s protocol) and the ``ioc_runner`` connection
+    plugin on ``runner_socket``. ``env``: the run's environment, as the cold
+    dispatcher gets it (the fingerprint is this process's)."""
+    directory = runtime_dir()
+    cwd = os.getcwd()
+    environ = dict(os.environ)
+    request = {"op": "dispatch", "cwd": cwd, "env": env, "socket": runner_socket,
+               "fingerprint": fingerprint(cwd, environ), "idle": idle}
+    for _ in range(3):
+        sock = _daemon_socket(directory, environ)
+        send_frame(sock, request)
+        answer, _ = recv_frame(sock)
+        if answer is not None and answer.get("op") == "serving":
+            return sock
+        sock.close()
+        if answer is None:
+            raise WarmError("ioc's daemon ended before serving the run (its log: %s)"
+                            % os.path.join(directory, LOG_NAME))
+        if answer.get("op") != "replaced":
+            raise WarmError("unexpected answer from ioc's daemon: %r" % answer)
+    raise WarmError("ioc's daemon kept ending instead of serving the run")
+
+
+def run(argv: List[str], idle: float, program: str = "ioc-run") -> int:
+    """One run of ``program`` (``ioc-run``, ``ioc-adhoc``, ``ioc-ssh``) through the daemon:
+    its exit code."""
     directory = runtime_dir()
     cwd = os.getcwd()
     environ = dict(os.environ)
     request = {"op": "run", "argv": without_persist(argv), "cwd": cwd, "env": environ,
-               "fingerprint": fingerprint(cwd, environ), "idle": idle}
+               "fingerprint": fingerprint(cwd, environ), "idle": idle, "program": program}
     for _ in range(3):
         sock = _daemon_socket(directory, environ)
         with sock:
@@ -320,8 +376,10 @@ def _wait(sock: socket.socket) -> Optional[Dict[str, Any]]:
                     return None
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``ioc-run``: straight to :func:`ioc.cli.main` unless ``--persist`` or ``--persist-stop``."""
+def main(argv: Optional[List[str]] = None, program: str = "ioc-run") -> int:
+    """``ioc-run`` (or ``ioc-adhoc``, ``ioc-ssh``): straight to :func:`ioc.cli.main`
+    (:func:`ioc.adhoc.main`, :func:`ioc.ssh.main`) unless ``--persist`` or
+    ``--persist-stop``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         idle, stopping = persist_option(argv)
@@ -329,13 +387,31 @@ def main(argv: Optional[List[str]] = None) -> int:
             return stop(runtime_dir())
         if idle is not None and not any(a in ("-h", "--help", "--version", "--strategy-dir")
                                         for a in argv):
-            return run(argv, idle)
+            return run(argv, idle, program)
     except WarmError as exc:
         print("[ERROR]: %s" % exc, file=sys.stderr)
         return 1
+    if program == "ioc-adhoc":
+        from ioc.adhoc import main as adhoc_main
+
+        return adhoc_main(argv)
+    if program == "ioc-ssh":
+        from ioc.ssh import main as ssh
+
+        return ssh(argv)
     from ioc.cli import main as cli_main
 
     return cli_main(argv)
+
+
+def adhoc_main(argv: Optional[List[str]] = None) -> int:
+    """``ioc-adhoc``'s entry point: :func:`main` for ``ioc-adhoc``."""
+    return main(argv, "ioc-adhoc")
+
+
+def ssh_main(argv: Optional[List[str]] = None) -> int:
+    """``ioc-ssh``'s entry point: :func:`main` for ``ioc-ssh``."""
+    return main(argv, "ioc-ssh")
 
 
 if __name__ == "__main__":

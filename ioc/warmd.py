@@ -10,6 +10,12 @@ kept across runs -- the same mitogen router, the same runner contexts
 (``become`` children and ``mitogen_via`` hops among them), and the record of
 which files (by content hash) each runner holds in RAM.
 
+A ``run`` request runs ``ioc-run``, ``ioc-adhoc`` or ``ioc-ssh`` so; a
+``dispatch`` request (the ``mitogen_batch`` strategy with ``IOC_PERSIST``)
+makes the daemon that ``ansible-playbook`` run's dispatcher
+(:meth:`Daemon.dispatch`): its plays come over the connection with
+:mod:`ioc.ansible.pipe`'s protocol and run on the same kept connector.
+
 Which connection a run may reuse is the connector's business: a host whose
 connection settings differ from those its runners were started with
 (user, key, port, ssh arguments, password, interpreter, ``mitogen_via``...)
@@ -30,6 +36,7 @@ import fcntl
 import io
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -56,17 +63,55 @@ class Warm:
         #: context key -> digests its runner holds (``PayloadCache.sent``).
         self.sent: Dict[str, Set[str]] = {}
 
-    def attach(self, playbook_run: Any) -> None:
-        """Give ``playbook_run`` the kept connector and the kept file record."""
+    def connector(self, forks: int) -> Any:
+        """The kept connector, for a new run with ``forks`` (made on first use)."""
         from ioc.transport.connector import Connector
 
-        forks = playbook_run.options.forks
         if self._connector is None:
             self._connector = Connector(forks=forks)
         else:
             self._connector.begin_run(forks)
-        playbook_run.connector = self._connector
+        self._connector.dropped = self._dropped
+        return self._connector
+
+    def _dropped(self, key: Any) -> None:
+        """A runner ended: the files it held go with it (sent again to its successor)."""
+        from ioc.controller.dispatch import context_key
+
+        self.sent.pop(context_key(*key), None)
+
+    def attach(self, playbook_run: Any) -> None:
+        """Give ``playbook_run`` the kept connector and the kept file record."""
+        playbook_run.connector = self.connector(playbook_run.options.forks)
         playbook_run.payload_cache.sent = self.sent
+
+    def connections(self) -> Any:
+        """The kept connector for the ``mitogen_batch`` dispatcher's plays
+        (:class:`ioc.ansible.dispatcher.Connections`): one run on it per
+        ``ansible-playbook``; kept when it closes; ended when a play is
+        aborted with hosts in their batches."""
+        from ioc.ansible.dispatcher import Connections
+
+        warm = self
+
+        class Kept(Connections):
+            def __init__(self) -> None:
+                super().__init__()
+                self.sent = warm.sent
+
+            def get(self, forks: int) -> Any:
+                if self.connector is None or warm._connector is not self.connector:
+                    self.connector = warm.connector(forks)
+                return self.connector
+
+            def abort(self) -> None:
+                self.connector = None
+                warm.shutdown()
+
+            def close(self) -> None:
+                self.connector = None  # (kept by the daemon)
+
+        return Kept()
 
     def hosts(self) -> int:
         if self._connector is None:
@@ -120,7 +165,7 @@ class Daemon:
             self.warm.shutdown()
             warm.send_frame(conn, {"op": "stopped", "hosts": hosts})
             return False
-        if op != "run" or len(fds) != 3:
+        if not (op == "run" and len(fds) == 3 or op == "dispatch" and not fds):
             _close(fds)
             warm.send_frame(conn, {"op": "error", "msg": "unknown request"})
             return True
@@ -133,6 +178,13 @@ class Daemon:
             return False
         self.fingerprint = frame["fingerprint"]
         self.idle = float(frame["idle"])
+        if op == "dispatch":
+            warm.send_frame(conn, {"op": "serving"})
+            if self.dispatch(frame, conn) or _TERMINATED.is_set():
+                self.close_listener()
+                self.warm.shutdown()
+                return False
+            return True
         code, interrupted = self.run(frame, fds, conn)
         interrupted = interrupted or _TERMINATED.is_set()
         try:
@@ -171,7 +223,7 @@ class Daemon:
         try:
             _forget_displayed()
             _drop_log_handlers()  # (the run sets its own: -v)
-            code = cli.main(list(frame["argv"]))
+            code = _program(frame.get("program", "ioc-run"))(list(frame["argv"]))
         except KeyboardInterrupt:
             code = 99
         except BaseException:  # noqa: B902 -- said on the client's stderr, then ended
@@ -195,6 +247,50 @@ class Daemon:
             os.environ.update(environ)
             os.chdir("/")
         return code, interrupted
+
+    def dispatch(self, frame: Dict[str, Any], conn: socket.socket) -> bool:
+        """Be the ``mitogen_batch`` dispatcher of one ``ansible-playbook`` run
+        (``IOC_PERSIST``): its plays over ``conn`` (:mod:`ioc.ansible.pipe`'s
+        protocol) on the kept connector, the ``ioc_runner`` connection plugin
+        served on the socket it named. True when the run was interrupted (its
+        ``ansible-playbook`` went away during a play): the daemon then ends."""
+        from ioc.ansible.dispatcher import serve_link
+        from ioc.ansible.pipe import ParentLink
+
+        environ = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(frame["env"])
+        os.chdir(frame["cwd"])
+        log = frame["env"].get("IOC_BRIDGE_LOG")  # (as the cold dispatcher's --log)
+        handler: Optional[logging.Handler] = None
+        level = logging.root.level
+        if log:
+            handler = logging.FileHandler(log)
+            handler.setFormatter(logging.Formatter(
+                "%(asctime)s %(name)s %(levelname)s %(message)s"))
+            logging.root.addHandler(handler)
+            logging.root.setLevel(logging.INFO)
+        watcher = _Hangup(conn)
+        interrupted = False
+        try:
+            with conn.makefile("rb") as inp, conn.makefile("wb") as out:
+                serve_link(ParentLink(inp, out), self.warm.connections(), frame.get("socket"),
+                           watcher.playing)
+        except KeyboardInterrupt:
+            interrupted = True
+        except BaseException:  # noqa: B902 -- the parent is gone or the protocol broke
+            LOG.exception("the mitogen_batch run ended in the middle")
+            interrupted = True
+        finally:
+            interrupted = watcher.finish() or interrupted
+            if handler is not None:
+                logging.root.removeHandler(handler)
+                handler.close()
+            logging.root.setLevel(level)
+            os.environ.clear()
+            os.environ.update(environ)
+            os.chdir("/")
+        return interrupted
 
     def close_listener(self) -> None:
         """Stop listening (no new client finds this daemon) and let a new one start;
@@ -253,6 +349,66 @@ class _Watcher:
         with self._lock:
             self._done = True
             return self.interrupted
+
+
+class _Hangup:
+    """Watches a ``mitogen_batch`` run's connection while a play is in progress:
+    its ``ansible-playbook`` going away then (Ctrl-C, a kill) interrupts the
+    play in the main thread, as Ctrl-C interrupts a warm ``ioc-run``."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.interrupted = False
+        self._playing = False
+        self._done = False
+        self._lock = threading.Lock()
+        self._main = threading.main_thread().ident or 0
+        self._thread = threading.Thread(target=self._watch, name="ioc-warm-parent",
+                                        daemon=True)
+        self._thread.start()
+
+    def playing(self, now: bool) -> None:
+        with self._lock:
+            self._playing = now
+
+    def _watch(self) -> None:
+        poller = select.poll()
+        poller.register(self.conn.fileno(), select.POLLRDHUP)
+        while True:
+            try:
+                hung_up = bool(poller.poll(200))
+            except OSError:
+                hung_up = True
+            with self._lock:
+                if self._done:
+                    return
+                if not hung_up:
+                    continue
+                if self._playing:
+                    self.interrupted = True
+                    LOG.info("ansible-playbook went away during a play")
+                    signal.pthread_kill(self._main, signal.SIGINT)
+                return  # (between plays: the main thread reads the end itself)
+
+    def finish(self) -> bool:
+        with self._lock:
+            self._done = True
+            return self.interrupted
+
+
+def _program(name: str) -> Any:
+    """The ``main`` of the command a ``run`` request runs."""
+    if name == "ioc-adhoc":
+        from ioc import adhoc
+
+        return adhoc.main
+    if name == "ioc-ssh":
+        from ioc import ssh
+
+        return ssh.main
+    from ioc import cli
+
+    return cli.main
 
 
 #: Set by SIGTERM: the daemon ends after the run in progress is interrupted.

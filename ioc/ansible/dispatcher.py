@@ -37,7 +37,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, BinaryIO, Dict, FrozenSet, IO, List, Optional, Sequence, Set
+from typing import Any, BinaryIO, Callable, Dict, FrozenSet, IO, List, Optional, Sequence, Set
 
 from ioc.ansible.pipe import ParentLink
 from ioc.ansible.runner_service import RunnerService
@@ -67,9 +67,45 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
     AnsibleError. With ``socket``, the ``ioc_runner`` connection plugin of
     Ansible's workers is served there (:mod:`ioc.ansible.runner_service`).
     """
-    link = ParentLink(inp, out)
     _exit_with_parent(os.path.dirname(socket) if socket else None)
-    connector: Optional[Connector] = None
+    serve_link(ParentLink(inp, out), Connections(), socket)
+
+
+class Connections:
+    """Where the dispatcher's connector comes from: its own, made for this
+    ``ansible-playbook`` run and ended with it. (``ioc.warmd`` gives one it
+    keeps across runs instead: ``IOC_PERSIST``.)"""
+
+    def __init__(self) -> None:
+        self.connector: Optional[Connector] = None
+        #: The files (by digest) each runner holds, when kept across runs (None:
+        #: each play's own record).
+        self.sent: Optional[Dict[str, Set[str]]] = None
+
+    def get(self, forks: int) -> Connector:
+        if self.connector is None:
+            self.connector = Connector(forks=forks)
+        return self.connector
+
+    def abort(self) -> None:
+        """The run was aborted with hosts still in their batches: end every runner."""
+        connector, self.connector = self.connector, None
+        if connector is not None:
+            connector.shutdown()
+
+    def close(self) -> None:
+        """``ansible-playbook`` is done with the dispatcher."""
+        self.abort()
+
+
+def serve_link(link: ParentLink, connections: Connections, socket: Optional[str] = None,
+               playing: Optional[Callable[[bool], None]] = None) -> None:
+    """Serve the parent's play requests on ``link`` until it closes it.
+
+    ``playing`` is told when a play starts (True) and when its summary or
+    error is about to go (False): a parent that goes away between the two
+    went away in the middle of a play (``ioc.warmd`` watches for that).
+    """
     service: Optional[RunnerService] = None
     try:
         while True:
@@ -79,30 +115,37 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
                 return
             if request.get("op") != "play":
                 continue
-            if connector is None:
-                connector = Connector(forks=request["options"].forks)
-                service = RunnerService(socket, connector) if socket else None
+            connector = connections.get(request["options"].forks)
+            if socket and service is None:
+                service = RunnerService(socket, connector)
+            if playing is not None:
+                playing(True)
             try:
-                summary = serve_play(request, connector, link, service)
+                summary = serve_play(request, connector, link, service, connections.sent)
             except RunAborted as exc:
                 # The parent raised it at the step's end already: the run is
                 # over, and the hosts still in their batches stop now.
-                connector.shutdown()
-                connector = None
                 if service is not None:
                     service.close()
                     service = None
-                link.error(str(exc))
+                connections.abort()
+                _said(playing, link.error, str(exc))
             except Exception as exc:  # the parent reports it as Ansible would
                 LOG.exception("dispatcher failed")
-                link.error("%s: %s" % (type(exc).__name__, exc))
+                _said(playing, link.error, "%s: %s" % (type(exc).__name__, exc))
             else:
-                link.done(summary)
+                _said(playing, link.done, summary)
     finally:
         if service is not None:
             service.close()
-        if connector is not None:
-            connector.shutdown()
+        connections.close()
+
+
+def _said(playing: Optional[Callable[[bool], None]], say: Callable[[Any], None],
+          what: Any) -> None:
+    if playing is not None:
+        playing(False)
+    say(what)
 
 
 #: Seconds between two looks at whether ansible-playbook is still there.
@@ -132,8 +175,12 @@ def _exit_with_parent(socket_dir: Optional[str]) -> None:
 
 
 def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
-               service: Optional[RunnerService] = None) -> Dict[str, Any]:
-    """Run one play request; the summary the parent settles Ansible's state from."""
+               service: Optional[RunnerService] = None,
+               sent: Optional[Dict[str, Set[str]]] = None) -> Dict[str, Any]:
+    """Run one play request; the summary the parent settles Ansible's state from.
+
+    ``sent``: which files each runner holds, kept across runs with the
+    connector (``ioc.warmd``)."""
     from ioc.ansible import plugins as ansible_plugins
     from ioc.controller import plugins
 
@@ -143,6 +190,8 @@ def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
     ansible_plugins.add_search_paths(request.get("plugin_paths") or {})
     plugins.declare(request.get("plugins") or {})
     run = BridgeRun(link, request)
+    if sent is not None:
+        run.payload_cache.sent = sent
     dormant = list(request.get("dormant") or ())
     hosts = list(request["hosts"])
     if dormant:  # (in the play's order: the hosts of ansible_play_hosts_all)

@@ -112,11 +112,20 @@ class Dispatcher:
 
     @classmethod
     def get(cls) -> "Dispatcher":
+        """This run's dispatcher: the subprocess, or with ``IOC_PERSIST`` the
+        per-user daemon (:class:`WarmDispatcher`); WarmError for a bad
+        ``IOC_PERSIST`` or a daemon that cannot be used."""
         with cls._lock:
-            if cls._instance is None or cls._instance.proc.poll() is not None:
-                cls._instance = Dispatcher()
+            if cls._instance is None or not cls._instance.alive():
+                from ioc.warm import persist_setting
+
+                idle = persist_setting()
+                cls._instance = Dispatcher() if idle is None else WarmDispatcher(idle)
                 atexit.register(cls._instance.close)
             return cls._instance
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def request(self, message: Dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -141,6 +150,61 @@ class Dispatcher:
             self.proc.wait(timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+        if Dispatcher._instance is self:
+            Dispatcher._instance = None
+
+
+class WarmDispatcher(Dispatcher):
+    """The dispatcher of an ``IOC_PERSIST`` run: ioc's per-user daemon
+    (:mod:`ioc.warmd`, the one ``ioc-run --persist`` uses), over its unix
+    socket, on the connections it kept from the last run with the same
+    settings. The protocol is the subprocess's; the daemon serves the
+    ``ioc_runner`` connection plugin on :attr:`socket` for this run."""
+
+    def __init__(self, idle: float) -> None:  # pylint: disable=super-init-not-called
+        from ioc import warm
+
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root(), env.get("PYTHONPATH")]))
+        self._socket_dir = tempfile.mkdtemp(prefix="ioc-dispatcher-")
+        self.socket = os.path.join(self._socket_dir, "runner.sock")
+        self.log = os.path.join(warm.runtime_dir(), warm.LOG_NAME)
+        try:
+            self.conn = warm.dispatch(idle, self.socket, env)
+        except BaseException:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            raise
+        self._inp = self.conn.makefile("rb")
+        self._out = self.conn.makefile("wb")
+        self._closed = False
+
+    def alive(self) -> bool:
+        return not self._closed
+
+    def request(self, message: Dict[str, Any]) -> None:
+        write_message(self._out, message)
+
+    def replies(self) -> Iterator[Tuple[Any, ...]]:
+        while True:
+            try:
+                reply = read_message(self._inp)
+            except (EOFError, OSError):
+                self._closed = True
+                yield ("error", "ioc's daemon ended during the play (its log: %s)" % self.log)
+                return
+            yield reply
+            if reply[0] in ("done", "error"):
+                return
+
+    def close(self) -> None:
+        """The run is over: the daemon keeps the connections for its idle time."""
+        self._closed = True
+        for stream in (self._out, self._inp, self.conn):
+            try:
+                stream.close()
+            except OSError:
+                pass
         shutil.rmtree(self._socket_dir, ignore_errors=True)
         if Dispatcher._instance is self:
             Dispatcher._instance = None

@@ -202,7 +202,13 @@ class PlayRun:
 
     def run(self) -> int:
         """Run the play in the dispatcher; Ansible's result code for it."""
-        dispatcher = Dispatcher.get()
+        from ioc.warm import WarmError
+
+        try:
+            dispatcher = Dispatcher.get()
+        except WarmError as exc:  # (IOC_PERSIST: a bad value, a daemon that cannot be used)
+            from ansible.errors import AnsibleError
+            raise AnsibleError("mitogen_batch: %s" % exc) from None
         dispatcher.request(self.request())
         summary = None
         events, vm = self.events, self.state.vm

@@ -59,10 +59,11 @@ STRATEGY_PLUGIN = frozenset({STDLIB, "ansible", "ioc.ansible"})
 #: (ioc-adhoc) and ioc/ssh.py (ioc-ssh), may use everything above — but ``ansible``
 #: only through the package ioc.ansible (see test_only_the_bridge_imports_ansible).
 ANYTHING = None
-#: ioc/warm.py is ioc-run's entry point: the standard library only, so that a
-#: run through ``--persist``'s daemon imports nothing heavy; ioc.cli (the
-#: controller) only when no daemon is asked for.
-WARM_CLIENT = frozenset({STDLIB, "ioc.cli"})
+#: ioc/warm.py is the entry point of ioc-run, ioc-adhoc and ioc-ssh: the standard
+#: library only, so that a run through ``--persist``'s daemon imports nothing
+#: heavy; the front end (ioc.cli, ioc.adhoc, ioc.ssh) only when no daemon is
+#: asked for.
+WARM_CLIENT = frozenset({STDLIB, "ioc.cli", "ioc.adhoc", "ioc.ssh"})
 
 
 
