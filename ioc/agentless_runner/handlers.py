@@ -8,7 +8,7 @@ the controller has it run elsewhere and resumes the flush).
 """
 from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import BatchEnd, EndHost, EndRole, AbortRun, \
-    matching_handlers, safe_template, search_warnings, template_name
+    handler_scope, matching_handlers, safe_template, search_warnings, template_name
 from ioc.agentless_runner.templating import Templar
 
 #: ansible-core's words for a notified name no handler has nor listens to
@@ -195,6 +195,7 @@ class HandlerRun(object):
 
     def run_handler(self, index, number, handler, scope, queued):
         key = [index, 1 + number]
+        scope = handler_scope(handler, scope.rescuable)
         self.file_key = "h%d" % number
         self._in_flush = (number, queued, key)
         try:

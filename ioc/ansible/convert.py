@@ -286,6 +286,7 @@ class Converter:
             # Ansible decrypts a vault value only where a task reads it
             self.refuse("its variables hold a vault value no secret given decrypts")
         variables.update(_parent_role_vars(task))
+        role_params, role_defaults = _handler_role_scope(task) if handler else ({}, {})
         loop_control = getattr(task, "loop_control", None)
         control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
         ir_location = _location(task)
@@ -313,6 +314,8 @@ class Converter:
             listen=tuple(str(n) for n in plain(_as_list(getattr(task, "listen", None))))
             if handler else (),
             vars=variables,
+            role_params=role_params,
+            role_defaults=role_defaults,
             no_log=plain(task.no_log) or None,
             environment=environment or None,
             # Ansible's defaults are the CLI's --check/--diff: always explicit here
@@ -636,6 +639,25 @@ class Converter:
             else:
                 out.extend(nodes)
         return tuple(out)
+
+
+def _handler_role_scope(handler: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """A handler's role parameters and the defaults the play's lack, as
+    ``VariableManager.get_vars(task=handler)`` reads them: its role's, over
+    its dependency chain (``Task.role_params``, ``Task.role_defaults``).
+
+    The defaults of a chain of roles the play loaded (``roles:``,
+    ``import_role``) are the play's already (``Play.role_defaults``); those
+    of a chain that holds an included role (not ``static``) are not.
+    """
+    role = getattr(handler, "_role", None)
+    if role is None:
+        return {}, {}
+    chain = handler.get_dep_chain() or []
+    params = plain(role.get_role_params(chain))
+    private = any(not getattr(r, "static", True) for r in list(chain) + [role])
+    defaults = plain(role.get_default_vars(dep_chain=chain)) if private else {}
+    return params, defaults
 
 
 def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:

@@ -76,6 +76,7 @@ PLAYBOOKS_219 = (
     "handlers_flush",
     "handlers_listen_order",
     "handlers_rescued_flush",
+    "handlers_role_scope",
     "include_dynamic",
     "include_dynamic_failures",
     "include_role_dynamic",
