@@ -1173,6 +1173,8 @@ class PlayExecutor:
                 options["handler_search"] = search
             if not self.ctx.options.error_on_missing_handler:
                 options["missing_handler"] = "warn"
+            if self.ctx.options.verbosity >= 2:
+                options["saved_notices"] = True  # (linear's -vv line per saved notification)
         return options
 
     def _notifiable(self, step: Step) -> Optional[List[str]]:

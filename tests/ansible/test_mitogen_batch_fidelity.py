@@ -861,6 +861,51 @@ def test_an_explicit_flush_says_at_vv_that_it_triggered_the_handlers(ansible, an
         in shown[1]
 
 
+def test_each_saved_notification_is_shown_at_vv(ansible, ansible_python):
+    """At -vv linear says "Notification for handler <name> has been saved." for
+    each notification of a changed result it saves for the next flush, as it
+    processes the result (before its status line; after a loop's items, once
+    per item that ran, changed or not, once the task changed), each name as
+    notified (a listen topic too); not for an unchanged result, nor for a
+    handler's notification during a flush (that one applies at once)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo one
+              notify: [H, topic]
+            - command: echo "{{ item }}"
+              loop: [1, 2]
+              changed_when: item != 2 or inventory_hostname == 'h2'
+              notify: H
+            - meta: flush_handlers
+            - command: echo unchanged
+              changed_when: false
+              notify: H
+          handlers:
+            - name: H
+              debug:
+                msg: handled
+              notify: L
+            - name: L
+              debug:
+                msg: listener
+              listen: topic
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-vv"])
+    assert linear.rc == batch.rc == 0, linear.stdout + linear.stderr + batch.stdout
+    shown = [[line.split(" => ")[0] for line in out.stdout.splitlines()  # (not timings)
+              if line.startswith(("TASK", "RUNNING HANDLER", "Notification for handler",
+                                  "NOTIFIED HANDLER", "ok: [", "changed: [", "h1 ", "h2 "))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    saved = [line for line in shown[1] if line.startswith("Notification for handler")]
+    assert saved == ["Notification for handler H has been saved.",
+                     "Notification for handler topic has been saved."] * 2 \
+        + ["Notification for handler H has been saved."] * 4, shown[1]
+
+
 def test_a_tasks_warning_comes_after_what_was_shown_before_it_on_one_pipe(ansible,
                                                                          ansible_python):
     """Display never flushes stdout; linear's worker processes do, as
