@@ -236,6 +236,9 @@ class Console(Callback):
         label = "" if item is None else " => (item=%s)" % (item,)
         self._print("included: %s for %s%s" % (included, ", ".join(hosts), label), "skip")
 
+    def no_hosts_matched(self) -> None:
+        self._print("skipping: no hosts matched", "skip")
+
     def no_hosts_remaining(self) -> None:
         self.banner("NO MORE HOSTS LEFT")
 

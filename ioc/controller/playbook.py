@@ -164,13 +164,17 @@ class PlaybookRun:
         hosts = [h for h in matched if h not in self.lost]
         self.failed_hosts |= self.marked_hosts
         self.marked_hosts.clear()
+        if not matched:
+            # (the inventory warns as the play's hosts are looked up, before its banner)
+            self.callbacks.warning("Could not match supplied host pattern, ignoring: %s"
+                                   % play.hosts)
+            self.callbacks.play_start(play.name, hosts)
+            self.callbacks.no_hosts_matched()
+            return True
         if not hosts:
             # Every matched host left in an earlier play: linear shows the
             # play's banner and runs nothing.
             self.callbacks.play_start(play.name, hosts)
-            if not matched:
-                self.callbacks.warning("Could not match supplied host pattern, ignoring: %s"
-                                       % play.hosts)
             return True
         # ansible-core 2.21 stops the playbook when a batch's *new* failures
         # equal the batch, and its batch still counts the play's hosts lost in

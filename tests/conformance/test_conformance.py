@@ -89,6 +89,7 @@ PLAYBOOKS_219 = (
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
+    "start_at_task_pattern",
     "unreachable",
     "until_exhausted",
 )
