@@ -208,13 +208,23 @@ class Converter:
             self._why = why
         self._action_only = self._action_only and action
 
-    def task(self, task: Any, handler: bool = False) -> Task:
+    def task(self, task: Any, handler: bool = False, running: bool = False) -> Task:
+        """``task`` (a handler: ``handler``) in ioc's IR, with why it runs through Ansible.
+
+        ``running``: the play runs already (what a dynamic include brought),
+        it can no longer be sent to linear as a whole.
+        """
         self._why = None
         self._action_only = True
         action = short_action(task)
         dynamic = action in BRIDGE_INCLUDES
         if dynamic and handler:
-            self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
+            if not running:
+                self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
+            # (AnsibleTasks.run_handler runs what it includes as handlers, as linear)
+            self.refuse("%s in a handler runs through Ansible, and the handlers it includes"
+                        % action)
+            dynamic = False
         raw = plain(task.args or {})
         debugger = plain(getattr(task, "debugger", None))
         if debugger and str(debugger).strip().lower() != "never":
