@@ -104,6 +104,10 @@ class IncludeScope:
     collections: Optional[Tuple[str, ...]] = None
     #: The directories of the roles' dependency chain, outermost first.
     role_paths: Tuple[str, ...] = ()
+    #: The chain's role parameters and its included roles' defaults (the
+    #: loader's ``Scope.role_params``/``role_defaults``).
+    role_params: Mapping[str, Any] = field(default_factory=dict)
+    role_defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,15 @@ class Task:
     #: handler names before planning; None: ``name`` is what it answers to.
     name_error: Optional[str] = None
     vars: Mapping[str, Any] = field(default_factory=dict)
+    #: Handlers only: the role parameters and the defaults of the handler's
+    #: role and of its dependency chain (the roles that depend on it or
+    #: include it: ``Role.get_role_params``/``get_default_vars(dep_chain)``, as
+    #: ``VariableManager.get_vars(task=handler)`` reads them). A handler is
+    #: templated in this scope of its own, never in the blocks around the
+    #: flush that runs it. ``role_defaults`` holds what the play's
+    #: (``Play.role_defaults``) lacks: those of included (private) roles.
+    role_params: Mapping[str, Any] = field(default_factory=dict)
+    role_defaults: Mapping[str, Any] = field(default_factory=dict)
     tags: Tuple[str, ...] = ()
     no_log: Any = None
     environment: Any = None
@@ -222,6 +235,8 @@ class Task:
         role = (self.args or {}).get("name") if self.action == "include_role" else None
         if not self.name and isinstance(role, str) and role:
             base = "%s : %s" % (base, role)  # as the runner's flow.unnamed words it
+        if self.action == "include_role":
+            return base  # (IncludeRole.get_name: never its role's prefix)
         return "%s : %s" % (self.role, base) if self.role else base
 
 

@@ -61,6 +61,17 @@ class Scope(object):
         return Scope(self.blocks + (block,), self.rescuable or rescuable)
 
 
+def handler_scope(handler, rescuable=False):
+    """The scope a (wire) handler is templated in: its role's parameters and
+    defaults, as its dependency chain gives them (``role_params``,
+    ``role_defaults``), not the blocks around the flush that runs it: linear's
+    ``VariableManager.get_vars(task=handler)`` walks the handler's own
+    parents and dependency chain. ``rescuable``: the flush's."""
+    own = {"params": handler.get("role_params") or {},
+           "defaults": handler.get("role_defaults") or {}}
+    return Scope((own,), rescuable)
+
+
 def template_name(task, templar):
     """The task name as the banner shows it, templated for this host (L1.10)."""
     name = task.get("name")
@@ -69,6 +80,8 @@ def template_name(task, templar):
                        task.get("args") or {})
     else:
         base = safe_template(templar, name)
+    if task["action"] == "include_role":
+        return base  # (IncludeRole.get_name: never its role's prefix)
     return "%s : %s" % (task["role"], base) if task.get("role") else base
 
 

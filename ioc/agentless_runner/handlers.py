@@ -8,13 +8,17 @@ the controller has it run elsewhere and resumes the flush).
 """
 from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import BatchEnd, EndHost, EndRole, AbortRun, \
-    matching_handlers, safe_template, search_warnings, template_name
+    handler_scope, matching_handlers, safe_template, search_warnings, template_name
 from ioc.agentless_runner.templating import Templar
 
 #: ansible-core's words for a notified name no handler has nor listens to
 #: (StrategyBase._process_pending_results).
 MISSING_HANDLER = ("The requested handler '%s' was not found in either the main handlers list "
                    "nor in the listening handlers list")
+#: What linear shows at -vv for each notification of a changed result it saves
+#: for the next flush (StrategyBase._process_pending_results: the first
+#: handler found answers; not while the host runs handlers).
+SAVED_NOTIFICATION = "Notification for handler %s has been saved."
 #: Metas whose `when` ansible-core does not evaluate (and warns that it does not).
 META_WITHOUT_WHEN = frozenset({"noop", "refresh_inventory", "reset_connection"})
 #: What the skip_reason of a skipped meta adds (strategy/__init__.py _execute_meta).
@@ -195,6 +199,7 @@ class HandlerRun(object):
 
     def run_handler(self, index, number, handler, scope, queued):
         key = [index, 1 + number]
+        scope = handler_scope(handler, scope.rescuable)
         self.file_key = "h%d" % number
         self._in_flush = (number, queued, key)
         try:
@@ -226,7 +231,10 @@ class HandlerRun(object):
         cannot tell, as when a handler's name is templated). Linear looks
         each name up as it processes the result: one no handler answers to
         ends the whole run there (``ERROR_ON_MISSING_HANDLER``, the default;
-        the result is never shown), or is a warning before the result.
+        the result is never shown), or is a warning before the result; one
+        that a handler answers to is saved for the next flush, which -vv
+        shows (``saved_notices``: the controller's -v count is 2 or more),
+        unless a handler notifies it (then it applies at once, L5.6).
         """
         known = self.options.get("notifiable")
         if known is None:
@@ -235,6 +243,8 @@ class HandlerRun(object):
             for warning in search_warnings(self.options.get("handler_search") or (), name):
                 self.emit({"e": "warn", "k": key, "msg": warning})
             if name in known:
+                if self.options.get("saved_notices") and self._in_flush is None:
+                    self.emit({"e": "saved", "k": key, "msg": SAVED_NOTIFICATION % name})
                 continue
             msg = MISSING_HANDLER % name
             if self.options.get("missing_handler") == "warn":

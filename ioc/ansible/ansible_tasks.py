@@ -120,13 +120,19 @@ class AnsibleTasks:
         try:
             results = self._queue(task, hosts, once, lambda: self.tqm.send_callback(
                 "v2_playbook_on_handler_task_start", task))
+            final = {plain(r.host.name): r for r in results}
+            if _is_include(task):
+                try:
+                    final.update(self._included_handlers(results))
+                finally:
+                    state.task = task
             now = {id(h): {getattr(x, "name", x) for x in h.notified_hosts} for h in handlers}
         finally:
             for other in handlers:
                 other.notified_hosts = known.get(id(other), [])
         outcomes: Dict[str, Dict[str, Any]] = {}
         rescued: Dict[str, Any] = {}
-        for task_result in results:
+        for task_result in final.values():
             host, result, raw, failed_task = outcome(task_result)
             result["notified"] = [
                 n for n, other in enumerate(handlers)
@@ -135,6 +141,61 @@ class AnsibleTasks:
             if result["status"] == "failed" and not result["ignored"] and rescuable.get(host):
                 rescued[host] = (failed_task, raw)
         return self._restore(outcomes, rescued, snapshot)
+
+    def _included_handlers(self, results: List[Any]) -> Dict[str, Any]:
+        """The handlers an ``include_tasks`` handler included, run as linear runs them.
+
+        Linear loads each included file as handlers (``is_handler``), counts
+        an ok and announces it (``v2_playbook_on_include``) for its hosts, or
+        fails them where it cannot be loaded, and its iterator then runs each
+        included handler (``RUNNING HANDLER``) for the hosts that included it
+        and have not failed since. The answer: per host, the result that
+        decides its outcome (the first failure that was not ignored), None
+        for the hosts whose include ran and whose handlers all passed.
+        """
+        import functools
+        import inspect
+
+        from ansible.errors import AnsibleError, AnsibleParserError
+        from ansible.playbook.included_file import IncludedFile
+
+        from ioc.ansible.includes import include_failed
+
+        state, tqm = self.state, self.tqm
+        strategy, iterator = state.strategy, state.iterator
+        decided: Dict[str, Any] = {}
+        included_files = IncludedFile.process_include_results(
+            results, iterator=iterator, loader=strategy._loader, variable_manager=state.vm)
+        for included_file in included_files:
+            kwargs: Dict[str, Any] = {"iterator": iterator, "is_handler": True}
+            if "handle_stats_and_callbacks" in inspect.signature(
+                    strategy._load_included_file).parameters:
+                kwargs["handle_stats_and_callbacks"] = False  # 2.19: this strategy reports
+            try:
+                new_blocks = strategy._load_included_file(included_file, **kwargs)
+            except AnsibleParserError:
+                raise
+            except AnsibleError as ex:
+                include_failed(strategy, included_file, ex)
+                for result in included_file._results:
+                    decided[plain(result.host.name)] = result
+                continue
+            for host in included_file._hosts:
+                tqm._stats.increment("ok", host.name)
+            tqm.send_callback("v2_playbook_on_include", included_file)
+            for block in new_blocks:
+                for handler in block.block:
+                    hosts = [h for h in included_file._hosts
+                             if not _failed(decided.get(plain(h.name)))]
+                    if not hosts:
+                        break
+                    state.task = handler  # (the variables and name _queue templates)
+                    announce = functools.partial(
+                        tqm.send_callback, "v2_playbook_on_handler_task_start", handler)
+                    for result in self._queue(handler, hosts, False, announce):
+                        if _failed(result):
+                            decided[plain(result.host.name)] = result
+        return decided
 
     def _meta(self, task: Any, hosts: List[Any]) -> Dict[str, Any]:
         """A play-wide meta action (refresh_inventory) as linear runs it: once,
@@ -245,6 +306,20 @@ class AnsibleTasks:
         tqm._unreachable_hosts.clear()
         tqm._unreachable_hosts.update(snapshot["unreachable_hosts"])
         return {"hosts": outcomes, "vars": changed}
+
+
+def _is_include(task: Any) -> bool:
+    from ioc.ansible.convert import short_action
+
+    return short_action(task) == "include_tasks"
+
+
+def _failed(result: Any) -> bool:
+    """Whether an Ansible task result failed its host (a failure not ignored)."""
+    if result is None:
+        return False
+    _, ours, _, _ = outcome(result)
+    return ours["status"] in ("failed", "unreachable") and not ours["ignored"]
 
 
 def bypasses(task: Any) -> bool:

@@ -208,13 +208,23 @@ class Converter:
             self._why = why
         self._action_only = self._action_only and action
 
-    def task(self, task: Any, handler: bool = False) -> Task:
+    def task(self, task: Any, handler: bool = False, running: bool = False) -> Task:
+        """``task`` (a handler: ``handler``) in ioc's IR, with why it runs through Ansible.
+
+        ``running``: the play runs already (what a dynamic include brought),
+        it can no longer be sent to linear as a whole.
+        """
         self._why = None
         self._action_only = True
         action = short_action(task)
         dynamic = action in BRIDGE_INCLUDES
         if dynamic and handler:
-            self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
+            if not running:
+                self.fail(task, "%s in a handler runs through Ansible's linear strategy" % action)
+            # (AnsibleTasks.run_handler runs what it includes as handlers, as linear)
+            self.refuse("%s in a handler runs through Ansible, and the handlers it includes"
+                        % action)
+            dynamic = False
         raw = plain(task.args or {})
         debugger = plain(getattr(task, "debugger", None))
         if debugger and str(debugger).strip().lower() != "never":
@@ -286,6 +296,7 @@ class Converter:
             # Ansible decrypts a vault value only where a task reads it
             self.refuse("its variables hold a vault value no secret given decrypts")
         variables.update(_parent_role_vars(task))
+        role_params, role_defaults = _handler_role_scope(task) if handler else ({}, {})
         loop_control = getattr(task, "loop_control", None)
         control = plain(getattr(loop_control, "_ds", None) or {}) if loop_control else {}
         ir_location = _location(task)
@@ -313,6 +324,8 @@ class Converter:
             listen=tuple(str(n) for n in plain(_as_list(getattr(task, "listen", None))))
             if handler else (),
             vars=variables,
+            role_params=role_params,
+            role_defaults=role_defaults,
             no_log=plain(task.no_log) or None,
             environment=environment or None,
             # Ansible's defaults are the CLI's --check/--diff: always explicit here
@@ -640,6 +653,25 @@ class Converter:
             else:
                 out.extend(nodes)
         return tuple(out)
+
+
+def _handler_role_scope(handler: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """A handler's role parameters and the defaults the play's lack, as
+    ``VariableManager.get_vars(task=handler)`` reads them: its role's, over
+    its dependency chain (``Task.role_params``, ``Task.role_defaults``).
+
+    The defaults of a chain of roles the play loaded (``roles:``,
+    ``import_role``) are the play's already (``Play.role_defaults``); those
+    of a chain that holds an included role (not ``static``) are not.
+    """
+    role = getattr(handler, "_role", None)
+    if role is None:
+        return {}, {}
+    chain = handler.get_dep_chain() or []
+    params = plain(role.get_role_params(chain))
+    private = any(not getattr(r, "static", True) for r in list(chain) + [role])
+    defaults = plain(role.get_default_vars(dep_chain=chain)) if private else {}
+    return params, defaults
 
 
 def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:

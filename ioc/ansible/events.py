@@ -117,6 +117,11 @@ class EventReplay:
 
             Display().warning(event["msg"])
             return
+        if kind == "saved":  # (linear's display.vv while it processes the result)
+            from ansible.utils.display import Display
+
+            Display().vv(event["msg"])
+            return
         if kind == "notify":  # also from implicit steps (a flush)
             handler = state.handler_objects[event["handler"]]
             self.tqm.send_callback("v2_playbook_on_notify", handler, host)

@@ -107,7 +107,8 @@ class Includes:
             return {"planned": None, "failed": failed}
         new_handlers = [h for b in state.play.handlers for h in b.block
                         if id(h) not in known_handlers]
-        added = _Included(handlers=tuple(converter.task(h, handler=True) for h in new_handlers))
+        added = _Included(handlers=tuple(converter.task(h, handler=True, running=True)
+                                         for h in new_handlers))
         play = splice_after(state.program.play, include, tuple(blocks), [added])
         plan = plan_play(play, runner_capabilities(), fallback=state.converted.fallback,
                          suspendable=state.converted.suspendable)

@@ -84,6 +84,9 @@ def build_strategy_class() -> type:
             foreign_connection = _foreign_connection(self, iterator._play)
             if foreign_connection is not None:
                 raise Fallback(foreign_connection)
+            if _started_at_task(self._tqm, iterator):
+                raise Fallback("--start-at-task: Ansible's iterator starts this play at the "
+                               "task, or past its last one when none matches")
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
             flushes = [step for step in foreign if step.handlers]
@@ -112,6 +115,24 @@ def build_strategy_class() -> type:
 
     StrategyModule.__module__ = __name__
     return StrategyModule
+
+
+def _started_at_task(tqm: Any, iterator: Any) -> bool:
+    """Whether ``--start-at-task`` acts on this play: until a play has matched
+    (the TQM's ``_start_at_done``, set before the strategy runs the play that
+    matches), Ansible's ``PlayIterator`` walks each host's tasks up to the
+    first that matches (``did_start_at_task``; fact gathering still runs) or,
+    where none does, past the last one (the play runs nothing, not even fact
+    gathering). ioc's plan starts at the play's first task: such a play is
+    linear's to run."""
+    from ansible import context
+
+    if not context.CLIARGS.get("start_at_task"):
+        return False
+    if not tqm._start_at_done:
+        return True  # no match in this play (nor before): every host is done already
+    return any(getattr(state, "did_start_at_task", False)
+               for state in iterator._host_states.values())
 
 
 def decrypted(loader: Any, path: str) -> Dict[str, Any]:

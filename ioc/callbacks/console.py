@@ -37,7 +37,7 @@ _CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating 
 
 _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30",
-           "deprecate": "0;35"}
+           "deprecate": "0;35", "verbose": "0;34"}
 
 #: ansible-core 2.21's deprecated values (the runner reports reads of them by
 #: these names): (message, removed in version, help text), as its tags say.
@@ -236,8 +236,15 @@ class Console(Callback):
         label = "" if item is None else " => (item=%s)" % (item,)
         self._print("included: %s for %s%s" % (included, ", ".join(hosts), label), "skip")
 
+    def no_hosts_matched(self) -> None:
+        self._print("skipping: no hosts matched", "skip")
+
     def no_hosts_remaining(self) -> None:
         self.banner("NO MORE HOSTS LEFT")
+
+    def display(self, message: str, verbosity: int) -> None:
+        if self.verbosity >= verbosity:
+            self._print(message, "verbose")
 
     def warning(self, message: str) -> None:
         if message in self._warned:

@@ -76,6 +76,9 @@ class JsonEvents(Callback):
             fields["item"] = item
         self._write("include", **fields)
 
+    def no_hosts_matched(self) -> None:
+        self._write("no_hosts_matched")
+
     def no_hosts_remaining(self) -> None:
         self._write("no_hosts_remaining")
 

@@ -9,7 +9,7 @@ from typing import (Any, Callable, Collection, Dict, FrozenSet, List, Mapping, N
 
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner.batch import OMIT, HostRun
-from ioc.agentless_runner.flow import Scope, handler_search, matching_handlers
+from ioc.agentless_runner.flow import Scope, handler_scope, handler_search, matching_handlers
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.callbacks import Status, TaskView
 from ioc.controller import closure, fetched, lookups, payloads, plugins
@@ -990,7 +990,7 @@ class PlayExecutor:
         entry = next((e for e in self.plan.entries_of(step) if identity_key(program, e) is not None),
                      None)
         task = identity_task(program, entry) if entry is not None else None
-        if task is None:
+        if entry is None or task is None:
             return None
         state = self.hosts[host]
         wire = {"host": host, "start": step.start, "end": step.end, "tree": [],
@@ -999,9 +999,11 @@ class PlayExecutor:
                          "magic": {**self.magic, "inventory_hostname": host,
                                    "group_names": state.inventory_vars.get("group_names", [])}},
                 "state": state.wire_state()}
-        blocks = () if entry is None or entry.is_flush else program.parents[entry.index]
-        variables: Mapping[str, Any] = HostRun(wire, emit=None).variables(
-            to_wire(task), Scope(tuple(to_wire(b) for b in blocks)))
+        task_wire = to_wire(task)
+        # (a flush runs as its handler, templated in the handler's own scope)
+        scope = handler_scope(task_wire) if entry.is_flush \
+            else Scope(tuple(to_wire(b) for b in program.parents[entry.index]))
+        variables: Mapping[str, Any] = HostRun(wire, emit=None).variables(task_wire, scope)
         if via != host:
             delegate = self.hosts[via].inventory_vars if via in self.hosts else {}
             variables = {**{k: v for k, v in variables.items()
@@ -1186,6 +1188,8 @@ class PlayExecutor:
                 options["handler_search"] = search
             if not self.ctx.options.error_on_missing_handler:
                 options["missing_handler"] = "warn"
+            if self.ctx.options.verbosity >= 2:
+                options["saved_notices"] = True  # (linear's -vv line per saved notification)
         return options
 
     def _notifiable(self, step: Step) -> Optional[List[str]]:
@@ -1252,7 +1256,8 @@ class PlayExecutor:
         if not _templated(handler.run_once):
             return True
         wire = self._wire(host, step, active, with_options=False)
-        variables = HostRun(wire, emit=None).variables(to_wire(handler), Scope(()))
+        handler_wire = to_wire(handler)
+        variables = HostRun(wire, emit=None).variables(handler_wire, handler_scope(handler_wire))
         try:
             return _set(Templar(variables).template(handler.run_once))
         except TemplateError as exc:

@@ -169,13 +169,17 @@ class PlaybookRun:
         hosts = [h for h in matched if h not in self.lost]
         self.failed_hosts |= self.marked_hosts
         self.marked_hosts.clear()
+        if not matched:
+            # (the inventory warns as the play's hosts are looked up, before its banner)
+            self.callbacks.warning("Could not match supplied host pattern, ignoring: %s"
+                                   % play.hosts)
+            self.callbacks.play_start(play.name, hosts)
+            self.callbacks.no_hosts_matched()
+            return True
         if not hosts:
             # Every matched host left in an earlier play: linear shows the
             # play's banner and runs nothing.
             self.callbacks.play_start(play.name, hosts)
-            if not matched:
-                self.callbacks.warning("Could not match supplied host pattern, ignoring: %s"
-                                       % play.hosts)
             return True
         # ansible-core 2.21 stops the playbook when a batch's *new* failures
         # equal the batch, and its batch still counts the play's hosts lost in
@@ -238,9 +242,11 @@ class PlaybookRun:
                 answers[str(entry["name"])] = self.ask_var(entry)
         return dataclasses.replace(play, vars={**play.vars, **answers})
 
-    def _play_level_vars(self, play: Play) -> Dict[str, Any]:
-        """What a play has to template its keywords with before any host."""
-        return {**play.role_defaults, **play.vars, **play.vars_files, **play.role_vars,
+    def _play_level_vars(self, play: Play,
+                         defaults: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """What a play has to template its keywords with before any host
+        (``defaults``: a role's own, over the play's roles' defaults)."""
+        return {**play.role_defaults, **(defaults or {}), **play.vars, **play.vars_files, **play.role_vars,
                 **self.extra_vars,
                 "groups": inv.groups_dict(self.inventory),
                 "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT}
@@ -248,8 +254,8 @@ class PlaybookRun:
     def _handler_names(self, play: Play) -> Play:
         """``play`` with its handlers' templated names templated, as linear's
         ``search_handlers_by_notification`` does: once, with the play-level
-        variables and the handler's own (role vars and parameters, block
-        vars), no host's. One that cannot be templated keeps its name and
+        variables and the handler's own (role defaults, vars and parameters,
+        block vars), no host's. One that cannot be templated keeps its name and
         ``name_error`` says why (it answers to its ``listen`` topics only)."""
         if not any(h.name and h.name_error is None and is_template(h.name)
                    for h in play.handlers):
@@ -260,7 +266,11 @@ class PlaybookRun:
             if handler.name and handler.name_error is None and is_template(handler.name):
                 role = {"role_name": handler.role.rsplit(".", 1)[-1],
                         "role_path": handler.role_path} if handler.role else {}
-                templar = Templar({**level, **handler.vars, **self.extra_vars, **role})
+                # (its role's defaults over the play's; its role parameters over its vars)
+                base = self._play_level_vars(play, handler.role_defaults) \
+                    if handler.role_defaults else level
+                templar = Templar({**base, **handler.vars, **handler.role_params,
+                                   **self.extra_vars, **role})
                 try:
                     handler = dataclasses.replace(handler, name=str(templar.template(handler.name)))
                 except TemplateError as exc:

@@ -78,6 +78,8 @@ class PlaySink(StepSink):
             self.aborted = event["msg"]
         elif kind == "warn":
             self.callbacks.warning(event["msg"])
+        elif kind == "saved":  # (linear's display.vv while it processes the result)
+            self.callbacks.display(event["msg"], 2)
         elif kind == "start":
             if event.get("meta"):
                 self.callbacks.task_start(self.view)  # per host, like linear (L5.3)

@@ -124,6 +124,10 @@ class Scope:
     #: the role an ``import_role`` sits in), outermost first: Ansible's
     #: ``Role.get_role_params(dep_chain)`` gives them to its tasks, below its own.
     role_params: Mapping[str, Any] = field(default_factory=dict)
+    #: The defaults of the included (private) roles of that chain, merged
+    #: outermost first (a role of the play's has its defaults in the play's):
+    #: ``Role.get_default_vars(dep_chain)`` gives them to the role's handlers.
+    role_defaults: Mapping[str, Any] = field(default_factory=dict)
 
     def nested(self, ds: Mapping[str, Any]) -> "Scope":
         """The scope inside a block/import/role written as ``ds``."""
@@ -284,7 +288,8 @@ def _dynamic_include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any]
         inherited=dict(inner.inherited),
         role=inner.role, role_path=inner.role_path, role_collection=inner.role_collection,
         section=inner.section, chain=inner.chain, module_defaults=inner.module_defaults,
-        collections=inner.collections, role_paths=inner.role_paths))
+        collections=inner.collections, role_paths=inner.role_paths,
+        role_params=dict(inner.role_params), role_defaults=dict(inner.role_defaults)))
 
 
 @dataclass(frozen=True)
@@ -317,7 +322,9 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
                   role_path=recorded.role_path, role_collection=recorded.role_collection,
                   section=recorded.section, chain=recorded.chain,
                   module_defaults=tuple(recorded.module_defaults),
-                  collections=recorded.collections, role_paths=tuple(recorded.role_paths))
+                  collections=recorded.collections, role_paths=tuple(recorded.role_paths),
+                  role_params=dict(recorded.role_params),
+                  role_defaults=dict(recorded.role_defaults))
     where = task.location
     if task.action == "include_tasks":
         name = str(args.get("file") or args.get("_raw_params"))
@@ -390,7 +397,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
     own = {k: ds.get(k) for k in INHERITABLE}
     if "local_action" in ds:
         own["delegate_to"] = "localhost"
-    effective = {k: own[k] if own[k] is not None else scope.inherited.get(k) for k in INHERITABLE}
+    effective: dict[str, Any] = {k: own[k] if own[k] is not None else scope.inherited.get(k)
+                                 for k in INHERITABLE}
     effective["environment"] = extend_environment(scope.inherited.get("environment"),
                                                   own["environment"])
     omitted = {k: scope.inherited.get(k) for k, v in own.items()
@@ -768,8 +776,10 @@ def _expand_role(
     scope.play.seen_roles.add(identity)
     outer = scope.nested(keywords)
     chain_params = {**scope.role_params, **params}
+    chain_defaults = {**scope.role_defaults, **files.defaults} if private else scope.role_defaults
     deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection,
-                                                    role_params=chain_params), where,
+                                                    role_params=chain_params,
+                                                    role_defaults=chain_defaults), where,
                          listed is not None)
     if not private:
         scope.play.role_defaults.update(files.defaults)
@@ -783,8 +793,8 @@ def _expand_role(
                                 role_paths=outer.role_paths + (path,),
                                 collections=files.collections or None,
                                 var_origins={**origins, **_var_origins(keywords)},
-                                role_params=chain_params)
-    _collect_role_handlers(files, inner, {**role_vars, **chain_params})
+                                role_params=chain_params, role_defaults=chain_defaults)
+    _collect_role_handlers(files, inner, role_vars)
     body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
                        params if validate else None)
     block = Block(
@@ -889,7 +899,9 @@ def _collect_role_handlers(files: RoleFiles, scope: Scope, role_vars: Mapping[st
     inner = scope.entering(files.handlers_file, Location(files.handlers_file))
     handlers = parse_handlers(files.handlers, inner, Location(files.handlers_file, 1))
     scope.play.role_handlers.extend(
-        dataclasses.replace(h, vars={**role_vars, **h.vars}) for h in handlers
+        dataclasses.replace(h, vars={**role_vars, **h.vars}, role_params=dict(scope.role_params),
+                            role_defaults=dict(scope.role_defaults))
+        for h in handlers
     )
 
 

@@ -5,7 +5,9 @@ nothing) until one whose name -- or its ``role : name`` -- equals the given
 name or matches it as a shell pattern; that task and everything after it
 run, and once a play has matched, later plays run whole. An include is one
 task there (what it includes is not seen: "--start-at-task can only follow
-static includes"). Fact gathering and handlers are not tasks it skips.
+static includes"). Fact gathering and handlers are not tasks it skips in
+the play that matches; a play before it, where nothing matches, runs
+nothing at all, fact gathering included.
 """
 from __future__ import annotations
 
@@ -33,6 +35,10 @@ def start_at_task(playbook: Playbook, name: str) -> Tuple[Playbook, bool]:
                 continue
             kept, found = _from_match(getattr(play, section), name)
             sections[section] = kept
+        if not found:
+            # the iterator walked every host past the play's last task: it
+            # runs nothing, not even fact gathering
+            sections["gather_facts"] = False
         plays.append(dataclasses.replace(play, **sections))
     return dataclasses.replace(playbook, plays=tuple(plays)), found
 

@@ -96,10 +96,11 @@ def check_handlers(program: Program, caps: Capabilities,
     """
     refused: Dict[int, str] = {}
     for number, handler in enumerate(program.handlers):
-        if handler.action in ("include_tasks", "include_role"):
+        reason = fallback(handler) if fallback is not None else None
+        if handler.action in ("include_tasks", "include_role") and reason is None:
+            # (mitogen_batch's fallback runs one, and what it includes, through Ansible)
             raise PlanError("%s in a handler is not supported yet" % handler.action,
                             handler.location)
-        reason = fallback(handler) if fallback is not None else None
         if reason is None:
             try:
                 check_task(handler, caps, run_time_options=fallback is None)

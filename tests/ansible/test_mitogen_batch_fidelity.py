@@ -861,6 +861,105 @@ def test_an_explicit_flush_says_at_vv_that_it_triggered_the_handlers(ansible, an
         in shown[1]
 
 
+def test_each_saved_notification_is_shown_at_vv(ansible, ansible_python):
+    """At -vv linear says "Notification for handler <name> has been saved." for
+    each notification of a changed result it saves for the next flush, as it
+    processes the result (before its status line; after a loop's items, once
+    per item that ran, changed or not, once the task changed), each name as
+    notified (a listen topic too); not for an unchanged result, nor for a
+    handler's notification during a flush (that one applies at once)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - command: echo one
+              notify: [H, topic]
+            - command: echo "{{ item }}"
+              loop: [1, 2]
+              changed_when: item != 2 or inventory_hostname == 'h2'
+              notify: H
+            - meta: flush_handlers
+            - command: echo unchanged
+              changed_when: false
+              notify: H
+          handlers:
+            - name: H
+              debug:
+                msg: handled
+              notify: L
+            - name: L
+              debug:
+                msg: listener
+              listen: topic
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory), args=["-vv"])
+    assert linear.rc == batch.rc == 0, linear.stdout + linear.stderr + batch.stdout
+    shown = [[line.split(" => ")[0] for line in out.stdout.splitlines()  # (not timings)
+              if line.startswith(("TASK", "RUNNING HANDLER", "Notification for handler",
+                                  "NOTIFIED HANDLER", "ok: [", "changed: [", "h1 ", "h2 "))]
+             for out in (linear, batch)]
+    assert shown[1] == shown[0]
+    saved = [line for line in shown[1] if line.startswith("Notification for handler")]
+    assert saved == ["Notification for handler H has been saved.",
+                     "Notification for handler topic has been saved."] * 2 \
+        + ["Notification for handler H has been saved."] * 4, shown[1]
+
+
+def test_an_include_tasks_handler_of_an_included_role_runs_what_it_includes_as_handlers(
+        ansible, ansible_python):
+    """A handler that is an ``include_tasks``, of a role an ``include_role``
+    brings while the play runs: linear announces the included file and runs
+    each of its tasks as a handler for the hosts that included it, in order;
+    one that fails a host ends that host's handlers (it leaves the play), a
+    notification from one is announced as a handler's. (At the play's start
+    such a handler sends the whole play to linear; brought later, it runs
+    through Ansible with the tasks it includes.)"""
+    ansible.write("roles/inc_handler/tasks/main.yml", """
+        - command: echo
+          notify: handler
+    """)
+    ansible.write("roles/inc_handler/handlers/main.yml", """
+        - name: handler
+          include_tasks: included.yml
+        - name: later
+          debug:
+            msg: notified by an included handler
+    """)
+    ansible.write("roles/inc_handler/handlers/included.yml", """
+        - debug:
+            msg: first included handler
+          changed_when: true
+          notify: later
+        - fail:
+            msg: failed in an included handler
+          when: inventory_hostname == 'h2'
+        - debug:
+            msg: "last included handler, {{ inventory_hostname }}"
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_role:
+                name: inc_handler
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: next play
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.rc == 2
+    assert "RUNNING HANDLER [inc_handler : debug]" in batch.stdout
+    assert '"msg": "last included handler, h1"' in batch.stdout
+    assert "last included handler, h2" not in batch.stdout
+    assert '"msg": "notified by an included handler"' in batch.stdout
+
+
 def test_a_tasks_warning_comes_after_what_was_shown_before_it_on_one_pipe(ansible,
                                                                          ansible_python):
     """Display never flushes stdout; linear's worker processes do, as

@@ -77,6 +77,7 @@ PLAYBOOKS_219 = (
     "handlers_flush",
     "handlers_listen_order",
     "handlers_rescued_flush",
+    "handlers_role_scope",
     "include_dynamic",
     "include_dynamic_failures",
     "include_params_precedence",
@@ -90,6 +91,7 @@ PLAYBOOKS_219 = (
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
+    "start_at_task_pattern",
     "unreachable",
     "until_exhausted",
 )

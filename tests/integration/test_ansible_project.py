@@ -900,3 +900,56 @@ def test_ansible_password_logs_in_under_mitogen_batch_too(tmp_path, sshd, passwo
     assert r.returncode == 0, r.stdout + r.stderr
     assert '"who.stdout": "%s"' % password_user in r.stdout
     assert SSH_PASSWORD not in r.stdout + r.stderr
+
+
+#: Notifications linear saves for the next flush, and some it does not.
+SAVED_NOTIFICATIONS_PLAY = """
+    - hosts: all
+      gather_facts: false
+      tasks:
+        - command: echo one
+          notify: [H, topic]
+        - command: echo "{{ item }}"
+          loop: [1, 2]
+          changed_when: item != 2
+          notify: H
+        - meta: flush_handlers
+        - command: echo unchanged
+          changed_when: false
+          notify: H
+      handlers:
+        - name: H
+          debug:
+            msg: handled
+          notify: L
+        - name: L
+          debug:
+            msg: listener
+          listen: topic
+"""
+
+
+def test_saved_notifications_are_shown_at_vv_as_ansible_playbook_shows_them(tmp_path):
+    """At -vv, "Notification for handler <name> has been saved." for each
+    notification of a changed result saved for the next flush, where
+    ansible-playbook prints it (before the status line; after a loop's
+    items, per item that ran); not at -v, not for a handler's own."""
+    write(tmp_path / "hosts", "h1 ansible_connection=local ansible_python_interpreter=%s\n"
+          % sys.executable)
+    write(tmp_path / "site.yml", SAVED_NOTIFICATIONS_PLAY)
+    kept = ("TASK [", "RUNNING HANDLER", "Notification for handler", "NOTIFIED HANDLER",
+            "ok: [", "changed: [")
+    shown = {}
+    for verbosity in ("-v", "-vv"):
+        ours = ioc(tmp_path, "-i", "hosts", "site.yml", verbosity)
+        theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml", verbosity)
+        assert ours.returncode == theirs.returncode == 0, ours.stdout + ours.stderr
+        shown[verbosity] = [[line.split(" => ")[0] for line in out.stdout.splitlines()
+                             if line.startswith(kept)] for out in (ours, theirs)]
+        assert shown[verbosity][0] == shown[verbosity][1]
+    assert not any(line.startswith("Notification") for line in shown["-v"][0])
+    assert [line for line in shown["-vv"][0] if line.startswith("Notification")] == [
+        "Notification for handler H has been saved.",
+        "Notification for handler topic has been saved.",
+        "Notification for handler H has been saved.",
+        "Notification for handler H has been saved."]
