@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import subprocess
 import sys
 import time
@@ -1620,3 +1621,40 @@ def test_a_script_named_through_a_variable_that_calls_a_lookup_is_shipped(ansibl
     assert '"hello from looked-up-h2",' in batch.stdout
     assert batch.stdout.count('"hello from looked-up-throttled"') == 2, batch.stdout
     assert "Could not find" not in batch.stdout
+
+
+def test_an_async_job_its_polls_did_not_see_end_fails_as_the_task_executor_words_it(
+        ansible, ansible_python):
+    """A job still running at its one poll (6 s; async_wrapper kills it at 10 s):
+    linear sends ``async_poll``, then ``async_failed`` with TaskExecutor's own
+    failure. 2.21: "async task produced unparsable results" (it asks a new
+    result's ``ansible_parsed``), no ``[ERROR]``, ``async_result`` the poll's
+    exported result (``changed``, ``failed``, ``warnings``, ``deprecations``);
+    2.19: "did not complete within the requested time - 6s", an "Action
+    failed" error. Job ids are random: compared as ``<jid>``."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: over the limit
+              command: sleep 20
+              async: 6
+              poll: 6
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    for run in (linear, batch):
+        run.stdout = re.sub(r"\bj[0-9]+\.[0-9]+\b", "<jid>", run.stdout)
+    assert_same_output(linear, batch)
+    assert "ASYNC POLL on h1: jid=<jid> started=True finished=False\n" \
+        "ASYNC FAILED on h1: jid=<jid>\n" in batch.stdout
+    if ansible_python == find_ansible_python(ANSIBLE_CORE):  # 2.21
+        assert '"msg": "async task produced unparsable results"' in batch.stdout
+        assert '"deprecations": [], "failed": false,' in batch.stdout
+        assert "[ERROR]" not in batch.stdout + batch.stderr
+    else:
+        assert "[ERROR]: Task failed: Action failed: async task did not complete within " \
+            "the requested time - 6s" in batch.stdout + batch.stderr
+    assert batch.steps, batch.log

@@ -48,6 +48,8 @@ strategy:
   ``tempfile`` module (``/tmp/ansible.XXXXXXXX``, its default prefix; the
   ``setup_remote_tmp_dir`` target's ``/tmp/ansible.XXXXXXXX.test``): the
   random part becomes ``<rand>``;
+* the job id of an ``async`` task (``async_wrapper``'s ``j<random>.<pid>``,
+  which ``ASYNC OK on <host>: jid=...`` prints) becomes ``j<rand>``;
 * a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
   and a decimal number with four or more decimals ``<seconds>``: what
   targets print of ``command`` results (``start``/``end``) and their own
@@ -91,6 +93,8 @@ _RANDOM = (
     # Ansible's tempfile module: mkdtemp/mkstemp(prefix="ansible.", suffix="") in
     # TMPDIR, and setup_remote_tmp_dir's directory, made with it (suffix=".test")
     (re.compile(r"/tmp/ansible\.[a-z0-9_]{8}(?![A-Za-z0-9_-])"), "/tmp/ansible.<rand>"),
+    # async_wrapper's job id, "j<random>.<its pid>" (ASYNC OK/POLL/FAILED lines, jid=)
+    (re.compile(r"(?<![\w.])j[0-9]{1,12}\.[0-9]+(?![\w.])"), "j<rand>"),
     # wall-clock times in printed results (command's "start"/"end")
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")

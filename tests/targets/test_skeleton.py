@@ -150,3 +150,18 @@ ok: [testhost] => (item=/tmp/ansible.%s.test/x) => {"changed": false}
     # names that are no tempfile module's stay as they are
     assert skeleton.Normaliser(None).line("/etc/ansible.cfg /x/ansible.builtins /tmp/ansible.c") \
         == "/etc/ansible.cfg /x/ansible.builtins /tmp/ansible.c"
+
+
+def test_async_job_ids_are_random_parts():
+    """callback_default's test_async.yml, as two linear runs printed it (the job id
+    is async_wrapper's random number and its pid)."""
+    printed = '''TASK [test success async output] ***********************************************
+ASYNC OK on testhost: jid=%s
+changed: [testhost]
+'''
+    a = skeleton.view(printed % "j902672516014.16376", skeleton.Normaliser(None))
+    b = skeleton.view(printed % "j12033171972.9779", skeleton.Normaliser(None))
+    assert skeleton.first_difference(a, 0, b, 0) is None
+    assert texts(a)[1] == "ASYNC OK on testhost: jid=j<rand>"
+    # a name that merely looks like one stays
+    assert skeleton.Normaliser(None).line("file j1.2.tar, v.j12.3") == "file j1.2.tar, v.j12.3"
