@@ -73,6 +73,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import textwrap
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
@@ -374,11 +375,23 @@ def not_run(text: str) -> Optional[str]:
 
 def failure_summary(text: str, normaliser: Normaliser) -> str:
     """Why a run failed, for a report line: the last command runme.sh ran and
-    the last error printed after it (a role target has no command)."""
+    the last error printed after it (a role target has no command).
+
+    The commands of an exit trap (``trap cleanup EXIT``, traced as ``+ trap
+    cleanup EXIT``) run after the one that failed: from the line that starts
+    the trap's command on, the trace is not read (callback_default's last
+    traced line is its cleanup's ``[[ -n '' ]]``, the failure a ``diff``)."""
     command, error = "", ""
+    traps: List[str] = []
     for line in text.splitlines():
         if re.match(r"\+ [A-Za-z_./$(\[]", line):  # runme.sh's trace, not a diff line
-            command, error = line[2:].strip(), ""
+            traced = line[2:].strip()
+            if traced in traps:
+                break
+            trap = _trap_command(traced)
+            if trap:
+                traps.append(trap)
+            command, error = traced, ""
         elif line.startswith(("fatal: ", "failed: ", "[ERROR]: ", "ERROR! ")) \
                 and not line.startswith("...ignoring"):
             error = line.strip()
@@ -388,3 +401,15 @@ def failure_summary(text: str, normaliser: Normaliser) -> str:
     if error:
         words.append(normaliser.line(error)[:300])
     return ", ".join(words) or "no error line"
+
+
+def _trap_command(traced: str) -> str:
+    """The command ``trap <command> EXIT`` sets (its first line, as traced), or ""."""
+    try:
+        words = shlex.split(traced)
+    except ValueError:
+        return ""
+    if len(words) >= 3 and words[0] == "trap" and words[1] != "-" \
+            and any(w in ("EXIT", "0", "ERR") for w in words[2:]):
+        return words[1].strip().splitlines()[0] if words[1].strip() else ""
+    return ""

@@ -165,3 +165,32 @@ changed: [testhost]
     assert texts(a)[1] == "ASYNC OK on testhost: jid=j<rand>"
     # a name that merely looks like one stays
     assert skeleton.Normaliser(None).line("file j1.2.tar, v.j12.3") == "file j1.2.tar, v.j12.3"
+
+
+def test_a_failure_is_the_command_before_the_exit_trap_ran():
+    """callback_default's runme.sh fails at a ``diff`` (set -e) and its ``trap
+    cleanup EXIT`` runs after it: the report names the diff, not the trap's
+    last test (``[[ -n '' ]]``, as linear's report did)."""
+    log = """+ trap cleanup EXIT
++ INIT=0
++ diff -u callback_default.out.free.stdout /dev/fd/63
+++ ANSIBLE_STRATEGY=free
+++ ansible-playbook -i inventory test_non_lockstep.yml
+--- callback_default.out.free.stdout	2026-10-05 15:06:50.000000000 +0000
++++ /dev/fd/63	2026-11-26 22:06:01.496596420 +0000
+@@ -17,10 +17,10 @@
+-changed: [testhost11]
++changed: [testhost12]
++ cleanup
++ [[ 0 = 0 ]]
++ rm -rf 'callback_default.out.new.*'
++ [[ -n '' ]]
+NOTICE: To resume at this test target, use the option: --start-at callback_default
+"""
+    assert skeleton.failure_summary(log, skeleton.Normaliser(None)) == (
+        "last command `diff -u callback_default.out.free.stdout /dev/fd/63`")
+    # a quoted trap command, and a script without a trap
+    assert skeleton.failure_summary("+ trap 'rm -f x' EXIT\n+ false\n+ rm -f x\n",
+                                    skeleton.Normaliser(None)) == "last command `false`"
+    assert skeleton.failure_summary("+ true\n+ false\n", skeleton.Normaliser(None)) \
+        == "last command `false`"
