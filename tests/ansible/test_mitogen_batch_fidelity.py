@@ -1658,3 +1658,30 @@ def test_an_async_job_its_polls_did_not_see_end_fails_as_the_task_executor_words
         assert "[ERROR]: Task failed: Action failed: async task did not complete within " \
             "the requested time - 6s" in batch.stdout + batch.stderr
     assert batch.steps, batch.log
+
+
+def test_a_local_hosts_modules_see_ansible_playbooks_environment(ansible, ansible_python):
+    """A local connection's modules run in ansible-playbook's environment
+    (``ansible_env``, ``command: env``). The dispatcher had ioc's directory put
+    first on ``PYTHONPATH`` for its own imports, and its runner's modules
+    inherited it ("<ioc>:<ioc>" here; a ``PYTHONPATH`` where the user had none).
+    found by: replace (junit's report of the gathered facts one line longer)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: true
+          tasks:
+            - debug:
+                msg: "gathered {{ ansible_facts.env.PYTHONPATH }}"
+            - command: printenv PYTHONPATH
+              register: printed
+            - debug:
+                msg: "printed {{ printed.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    expected = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    assert '"msg": "gathered %s"' % expected in batch.stdout
+    assert '"msg": "printed %s"' % expected in batch.stdout
+    assert batch.steps, batch.log
