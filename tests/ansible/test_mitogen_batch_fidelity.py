@@ -1685,3 +1685,50 @@ def test_a_local_hosts_modules_see_ansible_playbooks_environment(ansible, ansibl
     assert '"msg": "gathered %s"' % expected in batch.stdout
     assert '"msg": "printed %s"' % expected in batch.stdout
     assert batch.steps, batch.log
+
+
+def test_copy_and_template_report_the_file_ansibles_action_uploaded_as_src(ansible,
+                                                                             ansible_python):
+    """A copy of ``content`` and a template that change their file report, as
+    Ansible's copy module does, the file the action uploaded for it as ``src``
+    (``~/.ansible/tmp/ansible-tmp-<time>-<pid>-<random>/.source<dest's
+    suffix>``, gone when the task ends); an unchanged copy (the file module)
+    has none. Compared at -v with the temporary directory's name as
+    ``ansible-tmp-<rand>``.
+    found by: callback_default (runme.sh's diff of ``src: .../.source.txt``)."""
+    ansible.write("t.cfg.j2", "name = {{ inventory_hostname }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - copy:
+                content: foo
+                dest: "{{ playbook_dir }}/out/test_diff.txt"
+              register: by_content
+            - copy:
+                content: foo
+                dest: "{{ playbook_dir }}/out/test_diff.txt"
+            - template:
+                src: t.cfg.j2
+                dest: "{{ playbook_dir }}/out/t.cfg"
+              register: templated
+            - debug:
+                msg: "{{ [by_content.src, templated.src] | map('basename') | list }}
+                      {{ [by_content.src, templated.src] | select('exists') | list }}"
+    """)
+    (ansible.workdir / "out").mkdir()
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear = ansible.run("play.yml", str(inventory), "linear", args=["-v"])
+    for path in (ansible.workdir / "out").iterdir():
+        path.unlink()
+    batch = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-v"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    for run in (linear, batch):
+        run.stdout = re.sub(r"ansible-tmp-[0-9.]+-[0-9]+-[0-9]+", "ansible-tmp-<rand>",
+                            run.stdout)
+    assert_same_output(linear, batch)
+    home = os.path.expanduser("~")
+    assert '"src": "%s/.ansible/tmp/ansible-tmp-<rand>/.source.txt"' % home in batch.stdout
+    # (each was there while its module ran, and is gone)
+    assert '"msg": "[\'.source.txt\', \'.source.cfg\'] []"' in batch.stdout, batch.stdout
+    assert batch.steps, batch.log
