@@ -343,14 +343,26 @@ def _copy_source(args, ctx, source, dest, attrs, upload=False):
     return _common.add_path_info(result)
 
 
+#: Where an unprivileged become user's upload goes (Ansible's ``system_tmpdirs``).
+SYSTEM_TMPDIR = "/var/tmp"
+
+
 def _uploaded(source, dest, result):
     """The content as Ansible's copy action uploads it for its module: a file
     ``.source`` (with ``dest``'s suffix, kept for ``validate``) in a fresh
     ``ansible-tmp-<time>-<pid>-<random>`` directory under ``remote_tmp``,
     which the module reports as ``src`` and which is gone when the task ends.
-    Returns the directory (the caller removes it)."""
+    Returns the directory (the caller removes it).
+
+    A user that cannot make ``~/.ansible/tmp`` (a become runner of an
+    unprivileged user without a writable home) gets it in ``/var/tmp``, the
+    first of Ansible's ``system_tmpdirs``, where Ansible puts the directory of
+    an unprivileged become."""
     base = os.path.expanduser("~/.ansible/tmp")
-    os.makedirs(base, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+    except OSError:
+        base = SYSTEM_TMPDIR
     while True:
         tmpdir = os.path.join(base, "ansible-tmp-%s-%d-%d" % (
             time.time(), os.getpid(), random.randint(0, 2 ** 48)))
