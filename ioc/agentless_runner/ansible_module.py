@@ -59,11 +59,14 @@ class ModuleSpecError(Exception):
     """The payload a spec names is not on this host (a controller bug)."""
 
 
-def run(spec, args, ctx, blob):
+def run(spec, args, ctx, blob, fresh=False):
     """Run Ansible's module ``spec`` with templated ``args``; a result dict.
 
     ``blob(digest)`` returns the bytes of a shipped file. ``ctx`` is the
-    task's :class:`~ioc.agentless_runner.context.ModuleContext`.
+    task's :class:`~ioc.agentless_runner.context.ModuleContext`. ``fresh``:
+    in a new interpreter even when the warm helper (:mod:`forkserver`) could
+    run it, as Ansible runs every module (an async job's polls: when each
+    reads the job's file is part of what the console shows).
     """
     try:
         payload = payload_zip(spec, blob)
@@ -79,7 +82,7 @@ def run(spec, args, ctx, blob):
         return launch(spec, payload, wrapper, params, ctx)
     req = {"name": spec["name"], "fqn": spec["fqn"], "profile": spec.get("profile", "legacy"),
            "params": json.dumps({"ANSIBLE_MODULE_ARGS": params})}
-    ran = forkserver.run(req, payload, ctx.child_env(), _cwd())
+    ran = None if fresh else forkserver.run(req, payload, ctx.child_env(), _cwd())
     if ran is not None:
         return parse_returned_data(*ran)
     stdin = json.dumps(ansiballz_kwargs(spec, payload, params)).encode("utf-8")

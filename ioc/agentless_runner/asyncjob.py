@@ -5,7 +5,10 @@
 daemonizes, writes ``<async_dir>/<jid>`` as the job starts and when it ends,
 and kills the job after N seconds. Ansible's controller then polls that file
 with ``async_status`` every ``poll`` seconds, one round trip each; here the
-runner polls it on the target with the same ``async_status`` module and
+runner polls it on the target with the same ``async_status`` module (in a
+new interpreter each time, as Ansible runs it: the warm helper would read
+the file a few hundred milliseconds sooner, and a job Ansible's first poll
+finds done would show an ``ASYNC POLL`` first) and
 streams one ``async_poll`` event per unfinished poll (the default callback
 prints ``ASYNC POLL``), then ``async_ok``/``async_failed``, as
 ``TaskExecutor._poll_async_result`` sends them. ``poll: 0`` returns the
@@ -148,16 +151,37 @@ def poll(launched, limit, interval, ctx, run_status, emit_poll):
         time_left -= interval
         emit_poll(current)
     if current is None or not current.get("finished"):
-        msg = "async task did not complete within the requested time - %ss" % limit
-        if current is not None and _unparsed(current):
-            msg = "async task produced unparsable results"
-        failed = {"failed": True, "msg": msg,
-                  "async_result": results.public(current or {})}
-        if not results.legacy():
-            failed["exception"] = results.TRACEBACK_UNAVAILABLE
-        return failed
+        return not_finished(current or {}, limit)
     status(jid, ctx, run_status, mode="cleanup")
     return current
+
+
+def not_finished(current, limit):
+    """The failure ``_poll_async_result`` makes of a job still running when the
+    polls are used up; ``current`` is the last poll's result.
+
+    2.19/2.20 word it by the last poll (``_ansible_parsed``: "did not complete
+    within the requested time", else "produced unparsable results") and hand
+    the plain dict back: the console says "Action failed". 2.21 builds a new
+    ``UnifiedTaskResult`` and asks *its* ``ansible_parsed``, which nothing set:
+    always "async task produced unparsable results", with no exception (no
+    ``[ERROR]`` line), and ``async_result`` is the last poll exported
+    (``as_result_dict``: ``changed``, ``failed``, ``warnings`` and
+    ``deprecations`` always there).
+    """
+    polled = results.public(current)
+    if results.legacy():
+        msg = "async task did not complete within the requested time - %ss" % limit
+        if _unparsed(current):
+            msg = "async task produced unparsable results"
+        return {"failed": True, "msg": msg, "async_result": polled,
+                "_ioc_action_failure": True}
+    exported = dict(polled, changed=bool(polled.get("changed")),
+                    failed=bool(polled.get("failed")))
+    exported.setdefault("warnings", [])
+    exported.setdefault("deprecations", [])
+    return {"failed": True, "msg": "async task produced unparsable results",
+            "async_result": exported, "_ioc_action_failure": True, "_ioc_no_error": True}
 
 
 def _unparsed(result):

@@ -1004,7 +1004,10 @@ class HostRun(HandlerRun, LoopRun):
         status_key = self.modules[task["module"]]["candidates"]["async_status"]
 
         def run_status(args, status_ctx):
-            return ansible_module.run(self.modules[status_key], args, status_ctx, blob)
+            # a new interpreter each poll, as Ansible's: it reads the job's file
+            # after the interpreter's start-up, not at once (ASYNC POLL or not)
+            return ansible_module.run(self.modules[status_key], args, status_ctx, blob,
+                                      fresh=True)
 
         def emit_poll(result):
             self.emit({"e": "async_poll", "k": key,

@@ -89,6 +89,26 @@ def read_message(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
+#: Where the dispatcher logs its plans and steps: ``IOC_BRIDGE_LOG``, or this
+#: when set in the process (tests/targets' shim: a variable it put in the
+#: environment would reach the modules of a local connection, whose
+#: environment is ansible-playbook's, and linear's run has none).
+BRIDGE_LOG: Optional[str] = None
+
+#: Starts the dispatcher with ioc's directory first on ``sys.path``, not on
+#: ``PYTHONPATH``: the runner of a local connection is its child and its
+#: modules see its environment, which must be ansible-playbook's (as under
+#: linear: ``ansible_env``, ``command: env``).
+_SERVE = ("import runpy, sys\n"
+          "sys.path.insert(0, sys.argv.pop(1))\n"
+          "runpy.run_module('ioc.ansible', run_name='__main__', alter_sys=True)\n")
+
+
+def bridge_log() -> Optional[str]:
+    """The dispatcher's log file, if any (:data:`BRIDGE_LOG`, ``IOC_BRIDGE_LOG``)."""
+    return BRIDGE_LOG or os.environ.get("IOC_BRIDGE_LOG") or None
+
+
 class Dispatcher:
     """The parent's handle on the ``--serve`` subprocess (one per ansible-playbook run)."""
 
@@ -97,15 +117,14 @@ class Dispatcher:
 
     def __init__(self) -> None:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source_root(), env.get("PYTHONPATH")]))
-        debug = env.get("IOC_BRIDGE_LOG")
+        debug = bridge_log()
         self._log = open(debug, "ab") if debug else subprocess.DEVNULL
         #: The dispatcher's unix socket for the ``ioc_runner`` connection plugin
         #: in Ansible's workers, in a directory only this user can enter.
         self._socket_dir = tempfile.mkdtemp(prefix="ioc-dispatcher-")
         self.socket = os.path.join(self._socket_dir, "runner.sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ioc.ansible", "--serve", "--socket", self.socket] +
+            [sys.executable, "-c", _SERVE, source_root(), "--serve", "--socket", self.socket] +
             (["--log", debug] if debug else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
             close_fds=True)

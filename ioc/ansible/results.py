@@ -140,6 +140,10 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         if isinstance(data.get("msg"), list):
             data["msg"] = tuple(data["msg"])
         utr = utr_class.from_action_result_dict(data)
+        if result.get("_ioc_no_error"):
+            # TaskExecutor's own failure of an async job its polls did not see end:
+            # a new result that carries no error (no [ERROR] line)
+            utr.exception = None
     else:
         # (an item's break_when error comes after TaskExecutor._execute's words, below)
         utr = _utr_after(utr_class, task, data, result, action, broken=False)

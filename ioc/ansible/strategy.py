@@ -28,7 +28,7 @@ from ioc.ansible.convert import Fallback
 from ioc.ansible.events import EventReplay
 from ioc.ansible.hostvars import HostVarsExport
 from ioc.ansible.includes import Includes
-from ioc.ansible.pipe import Dispatcher
+from ioc.ansible.pipe import Dispatcher, bridge_log
 from ioc.ansible import routing
 from ioc.ansible.play import foreign_steps, plan_for
 from ioc.ansible.state import PlayState
@@ -67,7 +67,7 @@ def build_strategy_class() -> type:
                 # a chained cause not collapsed into its parent's message).
                 display.vv("mitogen_batch: play %r runs with the linear strategy: %s"
                            % (iterator._play.get_name(), fallback))
-                log = os.environ.get("IOC_BRIDGE_LOG")
+                log = bridge_log()
                 if log:  # beside the plans of the native plays
                     with open(log, "a") as stream:
                         stream.write("PLAY [%s]: runs whole with the linear strategy: %s\n"
@@ -107,7 +107,7 @@ def build_strategy_class() -> type:
             for index, why in points:
                 display.vv("mitogen_batch: task %d (in its batch) %s" % (index, why))
             display.vvv(text)
-            log = os.environ.get("IOC_BRIDGE_LOG")
+            log = bridge_log()
             if log:  # the plan beside the dispatcher's log of the steps it runs
                 with open(log, "a") as stream:
                     stream.write(text + "\n")

@@ -337,8 +337,10 @@ class Console(Callback):
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``
         and the source excerpt, then a blank line; on stdout, as the default
         callback prints it (``display_failed_stderr`` is off by default)."""
-        if "censored" in result or result.get("_ioc_until_exhausted"):
-            return  # (until ran out: Ansible has no error to show, the action did not fail)
+        if "censored" in result or result.get("_ioc_until_exhausted") or result.get("_ioc_no_error"):
+            # (until ran out: Ansible has no error to show, the action did not fail;
+            # 2.21's failure of an async job still running when its polls ran out has none)
+            return
         # include_vars puts its reason under "message": Ansible then has none
         msg = str(result["msg"]) if "msg" in result else "Unknown error."
         # Whose failure 2.21 names: the module's when the module itself failed

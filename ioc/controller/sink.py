@@ -147,7 +147,8 @@ class PlaySink(StepSink):
 #: The runner's notes to the callbacks: how the ``[ERROR]`` line words a
 #: failure — the action raised it (``Task failed: <msg>``), an action
 #: plugin's own failure (``Task failed: Action failed: <msg>``), or none at
-#: all: ``until`` ran out, the action itself did not fail; where the engine's
+#: all: ``until`` ran out, the action itself did not fail, or (2.21) an async
+#: job was still running when its polls ran out; where the engine's
 #: error is (a ``when``/``until``/``changed_when``/``failed_when`` expression's
 #: origin: the "caused by" part); a changed_when/failed_when expression's error
 #: (the action's); a break_when expression's error (the item's); a loop_control label that could not be templated (its warning);
@@ -162,7 +163,7 @@ _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_ex
                             "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
-                            "_ioc_lost"})
+                            "_ioc_lost", "_ioc_no_error"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

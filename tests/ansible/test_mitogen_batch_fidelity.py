@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import subprocess
 import sys
 import time
@@ -1719,3 +1720,114 @@ def test_a_script_named_through_a_variable_that_calls_a_lookup_is_shipped(ansibl
     assert '"hello from looked-up-h2",' in batch.stdout
     assert batch.stdout.count('"hello from looked-up-throttled"') == 2, batch.stdout
     assert "Could not find" not in batch.stdout
+
+
+def test_an_async_job_its_polls_did_not_see_end_fails_as_the_task_executor_words_it(
+        ansible, ansible_python):
+    """A job still running at its one poll (6 s; async_wrapper kills it at 10 s):
+    linear sends ``async_poll``, then ``async_failed`` with TaskExecutor's own
+    failure. 2.21: "async task produced unparsable results" (it asks a new
+    result's ``ansible_parsed``), no ``[ERROR]``, ``async_result`` the poll's
+    exported result (``changed``, ``failed``, ``warnings``, ``deprecations``);
+    2.19: "did not complete within the requested time - 6s", an "Action
+    failed" error. Job ids are random: compared as ``<jid>``."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: over the limit
+              command: sleep 20
+              async: 6
+              poll: 6
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    for run in (linear, batch):
+        run.stdout = re.sub(r"\bj[0-9]+\.[0-9]+\b", "<jid>", run.stdout)
+    assert_same_output(linear, batch)
+    assert "ASYNC POLL on h1: jid=<jid> started=True finished=False\n" \
+        "ASYNC FAILED on h1: jid=<jid>\n" in batch.stdout
+    if ansible_python == find_ansible_python(ANSIBLE_CORE):  # 2.21
+        assert '"msg": "async task produced unparsable results"' in batch.stdout
+        assert '"deprecations": [], "failed": false,' in batch.stdout
+        assert "[ERROR]" not in batch.stdout + batch.stderr
+    else:
+        assert "[ERROR]: Task failed: Action failed: async task did not complete within " \
+            "the requested time - 6s" in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
+
+
+def test_a_local_hosts_modules_see_ansible_playbooks_environment(ansible, ansible_python):
+    """A local connection's modules run in ansible-playbook's environment
+    (``ansible_env``, ``command: env``). The dispatcher had ioc's directory put
+    first on ``PYTHONPATH`` for its own imports, and its runner's modules
+    inherited it ("<ioc>:<ioc>" here; a ``PYTHONPATH`` where the user had none).
+    found by: replace (junit's report of the gathered facts one line longer)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: true
+          tasks:
+            - debug:
+                msg: "gathered {{ ansible_facts.env.PYTHONPATH }}"
+            - command: printenv PYTHONPATH
+              register: printed
+            - debug:
+                msg: "printed {{ printed.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    expected = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    assert '"msg": "gathered %s"' % expected in batch.stdout
+    assert '"msg": "printed %s"' % expected in batch.stdout
+    assert batch.steps, batch.log
+
+
+def test_copy_and_template_report_the_file_ansibles_action_uploaded_as_src(ansible,
+                                                                             ansible_python):
+    """A copy of ``content`` and a template that change their file report, as
+    Ansible's copy module does, the file the action uploaded for it as ``src``
+    (``~/.ansible/tmp/ansible-tmp-<time>-<pid>-<random>/.source<dest's
+    suffix>``, gone when the task ends); an unchanged copy (the file module)
+    has none. Compared at -v with the temporary directory's name as
+    ``ansible-tmp-<rand>``.
+    found by: callback_default (runme.sh's diff of ``src: .../.source.txt``)."""
+    ansible.write("t.cfg.j2", "name = {{ inventory_hostname }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - copy:
+                content: foo
+                dest: "{{ playbook_dir }}/out/test_diff.txt"
+              register: by_content
+            - copy:
+                content: foo
+                dest: "{{ playbook_dir }}/out/test_diff.txt"
+            - template:
+                src: t.cfg.j2
+                dest: "{{ playbook_dir }}/out/t.cfg"
+              register: templated
+            - debug:
+                msg: "{{ [by_content.src, templated.src] | map('basename') | list }}
+                      {{ [by_content.src, templated.src] | select('exists') | list }}"
+    """)
+    (ansible.workdir / "out").mkdir()
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear = ansible.run("play.yml", str(inventory), "linear", args=["-v"])
+    for path in (ansible.workdir / "out").iterdir():
+        path.unlink()
+    batch = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-v"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    for run in (linear, batch):
+        run.stdout = re.sub(r"ansible-tmp-[0-9.]+-[0-9]+-[0-9]+", "ansible-tmp-<rand>",
+                            run.stdout)
+    assert_same_output(linear, batch)
+    home = os.path.expanduser("~")
+    assert '"src": "%s/.ansible/tmp/ansible-tmp-<rand>/.source.txt"' % home in batch.stdout
+    # (each was there while its module ran, and is gone)
+    assert '"msg": "[\'.source.txt\', \'.source.cfg\'] []"' in batch.stdout, batch.stdout
+    assert batch.steps, batch.log

@@ -50,7 +50,7 @@ from typing import Dict, List, Optional, Sequence
 from tests.targets import skeleton
 from tests.targets.localssh import root_authorized_keys, root_ssh
 from tests.targets.accounts import same_accounts
-from tests.targets.leftovers import TmpLeftovers
+from tests.targets.leftovers import TmpLeftovers, restored
 from tests.targets.reachable import interpreter_reachable
 from tests.targets.source import (LINEAR_SHIM, Source, SourceError, ansible_test_argv,
                                   bridge_counts, bridge_log, clean_environment, find_python313,
@@ -160,14 +160,17 @@ class Harness:
             if "needs/root" in aliases or "needs/target/setup_test_user" in aliases:
                 # they become unprivileged users that run the controller's Python
                 machine.enter_context(interpreter_reachable(self.python))
-            # each run starts from the users and groups the target found (accounts.py)
-            # and without the files it writes to /tmp by name (leftovers.py)
+            # each run starts from the users and groups the target found (accounts.py),
+            # without the files it writes to /tmp by name and with the paths outside
+            # /tmp targets write (/etc/ansible/facts.d, ...) as they were (leftovers.py)
             accounts = machine.enter_context(same_accounts())
+            paths = machine.enter_context(restored())
             leftovers = TmpLeftovers(self.source.targets_dir / target)
             machine.callback(leftovers.remove)
             baseline = self._run_one(target, BASELINE, self.trees[BASELINE])
             accounts.restore()
             leftovers.remove()
+            paths.restore()
             candidate = self._run_one(target, self.candidate, self.trees[self.candidate])
         return judge(target, baseline, candidate, self.trees)
 

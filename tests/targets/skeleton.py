@@ -48,12 +48,12 @@ strategy:
   ``tempfile`` module (``/tmp/ansible.XXXXXXXX``, its default prefix; the
   ``setup_remote_tmp_dir`` target's ``/tmp/ansible.XXXXXXXX.test``): the
   random part becomes ``<rand>``;
+* the job id of an ``async`` task (``async_wrapper``'s ``j<random>.<pid>``,
+  which ``ASYNC OK on <host>: jid=...`` prints) becomes ``j<rand>``;
 * a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
   and a decimal number with four or more decimals ``<seconds>``: what
   targets print of ``command`` results (``start``/``end``) and their own
-  measurements (``loops``: "tdiff=1.3583…");
-* an async job id ``j<random>.<pid>`` (the ``ASYNC OK``/``ASYNC POLL`` lines,
-  ``ansible_job_id``) becomes ``j<jid>``.
+  measurements (``loops``: "tdiff=1.3583…").
 
 Ordering: within the status lines of one task (between two banners or other
 host-less lines), lines are grouped by host, each host's lines in their own
@@ -73,6 +73,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import textwrap
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
@@ -93,13 +94,12 @@ _RANDOM = (
     # Ansible's tempfile module: mkdtemp/mkstemp(prefix="ansible.", suffix="") in
     # TMPDIR, and setup_remote_tmp_dir's directory, made with it (suffix=".test")
     (re.compile(r"/tmp/ansible\.[a-z0-9_]{8}(?![A-Za-z0-9_-])"), "/tmp/ansible.<rand>"),
+    # async_wrapper's job id, "j<random>.<its pid>" (ASYNC OK/POLL/FAILED lines, jid=)
+    (re.compile(r"(?<![\w.])j[0-9]{1,12}\.[0-9]+(?![\w.])"), "j<rand>"),
     # wall-clock times in printed results (command's "start"/"end")
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")
     (re.compile(r"(?<![\w.])\d+\.\d{4,}(?![\w.])"), "<seconds>"),
-    # an async job's id: the action's f"j{random.randint(0, 999999999999)}" and
-    # async_wrapper's ".<pid>" ("ASYNC OK on host: jid=j114551340035.26711")
-    (re.compile(r"(?<![\w.])j\d{1,12}\.\d+(?![\w.])"), "j<jid>"),
 )
 
 
@@ -375,11 +375,23 @@ def not_run(text: str) -> Optional[str]:
 
 def failure_summary(text: str, normaliser: Normaliser) -> str:
     """Why a run failed, for a report line: the last command runme.sh ran and
-    the last error printed after it (a role target has no command)."""
+    the last error printed after it (a role target has no command).
+
+    The commands of an exit trap (``trap cleanup EXIT``, traced as ``+ trap
+    cleanup EXIT``) run after the one that failed: from the line that starts
+    the trap's command on, the trace is not read (callback_default's last
+    traced line is its cleanup's ``[[ -n '' ]]``, the failure a ``diff``)."""
     command, error = "", ""
+    traps: List[str] = []
     for line in text.splitlines():
         if re.match(r"\+ [A-Za-z_./$(\[]", line):  # runme.sh's trace, not a diff line
-            command, error = line[2:].strip(), ""
+            traced = line[2:].strip()
+            if traced in traps:
+                break
+            trap = _trap_command(traced)
+            if trap:
+                traps.append(trap)
+            command, error = traced, ""
         elif line.startswith(("fatal: ", "failed: ", "[ERROR]: ", "ERROR! ")) \
                 and not line.startswith("...ignoring"):
             error = line.strip()
@@ -389,3 +401,15 @@ def failure_summary(text: str, normaliser: Normaliser) -> str:
     if error:
         words.append(normaliser.line(error)[:300])
     return ", ".join(words) or "no error line"
+
+
+def _trap_command(traced: str) -> str:
+    """The command ``trap <command> EXIT`` sets (its first line, as traced), or ""."""
+    try:
+        words = shlex.split(traced)
+    except ValueError:
+        return ""
+    if len(words) >= 3 and words[0] == "trap" and words[1] != "-" \
+            and any(w in ("EXIT", "0", "ERR") for w in words[2:]):
+        return words[1].strip().splitlines()[0] if words[1].strip() else ""
+    return ""

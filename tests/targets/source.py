@@ -116,7 +116,7 @@ def make_tree(source: Source, dest: Path, strategy_shim: Optional[Path]) -> Path
 
 
 def bridge_log(tree: Path) -> Path:
-    """Where the shim sends the dispatcher's log (``IOC_BRIDGE_LOG``), next to its link."""
+    """Where the shim sends the dispatcher's log (``pipe.BRIDGE_LOG``), next to its link."""
     return tree / STRATEGY_DIR / "ioc-bridge.log"
 
 

@@ -153,15 +153,44 @@ ok: [testhost] => (item=/tmp/ansible.%s.test/x) => {"changed": false}
 
 
 def test_async_job_ids_are_random_parts():
-    """``test_core``'s async task as two linear runs printed it: the job id is the
-    action's random number and async_wrapper's pid."""
-    printed = '''TASK [test_core : Complete an async task] *****************************************
-ASYNC OK on localhost: jid=j%s
-ok: [localhost] => {"ansible_job_id": "j%s", "changed": false, "finished": 1}
+    """callback_default's test_async.yml, as two linear runs printed it (the job id
+    is async_wrapper's random number and its pid)."""
+    printed = '''TASK [test success async output] ***********************************************
+ASYNC OK on testhost: jid=%s
+changed: [testhost]
 '''
-    a = skeleton.view(printed % (("114551340035.26711",) * 2), skeleton.Normaliser(None))
-    b = skeleton.view(printed % (("633833918467.26888",) * 2), skeleton.Normaliser(None))
+    a = skeleton.view(printed % "j902672516014.16376", skeleton.Normaliser(None))
+    b = skeleton.view(printed % "j12033171972.9779", skeleton.Normaliser(None))
     assert skeleton.first_difference(a, 0, b, 0) is None
-    assert texts(a)[1] == "ASYNC OK on localhost: jid=j<jid>"
-    # a version string or a host name with a j in it is no job id
-    assert skeleton.Normaliser(None).line("jinja2 3.1.4 host j1.example") == "jinja2 3.1.4 host j1.example"
+    assert texts(a)[1] == "ASYNC OK on testhost: jid=j<rand>"
+    # a name that merely looks like one stays
+    assert skeleton.Normaliser(None).line("file j1.2.tar, v.j12.3") == "file j1.2.tar, v.j12.3"
+
+
+def test_a_failure_is_the_command_before_the_exit_trap_ran():
+    """callback_default's runme.sh fails at a ``diff`` (set -e) and its ``trap
+    cleanup EXIT`` runs after it: the report names the diff, not the trap's
+    last test (``[[ -n '' ]]``, as linear's report did)."""
+    log = """+ trap cleanup EXIT
++ INIT=0
++ diff -u callback_default.out.free.stdout /dev/fd/63
+++ ANSIBLE_STRATEGY=free
+++ ansible-playbook -i inventory test_non_lockstep.yml
+--- callback_default.out.free.stdout	2026-10-05 15:06:50.000000000 +0000
++++ /dev/fd/63	2026-11-26 22:06:01.496596420 +0000
+@@ -17,10 +17,10 @@
+-changed: [testhost11]
++changed: [testhost12]
++ cleanup
++ [[ 0 = 0 ]]
++ rm -rf 'callback_default.out.new.*'
++ [[ -n '' ]]
+NOTICE: To resume at this test target, use the option: --start-at callback_default
+"""
+    assert skeleton.failure_summary(log, skeleton.Normaliser(None)) == (
+        "last command `diff -u callback_default.out.free.stdout /dev/fd/63`")
+    # a quoted trap command, and a script without a trap
+    assert skeleton.failure_summary("+ trap 'rm -f x' EXIT\n+ false\n+ rm -f x\n",
+                                    skeleton.Normaliser(None)) == "last command `false`"
+    assert skeleton.failure_summary("+ true\n+ false\n", skeleton.Normaliser(None)) \
+        == "last command `false`"

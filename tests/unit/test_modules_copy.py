@@ -1,6 +1,7 @@
 """copy module: atomic content writes, idempotence, backup, validate, diff, check mode."""
 import hashlib
 import os
+import shutil
 import stat
 
 from ioc.agentless_runner import modules
@@ -362,3 +363,24 @@ def test_remote_src_directory(tmp_path):
 def test_unsupported_option_refused(tmp_path):
     r = run(content="x", dest=str(tmp_path / "f"), attributes="+i")
     assert r["failed"] and r["msg"].startswith("Unsupported parameters for (copy) module: attributes.")
+
+
+def test_a_change_reports_the_uploaded_file_as_ansibles_module_does(tmp_path, monkeypatch):
+    """``src`` is ``<remote_tmp>/ansible-tmp-<time>-<pid>-<random>/.source<dest's
+    suffix>``, gone after the task; in ``/var/tmp`` (Ansible's system tmpdir for
+    an unprivileged become) when ``~/.ansible/tmp`` cannot be made; an
+    unchanged copy and check mode have none."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    r = run(content="a", dest=str(tmp_path / "f.txt"))
+    assert r["src"].startswith(str(home / ".ansible" / "tmp" / "ansible-tmp-"))
+    assert r["src"].endswith("/.source.txt") and not os.path.exists(r["src"])
+    assert os.listdir(str(home / ".ansible" / "tmp")) == []
+    assert "src" not in run(content="a", dest=str(tmp_path / "f.txt"))
+    assert "src" not in run(check=True, content="b", dest=str(tmp_path / "f.txt"))
+    shutil.rmtree(str(home / ".ansible"))
+    (home / ".ansible").write_text("")  # ~/.ansible/tmp cannot be made
+    r = run(content="c", dest=str(tmp_path / "g"))
+    assert r["src"].startswith("/var/tmp/ansible-tmp-") and r["src"].endswith("/.source")
+    assert not os.path.exists(os.path.dirname(r["src"]))

@@ -6,7 +6,7 @@ its last poll, a poll that finds it done), with ``async_status`` answered here.
 import subprocess
 import time
 
-from ioc.agentless_runner import asyncjob, lifeline
+from ioc.agentless_runner import asyncjob, lifeline, results
 
 
 def _status(finished_after):
@@ -24,15 +24,32 @@ def _status(finished_after):
 
 
 def test_a_job_still_running_at_its_last_poll_fails_as_the_task_executor_words_it(monkeypatch):
+    """2.21 asks a new result's ``ansible_parsed`` (never set): "unparsable
+    results", no error to show, the last poll exported as ``async_result``."""
     monkeypatch.setattr(asyncjob.time, "sleep", lambda seconds: None)
     run_status, calls = _status(finished_after=99)
     polls = []
     result = asyncjob.poll({"ansible_job_id": "j1.2"}, 3, 1, None, run_status, polls.append)
     assert [(p["started"], p["finished"]) for p in polls] == [(True, False)] * 3
     assert result["failed"] is True
-    assert result["msg"] == "async task did not complete within the requested time - 3s"
-    assert result["async_result"]["ansible_job_id"] == "j1.2"
+    assert result["msg"] == "async task produced unparsable results"
+    assert "exception" not in result and result["_ioc_no_error"] is True
+    polled = result["async_result"]
+    assert polled["ansible_job_id"] == "j1.2"
+    assert (polled["changed"], polled["failed"], polled["warnings"], polled["deprecations"]) \
+        == (False, False, [], [])
     assert all(c["mode"] == "status" for c in calls)  # the file stays: the job may still end
+
+
+def test_under_2_19_a_job_still_running_at_its_last_poll_did_not_complete(monkeypatch):
+    """2.19 words it by the last poll, as the action's failure ("Action failed")."""
+    monkeypatch.setattr(asyncjob.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(results, "SHAPE", ["2.19"])
+    run_status, _ = _status(finished_after=99)
+    result = asyncjob.poll({"ansible_job_id": "j1.2"}, 3, 1, None, run_status, lambda r: None)
+    assert result["msg"] == "async task did not complete within the requested time - 3s"
+    assert result["_ioc_action_failure"] is True and "_ioc_no_error" not in result
+    assert "warnings" not in result["async_result"]
 
 
 def test_a_finished_job_is_its_result_and_its_status_file_is_removed(monkeypatch):

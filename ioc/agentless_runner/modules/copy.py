@@ -16,8 +16,10 @@ its files land in ``dest/<basename of src>/``. Directories are created with
 import hashlib
 import json
 import os
+import random
 import shutil
 import stat
+import time
 
 from ioc.agentless_runner import transfer
 from ioc.agentless_runner.context import ModuleError
@@ -290,22 +292,24 @@ def _unchanged(dest, checksum, ctx, attrs):
     return result
 
 
-def copy_source(args, ctx, source, dest, created=False):
+def copy_source(args, ctx, source, dest, created=False, upload=False):
     """Write one _Source to the resolved path ``dest`` with copy's file options.
 
     Honours ``mode`` (``preserve``), ``owner``, ``group``, ``force``,
     ``backup``, ``validate`` and ``checksum``, check and diff mode; returns
-    the copy module's result.
+    the copy module's result. ``upload``: the source is one controller-side
+    file (copy's ``content``/``src``, template's rendering), which Ansible's
+    action uploads before its copy module runs (:func:`_uploaded`).
     """
     attrs = (_mode(args, source), _common.opt_str(args, "owner"), _common.opt_str(args, "group"))
     _check_dest_dir(dest, ctx, created)
     try:
-        return _copy_source(args, ctx, source, dest, attrs)
+        return _copy_source(args, ctx, source, dest, attrs, upload)
     finally:
         source.release()
 
 
-def _copy_source(args, ctx, source, dest, attrs):
+def _copy_source(args, ctx, source, dest, attrs, upload=False):
     checksum = source.checksum()
     expected = args.get("checksum")
     if expected and expected != checksum:
@@ -327,11 +331,51 @@ def _copy_source(args, ctx, source, dest, attrs):
         header = source.remote_path or (dest if source.is_content else source.after_header) or dest
         result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
     if not ctx.check_mode:
-        backup = _write(dest, source, args, ctx, attrs)
+        uploaded = _uploaded(source, dest, result) if upload else None
+        try:
+            backup = _write(dest, source, args, ctx, attrs)
+        finally:
+            if uploaded is not None:
+                shutil.rmtree(uploaded, ignore_errors=True)
         if backup:
             result["backup_file"] = backup
         _common.set_attributes(dest, attrs[0], attrs[1], attrs[2], False)
     return _common.add_path_info(result)
+
+
+#: Where an unprivileged become user's upload goes (Ansible's ``system_tmpdirs``).
+SYSTEM_TMPDIR = "/var/tmp"
+
+
+def _uploaded(source, dest, result):
+    """The content as Ansible's copy action uploads it for its module: a file
+    ``.source`` (with ``dest``'s suffix, kept for ``validate``) in a fresh
+    ``ansible-tmp-<time>-<pid>-<random>`` directory under ``remote_tmp``,
+    which the module reports as ``src`` and which is gone when the task ends.
+    Returns the directory (the caller removes it).
+
+    A user that cannot make ``~/.ansible/tmp`` (a become runner of an
+    unprivileged user without a writable home) gets it in ``/var/tmp``, the
+    first of Ansible's ``system_tmpdirs``, where Ansible puts the directory of
+    an unprivileged become."""
+    base = os.path.expanduser("~/.ansible/tmp")
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+    except OSError:
+        base = SYSTEM_TMPDIR
+    while True:
+        tmpdir = os.path.join(base, "ansible-tmp-%s-%d-%d" % (
+            time.time(), os.getpid(), random.randint(0, 2 ** 48)))
+        try:
+            os.mkdir(tmpdir, 0o700)
+            break
+        except FileExistsError:
+            continue
+    path = os.path.join(tmpdir, ".source" + os.path.splitext(dest)[1])
+    with open(path, "wb") as out:
+        out.write(source.data)
+    result["src"] = path
+    return tmpdir
 
 
 def _with_src(result, source):
@@ -499,7 +543,7 @@ def run(args, ctx):
             return _copy_tree(args, ctx, src, entry.get("entries") or [], remote=False)
         source = _controller_file_source(args, entry)
     dest, created = _resolve_dest(args, source, ctx)
-    result = copy_source(args, ctx, source, dest, created)
+    result = copy_source(args, ctx, source, dest, created, upload=source.remote_path is None)
     if source.remote_path is None:
         result = action_shape(result, ctx)
     return result
@@ -511,8 +555,7 @@ def action_shape(result, ctx):
     The action starts from ``{"diff": []}`` and merges the module's result
     in; in check mode a content change returns before any module runs, so
     the result is only ``{changed, diff}``. The content diff is the one entry
-    of that list. (Its ``src``, the uploaded
-    temporary file, has no counterpart here.)
+    of that list.
     """
     content_diff = [result["diff"]] if "md5sum" in result and result.get("diff") else []
     if ctx.check_mode and result.get("changed") and "md5sum" in result:

@@ -130,4 +130,5 @@ def run(args, ctx):
                  if k in ("dest", "backup", "force", "follow", "mode", "owner", "group",
                           "validate")}
     dest, created = _copy._resolve_dest(copy_args, source, ctx)
-    return _copy.action_shape(_copy.copy_source(copy_args, ctx, source, dest, created), ctx)
+    return _copy.action_shape(_copy.copy_source(copy_args, ctx, source, dest, created,
+                                                upload=True), ctx)

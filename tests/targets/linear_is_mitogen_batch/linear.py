@@ -16,7 +16,8 @@ The harness (``tests/targets/harness.py``) links this file into the
 ``strategy`` plugin directory of the ansible-core tree it runs
 ``ansible-test`` from; ansible-test puts that directory on
 ``ANSIBLE_STRATEGY_PLUGINS`` itself. The dispatcher's log
-(``IOC_BRIDGE_LOG``) then goes next to the link, so the harness can tell
+(``ioc.ansible.pipe.BRIDGE_LOG``, set in this process, not in the environment
+the targets' modules see) then goes next to the link, so the harness can tell
 which plays ran natively.
 
 Ansible loads a legacy plugin under the module name of the builtin it
@@ -60,7 +61,12 @@ def _mitogen_batch():
     return module
 
 
-if _LINKED_FROM != os.path.dirname(os.path.realpath(__file__)):
-    os.environ.setdefault("IOC_BRIDGE_LOG", os.path.join(_LINKED_FROM, "ioc-bridge.log"))
 _restore_builtin_linear()
 StrategyModule = _mitogen_batch().StrategyModule
+if _LINKED_FROM != os.path.dirname(os.path.realpath(__file__)):
+    # in this process only: a variable in os.environ would reach the modules of
+    # the targets' local connection (ansible_env: one key linear's run lacks)
+    from ioc.ansible import pipe
+
+    pipe.BRIDGE_LOG = os.environ.get("IOC_BRIDGE_LOG") or os.path.join(_LINKED_FROM,
+                                                                        "ioc-bridge.log")
