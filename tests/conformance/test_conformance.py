@@ -88,7 +88,9 @@ PLAYBOOKS_219 = (
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
+    "trusted_template_result",
     "unreachable",
+    "untrusted_module_output",
     "until_exhausted",
 )
 TIMEOUT = 180
