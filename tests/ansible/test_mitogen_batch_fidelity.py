@@ -1620,3 +1620,33 @@ def test_a_script_named_through_a_variable_that_calls_a_lookup_is_shipped(ansibl
     assert '"hello from looked-up-h2",' in batch.stdout
     assert batch.stdout.count('"hello from looked-up-throttled"') == 2, batch.stdout
     assert "Could not find" not in batch.stdout
+
+
+def test_vars_reads_each_variable_as_its_layer_has_it(ansible, ansible_python):
+    """``vars`` (deprecated by 2.21, whose warning the default config shows) and
+    ``hostvars[host]`` template a play variable's text, never a command's
+    registered output: ``vars.p`` of ``p: "{{ 2 + 2 }}"`` is 4 (it was the
+    text as written under 2.21's deprecated ``vars``), ``vars.out.stdout`` of
+    an output holding ``{{ 1 + 1 }}`` stays that text (it was 2 through
+    ``hostvars``, and through ``vars`` without the deprecation)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            p: "{{ 2 + 2 }}"
+          tasks:
+            - command: echo '{{ "{{" }} 1 + 1 }}'
+              register: out
+              changed_when: false
+            - debug:
+                msg: "{{ vars.p }} {{ vars.out.stdout }} {{ hostvars[inventory_hostname].out.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # (both show "Deprecation warnings can be disabled ...": the first deprecation's)
+    assert batch.without_ansible_warnings(batch.stderr) == \
+        linear.without_ansible_warnings(linear.stderr)
+    assert batch.without_ansible_warnings() == linear.stdout
+    assert batch.rc == linear.rc
+    assert '"msg": "4 {{ 1 + 1 }} {{ 1 + 1 }}"' in batch.stdout
