@@ -165,6 +165,7 @@ class HostRun(HandlerRun, LoopRun):
             for name, value in self.runtime.items():
                 if _empty_loop(value):  # (registered in an earlier batch: the wire is plain)
                     self.runtime[name] = _deprecate_skipped_reason(value)
+        self._results = Results(self.runtime)  # (the layer of set_fact and register)
         #: ``include_vars`` values: above task vars, below set_fact (L6.3).
         self.included = dict(state.get("include_vars", {}))
         self.notified = list(state.get("notified", []))
@@ -464,7 +465,7 @@ class HostRun(HandlerRun, LoopRun):
             maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))
         maps.append(self.extra)
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
-        maps.append(Results(self.runtime))
+        maps.append(self._results)
         if self.included:
             maps.append(self.included)
         if task.get("vars"):

@@ -113,20 +113,41 @@ class Verbatim(collections.abc.Mapping):
 class Results(Verbatim):
     """A :class:`Verbatim` layer of results (registered values, set_fact
     values) where a :class:`TrustedText` is templated when read: the text of
-    a vars file include_vars loaded stays a template in its registered result."""
+    a vars file include_vars loaded stays a template in its registered result.
+    Keep one per mapping: it remembers which values hold none (a large
+    command output is looked through once, not at each read)."""
 
-    __slots__ = ()
+    __slots__ = ("_holds",)
+
+    def __init__(self, mapping):
+        Verbatim.__init__(self, mapping)
+        self._holds = {}
+
+    def holds_template(self, name, raw):
+        """Whether ``raw``, the value of ``name`` here, holds a trusted template."""
+        known = self._holds.get(name)
+        if known is not None and known[0] is raw:
+            return known[1]
+        holds = _holds_trusted_template(raw)
+        self._holds[name] = (raw, holds)
+        return holds
 
 
 def _holds_trusted_template(value):
     """Whether a :class:`TrustedText` holding a template is in ``value``."""
     if value.__class__ is TrustedText:
         return is_template(value)
-    if isinstance(value, dict):
-        return any(_holds_trusted_template(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds_trusted_template(v) for v in value)
+    if isinstance(value, (dict, list)):
+        items = value.values() if isinstance(value, dict) else value
+        # (a container of none, e.g. a command's output lines, is not walked item by item)
+        if _HOLDERS.isdisjoint(map(type, items)):
+            return False
+        return any(_holds_trusted_template(v) for v in items)
     return False
+
+
+#: The types a trusted template may be, or be in, in a result.
+_HOLDERS = frozenset((dict, list, TrustedText))
 
 
 class Deprecated(Verbatim):
@@ -506,7 +527,7 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
                 raise KeyError(key)
             raw, layer = found
             if layer is not None:
-                if layer.__class__ is not Results or not _holds_trusted_template(raw):
+                if layer.__class__ is not Results or not layer.holds_template(raw_key, raw):
                     self._done[key] = raw
                     return raw
                 results = True
@@ -1119,7 +1140,7 @@ class Templar(object):
         raw, layer = found
         if layer is None:
             value = self._resolve(name, raw)
-        elif layer.__class__ is Results and _holds_trusted_template(raw):
+        elif layer.__class__ is Results and layer.holds_template(name, raw):
             value = self._resolve(name, raw, results=True)
         elif layer.__class__ is Deprecated:
             layer.read(name)

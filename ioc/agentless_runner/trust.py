@@ -81,10 +81,17 @@ def _decode_one(value):
     return value
 
 
+#: The types :func:`_walk` looks into or at; any other value stays as it is.
+_WALKED = frozenset((dict, list, tuple, TrustedText))
+
+
 def _walk(value, one):
     """``value`` with ``one`` applied to each value in its dicts and lists,
-    the same object where nothing changed."""
+    the same object where nothing changed (a container of none of
+    :data:`_WALKED`, e.g. a command's output lines, is not walked item by item)."""
     if isinstance(value, dict):
+        if _WALKED.isdisjoint(map(type, value.values())):
+            return value
         changed = None
         for key, item in value.items():
             new = _walk(item, one)
@@ -94,6 +101,8 @@ def _walk(value, one):
                 changed[key] = new
         return value if changed is None else changed
     if isinstance(value, list):
+        if _WALKED.isdisjoint(map(type, value)):
+            return value
         changed = None
         for index, item in enumerate(value):
             new = _walk(item, one)
