@@ -3,7 +3,7 @@ import sys
 import time
 import traceback
 
-from ioc.agentless_runner import modules, results
+from ioc.agentless_runner import modules, results, trust
 from ioc.agentless_runner.context import ModuleContext as Context
 from ioc.agentless_runner.context import ModuleError, TaskError
 from ioc.agentless_runner.flow import as_bool
@@ -274,7 +274,8 @@ def _vars_file(path, entry, included, hidden, content=None):
     if not isinstance(data, dict):
         raise _VarsError("%r must be stored as a dictionary/hash" % path)
     included.append(path)
-    return data
+    # (what a vars file holds is trusted as a template, in its result too)
+    return trust.trusted(data)
 
 
 def _vars_dir(args, ctx, included, hidden):

@@ -34,7 +34,7 @@ from collections import ChainMap
 import mitogen.core
 
 from ioc.agentless_runner import (actions, ansible_actions, ansible_module, asyncjob, context,
-                                  lifeline, results, searchpath, templating, transfer)
+                                  lifeline, results, searchpath, templating, transfer, trust)
 from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, HostUnreachable,
                                        LoopTypeError, AbortRun,
                                        Scope, as_bool, notification_names, safe_template,
@@ -45,7 +45,7 @@ from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.template_errors import UndefinedVariableError, conditional_error_text
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
-                                             Verbatim, current_reads, is_template,
+                                             Results, Verbatim, current_reads, is_template,
                                              TemplatedConditionals, ConstTemplates,
                                              unwrapped_condition)
 
@@ -75,6 +75,7 @@ def run_batch(batch, sender, econtext=None):
     if batch.get("v") != WIRE_VERSION:
         raise ValueError("ioc runner speaks wire version %d, got %r"
                          % (WIRE_VERSION, batch.get("v")))
+    batch = trust.decode(batch)  # (the controller's trusted text, see trust.py)
     run = (batch.get("options") or {}).get("run")
     if run != RUN[0]:
         RUN[0] = run
@@ -114,7 +115,7 @@ def _controller_caller(sender):
         answer = ask({"e": "plugin", "kind": kind, "name": name, "args": args, "kwargs": kwargs})
         if "error" in answer:
             raise TemplateError(answer["error"])
-        return answer["value"]
+        return trust.decode(answer["value"])
     return call
 
 
@@ -165,6 +166,7 @@ class HostRun(HandlerRun, LoopRun):
             for name, value in self.runtime.items():
                 if _empty_loop(value):  # (registered in an earlier batch: the wire is plain)
                     self.runtime[name] = _deprecate_skipped_reason(value)
+        self._results = Results(self.runtime)  # (the layer of set_fact and register)
         #: ``include_vars`` values: above task vars, below set_fact (L6.3).
         self.included = dict(state.get("include_vars", {}))
         self.notified = list(state.get("notified", []))
@@ -452,7 +454,8 @@ class HostRun(HandlerRun, LoopRun):
         Values that came out of templating or modules (registered results,
         facts, set_fact values, loop items) are ``Verbatim``: Ansible never
         templates them a second time, so a command printing ``{{ x }}`` stays
-        literal.
+        literal; but registered and set_fact values are ``Results``, whose
+        trusted text (what include_vars loaded) is templated when read.
         """
         maps = [Verbatim(overlay)] if overlay else []
         magic = dict(self.magic)
@@ -468,7 +471,7 @@ class HostRun(HandlerRun, LoopRun):
             # (an include's own vars are include parameters: Task.get_include_params)
             maps.append(task["vars"])
         maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
-        maps.append(Verbatim(self.runtime))
+        maps.append(self._results)
         if self.included:
             maps.append(self.included)
         if task.get("vars"):
@@ -1041,6 +1044,8 @@ class HostRun(HandlerRun, LoopRun):
             try:
                 out[name] = _assert_that(value, templar) if name == "that" and \
                     task["action"] == "assert" else templar.template(value)
+                if task["action"] == "set_fact":
+                    out[name] = trust.written(value, out[name])
             except TemplateError as exc:
                 causes = ("Finalization of task args for 'ansible.builtin.%s' failed"
                           % task["action"], "Error while resolving value for %r" % name, str(exc))

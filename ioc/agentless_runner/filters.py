@@ -110,7 +110,10 @@ def mandatory(value, msg=None):
 
 @_register("type_debug")
 def type_debug(value):
-    """The name of ``value``'s type (``dict``, ``list``, ``str``...)."""
+    """The name of ``value``'s type (``dict``, ``list``, ``str``...): a trusted
+    text's is ``str``, as Ansible names its tagged str by its native type."""
+    if isinstance(value, str):
+        return "str"
     return type(value).__name__
 
 

@@ -12,8 +12,11 @@ What a caller must know:
   jinja call.
 * Values in a layer wrapped in :class:`Verbatim` are used as they are and never
   templated again: use it for data that is already the result of templating or
-  that came from a module (facts, registered results, loop items), so that a
-  command's output containing ``{{`` is not evaluated.
+  that came from a module (facts, loop items), so that a command's output
+  containing ``{{`` is not evaluated. In a :class:`Results` layer (registered
+  and set_fact values) only a :class:`~ioc.agentless_runner.trust.TrustedText`
+  is templated, when read (a string include_vars loaded), as ansible-core
+  templates the text it trusts wherever it is.
 * Results returned by :meth:`Templar.template`, :meth:`Templar.evaluate` and
   :meth:`Templar.conditional` are plain builtins (dict, list, str, int...).
 * ``lookup()``/``query()`` run on the controller only; on the target they fail.
@@ -39,12 +42,14 @@ from ioc.agentless_runner.filters import FILTERS
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
+from ioc.agentless_runner.trust import TrustedText
 
 __all__ = [
     "TemplateError",
     "UndefinedVariableError",
     "Templar",
     "Verbatim",
+    "Results",
     "Deprecated",
     "DeprecatedReads",
     "DeprecatedText",
@@ -103,6 +108,46 @@ class Verbatim(collections.abc.Mapping):
 
     def __contains__(self, key):
         return key in self.mapping
+
+
+class Results(Verbatim):
+    """A :class:`Verbatim` layer of results (registered values, set_fact
+    values) where a :class:`TrustedText` is templated when read: the text of
+    a vars file include_vars loaded stays a template in its registered result.
+    Keep one per mapping: it remembers which values hold none (a large
+    command output is looked through once, not at each read)."""
+
+    __slots__ = ("_holds",)
+
+    def __init__(self, mapping):
+        Verbatim.__init__(self, mapping)
+        self._holds = {}
+
+    def holds_template(self, name, raw):
+        """Whether ``raw``, the value of ``name`` here, holds a trusted template."""
+        known = self._holds.get(name)
+        if known is not None and known[0] is raw:
+            return known[1]
+        holds = _holds_trusted_template(raw)
+        self._holds[name] = (raw, holds)
+        return holds
+
+
+def _holds_trusted_template(value):
+    """Whether a :class:`TrustedText` holding a template is in ``value``."""
+    if value.__class__ is TrustedText:
+        return is_template(value)
+    if isinstance(value, (dict, list)):
+        items = value.values() if isinstance(value, dict) else value
+        # (a container of none, e.g. a command's output lines, is not walked item by item)
+        if _HOLDERS.isdisjoint(map(type, items)):
+            return False
+        return any(_holds_trusted_template(v) for v in items)
+    return False
+
+
+#: The types a trusted template may be, or be in, in a result.
+_HOLDERS = frozenset((dict, list, TrustedText))
 
 
 class Deprecated(Verbatim):
@@ -385,6 +430,8 @@ def to_builtin(value):
             return markers.replace(value)
         _fail_undefined(value)
     if isinstance(value, str):
+        if value.__class__ is TrustedText:
+            return value  # (ansible-core's template of one value keeps its tags)
         if value.__class__ is DeprecatedText:
             value.read()
         return str.__str__(value)
@@ -448,19 +495,21 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
     Named as Ansible's lazy dict: Python's own error messages name the type
     (``unsupported operand type(s) for +: '_AnsibleLazyTemplateDict' ...``)."""
 
-    __slots__ = ("_raw", "_templar", "_done", "_active", "_keys", "_var")
+    __slots__ = ("_raw", "_templar", "_done", "_active", "_keys", "_var", "_results")
     __hash__ = None
 
-    def __init__(self, raw, templar, var=None):
+    def __init__(self, raw, templar, var=None, results=False):
         self._raw = raw
         self._templar = templar
         #: The variable whose raw value this is (where a failing template was written).
         self._var = var
+        #: A result's (see :class:`Results`): only its TrustedText is templated.
+        self._results = results
         self._done = {}
         self._active = set()
         #: templated key -> raw key, or None when no key is a template.
         self._keys = None
-        if any(isinstance(k, str) and is_template(k) for k in raw):
+        if not results and any(isinstance(k, str) and is_template(k) for k in raw):
             self._keys = {to_builtin(templar.lazy(k)): k for k in raw}
 
     def __getitem__(self, key):
@@ -468,14 +517,29 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
             return self._done[key]
         except KeyError:
             pass
-        raw = self._raw[key if self._keys is None else self._keys[key]]
+        raw_key = key if self._keys is None else self._keys[key]
+        results = self._results
+        if self._raw.__class__ is collections.ChainMap:
+            # variables seen as one mapping (hostvars[host], vars): each is
+            # taken as its layer has it, a result's text never templated
+            found = _find(self._raw, raw_key)
+            if found is None:
+                raise KeyError(key)
+            raw, layer = found
+            if layer is not None:
+                if layer.__class__ is not Results or not layer.holds_template(raw_key, raw):
+                    self._done[key] = raw
+                    return raw
+                results = True
+        else:
+            raw = self._raw[raw_key]
         if key in self._active:
             raise _recursion_error(raw)
         self._active.add(key)
         templar = self._templar
         outer, templar._current = templar._current, self._var
         try:
-            value = templar.lazy(raw)
+            value = templar.lazy(raw, results)
         finally:
             self._active.discard(key)
             templar._current = outer
@@ -506,14 +570,15 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
 class _AnsibleLazyTemplateList(collections.abc.Sequence):
     """A raw list whose items are templated when first read (named as Ansible's)."""
 
-    __slots__ = ("_raw", "_templar", "_done", "_var")
+    __slots__ = ("_raw", "_templar", "_done", "_var", "_results")
     __hash__ = None
 
-    def __init__(self, raw, templar, var=None):
+    def __init__(self, raw, templar, var=None, results=False):
         self._raw = raw
         self._templar = templar
         self._done = {}
         self._var = var
+        self._results = results  # (see _AnsibleLazyTemplateDict)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -527,7 +592,7 @@ class _AnsibleLazyTemplateList(collections.abc.Sequence):
         templar = self._templar
         outer, templar._current = templar._current, self._var
         try:
-            value = templar.lazy(self._raw[index])
+            value = templar.lazy(self._raw[index], self._results)
         finally:
             templar._current = outer
         self._done[index] = value
@@ -1079,9 +1144,13 @@ class Templar(object):
         raw, layer = found
         if layer is None:
             value = self._resolve(name, raw)
+        elif layer.__class__ is Results and layer.holds_template(name, raw):
+            value = self._resolve(name, raw, results=True)
         elif layer.__class__ is Deprecated:
             layer.read(name)
-            return raw  # (not cached: each template that reads it must say so)
+            # (not cached: each template that reads it must say so; ``vars``,
+            # every variable, is read as each one's layer has it)
+            return self.lazy(raw) if raw.__class__ is collections.ChainMap else raw
         else:
             value = raw
         self._cache[name] = value
@@ -1093,25 +1162,28 @@ class Templar(object):
     def variable_names(self):
         return iter(self._variables)
 
-    def lazy(self, raw):
-        """``raw`` templated one level deep; containers become lazy views."""
+    def lazy(self, raw, results=False):
+        """``raw`` templated one level deep; containers become lazy views.
+        ``results``: ``raw`` is a result's (see :class:`Results`)."""
         if isinstance(raw, str):
+            if results and raw.__class__ is not TrustedText:
+                return raw
             return self._render(raw) if is_template(raw) else raw
         if isinstance(raw, collections.abc.Mapping):
-            return _AnsibleLazyTemplateDict(raw, self, self._current)
+            return _AnsibleLazyTemplateDict(raw, self, self._current, results)
         if isinstance(raw, (list, tuple)):
-            return _AnsibleLazyTemplateList(raw, self, self._current)
+            return _AnsibleLazyTemplateList(raw, self, self._current, results)
         return raw
 
     # -- internals
 
-    def _resolve(self, name, raw):
+    def _resolve(self, name, raw, results=False):
         if name in self._resolving:
             raise _recursion_error(raw)
         self._resolving.add(name)
         outer, self._current = self._current, name
         try:
-            return self.lazy(raw)
+            return self.lazy(raw, results)
         except TemplateError as exc:
             if getattr(exc, "variable", None) is None:
                 exc.variable = name  # the innermost variable whose value failed

@@ -29,7 +29,7 @@ from ioc.ansible.convert import BRIDGE_INCLUDES
 from ioc.ansible.includes import announce_included
 from ioc.ansible.results import task_result
 from ioc.ansible.state import PlayState
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, tagged
 
 
 class EventReplay:
@@ -251,7 +251,7 @@ class EventReplay:
             # reserved name points at (file:line:column and the excerpt).
             written = {str(k): k for k in (getattr(self.state.task, "args", None) or {})}
             self.vm.set_nonpersistent_facts(
-                host, {written.get(k, k): v for k, v in plain(facts).items()})
+                host, {written.get(k, k): v for k, v in tagged(facts).items()})
             # (the runner's reading of ``cacheable``: "no" is false, as Ansible's)
             if result.get("ansible_facts_cacheable") or result.get("_ioc_cacheable"):
                 self.vm.set_host_facts(host, plain(facts))
@@ -264,7 +264,7 @@ class EventReplay:
             given = getattr(self.state.task, "register", None)
             name = next((k for k in given if k == name), name) if isinstance(given, dict) \
                 else given if given == name else name
-            value = {k: v for k, v in plain(result).items() if not k.startswith("_ioc_")}
+            value = {k: v for k, v in tagged(result).items() if not k.startswith("_ioc_")}
             self.vm.set_nonpersistent_facts(host, {name: value})
 
     def host_left(self, name: str, end: Dict[str, Any]) -> None:
@@ -276,12 +276,12 @@ class EventReplay:
             # What the replay gave Ansible already is not given again (a second
             # set would repeat its reserved-name warning, without the origin).
             known = self.vm._nonpersistent_fact_cache.get(name, {})
-            runtime = {k: v for k, v in plain(state["runtime"]).items()
+            runtime = {k: v for k, v in tagged(state["runtime"]).items()
                        if k not in known or plain(known[k]) != v}
             if runtime:
                 self.vm.set_nonpersistent_facts(name, runtime)
         for key, value in (state.get("include_vars") or {}).items():
-            self.vm.set_host_variable(name, key, plain(value))
+            self.vm.set_host_variable(name, key, tagged(value))
 
 
 def _flush_std_streams() -> None:

@@ -24,7 +24,7 @@ import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ioc.ansible.state import PlayState
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, trusted_text
 from ioc.model import Group, Host, Inventory
 
 LOG = logging.getLogger(__name__)
@@ -49,8 +49,14 @@ class HostVarsExport:
         self._config_port: Any = _UNREAD
 
     def memory(self, names: Sequence[str]) -> Dict[str, Dict[str, Dict[str, Any]]]:
-        """The runtime layers of the play's hosts, as plain values (the request's ``memory``)."""
-        return {name: plain(self.layers(name)) for name in names}
+        """The runtime layers of the play's hosts, as plain values (the request's
+        ``memory``), but the text Ansible trusts in registered and set_fact values
+        marked (``trusted_text``)."""
+        memory = {}
+        for name in names:
+            layers = self.layers(name)
+            memory[name] = dict(plain(layers), runtime=trusted_text(layers["runtime"]))
+        return memory
 
     def layers(self, name: str) -> Dict[str, Dict[str, Any]]:
         """A host's variable layers the dispatcher keeps, as Ansible's variable manager has them."""
@@ -204,11 +210,13 @@ def _templated_connection_vars(variables: Mapping[str, Any], loader: Any) -> Dic
 
 
 def delta(before: Dict[str, Dict[str, Any]], after: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
-    """What changed in each layer (added or replaced names), as plain values."""
+    """What changed in each layer (added or replaced names), as plain values
+    (but registered and set_fact values' trusted text marked, as :meth:`HostVarsExport.memory`)."""
     out = {}
     for layer, values in after.items():
         old = before.get(layer, {})
-        changed = {plain(k): plain(v) for k, v in values.items()
+        value_of = trusted_text if layer == "runtime" else plain
+        changed = {plain(k): value_of(v) for k, v in values.items()
                    if k not in old or (old[k] is not v and old[k] != v)}
         if changed:
             out[layer] = changed

@@ -18,7 +18,7 @@ import contextlib
 import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, tagged
 
 _LOADER_NAMES = {"filter": "filter_loader", "test": "test_loader", "lookup": "lookup_loader"}
 
@@ -85,8 +85,8 @@ class AnsiblePlugins:
         try:
             with _warnings_to(self.display):
                 value = templar.evaluate_expression(trust_as_template(expression),
-                                                    local_variables={"__ioc_args": args,
-                                                                     "__ioc_kwargs": kwargs,
+                                                    local_variables={"__ioc_args": tagged(args),
+                                                                     "__ioc_kwargs": tagged(kwargs),
                                                                      "__ioc_name": name})
             return plain(value)
         except Exception as exc:

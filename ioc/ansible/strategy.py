@@ -33,7 +33,7 @@ from ioc.ansible import routing
 from ioc.ansible.play import foreign_steps, plan_for
 from ioc.ansible.state import PlayState
 from ioc.ansible.template_vars import template_vars
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, tagged
 from ioc.ansible.version import check_ansible_version
 from ioc.transport.spec import transport_of
 
@@ -263,6 +263,7 @@ class PlayRun:
                     index, active, events.take_include_results()), op="include_done"))
             elif kind == "store":  # delegate_facts outside the play, run_once's others
                 _, name, values, layer = reply
+                values = tagged(values)  # (the runner's trusted text as Ansible's)
                 if layer == "facts":
                     vm.set_host_facts(name, values)
                 elif layer == "include_vars":

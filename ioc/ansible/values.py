@@ -52,3 +52,45 @@ def plain_vars(values: Mapping[str, Any]) -> Any:
         return plain(value)
 
     return walk(values)
+
+
+def tagged(value: Any) -> Any:
+    """``value`` as :func:`plain` makes it, but each of the runner's
+    ``TrustedText`` tagged ``TrustedAsTemplate``, as Ansible tags the text it
+    loaded (a registered include_vars result stays a template in Ansible's
+    variables)."""
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+
+    from ioc.agentless_runner.trust import TrustedText
+
+    def walk(item: Any) -> Any:
+        if item.__class__ is TrustedText:
+            return TrustedAsTemplate().tag(str.__str__(item))
+        if isinstance(item, Mapping):
+            return {plain(k): walk(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple, set, frozenset)):
+            return [walk(v) for v in item]
+        return plain(item)
+
+    return walk(value)
+
+
+def trusted_text(value: Any) -> Any:
+    """``value`` as :func:`plain` makes it, but each text Ansible trusts as a
+    template a ``TrustedText``: the runner templates it when read, even in a
+    registered result (the converse of :func:`tagged`)."""
+    from ansible._internal._datatag._tags import TrustedAsTemplate
+
+    from ioc.agentless_runner.trust import TrustedText
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            text = plain(item)
+            return TrustedText(text) if TrustedAsTemplate.is_tagged_on(item) else text
+        if isinstance(item, Mapping):
+            return {plain(k): walk(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple, set, frozenset)):
+            return [walk(v) for v in item]
+        return plain(item)
+
+    return walk(value)

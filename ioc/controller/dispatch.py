@@ -8,6 +8,7 @@ host waits for another.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -20,6 +21,7 @@ import mitogen.select
 from ioc.agentless_runner import batch as runner_batch
 from ioc.agentless_runner import results as runner_results
 from ioc.agentless_runner import entry as runner_entry
+from ioc.agentless_runner import trust
 from ioc.agentless_runner.lookups import unforeseen
 from ioc.controller import plugins
 from ioc.transport import bootstrap
@@ -271,9 +273,10 @@ class _Running:
         #: be read before the worker thread gets it back from mitogen).
         self.reply: Optional[mitogen.core.Receiver] = None
         # The runner ends itself after this much silence (ioc.transport.keepalive).
-        wire = dict(call.wire, options=dict(call.wire.get("options") or {},
-                                            keepalive=connector.keepalive.runner_bound,
-                                            run=connector.run_id))
+        # (the runner's mitogen unpickles builtins only: trusted text as its tuple)
+        wire = trust.encode(dict(call.wire, options=dict(call.wire.get("options") or {},
+                                                         keepalive=connector.keepalive.runner_bound,
+                                                         run=connector.run_id)))
         tracker.sent = len(mitogen.core.Message.pickled(wire).data)
         if call.modules:
             bootstrap.preload(connector.router, ctx, call.modules)
@@ -326,7 +329,8 @@ class _Running:
             # unpickle raises the ChannelError itself when the runner's end
             # went away (killed, ssh cut: mitogen's dead message), as it does
             # for a dead reply: both are a lost connection, reported as Ansible does.
-            value = msg.unpickle()
+            value = msg.unpickle(find_class=functools.partial(trust.find_class,
+                                                              fallback=msg._find_global))
         except mitogen.core.ChannelError as exc:
             self.lost = True
             connector.heartbeat.discard(self.ctx)
@@ -354,7 +358,7 @@ class _Running:
             return None  # run_batch returned: every event has been delivered
         if value.get("e") == "plugin":  # a plugin ioc lacks: answer, not an event
             # (on a thread of its own: a foreign plugin may take its time)
-            threading.Thread(target=lambda: msg.reply(plugins.answer(value)),
+            threading.Thread(target=lambda: msg.reply(trust.encode(plugins.answer(value))),
                              name="ioc-plugin-%s" % call.host, daemon=True).start()
             return _GOES_ON
         if value.get("e") == "lookup":  # a lookup the controller could not foresee

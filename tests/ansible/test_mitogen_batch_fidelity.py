@@ -1831,3 +1831,77 @@ def test_copy_and_template_report_the_file_ansibles_action_uploaded_as_src(ansib
     # (each was there while its module ran, and is gone)
     assert '"msg": "[\'.source.txt\', \'.source.cfg\'] []"' in batch.stdout, batch.stdout
     assert batch.steps, batch.log
+
+
+def test_vars_reads_each_variable_as_its_layer_has_it(ansible, ansible_python):
+    """``vars`` (deprecated by 2.21, whose warning the default config shows) and
+    ``hostvars[host]`` template a play variable's text, never a command's
+    registered output: ``vars.p`` of ``p: "{{ 2 + 2 }}"`` is 4 (it was the
+    text as written under 2.21's deprecated ``vars``), ``vars.out.stdout`` of
+    an output holding ``{{ 1 + 1 }}`` stays that text (it was 2 through
+    ``hostvars``, and through ``vars`` without the deprecation)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            p: "{{ 2 + 2 }}"
+          tasks:
+            - command: echo '{{ "{{" }} 1 + 1 }}'
+              register: out
+              changed_when: false
+            - debug:
+                msg: "{{ vars.p }} {{ vars.out.stdout }} {{ hostvars[inventory_hostname].out.stdout }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # (both show "Deprecation warnings can be disabled ...": the first deprecation's)
+    assert batch.without_ansible_warnings(batch.stderr) == \
+        linear.without_ansible_warnings(linear.stderr)
+    assert batch.without_ansible_warnings() == linear.stdout
+    assert batch.rc == linear.rc
+    assert '"msg": "4 {{ 1 + 1 }} {{ 1 + 1 }}"' in batch.stdout
+
+
+def test_trusted_text_crosses_tasks_that_run_through_ansible(ansible, ansible_python):
+    """A registered include_vars result's text stays a trusted template through
+    Ansible's variables (a task with a templated ``throttle`` runs through
+    Ansible): Ansible renders it, and what such a task registers the runner
+    renders after it; a command's output stays literal both ways."""
+    ansible.write("vars/t.yml", """
+        sum: "{{ 1 + 1 }}"
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_vars:
+                file: vars/t.yml
+              register: loaded
+            - command: echo '{{ "{{" }} 3 + 3 }}'
+              register: out
+              changed_when: false
+            - name: through Ansible
+              debug:
+                msg: "{{ loaded.ansible_facts.sum }} {{ out.stdout }}"
+              throttle: "{{ 1 }}"
+            - name: through Ansible
+              include_vars:
+                file: vars/t.yml
+              register: again
+              throttle: "{{ 1 }}"
+            - name: through Ansible
+              command: echo '{{ "{{" }} 4 + 4 }}'
+              register: out2
+              changed_when: false
+              throttle: "{{ 1 }}"
+            - debug:
+                msg: "{{ again.ansible_facts.sum }} {{ out2.stdout }} {{ loaded.ansible_facts.sum }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "2 {{ 3 + 3 }}"' in batch.stdout
+    assert '"msg": "2 {{ 4 + 4 }} 2"' in batch.stdout
+    assert batch.through_ansible, batch.log

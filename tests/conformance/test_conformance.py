@@ -92,7 +92,9 @@ PLAYBOOKS_219 = (
     "registered_shapes",
     "rescued_yet_left_out",
     "start_at_task_pattern",
+    "trusted_template_result",
     "unreachable",
+    "untrusted_module_output",
     "until_exhausted",
 )
 TIMEOUT = 180

@@ -1,0 +1,122 @@
+"""Text trusted as a template, per value (ansible-core 2.19+'s ``TrustedAsTemplate``).
+
+ansible-core tags each string it loads from a playbook, a vars file or
+``include_vars`` as trusted; templating reads such a string as a template
+wherever it is found, even inside a registered result
+(``{{ r.ansible_facts.foo }}`` of an include_vars of ``foo: "{{ 1 + 1 }}"``
+is 2), while text a module returned is never templated. The runner's layers
+of written variables are trusted as a whole; in the layers of results
+(registered values, set_fact values) only a :class:`TrustedText` is.
+
+On the wire: a TrustedText pickles as itself (the controller's unpickler
+takes this class, :func:`find_class`); the runner's mitogen takes builtins
+only, so what the controller sends back holds each one as the tuple
+:func:`encode` makes (the runner's values hold no tuples), which
+:func:`decode` turns back.
+
+Imports only the stdlib; runs on Python 3.9+.
+"""
+
+__all__ = ["TrustedText", "trusted", "written", "encode", "decode", "find_class"]
+
+#: The first item of a trusted text's tuple on the wire to the runner.
+_WIRE = "\x00ioc:trusted"
+
+
+class TrustedText(str):
+    """A str that is a trusted template: templated when read, wherever it is."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return TrustedText, (str.__str__(self),)
+
+    def __repr__(self):
+        return str.__repr__(self)
+
+
+def trusted(value):
+    """``value`` with every string in it a :class:`TrustedText` (data loaded
+    from a vars file; not its keys, which are never templated as a value is)."""
+    if isinstance(value, str):
+        return value if value.__class__ is TrustedText else TrustedText(value)
+    if isinstance(value, dict):
+        return {k: trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [trusted(v) for v in value]
+    return value
+
+
+def written(raw, value):
+    """``value`` (``raw``, an argument as the play wrote it, templated) with
+    each text that is ``raw``'s own, untemplated, a :class:`TrustedText`: the
+    values of set_fact, which ansible-core keeps as loaded (trusted)."""
+    if value.__class__ is str:
+        return TrustedText(value) if value is raw else value
+    if isinstance(value, dict) and isinstance(raw, dict):
+        return {k: written(raw.get(k), v) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(raw, list) and len(raw) == len(value):
+        return [written(r, v) for r, v in zip(raw, value)]
+    return value
+
+
+def encode(value):
+    """``value`` with each TrustedText as its tuple on the wire (copied only
+    where one is inside)."""
+    return _walk(value, _encode_one)
+
+
+def decode(value):
+    """``value`` as :func:`encode` had it (copied only where one is inside)."""
+    return _walk(value, _decode_one)
+
+
+def _encode_one(value):
+    return (_WIRE, str.__str__(value)) if value.__class__ is TrustedText else value
+
+
+def _decode_one(value):
+    if value.__class__ is tuple and len(value) == 2 and value[0] == _WIRE:
+        return TrustedText(value[1])
+    return value
+
+
+#: The types :func:`_walk` looks into or at; any other value stays as it is.
+_WALKED = frozenset((dict, list, tuple, TrustedText))
+
+
+def _walk(value, one):
+    """``value`` with ``one`` applied to each value in its dicts and lists,
+    the same object where nothing changed (a container of none of
+    :data:`_WALKED`, e.g. a command's output lines, is not walked item by item)."""
+    if isinstance(value, dict):
+        if _WALKED.isdisjoint(map(type, value.values())):
+            return value
+        changed = None
+        for key, item in value.items():
+            new = _walk(item, one)
+            if new is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
+    if isinstance(value, list):
+        if _WALKED.isdisjoint(map(type, value)):
+            return value
+        changed = None
+        for index, item in enumerate(value):
+            new = _walk(item, one)
+            if new is not item:
+                if changed is None:
+                    changed = list(value)
+                changed[index] = new
+        return value if changed is None else changed
+    return one(value)
+
+
+def find_class(module, name, fallback):
+    """A mitogen unpickler's ``find_class`` on the controller: this module's
+    TrustedText, else ``fallback(module, name)`` (mitogen's own)."""
+    if module == __name__ and name == "TrustedText":
+        return TrustedText
+    return fallback(module, name)
