@@ -1097,7 +1097,9 @@ class HostRun(HandlerRun, LoopRun):
     def apply_effects(self, task, result):
         """Facts and set_fact values of an ok result become host variables."""
         facts = result.get("ansible_facts")
-        if not facts:
+        if not facts or task["action"] == "debug":
+            # (debug: var=ansible_facts shows them; Ansible's debug action sets
+            # none, ansible/ansible#74060)
             return
         if task["action"] == "set_fact" and self.options.get("delegate_facts"):
             # L7.3: the delegate gets them (as its set_fact values), not this host
