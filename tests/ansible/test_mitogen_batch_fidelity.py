@@ -393,6 +393,58 @@ def test_an_include_that_cannot_be_loaded_is_the_steps_failure_for_any_errors_fa
     assert batch.steps, batch.log
 
 
+def test_a_looped_include_that_cannot_be_loaded_names_where_its_value_was_written(
+        ansible, ansible_python):
+    """A looped include_role of roles that do not exist, in a block with a
+    rescue: each error's ``Origin:`` is where Ansible's templating says the
+    role's name came from: the loop item as written (``{{ item }}``, ``{{
+    item.n }}``), the play var a loop over ``{{ names }}`` took it from, the
+    argument's own template for any other text (``x{{ item }}``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            names:
+              - c
+          tasks:
+            - block:
+                - include_role:
+                    name: "{{ item }}"
+                  loop:
+                    - a
+                    - b
+                - include_role:
+                    name: "x{{ item }}"
+                  loop: [a]
+              rescue:
+                - debug:
+                    msg: rescued
+            - block:
+                - include_role:
+                    name: "{{ item }}"
+                  loop: "{{ names }}"
+              rescue:
+                - debug:
+                    msg: rescued
+            - block:
+                - include_role:
+                    name: "{{ item.n }}"
+                  loop:
+                    - n: d
+              rescue:
+                - debug:
+                    msg: rescued
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    shown = batch.stdout + batch.stderr
+    assert "Origin: <unknown>" not in shown
+    assert shown.count("play.yml:") == 4, shown  # a, b (loop), c (vars), d (item.n)
+    assert batch.steps, batch.log
+
+
 def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible_python):
     """A templated ``throttle`` runs its task through Ansible, whose strategy
     templates it per host: a number limits the hosts, anything else stops the
