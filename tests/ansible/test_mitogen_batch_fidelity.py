@@ -1077,6 +1077,94 @@ def test_a_role_that_already_ran_is_not_run_again_by_a_dependency(ansible, ansib
     assert batch.stdout.count('"msg": "again"') == 2
 
 
+def test_a_role_is_deduplicated_per_host_once_it_completed(ansible, ansible_python):
+    """Linear skips, per host, the tasks of a role that completed for it: a
+    task of it ran (not skipped, not unreachable) and the host got to its
+    end. A role skipped the first time (``when``) runs later; one a dependency
+    of ``import_role`` and ``include_role`` names after it ran does not; a
+    run_once failure completes it for the host that ran it only, so the next
+    occurrence runs once on the other host (the ``roles`` target's
+    role_complete.yml and no_dupes.yml)."""
+    ansible.write("roles/a/tasks/main.yml", "- debug: msg=A\n")
+    for name in ("b", "c"):
+        ansible.write("roles/%s/meta/main.yml" % name, "dependencies:\n  - name: a\n")
+        ansible.write("roles/%s/tasks/main.yml" % name, "- debug: msg=%s\n" % name.upper())
+    ansible.write("roles/set_var/tasks/main.yml", "- set_fact:\n    role_set_var: true\n")
+    ansible.write("roles/set_once/tasks/main.yml", "- set_fact:\n    once_set: true\n")
+    ansible.write("roles/once/tasks/main.yml", """
+        - debug:
+            msg: "once {{ once_set is defined }}"
+          failed_when: once_set is undefined
+          run_once: true
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          roles:
+            - role: a
+              when: role_set_var is defined
+            - role: set_var
+            - role: a
+              when: role_set_var is defined
+            - role: a
+              when: role_set_var is defined
+        - hosts: web
+          gather_facts: false
+          roles:
+            - a
+            - b
+          tasks:
+            - import_role:
+                name: c
+            - include_role:
+                name: c
+        - hosts: web
+          gather_facts: false
+          ignore_errors: true
+          roles:
+            - once
+            - set_once
+            - once
+            - once
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "A"') == 4  # h1 and h2, once in each of two plays
+    # (include_role's c is not the play's cached c: Role.__eq__ differs, it runs)
+    assert batch.stdout.count('"msg": "C"') == 4
+    # h1 failed it (ignored): completed there; h2 runs the next one, nobody the third
+    assert batch.stdout.count('"msg": "once False"') == 1, batch.stdout
+    assert batch.stdout.count('"msg": "once True"') == 1, batch.stdout
+    assert 'ok: [h2] => {\n    "msg": "once True"' in batch.stdout
+    assert batch.steps, batch.log
+
+
+def test_a_role_an_ignored_unreachable_host_did_not_complete_runs_again_there(
+        ansible, ansible_python):
+    """A role whose only task was unreachable (ignore_unreachable) did not
+    complete for that host: its next occurrence runs there, and only there
+    (the ``roles`` target's role_complete.yml --tags unreachable)."""
+    ansible.write("roles/probe/tasks/main.yml", "- ping:\n    data: reachable\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          ignore_unreachable: true
+          roles:
+            - probe
+            - probe
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",))
+                              + "fake ansible_host=fake.invalid ansible_connection=ssh\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count("UNREACHABLE!") == 2
+    assert batch.stdout.count("ok: [h1]") == 1
+    assert "ignored=2" in batch.stdout
+
+
 def test_a_group_made_by_group_by_brings_its_group_vars_to_the_next_task(ansible, ansible_python):
     """group_by puts the host in a new group (with a parent group): the next
     task sees both groups' group_vars beside the playbook, as under linear;
