@@ -105,7 +105,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _error_object(task, result),
-                                     result.get("_ioc_error_help"), keyword)
+                                     result.get("_ioc_error_help"), keyword,
+                                     result.get("_ioc_error_arg"))
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -567,19 +568,22 @@ def _argument(task: Any, expression: Any, stripped: bool = False) -> Any:
     return None
 
 
-def _argument_exception(task: Any, failed: Any) -> Optional[BaseException]:
+def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optional[BaseException]:
     """The chain ansible-core raises for task argument ``failed`` = [name, variable
     whose value failed, the keys down to the innermost failing value, the
     chain's three messages] that could not be templated: about the task's
     action, the argument's value and the variable's (else the innermost
     value's; origin-tagged values: Ansible's display names where each was
-    written); None if ``failed`` is not that error's."""
+    written; a default of ``module_defaults`` where that was written); None if
+    ``failed`` is not that error's. ``legacy``: as 2.19 chains it."""
     from ansible.errors import AnsibleError
 
     if not isinstance(failed, list) or len(failed) != 4:
         return None
     name, variable, path, (finalization, resolving, cause) = failed
     value = (task.args or {}).get(name)
+    if value is None and name not in (task.args or {}):
+        value = _module_default(task, name)
     found = _variable_value(task, variable)
     if found is None:  # the innermost mapping value whose template failed
         found = value
@@ -589,13 +593,32 @@ def _argument_exception(task: Any, failed: Any) -> Optional[BaseException]:
     try:
         try:
             try:
+                if legacy and source is value:
+                    # (2.19 words a template failing where it was written as one error)
+                    raise AnsibleError("%s: %s" % (resolving, cause), obj=value)
                 raise AnsibleError(cause, obj=source)
             except AnsibleError as ex:
+                if legacy and source is value:
+                    raise
                 raise AnsibleError(resolving + ".", obj=value) from ex
         except AnsibleError as ex:
             raise AnsibleError(finalization + ".", obj=task.action) from ex
     except AnsibleError as error:
         return error
+
+
+def _module_default(task: Any, name: str) -> Any:
+    """The (origin-tagged) value the task's ``module_defaults`` give its argument
+    ``name`` (the converter merged them into the arguments the runner
+    templated: ``Converter.module_defaults``); None if they give none."""
+    from ioc.ansible import module_defaults as md
+
+    if not getattr(task, "module_defaults", None):
+        return None
+    try:
+        return md.apply_defaults(str(task.resolved_action), task, {}).get(name)
+    except md.TemplatedDefaults:
+        return None
 
 
 def _written_variable(task: Any, variable: str) -> List[Any]:
@@ -825,20 +848,23 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
 
 
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
-                      help_text: Any = None, keyword: Any = None) -> Dict[str, Any]:
+                      help_text: Any = None, keyword: Any = None,
+                      argument: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
-    (a failed become; the action's, about its argument ``obj``), marked so
-    ``_raw_task_result`` leaves it as it is."""
+    (a failed become; the action's, about its argument ``obj``; an argument
+    or keyword that could not be templated: their chains, as ``_engine_error``),
+    marked so ``_raw_task_result`` leaves it as it is."""
     from ansible._internal._errors import _error_utils
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
-    chained = _keyword_exception(task, message, keyword) if keyword else None
+    chained = _argument_exception(task, argument, legacy=True) if argument else \
+        _keyword_exception(task, message, keyword) if keyword else None
     try:
         try:
-            if chained is not None:  # (a keyword whose value is not of its type)
+            if chained is not None:  # (an argument, a keyword: their chains)
                 raise chained
             # (from None: called while handling the ImportError that chose 2.19)
             raise _engine_exception(message, data, obj, help_text) from None

@@ -1197,6 +1197,43 @@ def ioc_run_output(ansible, inventory) -> str:
     return ours.stdout + ours.stderr
 
 
+def test_a_module_default_that_cannot_be_templated_names_where_it_was_written(
+        ansible, ansible_python):
+    """A module default whose template fails (an undefined variable): the
+    error's chain ends with where the default's value was written under
+    ``module_defaults``, as linear's (the module_defaults target); so does a
+    task's own argument's, a whole one and one inside a mapping (2.19's
+    chain words the first as one error)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: untemplatable default
+              module_defaults:
+                ansible.builtin.ping:
+                  data: '{{ busted_invalid_var }}'
+              ansible.builtin.ping:
+              ignore_errors: true
+            - name: untemplatable argument
+              ansible.builtin.ping:
+                data: '{{ busted_invalid_var }}'
+              ignore_errors: true
+            - name: untemplatable value in an argument
+              ansible.builtin.debug:
+                msg:
+                  a: '{{ busted_invalid_var }}'
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    shown = batch.stdout + batch.stderr
+    assert "play.yml:7:17" in shown  # the default's value
+    assert "play.yml:12:15" in shown and "play.yml:17:14" in shown  # the arguments' values
+    assert batch.steps, batch.log
+
+
 def test_module_defaults_are_merged_natively_as_ansible_merges_them(ansible, ansible_python):
     """module_defaults (play, block, task; a builtin action group; setup's for the
     implicit gathering) reach the task's arguments natively, as Ansible merges them."""
