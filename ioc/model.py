@@ -271,6 +271,11 @@ class Block:
     #: The tasks of a dynamic include, for one included file and loop item:
     #: only these hosts reach them (the others never do, L7.8). Empty: all.
     hosts: Tuple[str, ...] = ()
+    #: One occurrence of a role's own tasks (not its dependencies'), keyed by
+    #: the play's cached role: a host for which that role completed (a task of
+    #: it ran, not skipped or unreachable, and the host got to its end) does
+    #: not reach it. None: not a role, or one that allows duplicates.
+    role_key: Optional[str] = None
 
 
 Node = Union[Task, Block]

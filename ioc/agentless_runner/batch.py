@@ -172,6 +172,11 @@ class HostRun(HandlerRun, LoopRun):
         self.notified = list(state.get("notified", []))
         self.blocks_in = dict(state.get("blocks", {}))
         self.blocks_out = {}
+        #: Role occurrence key (``role_key`` of a block) -> "ran" once a task
+        #: of it ran for this host (not skipped, not unreachable), "done" once
+        #: the host got to the end of an occurrence after that: linear's
+        #: ``Role._had_task_run`` and ``_completed``, for this play.
+        self.roles = dict(state.get("roles", {}))
         #: How many ``meta: clear_host_errors`` this walk ran: one run inside a
         #: block's rescue or always forgives the failure that block holds.
         self.errors_cleared = 0
@@ -243,6 +248,7 @@ class HostRun(HandlerRun, LoopRun):
             "include_vars": self.written["include_vars"],
             "notified": self.notified,
             "blocks": self.blocks_out,
+            "roles": self.roles,
         }
         if self.delegated_facts:
             state["delegated_facts"] = self.delegated_facts
@@ -357,7 +363,34 @@ class HostRun(HandlerRun, LoopRun):
             return True
 
     def run_block(self, block, scope):
-        """A block; a role's block also ends where ``meta: end_role`` says (L7.10)."""
+        """A block; a role's block also ends where ``meta: end_role`` says (L7.10).
+
+        An occurrence of a role (``role_key``) is not reached by a host for
+        which that role completed (linear's iterator skips each of its tasks);
+        it completes when the host gets to its end after a task of it ran."""
+        key = block.get("role_key")
+        if key is None:
+            return self._run_block_of_role(block, scope)
+        bid = str(block["b"])
+        if bid not in self.blocks_in and self.roles.get(key) == "done":
+            self.blocks_out[bid] = {"phase": "skipped", "failure": None}
+            return None
+        failure = self._run_block_of_role(block, scope)
+        if failure is None and self.roles.get(key) == "ran":
+            self.roles[key] = "done"
+        return failure
+
+    def role_ran(self, scope):
+        """A task ran for this host (a result not skipped, not unreachable): its
+        role's occurrence (the innermost ``role_key`` around it) ran."""
+        for block in reversed(scope.blocks):
+            key = block.get("role_key")
+            if key is not None:
+                if self.roles.get(key) != "done":
+                    self.roles[key] = "ran"
+                return
+
+    def _run_block_of_role(self, block, scope):
         if not block.get("role"):
             return self._run_block(block, scope)
         try:
@@ -601,6 +634,8 @@ class HostRun(HandlerRun, LoopRun):
             result["_ioc_const_warnings"] = _const_warnings(task, consts.found)
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
+        if status in ("ok", "failed"):
+            self.role_ran(scope)
         if status == "unreachable":
             # Not rescued, no always (L1.8); ignore_unreachable lets the host go on
             # (a loop's: as its items' values combine, see loops.py).

@@ -184,16 +184,6 @@ class Converter:
         self.modules = modules.ModuleSet(internal=modules.run_wide_args(Display().verbosity))
         self._module_why: Optional[str] = None
         self._options: Optional[Mapping[str, Any]] = None
-        #: Every role occurrence converted to its end (deduplication). Ansible
-        #: finds a role's cached twin by equality (``Role.__eq__``: the same
-        #: role with the same parameters), not identity. In play order: while
-        #: a section is converted, the roles that complete before it runs.
-        self.roles_run: List[Any] = []
-        #: id(Ansible include task) -> the roles that complete before it runs
-        #: (``roles_run`` when it was converted): what it includes is spliced
-        #: right after it, where only those have run (``section(done=...)``).
-        self.roles_before: Dict[int, Tuple[Any, ...]] = {}
-
     def fail(self, task: Any, why: str) -> None:
         """A construct that sends the whole play to linear."""
         raise Fallback("%s (%s)" % (why, _location(task)))
@@ -528,15 +518,19 @@ class Converter:
         from ansible.playbook.block import Block as AnsibleBlock
 
         out: List[Any] = []
+        occurrence = _Occurrence()
         for item in items:
             if isinstance(item, AnsibleBlock):
+                if self._ends_role(item):
+                    self._close_occurrence(occurrence, item, out)
+                    continue
+                occurrence.add(item, out)
                 out.extend(self.block(item))
             elif self._implicit_meta(item):
                 continue
             else:
+                occurrence.add(item, out)
                 ir = self.task(item)
-                if ir.include_scope is not None:
-                    self.roles_before[id(item)] = tuple(self.roles_run)
                 inlined = self.static_include(item, ir) if ir.include_scope is not None else None
                 out.append(inlined if inlined is not None else ir)
         return out
@@ -583,11 +577,33 @@ class Converter:
         return Block(block=nodes, location=ir.location, implicit=True, include=head,
                      params=dict(ir.vars))
 
-    def _role_ran_before(self, role: Any, block: Any) -> bool:
-        """Whether ``block`` belongs to a later occurrence of a role that already ran."""
-        metadata = getattr(role, "_metadata", None)
-        return any(role == done for done in self.roles_run) and \
-            not getattr(metadata, "allow_duplicates", False)
+    def _close_occurrence(self, occurrence: "_Occurrence", end: Any, out: List[Any]) -> None:
+        """At a role's implicit ``role_complete`` block (``end``): the nodes of
+        the role's own blocks just before it become one block keyed by the
+        role (``Block.role_key``, unless it allows duplicates).
+
+        Linear skips, for a host, every task of a role that completed for it
+        (a task of it ran, not skipped or unreachable, and the host reached
+        its ``role_complete``; the play's cached role: ``Role.__eq__``); the
+        runner decides that per host when it reaches the block
+        (``HostRun.run_block``). A role's dependencies' blocks come before
+        its own, each in a block of its own."""
+        role = getattr(end, "_role", None)
+        start = occurrence.start_of(role, len(out))
+        occurrence.reset()
+        if role is None or start is None or \
+                getattr(getattr(role, "_metadata", None), "allow_duplicates", False):
+            return
+        from ansible.errors import AnsibleError
+
+        try:
+            cached = self.play._get_cached_role(role)
+        except AnsibleError as exc:  # (linear's iterator raises it too)
+            raise Fallback(str(exc)) from None
+        key = "%s#%d" % (plain(cached.get_role_path()),
+                         self.play.role_cache[cached.get_role_path()].index(cached))
+        out[start:] = [Block(block=tuple(out[start:]), location=_location(end), implicit=True,
+                             role_key=key)]
 
     @staticmethod
     def _ends_role(block: Any) -> bool:
@@ -610,37 +626,21 @@ class Converter:
                       always=tuple(self.nodes(block.always)), location=_location(block),
                       name=plain(block.name) or None)]
 
-    def section(self, blocks: Sequence[Any], included: bool = False,
-                done: Optional[Sequence[Any]] = None) -> Tuple[Any, ...]:
+    def section(self, blocks: Sequence[Any], included: bool = False) -> Tuple[Any, ...]:
         """A section's top-level blocks; each role's tasks in one block with its params.
 
         ``included``: the blocks of an ``include_role``, whose defaults are
         private to its tasks (the play's roles' defaults are ``Play.role_defaults``).
-        ``done``: the roles that completed before these blocks run (what a
-        dynamic include loaded: ``roles_before`` of the include), instead of
-        every role converted so far. A file the role's own include_tasks
-        loads belongs to the occurrence still running, which has not completed.
+        Each occurrence of a role is keyed for deduplication (:meth:`_close_occurrence`).
         """
-        if done is not None:
-            saved, self.roles_run = self.roles_run, list(done)
-            try:
-                return self.section(blocks, included)
-            finally:
-                self.roles_run = saved
         out: List[Any] = []
-        skipping = None
+        occurrence = _Occurrence()
         for block in blocks:
             role = getattr(block, "_role", None)
-            if role is not None and self._role_ran_before(role, block):
-                # linear skips every task of a role that already ran for the
-                # host, unless it allows duplicates (its strategy's has_run check)
-                skipping = role
-            if skipping is not None:
-                if skipping is role and self._ends_role(block):
-                    skipping = None
-                continue
             if role is not None and self._ends_role(block):
-                self.roles_run.append(role)
+                self._close_occurrence(occurrence, block, out)
+                continue
+            occurrence.add(block, out)
             nodes = self.block(block)
             if role is not None:
                 # (a dependency has its dependents' params below its own: the dep chain)
@@ -672,6 +672,30 @@ def _handler_role_scope(handler: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     private = any(not getattr(r, "static", True) for r in list(chain) + [role])
     defaults = plain(role.get_default_vars(dep_chain=chain)) if private else {}
     return params, defaults
+
+
+class _Occurrence:
+    """The run of blocks (or tasks) of one role converted last, at one level:
+    where its nodes start in the output (see ``Converter._close_occurrence``)."""
+
+    def __init__(self) -> None:
+        self.role: Any = None
+        self.start = 0
+
+    def add(self, item: Any, out: List[Any]) -> None:
+        """``item`` is about to be converted, its nodes appended to ``out``."""
+        role = getattr(item, "_role", None)
+        if role is None or role is not self.role:
+            self.role, self.start = role, len(out)
+
+    def start_of(self, role: Any, length: int) -> Optional[int]:
+        """Where the nodes of ``role``'s run (up to ``length``) start; None if
+        the items just before were not that role's."""
+        return self.start if role is not None and role is self.role \
+            and self.start < length else None
+
+    def reset(self) -> None:
+        self.role = None
 
 
 def _args_splat(task: Any, args: Mapping[str, Any]) -> Optional[str]:

@@ -66,8 +66,6 @@ class Includes:
 
         state = self.state
         include = state.program.entry(index).task
-        # The roles that completed before the include (its file is spliced right after it).
-        done = state.converted.converter.roles_before.get(id(state.converted.origin[id(include)]))
         results = [r for r in results if plain(r.host.name) in active]
         s, iterator = state.strategy, state.iterator
         included_files = IncludedFile.process_include_results(
@@ -94,7 +92,7 @@ class Includes:
                 state.tqm._stats.increment("ok", host.name)
             state.tqm.send_callback("v2_playbook_on_include", included_file)
             try:
-                nodes = converter.section(new_blocks, included=included_file._is_role, done=done)
+                nodes = converter.section(new_blocks, included=included_file._is_role)
             except Fallback as why:
                 raise AnsibleError("mitogen_batch: %s cannot run: %s"
                                    % (included_file._filename, why)) from None

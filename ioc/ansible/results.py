@@ -19,6 +19,7 @@ changed, the public result), plus what a rescue gets as
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ioc.agentless_runner.results import NO_TRACEBACK
@@ -106,7 +107,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _error_object(task, result),
-                                     result.get("_ioc_error_help"), keyword)
+                                     result.get("_ioc_error_help"), keyword,
+                                     result.get("_ioc_error_arg"))
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -157,9 +159,10 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
                             if isinstance(item, dict) else item
                             for item, raw in zip(items, raw_items)]
         if include:
-            for raw, item_utr in zip(result.get("results") or (), utr.loop_results):
+            for index, (raw, item_utr) in enumerate(zip(result.get("results") or (),
+                                                        utr.loop_results)):
                 if isinstance(raw, dict):
-                    _include_fields(item_utr, raw, action, task)
+                    _include_fields(item_utr, raw, action, task, index)
     elif items is not None:
         utr.result_data["results"] = items
     if isinstance(items, list):
@@ -346,13 +349,7 @@ def _template_source(task: Any, variable: Any, template: Any) -> Any:
     if variable is None:
         candidates = [(getattr(task, "args", None) or {}).get("var")]
     else:
-        candidates = [_variable_value(task, variable)]
-        role = getattr(task, "_role", None)
-        if role is not None:
-            candidates.append((role.get_vars(include_params=False) or {}).get(variable))
-        play = _play_of(task)
-        if play is not None:
-            candidates.append((play.vars or {}).get(variable))
+        candidates = _written_variable(task, variable)
     for candidate in candidates:
         pending = [candidate]
         while pending:
@@ -430,16 +427,17 @@ def _public(result: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-def _include_target(raw: Mapping[str, Any], action: str,
-                    task: Any = None) -> Tuple[Optional[str], Dict[str, Any]]:
+def _include_target(raw: Mapping[str, Any], action: str, task: Any = None,
+                    index: Optional[int] = None) -> Tuple[Optional[str], Dict[str, Any]]:
     """(file, arguments) a runner's include result names, as TaskExecutor splits them.
 
-    An argument equal to the one the task was written with is that one, with
-    its origin (Ansible's templating keeps a literal's): an error loading the
-    include (a role that does not exist) names where it was written."""
+    Each text argument carries the origin Ansible's templating gives it
+    (:func:`_templated_origin`): an error loading the include (a role that
+    does not exist) names where its value was written. ``index``: the loop
+    item's position, when ``raw`` is one item's result."""
     written = (getattr(task, "args", None) or {}) if task is not None else {}
-    args = {k: written[k] if isinstance(v, str) and isinstance(written.get(k), str)
-            and written[k] == v else v
+    item = _written_item(task, raw, index) if task is not None else None
+    args = {k: _templated_origin(task, v, written.get(k), item)
             for k, v in (raw.get("_ioc_include_args") or {}).items()}
     if action == "include_tasks":
         name = args.pop("_raw_params", None)
@@ -447,11 +445,77 @@ def _include_target(raw: Mapping[str, Any], action: str,
     return None, args
 
 
-def _include_fields(utr: Any, raw: Mapping[str, Any], action: str, task: Any = None) -> None:
-    """2.21: what an include (or one loop item of it) included, on its UnifiedTaskResult."""
+_BARE_VARIABLE = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def _templated_origin(task: Any, value: Any, template: Any, item: Any) -> Any:
+    """Text ``value`` (``template`` templated) with the origin Ansible's templating
+    gives it: a value taken whole from a variable keeps the origin of where that
+    was written (``_post_render_mutation``), any other has the template's.
+
+    The value's own text is found by equality: ``template`` itself (a literal),
+    a text of the loop ``item`` as written (``{{ item }}``, ``{{ item.name }}``),
+    the written value of the variable a bare ``{{ name }}`` names."""
+    from ansible._internal._datatag._tags import Origin
+
+    if not isinstance(value, str) or not isinstance(template, str):
+        return value
+    if template == value:
+        return template
+    bare = _BARE_VARIABLE.match(template)
+    for source in [item] + (_written_variable(task, bare.group(1)) if bare else []):
+        found = _equal_text(source, value)
+        if found is not None:
+            return found
+    origin = Origin.get_tag(template)
+    return origin.tag(value) if origin is not None else value
+
+
+def _equal_text(source: Any, text: str) -> Any:
+    """The first origin-tagged text equal to ``text`` in ``source`` (breadth first)."""
+    from ansible._internal._datatag._tags import Origin
+
+    pending = [source]
+    while pending:
+        value = pending.pop(0)
+        if isinstance(value, str):
+            if value == text and Origin.is_tagged_on(value):
+                return value
+        elif isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+    return None
+
+
+def _written_item(task: Any, raw: Mapping[str, Any], index: Optional[int]) -> Any:
+    """The loop item of result ``raw`` as written (origin-tagged): the ``index``th
+    of the task's ``loop`` list, or of the written value of the variable a bare
+    ``loop: "{{ name }}"`` names, when it equals the item the runner looped
+    over; None when it was not written so (a lookup, a filter)."""
+    loop_var = raw.get("ansible_loop_var")
+    if not loop_var or index is None or loop_var not in raw:
+        return None
+    if getattr(task, "loop_with", None):
+        return None
+    loop = getattr(task, "loop", None)
+    lists = [loop] if isinstance(loop, list) else []
+    bare = _BARE_VARIABLE.match(loop) if isinstance(loop, str) else None
+    if bare:
+        lists += [v for v in _written_variable(task, bare.group(1)) if isinstance(v, list)]
+    for written in lists:
+        if index < len(written) and written[index] == raw[loop_var]:
+            return written[index]
+    return None
+
+
+def _include_fields(utr: Any, raw: Mapping[str, Any], action: str, task: Any = None,
+                    index: Optional[int] = None) -> None:
+    """2.21: what an include (or the ``index``th loop item of it) included, on its
+    UnifiedTaskResult."""
     if "_ioc_include_args" not in raw:
         return  # skipped or failed: nothing included
-    utr.include_file, utr.include_args = _include_target(raw, action, task)
+    utr.include_file, utr.include_args = _include_target(raw, action, task, index)
     loop_var = raw.get("ansible_loop_var")
     if loop_var:
         utr.loop_var, utr.loop_item = loop_var, raw.get(loop_var)
@@ -468,15 +532,16 @@ def _include_keys_219(raw: Mapping[str, Any], data: Dict[str, Any], action: str,
                       item: bool, task: Any = None) -> None:
     """2.19: the ``include``/``include_args`` keys its TaskExecutor returns, per item too
     (``item``: ``raw`` is one loop item's result)."""
-    pairs = [(raw, data)]
+    pairs: List[Tuple[Any, Dict[str, Any], Optional[int]]] = [(raw, data, None)]
     if isinstance(raw.get("results"), list) and isinstance(data.get("results"), list):
-        pairs += list(zip(raw["results"], data["results"]))
-    for source, out in pairs:
+        pairs += [(source, out, index) for index, (source, out)
+                  in enumerate(zip(raw["results"], data["results"]))]
+    for source, out, index in pairs:
         if not isinstance(source, dict) or "_ioc_include_args" not in source:
             continue
         if item or out is not data:
             out.pop("changed", None)  # an item is TaskExecutor's dict as it is
-        name, args = _include_target(source, action, task)
+        name, args = _include_target(source, action, task, index)
         if name is not None:
             out["include"] = name
         out["include_args"] = args
@@ -521,19 +586,22 @@ def _argument(task: Any, expression: Any, stripped: bool = False) -> Any:
     return None
 
 
-def _argument_exception(task: Any, failed: Any) -> Optional[BaseException]:
+def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optional[BaseException]:
     """The chain ansible-core raises for task argument ``failed`` = [name, variable
     whose value failed, the keys down to the innermost failing value, the
     chain's three messages] that could not be templated: about the task's
     action, the argument's value and the variable's (else the innermost
     value's; origin-tagged values: Ansible's display names where each was
-    written); None if ``failed`` is not that error's."""
+    written; a default of ``module_defaults`` where that was written); None if
+    ``failed`` is not that error's. ``legacy``: as 2.19 chains it."""
     from ansible.errors import AnsibleError
 
     if not isinstance(failed, list) or len(failed) != 4:
         return None
     name, variable, path, (finalization, resolving, cause) = failed
     value = (task.args or {}).get(name)
+    if value is None and name not in (task.args or {}):
+        value = _module_default(task, name)
     found = _variable_value(task, variable)
     if found is None:  # the innermost mapping value whose template failed
         found = value
@@ -543,13 +611,45 @@ def _argument_exception(task: Any, failed: Any) -> Optional[BaseException]:
     try:
         try:
             try:
+                if legacy and source is value:
+                    # (2.19 words a template failing where it was written as one error)
+                    raise AnsibleError("%s: %s" % (resolving, cause), obj=value)
                 raise AnsibleError(cause, obj=source)
             except AnsibleError as ex:
+                if legacy and source is value:
+                    raise
                 raise AnsibleError(resolving + ".", obj=value) from ex
         except AnsibleError as ex:
             raise AnsibleError(finalization + ".", obj=task.action) from ex
     except AnsibleError as error:
         return error
+
+
+def _module_default(task: Any, name: str) -> Any:
+    """The (origin-tagged) value the task's ``module_defaults`` give its argument
+    ``name`` (the converter merged them into the arguments the runner
+    templated: ``Converter.module_defaults``); None if they give none."""
+    from ioc.ansible import module_defaults as md
+
+    if not getattr(task, "module_defaults", None):
+        return None
+    try:
+        return md.apply_defaults(str(task.resolved_action), task, {}).get(name)
+    except md.TemplatedDefaults:
+        return None
+
+
+def _written_variable(task: Any, variable: str) -> List[Any]:
+    """The raw (origin-tagged) values written for ``variable``, nearest first:
+    the task's and its blocks' vars, its role's, the play's."""
+    candidates = [_variable_value(task, variable)]
+    role = getattr(task, "_role", None)
+    if role is not None:
+        candidates.append((role.get_vars(include_params=False) or {}).get(variable))
+    play = _play_of(task)
+    if play is not None:
+        candidates.append((play.vars or {}).get(variable))
+    return [c for c in candidates if c is not None]
 
 
 def _variable_value(task: Any, variable: Any) -> Any:
@@ -766,20 +866,23 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
 
 
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
-                      help_text: Any = None, keyword: Any = None) -> Dict[str, Any]:
+                      help_text: Any = None, keyword: Any = None,
+                      argument: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
-    (a failed become; the action's, about its argument ``obj``), marked so
-    ``_raw_task_result`` leaves it as it is."""
+    (a failed become; the action's, about its argument ``obj``; an argument
+    or keyword that could not be templated: their chains, as ``_engine_error``),
+    marked so ``_raw_task_result`` leaves it as it is."""
     from ansible._internal._errors import _error_utils
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
-    chained = _keyword_exception(task, message, keyword) if keyword else None
+    chained = _argument_exception(task, argument, legacy=True) if argument else \
+        _keyword_exception(task, message, keyword) if keyword else None
     try:
         try:
-            if chained is not None:  # (a keyword whose value is not of its type)
+            if chained is not None:  # (an argument, a keyword: their chains)
                 raise chained
             # (from None: called while handling the ImportError that chose 2.19)
             raise _engine_exception(message, data, obj, help_text) from None

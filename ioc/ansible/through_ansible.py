@@ -70,6 +70,8 @@ class TaskWalk(HostRun):
         for name in given.get("notify") or ():
             if name not in self.notified:
                 self.notified.append(name)
+        if given["status"] not in ("skipped", "unreachable"):
+            self.role_ran(scope)
         if given["ignored"]:
             return None
         if given["status"] == "unreachable":
@@ -249,6 +251,8 @@ class HandlerWalk(HostRun):
                 queued.add(notified)
             else:
                 self.notified.append(notified)
+        if given["status"] not in ("skipped", "unreachable"):
+            self.role_ran(scope)
         if given["ignored"]:
             return None
         if given["status"] == "unreachable":

@@ -208,7 +208,8 @@ class PlayExecutor:
 
     def _settle_finished_blocks(self, step: Step) -> None:
         """A block a host stood in when the last batch stopped, that lies wholly
-        before ``step``, has ended: its failure fails the host.
+        before ``step``, has ended: its failure fails the host; without one, a
+        role's occurrence completes as the runner completes it (``run_block``).
 
         A batch stops right after its last task, inside the blocks around it;
         when that task was the last of a block's always (a cut after it:
@@ -218,7 +219,8 @@ class PlayExecutor:
         The failure of an ended block inside a block the host is still in
         goes to that block (its rescue or always, as the runner does).
         """
-        spans = {node.id: span(node) for node in _blocks_of(self.plan.program.tree)}
+        numbered = {node.id: node for node in _blocks_of(self.plan.program.tree)}
+        spans = {bid: span(node) for bid, node in numbered.items()}
         for name in self.active():
             state = self.hosts[name]
             open_ = {bid: saved for bid, saved in state.blocks.items()
@@ -229,6 +231,11 @@ class PlayExecutor:
             for bid in ended:
                 saved = state.blocks.pop(bid)
                 if not saved.get("failure"):
+                    # An occurrence of a role the host got to the end of (its
+                    # role_complete) after a task of it ran has completed.
+                    key = numbered[int(bid)].block.role_key
+                    if key is not None and state.roles.get(key) == "ran":
+                        state.roles = {**state.roles, key: "done"}
                     continue
                 first, last = spans[int(bid)]
                 around = [b for b in state.blocks if b in open_ and b not in ended
@@ -277,10 +284,16 @@ class PlayExecutor:
         """The host a run_once task runs on: the first host whose next task it
         is (L7.1). A host in a block's rescue or always, or with a failure its
         block holds for its rescue, is elsewhere: linear's lockstep serves the
-        hosts in their tasks first, and run_once picks the first of those."""
+        hosts in their tasks first, and run_once picks the first of those. A
+        host for which the task's role completed skips it (``HostRun.run_block``)."""
         path = _path_to(self.plan.program.tree, step.start) or []
+        keys = {node.id: node.block.role_key for node in _blocks_of(self.plan.program.tree)
+                if node.block.role_key is not None}
         for host in active:
-            blocks = self.hosts[host].blocks
+            blocks, roles = self.hosts[host].blocks, self.hosts[host].roles
+            if any(bid in keys and str(bid) not in blocks and roles.get(keys[bid]) == "done"
+                   for bid, _ in path):
+                continue
             if all(not isinstance(blocks.get(str(bid)), dict)
                    or (blocks[str(bid)].get("phase") == phase
                        and not (phase == "block" and blocks[str(bid)].get("failure")))

@@ -60,6 +60,9 @@ class HostState:
     #: Handler numbers still queued in the flush the host stopped in, before
     #: a handler its runner does not run (see ``HostRun.run_queued``).
     flushing: Optional[List[int]] = None
+    #: Role occurrences that ran ("ran") or completed ("done") for the host
+    #: in this play (see ``HostRun.roles``).
+    roles: Dict[str, str] = field(default_factory=dict)
     #: How many times any host's status was set: what was derived from every
     #: host's status (``ansible_play_hosts``) is good while this stands still.
     status_changes: ClassVar[int] = 0
@@ -76,7 +79,7 @@ class HostState:
     def wire_state(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {"facts": self.facts, "runtime": self.runtime,
                                  "include_vars": self.included, "notified": self.notified,
-                                 "blocks": self.blocks}
+                                 "blocks": self.blocks, "roles": self.roles}
         if self.flushing is not None:
             state["flushing"] = self.flushing
         return state
@@ -93,6 +96,7 @@ class HostState:
         self.notified = state.get("notified", self.notified)
         self.blocks = state.get("blocks", {})
         self.flushing = state.get("flushing")
+        self.roles = state.get("roles", self.roles)
         if end.get("status") == "failed":
             self.status = HostStatus.FAILED
         elif end.get("status") == "ended":

@@ -292,6 +292,8 @@ def _wire_node(node: Numbered, start: int, end: int, suspend: AbstractSet[int]) 
         wire["role"] = block.role
     if block.hosts:
         wire["hosts"] = list(block.hosts)
+    if block.role_key:
+        wire["role_key"] = block.role_key
     return wire
 
 

@@ -394,6 +394,58 @@ def test_an_include_that_cannot_be_loaded_is_the_steps_failure_for_any_errors_fa
     assert batch.steps, batch.log
 
 
+def test_a_looped_include_that_cannot_be_loaded_names_where_its_value_was_written(
+        ansible, ansible_python):
+    """A looped include_role of roles that do not exist, in a block with a
+    rescue: each error's ``Origin:`` is where Ansible's templating says the
+    role's name came from: the loop item as written (``{{ item }}``, ``{{
+    item.n }}``), the play var a loop over ``{{ names }}`` took it from, the
+    argument's own template for any other text (``x{{ item }}``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            names:
+              - c
+          tasks:
+            - block:
+                - include_role:
+                    name: "{{ item }}"
+                  loop:
+                    - a
+                    - b
+                - include_role:
+                    name: "x{{ item }}"
+                  loop: [a]
+              rescue:
+                - debug:
+                    msg: rescued
+            - block:
+                - include_role:
+                    name: "{{ item }}"
+                  loop: "{{ names }}"
+              rescue:
+                - debug:
+                    msg: rescued
+            - block:
+                - include_role:
+                    name: "{{ item.n }}"
+                  loop:
+                    - n: d
+              rescue:
+                - debug:
+                    msg: rescued
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    shown = batch.stdout + batch.stderr
+    assert "Origin: <unknown>" not in shown
+    assert shown.count("play.yml:") == 4, shown  # a, b (loop), c (vars), d (item.n)
+    assert batch.steps, batch.log
+
+
 def test_a_templated_throttle_is_templated_by_ansibles_strategy(ansible, ansible_python):
     """A templated ``throttle`` runs its task through Ansible, whose strategy
     templates it per host: a number limits the hosts, anything else stops the
@@ -1125,6 +1177,94 @@ def test_a_role_that_already_ran_is_not_run_again_by_a_dependency(ansible, ansib
     assert batch.stdout.count('"msg": "again"') == 2
 
 
+def test_a_role_is_deduplicated_per_host_once_it_completed(ansible, ansible_python):
+    """Linear skips, per host, the tasks of a role that completed for it: a
+    task of it ran (not skipped, not unreachable) and the host got to its
+    end. A role skipped the first time (``when``) runs later; one a dependency
+    of ``import_role`` and ``include_role`` names after it ran does not; a
+    run_once failure completes it for the host that ran it only, so the next
+    occurrence runs once on the other host (the ``roles`` target's
+    role_complete.yml and no_dupes.yml)."""
+    ansible.write("roles/a/tasks/main.yml", "- debug: msg=A\n")
+    for name in ("b", "c"):
+        ansible.write("roles/%s/meta/main.yml" % name, "dependencies:\n  - name: a\n")
+        ansible.write("roles/%s/tasks/main.yml" % name, "- debug: msg=%s\n" % name.upper())
+    ansible.write("roles/set_var/tasks/main.yml", "- set_fact:\n    role_set_var: true\n")
+    ansible.write("roles/set_once/tasks/main.yml", "- set_fact:\n    once_set: true\n")
+    ansible.write("roles/once/tasks/main.yml", """
+        - debug:
+            msg: "once {{ once_set is defined }}"
+          failed_when: once_set is undefined
+          run_once: true
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          roles:
+            - role: a
+              when: role_set_var is defined
+            - role: set_var
+            - role: a
+              when: role_set_var is defined
+            - role: a
+              when: role_set_var is defined
+        - hosts: web
+          gather_facts: false
+          roles:
+            - a
+            - b
+          tasks:
+            - import_role:
+                name: c
+            - include_role:
+                name: c
+        - hosts: web
+          gather_facts: false
+          ignore_errors: true
+          roles:
+            - once
+            - set_once
+            - once
+            - once
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "A"') == 4  # h1 and h2, once in each of two plays
+    # (include_role's c is not the play's cached c: Role.__eq__ differs, it runs)
+    assert batch.stdout.count('"msg": "C"') == 4
+    # h1 failed it (ignored): completed there; h2 runs the next one, nobody the third
+    assert batch.stdout.count('"msg": "once False"') == 1, batch.stdout
+    assert batch.stdout.count('"msg": "once True"') == 1, batch.stdout
+    assert 'ok: [h2] => {\n    "msg": "once True"' in batch.stdout
+    assert batch.steps, batch.log
+
+
+def test_a_role_an_ignored_unreachable_host_did_not_complete_runs_again_there(
+        ansible, ansible_python):
+    """A role whose only task was unreachable (ignore_unreachable) did not
+    complete for that host: its next occurrence runs there, and only there
+    (the ``roles`` target's role_complete.yml --tags unreachable)."""
+    ansible.write("roles/probe/tasks/main.yml", "- ping:\n    data: reachable\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          ignore_unreachable: true
+          roles:
+            - probe
+            - probe
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",))
+                              + "fake ansible_host=fake.invalid ansible_connection=ssh\n")
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count("UNREACHABLE!") == 2
+    assert batch.stdout.count("ok: [h1]") == 1
+    assert "ignored=2" in batch.stdout
+
+
 def test_a_group_made_by_group_by_brings_its_group_vars_to_the_next_task(ansible, ansible_python):
     """group_by puts the host in a new group (with a parent group): the next
     task sees both groups' group_vars beside the playbook, as under linear;
@@ -1155,6 +1295,43 @@ def ioc_run_output(ansible, inventory) -> str:
                           cwd=str(ansible.workdir), capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     return ours.stdout + ours.stderr
+
+
+def test_a_module_default_that_cannot_be_templated_names_where_it_was_written(
+        ansible, ansible_python):
+    """A module default whose template fails (an undefined variable): the
+    error's chain ends with where the default's value was written under
+    ``module_defaults``, as linear's (the module_defaults target); so does a
+    task's own argument's, a whole one and one inside a mapping (2.19's
+    chain words the first as one error)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: untemplatable default
+              module_defaults:
+                ansible.builtin.ping:
+                  data: '{{ busted_invalid_var }}'
+              ansible.builtin.ping:
+              ignore_errors: true
+            - name: untemplatable argument
+              ansible.builtin.ping:
+                data: '{{ busted_invalid_var }}'
+              ignore_errors: true
+            - name: untemplatable value in an argument
+              ansible.builtin.debug:
+                msg:
+                  a: '{{ busted_invalid_var }}'
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    shown = batch.stdout + batch.stderr
+    assert "play.yml:7:17" in shown  # the default's value
+    assert "play.yml:12:15" in shown and "play.yml:17:14" in shown  # the arguments' values
+    assert batch.steps, batch.log
 
 
 def test_module_defaults_are_merged_natively_as_ansible_merges_them(ansible, ansible_python):
