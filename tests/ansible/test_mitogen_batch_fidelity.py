@@ -1620,3 +1620,52 @@ def test_a_script_named_through_a_variable_that_calls_a_lookup_is_shipped(ansibl
     assert '"hello from looked-up-h2",' in batch.stdout
     assert batch.stdout.count('"hello from looked-up-throttled"') == 2, batch.stdout
     assert "Could not find" not in batch.stdout
+
+
+def test_copy_and_template_results_have_ansibles_keys_and_upload_src(ansible, ansible_python):
+    """template target (``'src' in template_result``): Ansible's copy action uploads
+    a changed file to ``<remote_tmp>/ansible-tmp-…/.source<dest's suffix>`` and the
+    copy module reports that upload as ``src`` (gone after the task); unchanged,
+    check-mode and ``force: false`` results have their own keys (the last: the
+    action's ``{changed, dest, src}``)."""
+    ansible.write("templates/t.j2", "rendered for {{ inventory_hostname }}\n")
+    ansible.write("files/f.txt", "a file\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - file: {path: "{{ out }}", state: directory}
+            - template: {src: t.j2, dest: "{{ out }}/t.txt"}
+              register: changed
+            - template: {src: t.j2, dest: "{{ out }}/t.txt"}
+              register: same
+            - template: {src: t.j2, dest: "{{ out }}/t.txt", force: false}
+              register: kept
+            - template: {src: t.j2, dest: "{{ out }}/checked.conf"}
+              check_mode: true
+              register: checked
+            - copy: {src: f.txt, dest: "{{ out }}/f"}
+              diff: true
+              register: copied
+            - copy: {src: f.txt, dest: "{{ out }}/f", force: false}
+              register: copy_kept
+            - debug:
+                msg: "{{ item | dict2items | map(attribute='key') | reject('eq', 'invocation') | sort }}"
+              loop: ["{{ changed }}", "{{ same }}", "{{ kept }}", "{{ checked }}", "{{ copied }}", "{{ copy_kept }}"]
+              loop_control: {label: "{{ item.dest | default('-') | basename }}"}
+            - debug:
+                msg: "{{ [changed, copied] | map(attribute='src')
+                         | map('regex_replace', 'ansible-tmp-[0-9.]+-[0-9]+-[0-9]+/', 'T/') }}
+                      {{ changed.src is exists }} {{ copy_kept.src == playbook_dir ~ '/files/f.txt' }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    home = os.path.expanduser("~")
+    assert ('"msg": "[\'%s/.ansible/tmp/T/.source.txt\', \'%s/.ansible/tmp/T/.source\']'
+            ' False True"' % (home, home)) in batch.stdout, batch.stdout
+    assert '"src",\n' in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log

@@ -11,11 +11,13 @@ import grp
 import hashlib
 import os
 import pwd
+import random
 import re
 import shlex
 import stat
 import subprocess
 import tempfile
+import time
 
 from ioc.agentless_runner import lifeline
 from ioc.agentless_runner.context import ModuleError, as_boolean
@@ -374,6 +376,25 @@ def make_temp_beside(dest):
                                dir=os.path.dirname(dest) or ".")
     os.close(fd)
     return tmp
+
+
+#: Ansible's ``remote_tmp`` default: where modules, wrappers and uploads are written.
+REMOTE_TMP = "~/.ansible/tmp"
+
+
+def remote_tmp():
+    """A fresh ``ansible-tmp-<time>-<pid>-<random>`` directory under ``remote_tmp``,
+    named as Ansible's shell plugin names one (``mkdtemp``)."""
+    base = os.path.expanduser(REMOTE_TMP)
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    while True:
+        path = os.path.join(base, "ansible-tmp-%s-%d-%d" % (
+            time.time(), os.getpid(), random.SystemRandom().randint(0, 2 ** 48)))
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
 
 
 def write_temp_beside(dest, data):

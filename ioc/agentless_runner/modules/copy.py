@@ -19,7 +19,7 @@ import os
 import shutil
 import stat
 
-from ioc.agentless_runner import transfer
+from ioc.agentless_runner import lifeline, transfer
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
 
@@ -63,6 +63,11 @@ class _Source(object):
         """What ``atomic_write`` writes: the bytes, or a writer of them."""
         return self.data
 
+    def stage(self, path):
+        """Write the content to ``path`` (the upload :class:`_Staged` names)."""
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            out.write(self.data)
+
     def release(self):
         pass
 
@@ -101,6 +106,10 @@ class _StreamedSource(_Source):
             with open(local, "rb") as handle:
                 shutil.copyfileobj(handle, out, 1 << 20)
         return write
+
+    def stage(self, path):
+        """Fetch the content into ``path`` itself: the destination is written from it."""
+        self.local = transfer.fetch(self.entry, path)
 
     def release(self):
         if self.local is not None:
@@ -313,6 +322,14 @@ def _copy_source(args, ctx, source, dest, attrs):
                           checksum=checksum, expected_checksum=expected)
     exists = os.path.lexists(dest)
     if exists and not _common.opt_bool(args, "force", True):
+        if source.remote_path is None:
+            # The action skips the file and reports its own source: the file found
+            # (a template's: Ansible's rendered copy of it, a temporary file of the
+            # same name). Content's is a controller temporary file, which ioc has not.
+            skipped = {"changed": False, "dest": dest}
+            if not source.is_content:
+                skipped["src"] = source.after_header
+            return skipped
         return _common.add_path_info(_with_src({"msg": "file already exists", "dest": dest,
                                                 "changed": False}, source))
     if exists and os.path.isdir(dest) and not os.path.islink(dest):
@@ -327,11 +344,45 @@ def _copy_source(args, ctx, source, dest, attrs):
         header = source.remote_path or (dest if source.is_content else source.after_header) or dest
         result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
     if not ctx.check_mode:
-        backup = _write(dest, source, args, ctx, attrs)
+        staged = _Staged(source, dest) if source.remote_path is None else None
+        try:
+            if staged is not None:
+                result["src"] = staged.path
+            backup = _write(dest, source, args, ctx, attrs)
+        finally:
+            if staged is not None:
+                staged.remove()
         if backup:
             result["backup_file"] = backup
         _common.set_attributes(dest, attrs[0], attrs[1], attrs[2], False)
     return _common.add_path_info(result)
+
+
+class _Staged(object):
+    """A controller-side source written to the target's ``remote_tmp`` first, as
+    Ansible's copy action uploads it (``<ansible-tmp-…>/.source`` and the
+    destination's suffix, which ``validate`` may need); the copy module reports
+    that upload as ``src``. The destination is written from this file; the
+    directory goes when the task is done, as Ansible's does."""
+
+    def __init__(self, source, dest):
+        try:
+            self.directory = _common.remote_tmp()
+        except OSError as exc:
+            raise ModuleError("Failed to create temporary directory. In some cases, you may "
+                              "have been able to authenticate and did not have permissions on "
+                              "the target directory: %s" % exc)
+        self.path = os.path.join(self.directory, ".source" + os.path.splitext(dest)[1])
+        lifeline.remember_file(self.path)
+        try:
+            source.stage(self.path)
+        except BaseException:
+            self.remove()
+            raise
+
+    def remove(self):
+        lifeline.forget_file(self.path)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _with_src(result, source):
@@ -511,9 +562,10 @@ def action_shape(result, ctx):
     The action starts from ``{"diff": []}`` and merges the module's result
     in; in check mode a content change returns before any module runs, so
     the result is only ``{changed, diff}``. The content diff is the one entry
-    of that list. (Its ``src``, the uploaded
-    temporary file, has no counterpart here.)
+    of that list. Its ``src`` is the upload :class:`_Staged` made.
     """
+    if "checksum" not in result:  # skipped (force: false): the action's own result
+        return result
     content_diff = [result["diff"]] if "md5sum" in result and result.get("diff") else []
     if ctx.check_mode and result.get("changed") and "md5sum" in result:
         return {"changed": True, "diff": content_diff}

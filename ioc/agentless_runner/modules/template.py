@@ -8,7 +8,8 @@ kept, ``newline_sequence``, custom delimiters, and the variables
 ``template_fullpath``, ``template_destpath``, ``template_mtime``,
 ``template_uid`` and ``template_run_date`` (see :func:`_template_vars`). The result is written exactly
 as ``copy`` writes content (atomic, mode/owner/group, backup, validate,
-force, check and diff mode) and the result is copy's.
+force, check and diff mode) and the result is copy's (``src``: the rendered
+text's upload, as Ansible's copy action reports it).
 
 ``{% include %}``/``{% import %}``/``{% extends %}`` need other controller
 files and are not available; ``lookup()`` fails on the target.
