@@ -470,6 +470,11 @@ def _error_object(task: Any, result: Mapping[str, Any]) -> Any:
     option = result.get("_ioc_error_option")
     if option is not None:
         return (task.args or {}).get(option)
+    origin = result.get("_ioc_error_file")
+    if isinstance(origin, list) and len(origin) == 2:  # a controller file's (a template's)
+        from ansible._internal._datatag._tags import Origin
+
+        return Origin(path=origin[0], line_num=origin[1])
     return _argument(task, result.get("_ioc_error_expr"))
 
 

@@ -1669,3 +1669,51 @@ def test_copy_and_template_results_have_ansibles_keys_and_upload_src(ansible, an
             ' False True"' % (home, home)) in batch.stdout, batch.stdout
     assert '"src",\n' in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_template_includes_imports_and_extends_templates_of_its_search_path(ansible,
+                                                                            ansible_python):
+    """template target (``import_with_context.j2``, ``for_loop.j2``...): ``{% import %}``,
+    ``{% from %}``, ``{% include %}`` and ``{% extends %}`` find their templates as the
+    template action's loader does (a role's ``templates/`` and the playbook's), also
+    from an included one; a template's errors are the action's, about the file
+    ("Syntax error in template" at its line, "Error rendering template" for a
+    template found nowhere, with the search path)."""
+    ansible.write("templates/qux", '{% set wibble = "WIBBLE " ~ greeting %}\n')
+    ansible.write("templates/bar", "Goodbye {{ inventory_hostname }}\n")
+    ansible.write("templates/main.j2", "{% import 'qux' as qux with context %}\n"
+                  "{{ qux.wibble }}\n{% for x in [1, 2] %}{% include 'nested.j2' %}{% endfor %}\n")
+    ansible.write("templates/nested.j2", "{% include 'bar' %} {{ x }}\n")
+    ansible.write("templates/base.j2", "<{% block body %}base{% endblock %}>\n")
+    ansible.write("roles/r/templates/child.j2", "{% extends 'base.j2' %}"
+                  "{% block body %}{% include 'part.j2' %}{% endblock %}\n")
+    ansible.write("roles/r/templates/part.j2", "role part")
+    ansible.write("roles/r/tasks/main.yml", """
+        - template: {src: child.j2, dest: "{{ out }}-child"}
+    """)
+    ansible.write("templates/missing.j2", "{% include 'nowhere.j2' %}\n")
+    ansible.write("templates/syntax.j2", "line\n{% if %}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            greeting: hi
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - template: {src: main.j2, dest: "{{ out }}-main"}
+            - import_role: {name: r}
+            - debug:
+                msg: "{{ lookup('file', out ~ '-main') }}|{{ lookup('file', out ~ '-child') }}"
+            - template: {src: "{{ item }}", dest: "{{ out }}-failed"}
+              loop: [missing.j2, syntax.j2]
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "WIBBLE hi\\nGoodbye h1 1Goodbye h1 2|<role part>"' in batch.stdout, \
+        batch.stdout
+    assert "Syntax error in template: Expected an expression" in batch.stdout + batch.stderr
+    assert "'nowhere.j2' not found in search paths: " in batch.stdout + batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log

@@ -11,13 +11,17 @@ as ``copy`` writes content (atomic, mode/owner/group, backup, validate,
 force, check and diff mode) and the result is copy's (``src``: the rendered
 text's upload, as Ansible's copy action reports it).
 
-``{% include %}``/``{% import %}``/``{% extends %}`` need other controller
-files and are not available; ``lookup()`` fails on the target.
+``{% include %}``/``{% import %}``/``{% extends %}`` find the templates the
+controller shipped with the template (``entry["loader"]``: those the file
+names as constants, and those they name, found on Ansible's search path for
+templates: ``ioc.controller.payloads.template_searchpath``); a name that is
+an expression fails saying so.
 """
 import datetime
 import os
 
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner import results, templating
+from ioc.agentless_runner.context import ModuleError, TaskError
 from ioc.agentless_runner.modules import _common
 from ioc.agentless_runner.modules import copy as _copy
 
@@ -97,14 +101,15 @@ def render(args, ctx, entry):
         templar = templar.template_with(
             {"ansible_managed": entry["template"]["ansible_managed"]}, raw=True)
     try:
-        return templar.render_text(data, overrides=_overrides(args))
+        loader = entry.get("loader")
+        return templar.render_text(data, overrides=_overrides(args), loader=None if loader is None
+                                   else templating.ShippedLoader(loader, src))
     except ModuleError:
         raise
-    except Exception as e:
-        name = type(e).__name__
-        name = {"UndefinedVariableError": "AnsibleUndefinedVariable",
-                "TemplateError": "AnsibleError"}.get(name, name)
-        raise ModuleError("%s: %s" % (name, e))
+    except Exception as e:  # the action raises it: "Task failed: <error>", about the file
+        # (at a syntax error's line; 2.19 names the file only)
+        line = None if results.legacy() else getattr(e, "lineno", None)
+        raise TaskError(str(e), origin=[entry.get("path") or src, line])
 
 
 @_common.module_entry
