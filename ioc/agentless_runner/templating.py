@@ -850,6 +850,11 @@ def _embedded_consts(node, conditional, term=False):
     return node
 
 
+def undefined(message):
+    """An undefined value that fails with ``message`` where it is used."""
+    return environment().undefined(hint=message)
+
+
 @jinja2.pass_context
 def _embedded_const(context, value, conditional):
     """The value of a Jinja constant string that holds a template, where
@@ -862,7 +867,10 @@ def _embedded_const(context, value, conditional):
     templar = getattr(context.parent, "_templar", None)
     if templar is None:
         return value
-    return templar.lazy(value)
+    try:
+        return templar.lazy(value)
+    except UndefinedVariableError as exc:  # 2.21's marker: fails where it is used (a
+        return undefined(str(exc))        # lookup that accepts markers takes it)
 
 
 @functools.lru_cache(maxsize=4096)

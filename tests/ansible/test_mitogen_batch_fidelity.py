@@ -1717,3 +1717,43 @@ def test_a_template_includes_imports_and_extends_templates_of_its_search_path(an
     assert "Syntax error in template: Expected an expression" in batch.stdout + batch.stderr
     assert "'nowhere.j2' not found in search paths: " in batch.stdout + batch.stderr
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_an_undefined_lookup_term_reaches_a_plugin_that_accepts_markers(ansible, ansible_python):
+    """assert target (``lookup('yield_terms', '{{ bang }}', 42)[1] == 42``): the
+    embedded template of an undefined variable in a lookup's term is an undefined
+    value, not an error: a plugin that accepts markers (``accept_args_markers``)
+    gets it as a term, one that does not is not called and the lookup's value is
+    that undefined term; either fails only where the value is used (with the
+    warning about the embedded template, shown also for a task that fails)."""
+    ansible.write("lookup_plugins/yield_terms.py", """
+        from ansible.plugins.lookup import LookupBase
+
+
+        class LookupModule(LookupBase):
+            accept_args_markers = True
+
+            def run(self, terms, variables=None, **kwargs):
+                return terms
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that: lookup('yield_terms', '{{ bang }}', 42)[1] == 42
+            - assert:
+                that: lookup('yield_terms', '{{ bang }}', 42)[0] == 42
+              ignore_errors: true
+            - assert:
+                that: lookup('pipe', '{{ bang }}') == 'x'
+              ignore_errors: true
+            - debug:
+                msg: "{{ query('yield_terms', '{{ bang }}', 42) | length }} {{ lookup('pipe', '{{ bang }}') is undefined }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "ok=4" in batch.stdout and "ignored=2" in batch.stdout, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
