@@ -338,23 +338,25 @@ def _copy_source(args, ctx, source, dest, attrs):
         os.access(dest, os.R_OK) and _common.sha1_file(dest) == checksum
     if same:
         return _common.add_path_info(_unchanged(dest, checksum, ctx, attrs))
-    result = _with_src({"changed": True, "dest": dest, "checksum": checksum,
-                        "md5sum": source.md5(ctx.check_mode)}, source)
-    if ctx.diff_mode:
-        header = source.remote_path or (dest if source.is_content else source.after_header) or dest
-        result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
-    if not ctx.check_mode:
-        staged = _Staged(source, dest) if source.remote_path is None else None
-        try:
+    # (staged first: a streamed file is fetched into the upload, once)
+    staged = _Staged(source, dest) if source.remote_path is None and not ctx.check_mode else None
+    try:
+        result = _with_src({"changed": True, "dest": dest, "checksum": checksum,
+                            "md5sum": source.md5(ctx.check_mode)}, source)
+        if ctx.diff_mode:
+            header = source.remote_path or (dest if source.is_content else source.after_header) \
+                or dest
+            result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
+        if not ctx.check_mode:
             if staged is not None:
                 result["src"] = staged.path
             backup = _write(dest, source, args, ctx, attrs)
-        finally:
-            if staged is not None:
-                staged.remove()
-        if backup:
-            result["backup_file"] = backup
-        _common.set_attributes(dest, attrs[0], attrs[1], attrs[2], False)
+            if backup:
+                result["backup_file"] = backup
+            _common.set_attributes(dest, attrs[0], attrs[1], attrs[2], False)
+    finally:
+        if staged is not None:
+            staged.remove()
     return _common.add_path_info(result)
 
 
