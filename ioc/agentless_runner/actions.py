@@ -76,6 +76,8 @@ def _task_error(exc):
         result["_ioc_error_expr"] = exc.expression
     if exc.option is not None:
         result["_ioc_error_option"] = exc.option
+    if exc.origin is not None:
+        result["_ioc_error_file"] = list(exc.origin)
     if exc.help_text:
         result["_ioc_error_help"] = exc.help_text
     return result

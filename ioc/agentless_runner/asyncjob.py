@@ -25,16 +25,14 @@ import json
 import os
 import secrets
 import sys
-import tempfile
 import threading
 import time
 
 from ioc.agentless_runner import ansible_module, lifeline, results
+from ioc.agentless_runner.modules import _common
 
 #: ``async_dir``, the ``sh`` shell plugin's default (``ANSIBLE_ASYNC_DIR``).
 ASYNC_DIR = "~/.ansible_async"
-#: Ansible's ``remote_tmp`` default: where the module and wrapper are written.
-REMOTE_TMP = "~/.ansible/tmp"
 
 #: Runs Ansible's ``async_wrapper`` from its shipped payload zip (argv[1]) with
 #: the arguments Ansible gives it: jid, time limit, preserve_tmp, module path,
@@ -73,7 +71,7 @@ class Launcher(object):
         self.legacy_argv = legacy_argv
 
     def __call__(self, spec, payload, wrapper_code, params, ctx):
-        tmp = _remote_tmp()
+        tmp = _common.remote_tmp()
         try:
             module_path = os.path.join(tmp, "AnsiballZ_%s.py" % spec["name"])
             _write(module_path, "#!%s\n" % sys.executable + wrapper_code +
@@ -98,13 +96,6 @@ class Launcher(object):
         if not result.get("failed"):
             result["changed"] = True
         return result
-
-
-def _remote_tmp():
-    """A fresh ``ansible-tmp-*`` directory under ``remote_tmp``, as Ansible makes one."""
-    base = os.path.expanduser(REMOTE_TMP)
-    os.makedirs(base, mode=0o700, exist_ok=True)
-    return tempfile.mkdtemp(prefix="ansible-tmp-%s-%d-" % (time.time(), os.getpid()), dir=base)
 
 
 def _write(path, text):

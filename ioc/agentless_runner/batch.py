@@ -980,6 +980,10 @@ class HostRun(HandlerRun, LoopRun):
                                                result.get("_ioc_error_help")]]
             elif written:  # (ioc-run's console: the "caused by" names where it was written)
                 result["_ioc_error_chain"] = [[said, written]]
+        origin = result.get("_ioc_error_file")
+        if origin:  # (ioc-run's console: the "caused by" names the file, as the bridge does)
+            result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
+                                           origin[0] if not origin[1] else "%s:%d" % tuple(origin)]]
         for marker in result.get("_ioc_marker_warnings") or ():
             marker["origin"] = _template_origin(task, templar, marker)
         if result.get("_ioc_task_error") and task["action"] == "assert" \
@@ -1210,6 +1214,9 @@ def _with_content(entry):
     entry = dict(entry)
     if entry.get("kind") == "file" and not entry.get("stream"):
         entry["content"] = _blob(entry)
+        if entry.get("loader") is not None:  # the templates a template names
+            entry["loader"] = dict(entry["loader"], files={
+                name: _with_content(found) for name, found in entry["loader"]["files"].items()})
     elif entry.get("kind") == "dir":  # (a streamed file is fetched by copy if it must)
         entry["entries"] = [dict(e, content=_blob(e)) if "digest" in e and not e.get("stream")
                             else e for e in entry["entries"]]

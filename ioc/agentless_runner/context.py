@@ -75,9 +75,12 @@ class TaskError(Exception):
     ``changed_when``/``failed_when``/``until`` do not see it.
     """
 
-    def __init__(self, msg, expression=None, help_text=None, option=None):
+    def __init__(self, msg, expression=None, help_text=None, option=None, origin=None):
         Exception.__init__(self, msg)
         self.msg = msg
+        #: ``[path, line or None]`` of a controller file the error is about (a
+        #: template file's rendering error): where Ansible's error says it is.
+        self.origin = origin
         #: The argument the error is about (the controller names where it was written).
         self.expression = expression
         #: The name of the task argument whose value the error is about, when

@@ -19,8 +19,10 @@ import itertools
 import json
 import re
 
+from jinja2.runtime import Undefined
+
 from ioc.agentless_runner.template_errors import TemplateError, UndefinedVariableError
-from ioc.agentless_runner.templating import to_builtin
+from ioc.agentless_runner.templating import to_builtin, undefined as _undefined
 
 __all__ = ["PURE", "key", "Lookups", "shape"]
 
@@ -296,8 +298,11 @@ def called(results, plugin, terms, kwargs, wantlist):
     ``isinstance(term, list)`` checks treat ``lookup('indexed_items', var)``
     as ``lookup('indexed_items', [...])``; an undefined value among them
     fails the template whatever ``errors`` says, as it does in Ansible."""
-    terms = [to_builtin(term) for term in terms]
-    kwargs = {name: to_builtin(value) for name, value in kwargs.items()}
+    if plugin in _OWN_MARKERS_ACCEPTED:  # (an undefined term fails, as before 2.21)
+        terms, kwargs = [to_builtin(t) for t in terms], {n: to_builtin(v) for n, v in kwargs.items()}
+    else:
+        terms = [_builtin_term(term) for term in terms]
+        kwargs = {name: _builtin_term(value) for name, value in kwargs.items()}
     try:
         values = results(plugin, terms, kwargs)
     except LookupUnanswerable:
@@ -306,7 +311,56 @@ def called(results, plugin, terms, kwargs, wantlist):
         if kwargs.get("errors", "strict") != "ignore":
             raise
         return [] if wantlist else None
+    values = undefined_decoded(values)
+    if isinstance(values, Undefined):  # (a plugin that takes no undefined terms)
+        return values
     return shape(values, wantlist)
+
+
+#: The key that stands for an undefined value among a lookup's terms and results
+#: (``{UNDEFINED: its message}``): ansible-core 2.21 hands a plugin that accepts
+#: markers (``accept_args_markers``) the undefined value itself, and a plugin that
+#: does not is not called: the lookup's value is the first undefined term.
+UNDEFINED = "__ioc_undefined__"
+
+
+#: ansible-core's lookups that accept undefined terms (``accept_args_markers``:
+#: ``env``'s default, ``first_found``'s terms), which ioc's controller runs itself
+#: and which take no undefined term there.
+_OWN_MARKERS_ACCEPTED = frozenset({"env", "first_found"})
+
+
+def _builtin_term(value):
+    """A term (or option) as the plugin sees it: builtins, or an undefined value
+    (a term written as a template of an undefined variable) as :data:`UNDEFINED`."""
+    if isinstance(value, Undefined):
+        return {UNDEFINED: value._undefined_message}
+    return to_builtin(value)
+
+
+def first_undefined(terms, kwargs):
+    """The first undefined term or option (:data:`UNDEFINED`), or None
+    (ansible-core's ``get_first_marker_arg``)."""
+    for value in list(terms) + list(kwargs.values()):
+        if is_undefined(value):
+            return value
+    return None
+
+
+def is_undefined(value):
+    return isinstance(value, dict) and len(value) == 1 and UNDEFINED in value
+
+
+def undefined_decoded(value):
+    """``value`` with each :data:`UNDEFINED` in it (it, the items of a list, the
+    values of a dict) an undefined value again, failing with its message where used."""
+    if is_undefined(value):
+        return _undefined(value[UNDEFINED])
+    if isinstance(value, list):
+        return [undefined_decoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: undefined_decoded(v) for k, v in value.items()}
+    return value
 
 
 #: Lookups that run on the target: name -> function(terms, variables).
@@ -355,6 +409,9 @@ class Lookups(object):
     def results(self, plugin, terms, kwargs):
         """The list a lookup plugin would return."""
         terms = listify(terms)
+        undefined = first_undefined(terms, kwargs)
+        if undefined is not None and (plugin in PURE or plugin in ("vars", "varnames")):
+            return undefined  # (ansible-core's own: they take no undefined terms)
         if plugin == "vars":
             return _vars(terms, _VarView(self.variables_of), kwargs.get("default"))
         try:

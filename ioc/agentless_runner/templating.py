@@ -27,11 +27,16 @@ import collections
 import collections.abc
 import datetime
 import functools
+import os
 import re
 import threading
 import types
 
 import jinja2
+import jinja2.loaders
+import jinja2.meta
+import jinja2.runtime
+import jinja2.utils
 import jinja2.ext
 from jinja2 import nodes
 from jinja2.nativetypes import NativeCodeGenerator
@@ -651,6 +656,42 @@ def _finalize(value):
     return "" if value is None else value
 
 
+class _Context(jinja2.runtime.Context):
+    """Jinja's context whose ``get_all`` (an ``{% import ... with context %}``, a
+    macro's caller) layers its variables instead of copying them, as ansible-core's
+    ``AnsibleContext`` does: a copy would read (and template, and warn about)
+    every variable of the host."""
+
+    def get_all(self):
+        layers = [layer for layer in (self.vars, self.parent) if layer]
+        return collections.ChainMap({}, *layers)
+
+    def derived(self, locals=None):
+        context = _shared_context(self.environment, self.name, {}, self.get_all(), locals)
+        context.eval_ctx = self.eval_ctx
+        context.blocks.update((k, list(v)) for k, v in self.blocks.items())
+        return context
+
+
+def _shared_context(environment, name, blocks, variables, locals, globals=None):
+    """Jinja's ``new_context(shared=True)`` with ``locals`` layered over the
+    variables rather than merged into a copy of them (see :class:`_Context`)."""
+    layer = {k: v for k, v in (locals or {}).items() if v is not jinja2.utils.missing}
+    parent = collections.ChainMap(layer, variables) if layer else variables
+    return environment.context_class(environment, parent, name, blocks, globals=globals)
+
+
+class _Template(jinja2.Template):
+    """Jinja's template whose contexts for an include or import with context
+    layer the includer's variables (:func:`_shared_context`)."""
+
+    def new_context(self, vars=None, shared=False, locals=None):
+        if shared and vars is not None:
+            return _shared_context(self.environment, self.name, self.blocks, vars, locals,
+                                   self.globals)
+        return jinja2.Template.new_context(self, vars, shared, locals)
+
+
 @functools.lru_cache(maxsize=None)
 def environment():
     """The process-wide jinja2 Environment with Ansible's settings."""
@@ -665,6 +706,8 @@ def environment():
         finalize=_finalize,
         extensions=[jinja2.ext.do, jinja2.ext.loopcontrols],
     )
+    env.context_class = _Context
+    env.template_class = _Template
     env.filters.update(FILTERS)
     for name, func in list(env.filters.items()):
         if name not in _KEEP_LAZY:
@@ -876,6 +919,11 @@ def _embedded_consts(node, conditional, term=False):
     return node
 
 
+def undefined(message):
+    """An undefined value that fails with ``message`` where it is used."""
+    return environment().undefined(hint=message)
+
+
 @jinja2.pass_context
 def _embedded_const(context, value, conditional):
     """The value of a Jinja constant string that holds a template, where
@@ -888,7 +936,10 @@ def _embedded_const(context, value, conditional):
     templar = getattr(context.parent, "_templar", None)
     if templar is None:
         return value
-    return templar.lazy(value)
+    try:
+        return templar.lazy(value)
+    except UndefinedVariableError as exc:  # 2.21's marker: fails where it is used (a
+        return undefined(str(exc))        # lookup that accepts markers takes it)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -935,6 +986,81 @@ def _translate(exc, source, kind="template"):
         return TemplateError("template error while templating string: %s. String: %s"
                              % (message, source))
     return TemplateError("Error rendering %s: %s" % (kind, exc))
+
+
+class ShippedLoader(jinja2.BaseLoader):
+    """Jinja's ``FileSystemLoader`` over the controller's template search path for
+    a template file ``src``, answered from the files the controller found there
+    and shipped (``shipped``: ``{"searchpath": [...], "files": {name: entry}}``,
+    ``ioc.controller.payloads._template_loader``)."""
+
+    def __init__(self, shipped, src):
+        self.files = shipped.get("files") or {}
+        self.searchpath = shipped.get("searchpath") or []
+        self.src = src
+
+    def get_source(self, environment, template):
+        found = self.files.get(template)
+        if found is None:
+            raise jinja2.TemplateError(
+                "ioc: the template %r that %s names is not known before the task runs "
+                "(a name built by an expression): the controller ships the templates a "
+                "template names as constants" % (template, self.src))
+        if found.get("kind") == "error":
+            raise jinja2.TemplateError(found["msg"])
+        if found.get("kind") != "file":
+            raise jinja2.TemplateNotFound(template, "%r not found in search path%s: %s" % (
+                template, "s" if len(self.searchpath) != 1 else "",
+                ", ".join(repr(p) for p in self.searchpath)))
+        try:
+            text = found["content"].decode("utf-8")
+        except UnicodeDecodeError:
+            raise jinja2.TemplateError("Template source files must be utf-8 encoded")
+        return text, found.get("path"), lambda: True
+
+
+def find_template(searchpath, name):
+    """The file Jinja's ``FileSystemLoader`` over ``searchpath`` finds for ``name``
+    (the first), or None."""
+    try:
+        pieces = jinja2.loaders.split_template_path(name)
+    except jinja2.TemplateNotFound:
+        return None
+    for directory in searchpath:
+        candidate = os.path.join(directory, *pieces)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def referenced_templates(text):
+    """The names a template ``text`` includes, imports or extends as constants
+    (Jinja's ``meta.find_referenced_templates``; names built by an expression are
+    not known before rendering); none when it is no Jinja text with the default
+    delimiters (rendering says what is wrong with it)."""
+    try:
+        parsed = environment().parse(text)
+    except jinja2.TemplateError:
+        return []
+    return [name for name in jinja2.meta.find_referenced_templates(parsed)
+            if isinstance(name, str)]
+
+
+def _file_error(exc, source):
+    """:func:`_translate` for a template file (``render_text``), as ansible-core's
+    ``create_template_error`` words it: "Syntax error in template: <jinja's
+    message>" for what Jinja cannot compile (``lineno``: its line), an
+    undefined variable's own message, "Error rendering template: <error>" for
+    anything else (a template it includes that is found nowhere too)."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        error = TemplateError("Syntax error in template: %s" % (exc.message or exc))
+        error.lineno = exc.lineno
+        return error
+    if isinstance(exc, (jinja2.UndefinedError, RecursionError)):
+        return _translate(exc, source)
+    if isinstance(exc, jinja2.TemplateError):
+        return TemplateError("Error rendering template: %s" % (exc.message or exc))
+    return _translate(exc, source)
 
 
 # -- the Templar -------------------------------------------------------------------
@@ -1101,7 +1227,7 @@ class Templar(object):
         layer = extra if raw else Verbatim(extra)
         return Templar(collections.ChainMap(layer, self._variables))
 
-    def render_text(self, source, extra=None, overrides=None):
+    def render_text(self, source, extra=None, overrides=None, loader=None):
         """Render a whole template file to a str, as Ansible's template module does.
 
         ``extra`` (taken verbatim, e.g. ``ansible_managed`` and the
@@ -1110,21 +1236,24 @@ class Templar(object):
         (default True), ``lstrip_blocks``, ``newline_sequence`` and the
         ``*_start_string``/``*_end_string`` delimiters. The result is always
         a str, never a native value, and keeps as many trailing newlines as
-        ``source`` has (Ansible's ``preserve_trailing_newlines``).
+        ``source`` has (Ansible's ``preserve_trailing_newlines``). ``loader``
+        (a jinja2 loader) finds the templates it includes, imports or extends.
         """
         templar = self.template_with(extra) if extra else self
         env = _text_environment(tuple(sorted((overrides or {}).items())))
+        if loader is not None:
+            env = env.overlay(loader=loader)
         try:
             template = env.from_string(source)
         except jinja2.TemplateError as exc:
-            raise _translate(exc, source) from None
+            raise _file_error(exc, source) from None
         context = template.new_context(templar._scope, shared=True)
         try:
             result = env.concat(template.root_render_func(context))
         except TemplateError:
             raise
         except Exception as exc:  # every other failure is the template's fault
-            raise _translate(exc, source) from None
+            raise _file_error(exc, source) from None
         missing = _trailing_newlines(source) - _trailing_newlines(result)
         if missing > 0:
             result += env.newline_sequence * missing

@@ -37,9 +37,13 @@ class TransferFailed(Exception):
     pass
 
 
-def fetch(entry):
-    """The path of a private temporary copy of the streamed file ``entry`` names."""
-    fd, tmp = tempfile.mkstemp(prefix="ioc-transfer-")
+def fetch(entry, path=None):
+    """The path of a private temporary copy of the streamed file ``entry`` names
+    (``path``, a new file in a private directory, when given)."""
+    if path is None:
+        fd, tmp = tempfile.mkstemp(prefix="ioc-transfer-")
+    else:
+        fd, tmp = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), path
     lifeline.remember_file(tmp)
     try:
         with os.fdopen(fd, "wb") as out:

@@ -15,7 +15,9 @@ Used through ``ioc.controller.plugins`` (which must not import ansible).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import re
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from ioc.ansible.values import plain, tagged
@@ -79,18 +81,70 @@ class AnsiblePlugins:
             expression = "__ioc_args[0] | %s(*__ioc_args[1:], **__ioc_kwargs)" % name
         elif kind == "test":
             expression = "__ioc_args[0] is %s(*__ioc_args[1:], **__ioc_kwargs)" % name
+        elif any(map(_is_undefined, args)):
+            expression = "query(__ioc_name, %s, **__ioc_kwargs)" % ", ".join(
+                _undefined_reference(name, arg) if _is_undefined(arg) else "__ioc_args[%d]" % n
+                for n, arg in enumerate(args))
         else:
             expression = "query(__ioc_name, *__ioc_args, **__ioc_kwargs)"
         templar = Templar(loader=self._data_loader, variables={})
         try:
             with _warnings_to(self.display):
-                value = templar.evaluate_expression(trust_as_template(expression),
-                                                    local_variables={"__ioc_args": tagged(args),
-                                                                     "__ioc_kwargs": tagged(kwargs),
-                                                                     "__ioc_name": name})
+                value = templar._engine.extend(marker_behavior=_KeepUndefined()).evaluate_expression(
+                    trust_as_template(expression),
+                    local_variables={"__ioc_args": tagged(args), "__ioc_kwargs": tagged(kwargs),
+                                     "__ioc_name": name})
             return plain(value)
         except Exception as exc:
             raise PluginFailure(_message(exc)) from None
+
+
+def _is_undefined(value: Any) -> bool:
+    from ioc.agentless_runner.lookups import is_undefined
+
+    return bool(is_undefined(value))
+
+
+#: An undefined variable's message, as ansible-core words it.
+_UNDEFINED_NAME = re.compile(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined$")
+
+
+def _undefined_reference(plugin: str, term: Any) -> str:
+    """The expression whose value is the undefined term ``term`` (the runner's
+    ``{UNDEFINED: message}``): the variable it names, which the plugin's templar
+    does not define, so ansible-core makes its own marker of it for the plugin."""
+    from ioc.agentless_runner.lookups import UNDEFINED
+    from ioc.controller.plugins import PluginFailure
+
+    message = str(term[UNDEFINED])
+    found = _UNDEFINED_NAME.match(message)
+    if found is None or found.group(1).startswith("__ioc_"):
+        raise PluginFailure("ioc cannot hand lookup %r the undefined value (%s): only an "
+                            "undefined variable" % (plugin, message))
+    return found.group(1)
+
+
+@functools.lru_cache(maxsize=None)
+def _keep_undefined_class() -> Any:
+    from ansible._internal._templating._jinja_common import UndefinedMarker
+    from ansible._internal._templating._marker_behaviors import MarkerBehavior
+
+    from ioc.agentless_runner.lookups import UNDEFINED
+
+    class KeepUndefined(MarkerBehavior):  # type: ignore[misc]
+        """A plugin's undefined values (its result, or its own undefined term when it
+        takes none) as the runner's ``{UNDEFINED: message}``; any other marker fails."""
+
+        def handle_marker(self, value: Any) -> Any:
+            if type(value) is UndefinedMarker:
+                return {UNDEFINED: value._as_message()}
+            value.trip()
+
+    return KeepUndefined
+
+
+def _KeepUndefined() -> Any:
+    return _keep_undefined_class()()
 
 
 @contextlib.contextmanager

@@ -149,6 +149,10 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     else:
         # (an item's break_when error comes after TaskExecutor._execute's words, below)
         utr = _utr_after(utr_class, task, data, result, action, broken=False)
+    if (engine or raised or loop_error) and data.get("warnings") and not utr.warnings:
+        # what templating displayed while the task ran (a constant's embedded
+        # template), shown before the error as 2.21's Display shows it
+        utr._extend_warnings(_task._convert_warnings(data["warnings"]))
     if include:
         _include_fields(utr, result, action, task)
     if isinstance(items, list):
@@ -553,6 +557,11 @@ def _error_object(task: Any, result: Mapping[str, Any]) -> Any:
     option = result.get("_ioc_error_option")
     if option is not None:
         return (task.args or {}).get(option)
+    origin = result.get("_ioc_error_file")
+    if isinstance(origin, list) and len(origin) == 2:  # a controller file's (a template's)
+        from ansible._internal._datatag._tags import Origin
+
+        return Origin(path=origin[0], line_num=origin[1])
     return _argument(task, result.get("_ioc_error_expr"))
 
 
@@ -894,6 +903,8 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
     out.update({k: data[k] for k in _ITEM_KEYS if k in data})
     if "results" in data:
         out["results"] = data["results"]
+    if data.get("warnings") and not out.get("warnings"):
+        out["warnings"] = data["warnings"]  # (what templating displayed as the task ran)
     out["_ioc_engine_error"] = True
     return out
 

@@ -24,7 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc.agentless_runner import results
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
-from ioc.agentless_runner.lookups import PURE, LookupUnanswerable, called, key, listify
+from ioc.agentless_runner.lookups import (PURE, LookupUnanswerable, called, first_undefined,
+                                          key, listify)
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
 from ioc.controller import plugins
 from ioc.controller.payloads import candidates
@@ -207,9 +208,13 @@ class _Recorder:
 
     def results(self, plugin: str, given: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
         terms = listify(list(given))
-        if plugin in PURE:
-            return PURE[plugin](terms, None)
+        undefined = first_undefined(terms, kwargs)
+        if plugin in PURE:  # (the runner answers it, an undefined term as here)
+            return undefined if undefined is not None else PURE[plugin](terms, None)
         table_key = key(plugin, terms, kwargs)
+        if undefined is not None and plugin in PLUGINS:
+            # ansible-core's own, which take no undefined term: the lookup's value is it
+            self.table[table_key] = {"value": undefined}
         if table_key not in self.table:
             try:
                 if plugin in PLUGINS:

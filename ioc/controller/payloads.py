@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequ
 
 import mitogen.core
 
-from ioc.agentless_runner import results, searchpath
+from ioc.agentless_runner import results, searchpath, templating
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.model import Block, Task, to_wire
@@ -411,9 +411,61 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
             template = cache.template_of(src, path)
             if template is not None:
                 entry["template"] = template
+            entry["loader"] = _template_loader(cache, task, path, basedir, blobs, sent)
         return entry
     except Undecryptable as exc:
         return {"kind": "error", "msg": str(exc)}
+
+
+def template_searchpath(task: Task, path: str, basedir: str) -> List[str]:
+    """The directories Ansible's template action gives Jinja's loader for the
+    template file at ``path`` (``{% include %}``, ``{% import %}``,
+    ``{% extends %}``): ``ansible_search_path`` (``Task.search_path``: its roles'
+    directories, its file's, the playbook's), the playbook's directory and the
+    template's own, each as ``<dir>/templates`` then ``<dir>``."""
+    dirs = list(task.search_path) + [basedir, os.path.dirname(path)]
+    found: List[str] = []
+    for directory in dirs:
+        found += [os.path.join(directory, "templates"), directory]
+    return found
+
+
+def _template_loader(cache: PayloadCache, task: Task, path: str, basedir: str,
+                     blobs: Dict[str, mitogen.core.Blob], sent: Set[str]) -> Dict[str, Any]:
+    """What the runner's Jinja loader for template ``path`` finds: every template
+    the file names in ``{% include/import/from/extends %}`` (and they name, and so
+    on), by name, as Jinja's ``FileSystemLoader`` finds it on
+    :func:`template_searchpath`, shipped like the template; a name found nowhere
+    is ``missing``. A name that is an expression (known only when rendering) is
+    not here: the runner asks for it then (``searchpath`` is sent for that)."""
+    searchpath = template_searchpath(task, path, basedir)
+    files: Dict[str, Dict[str, Any]] = {}
+    todo = [path]
+    while todo:
+        for name in _referenced_templates(cache, todo.pop()):
+            if name in files:
+                continue
+            found = templating.find_template(searchpath, name)
+            if found is None:
+                files[name] = {"kind": "missing"}
+                continue
+            try:
+                files[name] = _file_entry(cache, found, blobs, sent)
+            except Undecryptable as exc:
+                files[name] = {"kind": "error", "msg": str(exc), "path": found}
+                continue
+            todo.append(found)
+    return {"searchpath": searchpath, "files": files}
+
+
+def _referenced_templates(cache: PayloadCache, path: str) -> List[str]:
+    """The constant template names the file at ``path`` refers to; none when it
+    cannot be read as text (rendering reports that)."""
+    try:
+        text = cache.read(path)[1].decode("utf-8")
+    except (UnicodeDecodeError, Undecryptable, OSError):
+        return []
+    return templating.referenced_templates(text)
 
 
 def _ship(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Blob],

@@ -2082,3 +2082,140 @@ def test_trusted_text_crosses_tasks_that_run_through_ansible(ansible, ansible_py
     assert '"msg": "2 {{ 3 + 3 }}"' in batch.stdout
     assert '"msg": "2 {{ 4 + 4 }} 2"' in batch.stdout
     assert batch.through_ansible, batch.log
+
+
+def test_copy_and_template_results_have_ansibles_keys_and_upload_src(ansible, ansible_python):
+    """template target (``'src' in template_result``): Ansible's copy action uploads
+    a changed file to ``<remote_tmp>/ansible-tmp-…/.source<dest's suffix>`` and the
+    copy module reports that upload as ``src`` (gone after the task); unchanged,
+    check-mode and ``force: false`` results have their own keys (the last: the
+    action's ``{changed, dest, src}``)."""
+    ansible.write("templates/t.j2", "rendered for {{ inventory_hostname }}\n")
+    ansible.write("files/f.txt", "a file\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - file: {path: "{{ out }}", state: directory}
+            - template: {src: t.j2, dest: "{{ out }}/t.txt"}
+              register: changed
+            - template: {src: t.j2, dest: "{{ out }}/t.txt"}
+              register: same
+            - template: {src: t.j2, dest: "{{ out }}/t.txt", force: false}
+              register: kept
+            - template: {src: t.j2, dest: "{{ out }}/checked.conf"}
+              check_mode: true
+              register: checked
+            - copy: {src: f.txt, dest: "{{ out }}/f"}
+              diff: true
+              register: copied
+            - copy: {src: f.txt, dest: "{{ out }}/f", force: false}
+              register: copy_kept
+            - debug:
+                msg: "{{ item | dict2items | map(attribute='key') | reject('eq', 'invocation') | sort }}"
+              loop: ["{{ changed }}", "{{ same }}", "{{ kept }}", "{{ checked }}", "{{ copied }}", "{{ copy_kept }}"]
+              loop_control: {label: "{{ item.dest | default('-') | basename }}"}
+            - debug:
+                msg: "{{ [changed, copied] | map(attribute='src')
+                         | map('regex_replace', 'ansible-tmp-[0-9.]+-[0-9]+-[0-9]+/', 'T/') }}
+                      {{ changed.src is exists }} {{ copy_kept.src == playbook_dir ~ '/files/f.txt' }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    home = os.path.expanduser("~")
+    assert ('"msg": "[\'%s/.ansible/tmp/T/.source.txt\', \'%s/.ansible/tmp/T/.source\']'
+            ' False True"' % (home, home)) in batch.stdout, batch.stdout
+    assert '"src",\n' in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_template_includes_imports_and_extends_templates_of_its_search_path(ansible,
+                                                                            ansible_python):
+    """template target (``import_with_context.j2``, ``for_loop.j2``...): ``{% import %}``,
+    ``{% from %}``, ``{% include %}`` and ``{% extends %}`` find their templates as the
+    template action's loader does (a role's ``templates/`` and the playbook's), also
+    from an included one; a template's errors are the action's, about the file
+    ("Syntax error in template" at its line, "Error rendering template" for a
+    template found nowhere, with the search path)."""
+    ansible.write("templates/qux", '{% set wibble = "WIBBLE " ~ greeting %}\n')
+    ansible.write("templates/bar", "Goodbye {{ inventory_hostname }}\n")
+    ansible.write("templates/main.j2", "{% import 'qux' as qux with context %}\n"
+                  "{{ qux.wibble }}\n{% for x in [1, 2] %}{% include 'nested.j2' %}{% endfor %}\n")
+    ansible.write("templates/nested.j2", "{% include 'bar' %} {{ x }}\n")
+    ansible.write("templates/base.j2", "<{% block body %}base{% endblock %}>\n")
+    ansible.write("roles/r/templates/child.j2", "{% extends 'base.j2' %}"
+                  "{% block body %}{% include 'part.j2' %}{% endblock %}\n")
+    ansible.write("roles/r/templates/part.j2", "role part")
+    ansible.write("roles/r/tasks/main.yml", """
+        - template: {src: child.j2, dest: "{{ out }}-child"}
+    """)
+    ansible.write("templates/missing.j2", "{% include 'nowhere.j2' %}\n")
+    ansible.write("templates/syntax.j2", "line\n{% if %}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            greeting: hi
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - template: {src: main.j2, dest: "{{ out }}-main"}
+            - import_role: {name: r}
+            - debug:
+                msg: "{{ lookup('file', out ~ '-main') }}|{{ lookup('file', out ~ '-child') }}"
+            - template: {src: "{{ item }}", dest: "{{ out }}-failed"}
+              loop: [missing.j2, syntax.j2]
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "WIBBLE hi\\nGoodbye h1 1Goodbye h1 2|<role part>"' in batch.stdout, \
+        batch.stdout
+    assert "Syntax error in template: Expected an expression" in batch.stdout + batch.stderr
+    assert "'nowhere.j2' not found in search paths: " in batch.stdout + batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_an_undefined_lookup_term_reaches_a_plugin_that_accepts_markers(ansible, ansible_python):
+    """assert target (``lookup('yield_terms', '{{ bang }}', 42)[1] == 42``): the
+    embedded template of an undefined variable in a lookup's term is an undefined
+    value, not an error: a plugin that accepts markers (``accept_args_markers``)
+    gets it as a term, one that does not is not called and the lookup's value is
+    that undefined term; either fails only where the value is used (with the
+    warning about the embedded template, shown also for a task that fails)."""
+    ansible.write("lookup_plugins/yield_terms.py", """
+        from ansible.plugins.lookup import LookupBase
+
+
+        class LookupModule(LookupBase):
+            accept_args_markers = True
+
+            def run(self, terms, variables=None, **kwargs):
+                return terms
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that: lookup('yield_terms', '{{ bang }}', 42)[1] == 42
+            - assert:
+                that: lookup('yield_terms', '{{ bang }}', 42)[0] == 42
+              ignore_errors: true
+            - assert:
+                that: lookup('pipe', '{{ bang }}') == 'x'
+              ignore_errors: true
+            - debug:
+                msg: "{{ query('yield_terms', '{{ bang }}', 42) | length }} {{ lookup('pipe', '{{ bang }}') is undefined }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "ok=4" in batch.stdout and "ignored=2" in batch.stdout, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log

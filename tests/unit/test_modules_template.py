@@ -2,8 +2,10 @@
 import os
 import stat
 
+import pytest
+
 from ioc.agentless_runner import modules
-from ioc.agentless_runner.context import ModuleContext
+from ioc.agentless_runner.context import ModuleContext, TaskError
 from ioc.agentless_runner.templating import Templar
 
 template = modules.get("template")
@@ -128,10 +130,19 @@ def test_dest_directory_uses_template_basename(tmp_path):
 
 def test_failures(tmp_path):
     dest = tmp_path / "out"
-    r = run(shipped("{{ nope }}"), dest=str(dest))
-    assert r["failed"] and r["msg"] == "AnsibleUndefinedVariable: 'nope' is undefined"
-    r = run(shipped("{% if %}"), dest=str(dest))
-    assert r["failed"] and r["msg"].startswith("AnsibleError: template error while templating")
+    # the action's errors about the file ("Task failed: ...", at the file's origin)
+    with pytest.raises(TaskError) as raised:
+        run(shipped("{{ nope }}"), dest=str(dest))
+    assert raised.value.msg == "'nope' is undefined"
+    assert raised.value.origin == ["/play/templates/motd.j2", None]
+    with pytest.raises(TaskError) as raised:
+        run(shipped("line\n{% if %}"), dest=str(dest))
+    assert raised.value.msg == ("Syntax error in template: Expected an expression, "
+                                "got 'end of statement block'")
+    assert raised.value.origin == ["/play/templates/motd.j2", 2]
+    with pytest.raises(TaskError) as raised:
+        run(shipped("{{ 1 / 0 }}"), dest=str(dest))
+    assert raised.value.msg == "Error rendering template: division by zero"
     r = run({}, dest=str(dest))
     assert r["failed"] and r["msg"] == "Could not find or access 'motd.j2' on the Ansible Controller."
     r = run(shipped(b"\xff\xfe"), dest=str(dest))
@@ -143,3 +154,28 @@ def test_failures(tmp_path):
     r = template.run({"src": "motd.j2"}, ctx(shipped("x")))
     assert r["failed"] and r["msg"] == "src and dest are required"
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_includes_imports_and_extends_find_the_shipped_templates(tmp_path):
+    """The controller ships what a template names (``entry["loader"]``); a name it
+    found nowhere fails as Jinja's FileSystemLoader words it, with the search path."""
+    def found(text, name):
+        return {"kind": "file", "path": "/play/templates/" + name, "content": text.encode()}
+    loader = {"searchpath": ["/play/templates", "/play"], "files": {
+        "base.j2": found("<{% block b %}{% endblock %}>", "base.j2"),
+        "m.j2": found("{% macro up(x) %}{{ x | upper }}{% endmacro %}", "m.j2"),
+        "part.j2": found("{{ name }}", "part.j2"),
+        "gone.j2": {"kind": "missing"}}}
+    dest = tmp_path / "out"
+    run(shipped("{% extends 'base.j2' %}{% block b %}{% from 'm.j2' import up %}"
+                "{{ up('a') }}{% include 'part.j2' %}{% endblock %}", loader=loader),
+        dest=str(dest), variables={"name": "ioc"})
+    assert dest.read_text() == "<Aioc>"
+    with pytest.raises(TaskError) as raised:
+        run(shipped("{% include 'gone.j2' %}", loader=loader), dest=str(dest))
+    assert raised.value.msg == ("Error rendering template: 'gone.j2' not found in search "
+                                "paths: '/play/templates', '/play'")
+    with pytest.raises(TaskError) as raised:
+        run(shipped("{% include name %}", loader=loader), dest=str(dest),
+            variables={"name": "other.j2"})
+    assert "'other.j2' that motd.j2 names is not known before the task runs" in raised.value.msg

@@ -160,3 +160,40 @@ def test_a_template_entry_carries_ansibles_template_vars_asked_once_per_file_ver
     os.utime(str(source), (0, 0))
     collect_for(tmp_path, play, cache=cache)
     assert len(asked) == 2
+
+
+def test_a_template_ships_the_templates_it_names_found_as_the_template_action_finds_them(
+        tmp_path):
+    """``{% include/import/from/extends %}`` names, and the names in those, found on
+    the template action's search path (``ansible_search_path``: the role, its tasks
+    directory, the playbook's directory; then the playbook's directory again and
+    the template's own, each ``templates/`` first); a name found nowhere is
+    ``missing``; an expression's name is not known here."""
+    role = tmp_path / "roles" / "r1"
+    (role / "tasks").mkdir(parents=True)
+    (role / "templates").mkdir()
+    (tmp_path / "templates").mkdir()
+    (role / "templates" / "t.j2").write_text(
+        "{% import 'lib.j2' as lib %}{% include 'part.j2' %}{% include name %}"
+        "{% extends 'nowhere.j2' %}")
+    (role / "templates" / "part.j2").write_text("role part {% from 'deep.j2' import x %}")
+    (tmp_path / "templates" / "part.j2").write_text("play part")
+    (tmp_path / "templates" / "lib.j2").write_text("lib")
+    (tmp_path / "deep.j2").write_text("deep")
+    (role / "tasks" / "main.yml").write_text("- template: src=t.j2 dest=/tmp/t\n")
+    files, blobs, _ = collect_for(tmp_path, "- hosts: all\n  roles: [r1]\n")
+    loader = only(files)["t.j2"]["loader"]
+    assert loader["searchpath"] == [str(role / "templates"), str(role),
+                                    str(role / "tasks" / "templates"), str(role / "tasks"),
+                                    str(tmp_path / "templates"), str(tmp_path),
+                                    str(tmp_path / "templates"), str(tmp_path),
+                                    str(role / "templates" / "templates"), str(role / "templates")]
+    assert {name: found.get("path") for name, found in loader["files"].items()} == {
+        "lib.j2": str(tmp_path / "templates" / "lib.j2"),
+        "part.j2": str(role / "templates" / "part.j2"),
+        "deep.j2": str(tmp_path / "deep.j2"),
+        "nowhere.j2": None}
+    assert loader["files"]["nowhere.j2"] == {"kind": "missing"}
+    assert sorted(bytes(b) for b in blobs.values()) == sorted(
+        [b"deep", b"lib", (role / "templates" / "t.j2").read_bytes(),
+         b"role part {% from 'deep.j2' import x %}"])

@@ -51,6 +51,7 @@ def test_errors():
     with pytest.raises(UndefinedVariableError) as e:
         render("x {{ nope }}")
     assert str(e.value) == "'nope' is undefined"
-    with pytest.raises(TemplateError) as e:
-        render("{% if %}")
-    assert "template error while templating string" in str(e.value)
+    with pytest.raises(TemplateError) as e:  # (create_template_error's wording, its line)
+        render("x\n{% if %}")
+    assert str(e.value) == "Syntax error in template: Expected an expression, got 'end of statement block'"
+    assert e.value.lineno == 2

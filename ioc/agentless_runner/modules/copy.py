@@ -16,12 +16,10 @@ its files land in ``dest/<basename of src>/``. Directories are created with
 import hashlib
 import json
 import os
-import random
 import shutil
 import stat
-import time
 
-from ioc.agentless_runner import transfer
+from ioc.agentless_runner import lifeline, transfer
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
 
@@ -65,6 +63,11 @@ class _Source(object):
         """What ``atomic_write`` writes: the bytes, or a writer of them."""
         return self.data
 
+    def stage(self, path):
+        """Write the content to ``path`` (the upload :class:`_Staged` names)."""
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            out.write(self.data)
+
     def release(self):
         pass
 
@@ -103,6 +106,10 @@ class _StreamedSource(_Source):
             with open(local, "rb") as handle:
                 shutil.copyfileobj(handle, out, 1 << 20)
         return write
+
+    def stage(self, path):
+        """Fetch the content into ``path`` itself: the destination is written from it."""
+        self.local = transfer.fetch(self.entry, path)
 
     def release(self):
         if self.local is not None:
@@ -292,24 +299,22 @@ def _unchanged(dest, checksum, ctx, attrs):
     return result
 
 
-def copy_source(args, ctx, source, dest, created=False, upload=False):
+def copy_source(args, ctx, source, dest, created=False):
     """Write one _Source to the resolved path ``dest`` with copy's file options.
 
     Honours ``mode`` (``preserve``), ``owner``, ``group``, ``force``,
     ``backup``, ``validate`` and ``checksum``, check and diff mode; returns
-    the copy module's result. ``upload``: the source is one controller-side
-    file (copy's ``content``/``src``, template's rendering), which Ansible's
-    action uploads before its copy module runs (:func:`_uploaded`).
+    the copy module's result.
     """
     attrs = (_mode(args, source), _common.opt_str(args, "owner"), _common.opt_str(args, "group"))
     _check_dest_dir(dest, ctx, created)
     try:
-        return _copy_source(args, ctx, source, dest, attrs, upload)
+        return _copy_source(args, ctx, source, dest, attrs)
     finally:
         source.release()
 
 
-def _copy_source(args, ctx, source, dest, attrs, upload=False):
+def _copy_source(args, ctx, source, dest, attrs):
     checksum = source.checksum()
     expected = args.get("checksum")
     if expected and expected != checksum:
@@ -317,6 +322,14 @@ def _copy_source(args, ctx, source, dest, attrs, upload=False):
                           checksum=checksum, expected_checksum=expected)
     exists = os.path.lexists(dest)
     if exists and not _common.opt_bool(args, "force", True):
+        if source.remote_path is None:
+            # The action skips the file and reports its own source: the file found
+            # (a template's: Ansible's rendered copy of it, a temporary file of the
+            # same name). Content's is a controller temporary file, which ioc has not.
+            skipped = {"changed": False, "dest": dest}
+            if not source.is_content:
+                skipped["src"] = source.after_header
+            return skipped
         return _common.add_path_info(_with_src({"msg": "file already exists", "dest": dest,
                                                 "changed": False}, source))
     if exists and os.path.isdir(dest) and not os.path.islink(dest):
@@ -325,57 +338,53 @@ def _copy_source(args, ctx, source, dest, attrs, upload=False):
         os.access(dest, os.R_OK) and _common.sha1_file(dest) == checksum
     if same:
         return _common.add_path_info(_unchanged(dest, checksum, ctx, attrs))
-    result = _with_src({"changed": True, "dest": dest, "checksum": checksum,
-                        "md5sum": source.md5(ctx.check_mode)}, source)
-    if ctx.diff_mode:
-        header = source.remote_path or (dest if source.is_content else source.after_header) or dest
-        result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
-    if not ctx.check_mode:
-        uploaded = _uploaded(source, dest, result) if upload else None
-        try:
+    # (staged first: a streamed file is fetched into the upload, once)
+    staged = _Staged(source, dest) if source.remote_path is None and not ctx.check_mode else None
+    try:
+        result = _with_src({"changed": True, "dest": dest, "checksum": checksum,
+                            "md5sum": source.md5(ctx.check_mode)}, source)
+        if ctx.diff_mode:
+            header = source.remote_path or (dest if source.is_content else source.after_header) \
+                or dest
+            result["diff"] = content_diff(dest, source.data, header, ctx.no_log, source.size())
+        if not ctx.check_mode:
+            if staged is not None:
+                result["src"] = staged.path
             backup = _write(dest, source, args, ctx, attrs)
-        finally:
-            if uploaded is not None:
-                shutil.rmtree(uploaded, ignore_errors=True)
-        if backup:
-            result["backup_file"] = backup
-        _common.set_attributes(dest, attrs[0], attrs[1], attrs[2], False)
+            if backup:
+                result["backup_file"] = backup
+            _common.set_attributes(dest, attrs[0], attrs[1], attrs[2], False)
+    finally:
+        if staged is not None:
+            staged.remove()
     return _common.add_path_info(result)
 
 
-#: Where an unprivileged become user's upload goes (Ansible's ``system_tmpdirs``).
-SYSTEM_TMPDIR = "/var/tmp"
+class _Staged(object):
+    """A controller-side source written to the target's ``remote_tmp`` first, as
+    Ansible's copy action uploads it (``<ansible-tmp-…>/.source`` and the
+    destination's suffix, which ``validate`` may need); the copy module reports
+    that upload as ``src``. The destination is written from this file; the
+    directory goes when the task is done, as Ansible's does."""
 
-
-def _uploaded(source, dest, result):
-    """The content as Ansible's copy action uploads it for its module: a file
-    ``.source`` (with ``dest``'s suffix, kept for ``validate``) in a fresh
-    ``ansible-tmp-<time>-<pid>-<random>`` directory under ``remote_tmp``,
-    which the module reports as ``src`` and which is gone when the task ends.
-    Returns the directory (the caller removes it).
-
-    A user that cannot make ``~/.ansible/tmp`` (a become runner of an
-    unprivileged user without a writable home) gets it in ``/var/tmp``, the
-    first of Ansible's ``system_tmpdirs``, where Ansible puts the directory of
-    an unprivileged become."""
-    base = os.path.expanduser("~/.ansible/tmp")
-    try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
-    except OSError:
-        base = SYSTEM_TMPDIR
-    while True:
-        tmpdir = os.path.join(base, "ansible-tmp-%s-%d-%d" % (
-            time.time(), os.getpid(), random.randint(0, 2 ** 48)))
+    def __init__(self, source, dest):
         try:
-            os.mkdir(tmpdir, 0o700)
-            break
-        except FileExistsError:
-            continue
-    path = os.path.join(tmpdir, ".source" + os.path.splitext(dest)[1])
-    with open(path, "wb") as out:
-        out.write(source.data)
-    result["src"] = path
-    return tmpdir
+            self.directory = _common.remote_tmp()
+        except OSError as exc:
+            raise ModuleError("Failed to create temporary directory. In some cases, you may "
+                              "have been able to authenticate and did not have permissions on "
+                              "the target directory: %s" % exc)
+        self.path = os.path.join(self.directory, ".source" + os.path.splitext(dest)[1])
+        lifeline.remember_file(self.path)
+        try:
+            source.stage(self.path)
+        except BaseException:
+            self.remove()
+            raise
+
+    def remove(self):
+        lifeline.forget_file(self.path)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def _with_src(result, source):
@@ -543,7 +552,7 @@ def run(args, ctx):
             return _copy_tree(args, ctx, src, entry.get("entries") or [], remote=False)
         source = _controller_file_source(args, entry)
     dest, created = _resolve_dest(args, source, ctx)
-    result = copy_source(args, ctx, source, dest, created, upload=source.remote_path is None)
+    result = copy_source(args, ctx, source, dest, created)
     if source.remote_path is None:
         result = action_shape(result, ctx)
     return result
@@ -555,8 +564,10 @@ def action_shape(result, ctx):
     The action starts from ``{"diff": []}`` and merges the module's result
     in; in check mode a content change returns before any module runs, so
     the result is only ``{changed, diff}``. The content diff is the one entry
-    of that list.
+    of that list. Its ``src`` is the upload :class:`_Staged` made.
     """
+    if "checksum" not in result:  # skipped (force: false): the action's own result
+        return result
     content_diff = [result["diff"]] if "md5sum" in result and result.get("diff") else []
     if ctx.check_mode and result.get("changed") and "md5sum" in result:
         return {"changed": True, "diff": content_diff}

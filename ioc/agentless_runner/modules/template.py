@@ -8,15 +8,20 @@ kept, ``newline_sequence``, custom delimiters, and the variables
 ``template_fullpath``, ``template_destpath``, ``template_mtime``,
 ``template_uid`` and ``template_run_date`` (see :func:`_template_vars`). The result is written exactly
 as ``copy`` writes content (atomic, mode/owner/group, backup, validate,
-force, check and diff mode) and the result is copy's.
+force, check and diff mode) and the result is copy's (``src``: the rendered
+text's upload, as Ansible's copy action reports it).
 
-``{% include %}``/``{% import %}``/``{% extends %}`` need other controller
-files and are not available; ``lookup()`` fails on the target.
+``{% include %}``/``{% import %}``/``{% extends %}`` find the templates the
+controller shipped with the template (``entry["loader"]``: those the file
+names as constants, and those they name, found on Ansible's search path for
+templates: ``ioc.controller.payloads.template_searchpath``); a name that is
+an expression fails saying so.
 """
 import datetime
 import os
 
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner import results, templating
+from ioc.agentless_runner.context import ModuleError, TaskError
 from ioc.agentless_runner.modules import _common
 from ioc.agentless_runner.modules import copy as _copy
 
@@ -96,14 +101,15 @@ def render(args, ctx, entry):
         templar = templar.template_with(
             {"ansible_managed": entry["template"]["ansible_managed"]}, raw=True)
     try:
-        return templar.render_text(data, overrides=_overrides(args))
+        loader = entry.get("loader")
+        return templar.render_text(data, overrides=_overrides(args), loader=None if loader is None
+                                   else templating.ShippedLoader(loader, src))
     except ModuleError:
         raise
-    except Exception as e:
-        name = type(e).__name__
-        name = {"UndefinedVariableError": "AnsibleUndefinedVariable",
-                "TemplateError": "AnsibleError"}.get(name, name)
-        raise ModuleError("%s: %s" % (name, e))
+    except Exception as e:  # the action raises it: "Task failed: <error>", about the file
+        # (at a syntax error's line; 2.19 names the file only)
+        line = None if results.legacy() else getattr(e, "lineno", None)
+        raise TaskError(str(e), origin=[entry.get("path") or src, line])
 
 
 @_common.module_entry
@@ -130,5 +136,4 @@ def run(args, ctx):
                  if k in ("dest", "backup", "force", "follow", "mode", "owner", "group",
                           "validate")}
     dest, created = _copy._resolve_dest(copy_args, source, ctx)
-    return _copy.action_shape(_copy.copy_source(copy_args, ctx, source, dest, created,
-                                                upload=True), ctx)
+    return _copy.action_shape(_copy.copy_source(copy_args, ctx, source, dest, created), ctx)
