@@ -233,6 +233,9 @@ class Converter:
         if _untrusted_args(task, action):
             self.refuse("its arguments hold untrusted text (!unsafe): Ansible does not "
                         "template it")
+        condition = _untrusted_condition(task)
+        if condition is not None:
+            self.refuse("its %s is untrusted text (!unsafe): Ansible fails the task" % condition)
         keyword = _invalid_keyword(task)
         if keyword is not None:
             self.refuse("keyword %s has a value Ansible cannot convert (it fails the task)"
@@ -745,6 +748,23 @@ def _untrusted_args(task: Any, action: str) -> bool:
                 (key in expressions or is_possibly_template(value)):
             return True
     return False
+
+
+def _untrusted_condition(task: Any) -> Optional[str]:
+    """The first conditional keyword (``when``, ``changed_when``, ``failed_when``,
+    ``until``) holding a string not trusted as a template (``!unsafe``): Ansible
+    evaluates none ("Encountered untrusted template or expression."), the
+    runner's conditions are plain text. None when all are trusted."""
+    try:
+        from ansible._internal._datatag._tags import TrustedAsTemplate
+    except ImportError:  # pragma: no cover - every supported release has data tags
+        return None
+    for keyword in ("when", "changed_when", "failed_when", "until"):
+        value = getattr(task, "_" + keyword, None) if keyword != "when" else task.when
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if any(isinstance(v, str) and not TrustedAsTemplate.is_tagged_on(v) for v in values):
+            return keyword
+    return None
 
 
 def _invalid_keyword(task: Any) -> Optional[str]:

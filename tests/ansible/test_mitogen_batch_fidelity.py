@@ -2219,3 +2219,39 @@ def test_an_undefined_lookup_term_reaches_a_plugin_that_accepts_markers(ansible,
     assert_same_output(linear, batch)
     assert "ok=4" in batch.stdout and "ignored=2" in batch.stdout, batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_an_untrusted_condition_fails_its_task_as_linear_fails_it(ansible, ansible_python):
+    """``when: !unsafe 1 == 0`` (and an ``!unsafe`` ``changed_when``) is text
+    Ansible never evaluates: the task fails "A 'when' expression failed:
+    Encountered untrusted template or expression." (the conditionals target's
+    output_validation_tests.yml). mitogen_batch ran it as a trusted condition
+    (the debug was skipped); such a task now runs through Ansible."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: untrusted when
+              debug:
+              when: !unsafe 1 == 0
+              ignore_errors: true
+              register: result
+            - assert:
+                that:
+                  - result is failed
+                  - result.msg is contains 'untrusted template or expression'
+            - name: untrusted changed_when
+              ping:
+              changed_when: !unsafe 1 == 1
+              ignore_errors: true
+            - name: trusted when
+              debug:
+                msg: trusted
+              when: 1 == 1
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "Encountered untrusted template or expression" in batch.stdout + batch.stderr
+    assert batch.steps, batch.log
