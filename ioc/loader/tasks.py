@@ -18,7 +18,8 @@ from ioc.errors import IncludeNotFound, LoadError
 from ioc.loader.kv import parse_kv
 from ioc.loader.roles import RoleFiles, RoleSearch, find_role, read_role
 from ioc.loader.substitute import render_static
-from ioc.loader.yamlsrc import key_location, load_yaml_file, location_of, plain, value_origins
+from ioc.loader.yamlsrc import (key_location, load_yaml_file, location_of, plain,
+                                 refuse_unsafe_conditions, value_origins)
 from ioc.model import Block, IncludeScope, Location, Node, Play, Task
 
 __all__ = [
@@ -136,6 +137,7 @@ class Scope:
         if "environment" in own:
             own["environment"] = extend_environment(self.inherited.get("environment"),
                                                     own["environment"])
+        refuse_unsafe_conditions(ds, where)
         added = conditions(ds.get("when"), where)
         return dataclasses.replace(
             self,
@@ -393,6 +395,7 @@ def extend_environment(outer: Any, own: Any) -> Any:
 def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope, where: Location) -> Task:
     _warn_unsupported(ds, where)
     loop, loop_with = _loop(ds, where)
+    refuse_unsafe_conditions(ds, where)
     own_when = conditions(ds.get("when"), where)
     own = {k: ds.get(k) for k in INHERITABLE}
     if "local_action" in ds:

@@ -59,6 +59,8 @@ class LocatedDict(dict):  # type: ignore[type-arg]
         self.location = Location("<unknown>")
         self.key_lines = {}
         self.value_marks = {}
+        #: Keys whose value (or an item of it) was written ``!unsafe``.
+        self.unsafe_keys = frozenset()
 
 
 class LocatedLoader(yaml.SafeLoader):
@@ -90,10 +92,28 @@ def _construct_mapping(loader: LocatedLoader, node: yaml.MappingNode) -> Iterato
         for key, value in node.value
         if isinstance(key, yaml.ScalarNode)
     }
+    data.unsafe_keys = frozenset(
+        key.value for key, value in node.value
+        if isinstance(key, yaml.ScalarNode) and (value.tag == "!unsafe" or (
+            isinstance(value, yaml.SequenceNode) and any(v.tag == "!unsafe" for v in value.value))))
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def refuse_unsafe_conditions(ds: Mapping[str, Any], where: Location) -> None:
+    """A conditional keyword written ``!unsafe`` is text Ansible never evaluates:
+    the task fails ("Encountered untrusted template or expression."). ioc's
+    conditions carry no trust to the runner, so ioc-run refuses it before
+    anything runs (mitogen_batch runs such a task through Ansible)."""
+    for key in ("when", "changed_when", "failed_when", "until"):
+        if key in getattr(ds, "unsafe_keys", ()):
+            raise LoadError("%s written !unsafe: Ansible never evaluates untrusted text and "
+                            "fails the task ('Encountered untrusted template or expression.'); "
+                            "ioc-run cannot carry that to the target: drop !unsafe, or run the "
+                            "play with ansible-playbook and the mitogen_batch strategy" % key,
+                            value_location(ds, key, location_of(ds, where)))
 
 
 def value_origins(ds: Mapping[str, Any], key: str, count: int) -> tuple[str, ...]:

@@ -1008,3 +1008,23 @@ def test_an_unnamed_include_role_is_shown_with_its_role_as_ansible_shows_it(tmp_
     assert second.display_name == "ansible.builtin.include_role : {{ r }}"
     wire = {"action": "include_role", "action_written": "include_role", "args": {"name": "web"}}
     assert template_name(wire, Templar({})) == "include_role : web"
+
+
+@pytest.mark.parametrize("written, where", [
+    ("    - debug: msg=x\n      when: !unsafe 1 == 0\n", "4"),
+    ("    - ping:\n      changed_when: [ok, !unsafe 1 == 1]\n", "4"),
+    ("    - block:\n        - debug: msg=x\n      when: !unsafe x\n", "5"),
+])
+def test_a_condition_written_unsafe_is_refused_where_it_was_written(tmp_path, written, where):
+    """Ansible never evaluates ``!unsafe`` text and fails the task as untrusted;
+    ioc-run's conditions carry no trust to the runner, so it refuses them before
+    anything runs, naming where (the conditionals target's output_validation_tests)."""
+    book = tmp_path / "play.yml"
+    book.write_text("- hosts: all\n  tasks:\n" + written)
+    with pytest.raises(LoadError) as info:
+        load_playbook(str(book))
+    assert "written !unsafe" in str(info.value) and "mitogen_batch" in str(info.value)
+    assert str(info.value).startswith("%s:%s: " % (book, where)), str(info.value)
+    # the same conditions, trusted, load
+    book.write_text("- hosts: all\n  tasks:\n" + written.replace("!unsafe ", ""))
+    load_playbook(str(book))
