@@ -60,7 +60,7 @@ class LocatedDict(dict):  # type: ignore[type-arg]
         self.key_lines = {}
         self.value_marks = {}
         #: Keys whose value (or an item of it) was written ``!unsafe``.
-        self.unsafe_keys = frozenset()
+        self.unsafe_keys: frozenset[str] = frozenset()
 
 
 class LocatedLoader(yaml.SafeLoader):
