@@ -7,7 +7,7 @@ Ansible's objects for ioc goes through :func:`plain` first.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ioc.model import verbatim  # noqa: F401 (ioc.ansible.prompt takes it from here)
 
@@ -41,17 +41,8 @@ def plain_vars(values: Mapping[str, Any]) -> Any:
     except ImportError:  # pragma: no cover - every supported release has data tags
         return plain(values)
 
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            text = plain(value)
-            return text if TrustedAsTemplate.is_tagged_on(value) else verbatim(text)
-        if isinstance(value, Mapping):
-            return {plain(k): walk(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple, set, frozenset)):
-            return [walk(v) for v in value]
-        return plain(value)
-
-    return walk(values)
+    return _texts_mapped(values, lambda value: plain(value) if TrustedAsTemplate.is_tagged_on(value)
+                         else verbatim(plain(value)))
 
 
 def tagged(value: Any) -> Any:
@@ -63,16 +54,8 @@ def tagged(value: Any) -> Any:
 
     from ioc.agentless_runner.trust import TrustedText
 
-    def walk(item: Any) -> Any:
-        if item.__class__ is TrustedText:
-            return TrustedAsTemplate().tag(str.__str__(item))
-        if isinstance(item, Mapping):
-            return {plain(k): walk(v) for k, v in item.items()}
-        if isinstance(item, (list, tuple, set, frozenset)):
-            return [walk(v) for v in item]
-        return plain(item)
-
-    return walk(value)
+    return _texts_mapped(value, lambda text: TrustedAsTemplate().tag(str.__str__(text))
+                         if text.__class__ is TrustedText else plain(text))
 
 
 def trusted_text(value: Any) -> Any:
@@ -83,14 +66,17 @@ def trusted_text(value: Any) -> Any:
 
     from ioc.agentless_runner.trust import TrustedText
 
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            text = plain(item)
-            return TrustedText(text) if TrustedAsTemplate.is_tagged_on(item) else text
-        if isinstance(item, Mapping):
-            return {plain(k): walk(v) for k, v in item.items()}
-        if isinstance(item, (list, tuple, set, frozenset)):
-            return [walk(v) for v in item]
-        return plain(item)
+    return _texts_mapped(value, lambda text: TrustedText(plain(text))
+                         if TrustedAsTemplate.is_tagged_on(text) else plain(text))
 
-    return walk(value)
+
+def _texts_mapped(value: Any, text: Callable[[str], Any]) -> Any:
+    """``value`` as :func:`plain` makes it, each string given to ``text`` (keys
+    are made plain)."""
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, Mapping):
+        return {plain(k): _texts_mapped(v, text) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_texts_mapped(v, text) for v in value]
+    return plain(value)
