@@ -330,16 +330,9 @@ def _written_text(task: Any, text: Any) -> Any:
                 return condition
     holder = task
     while holder is not None:
-        pending = list((getattr(holder, "vars", None) or {}).values())
-        while pending:
-            value = pending.pop(0)
-            if isinstance(value, str):
-                if value == text and Origin.is_tagged_on(value):
-                    return value
-            elif isinstance(value, Mapping):
-                pending[:0] = list(value.values())
-            elif isinstance(value, (list, tuple)):
-                pending[:0] = list(value)
+        found = _equal_text(getattr(holder, "vars", None) or {}, text)
+        if found is not None:
+            return found
         holder = getattr(holder, "_parent", None)
     return None
 
