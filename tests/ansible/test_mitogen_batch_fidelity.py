@@ -1620,3 +1620,24 @@ def test_a_script_named_through_a_variable_that_calls_a_lookup_is_shipped(ansibl
     assert '"hello from looked-up-h2",' in batch.stdout
     assert batch.stdout.count('"hello from looked-up-throttled"') == 2, batch.stdout
     assert "Could not find" not in batch.stdout
+
+
+def test_vars_files_given_as_one_string_is_one_file(ansible, ansible_python):
+    """``vars_files: name`` (a string, not a list) is that one file, as
+    ``Play.get_vars_files`` makes it: mitogen_batch read it character by
+    character (target ``playbook``, vars_files_string.yml); ioc-run reads it too."""
+    ansible.write("vars/one.yml", "from_one_file: yep\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars_files: vars/one.yml
+          tasks:
+            - debug:
+                msg: "{{ from_one_file }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "yep"' in batch.stdout
+    assert '"msg": "yep"' in ioc_run_output(ansible, inventory)
