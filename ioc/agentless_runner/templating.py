@@ -578,12 +578,36 @@ def _lookup_on_target(*args, **kwargs):
 
 def _finalize(value):
     """Ansible renders None as an empty string inside a larger template (and,
-    under :class:`ReplacingMarkers`, an undefined value as its replacement)."""
+    under :class:`ReplacingMarkers`, an undefined value as its replacement).
+    A container part that holds an undefined value fails as that value
+    (``{{ [{'key': undefined}] }} text``: ansible-core finalizes each part)."""
     if isinstance(value, Undefined):
         markers = _markers()
         if markers is not None:
             return markers.replace(value)
+    elif isinstance(value, (list, tuple, dict)) and _markers() is None:
+        nested = _nested_undefined(value)
+        if nested is not None:
+            _fail_undefined(nested)
     return "" if value is None else value
+
+
+def _nested_undefined(value):
+    """The first undefined value inside a plain container ``value``, or None
+    (a lazy container's own text templates, and fails on, its items)."""
+    if isinstance(value, Undefined):
+        return value
+    if isinstance(value, dict):
+        items = [v for pair in value.items() for v in pair]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _nested_undefined(item)
+        if found is not None:
+            return found
+    return None
 
 
 @functools.lru_cache(maxsize=None)

@@ -1641,3 +1641,26 @@ def test_vars_files_given_as_one_string_is_one_file(ansible, ansible_python):
     assert_same_output(linear, batch)
     assert '"msg": "yep"' in batch.stdout
     assert '"msg": "yep"' in ioc_run_output(ansible, inventory)
+
+
+def test_a_template_of_several_parts_fails_on_an_undefined_value_inside_a_part(ansible,
+                                                                             ansible_python):
+    """``"{{ [{'key': undefined}] }} text"``: ansible-core finalizes each part, so
+    the undefined value inside the list fails the task's arguments; the runner
+    joined the parts' text and ran the command (target ``jinja2_native_types``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - raw: "{{ [{ 'key': nested_and_undefined}] }} second_node"
+              register: result
+              ignore_errors: true
+            - debug:
+                msg: "{{ result.msg }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "'nested_and_undefined' is undefined" in batch.stdout
+    assert "non-zero return code" not in batch.stdout  # (the command never ran)
