@@ -15,6 +15,7 @@ installed.
 Imports the stdlib, jinja2 and PyYAML; runs on Python 3.9+.
 """
 import base64
+import collections
 import collections.abc
 import datetime
 import hashlib
@@ -33,7 +34,7 @@ from jinja2 import pass_environment
 from jinja2.runtime import Undefined
 
 
-__all__ = ["FILTERS", "FilterError", "names"]
+__all__ = ["FILTERS", "FilterError", "GroupTuple", "names"]
 
 FILTERS = {}
 
@@ -234,6 +235,26 @@ def comment(text, style="plain", **options):
 
 
 # -- lists and sets -------------------------------------------------------------------
+
+
+class GroupTuple(collections.namedtuple("GroupTuple", ("grouper", "list"))):
+    """One group of ``groupby``: ansible-core's ``GroupTuple`` (2.19+), a named
+    tuple as jinja2's own, whose ``grouper`` and ``list`` a template may read
+    and whose text is a tuple's (``(1, [{'a': 1}])``). A template's final value
+    holding one is converted to a list (``templating.to_builtin``)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return tuple.__repr__(self)
+
+
+@_register("groupby")
+@pass_environment
+def groupby(environment, value, *args, **kwargs):
+    """jinja2's ``groupby``, each group an Ansible :class:`GroupTuple`."""
+    return [GroupTuple(group.grouper, group.list)
+            for group in jinja2.filters.sync_do_groupby(environment, value, *args, **kwargs)]
 
 
 @_register("unique")

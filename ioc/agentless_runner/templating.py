@@ -35,7 +35,7 @@ from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.parser import Parser
 from jinja2.runtime import Undefined
 
-from ioc.agentless_runner.filters import FILTERS
+from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
@@ -217,6 +217,34 @@ class ConstTemplates(_Recorder):
 
 
 
+class StorageConversions(_Recorder):
+    """Records, while active on this thread, each value of a type Ansible's
+    variable storage does not hold (groupby's :class:`GroupTuple`) that a
+    template's final value held and that was converted to a list, as
+    ansible-core 2.19+'s finalization converts it with the warning
+    :func:`unsupported_in_storage` gives. ``found`` lists ``(message, source)``
+    once each, in order: ``source`` is the text of the template or expression
+    that gave it (where Ansible's warning points), or None."""
+
+    slot = "storage"
+
+    def __init__(self):
+        self.found = []
+        #: The text of each template or expression being run, innermost last.
+        self.sources = []
+
+    def add(self, message, source):
+        entry = (message, source)
+        if entry not in self.found:
+            self.found.append(entry)
+
+
+def unsupported_in_storage(value, target):
+    """ansible-core's warning of a value converted when a template's value is finalized."""
+    return "Type %r is unsupported in variable storage, converting to %r." % (
+        type(value).__name__, target.__name__)
+
+
 #: ansible-core 2.21's warning of a Jinja constant string holding a template
 #: that was templated, and its help texts (in a conditional, elsewhere).
 CONST_TEMPLATE = "Jinja constant strings should not contain embedded templates. " \
@@ -371,12 +399,25 @@ def _markers():
 # -- conversion of results to builtins ---------------------------------------------
 
 
-def to_builtin(value):
+def to_builtin(value, source=None):
     """``value`` with lazy containers, tuples, sets and iterators made builtin.
 
     Templates every still-untemplated nested value; an Undefined anywhere
-    raises :class:`UndefinedVariableError`.
+    raises :class:`UndefinedVariableError`. This is the finalization of a
+    template's value: a :class:`GroupTuple` becomes a list, recorded for
+    Ansible's warning (:class:`StorageConversions`) with ``source``, the text
+    of the template that gave it (a lazy container's item: its own).
     """
+    return _builtin(value, _STORE, source)
+
+
+#: What :func:`_builtin` makes of a GroupTuple: a list, recorded (a template's
+#: final value); itself (a filter's argument); a list (a plugin's argument,
+#: which crosses to the controller).
+_STORE, _ARG, _PLAIN = range(3)
+
+
+def _builtin(value, mode, source):
     if value is None or type(value) in (str, int, bool, float):
         return value
     if isinstance(value, Undefined):
@@ -388,14 +429,27 @@ def to_builtin(value):
         if value.__class__ is DeprecatedText:
             value.read()
         return str.__str__(value)
+    if isinstance(value, _AnsibleLazyTemplateDict):
+        return {_builtin(k, mode, source): _builtin(v, mode, value.item_source(k, source))
+                for k, v in value.items()}
     if isinstance(value, collections.abc.Mapping):
-        return {to_builtin(k): to_builtin(v) for k, v in value.items()}
+        return {_builtin(k, mode, source): _builtin(v, mode, source) for k, v in value.items()}
     if isinstance(value, (bytes, bytearray)):
         return value
-    if isinstance(value, (list, tuple, set, frozenset, _AnsibleLazyTemplateList,
+    if isinstance(value, _AnsibleLazyTemplateList):
+        return [_builtin(v, mode, value.item_source(i, source)) for i, v in enumerate(value)]
+    if value.__class__ is GroupTuple:
+        if mode == _ARG:
+            return GroupTuple(_builtin(value.grouper, mode, source),
+                              _builtin(value.list, mode, source))
+        if mode == _STORE:
+            recorder = getattr(_LOCAL, "storage", None)
+            if recorder is not None:
+                recorder.add(unsupported_in_storage(value, list), source)
+    if isinstance(value, (list, tuple, set, frozenset,
                           collections.abc.Iterator, collections.abc.MappingView,
                           types.GeneratorType)):
-        return [to_builtin(v) for v in value]
+        return [_builtin(v, mode, source) for v in value]
     return value
 
 
@@ -436,7 +490,15 @@ def _materializing(func):
 def _arg_to_builtin(value):
     if isinstance(value, Undefined):
         return value
-    return to_builtin(value)
+    return _builtin(value, _ARG, None)
+
+
+def _finalize_filter(value):
+    """``ansible._protomatter.finalize``: the value as a template's final value
+    is finalized (ansible-core's test filter), here within the template being run."""
+    recorder = getattr(_LOCAL, "storage", None)
+    return to_builtin(value, recorder.sources[-1] if recorder is not None and recorder.sources
+                      else None)
 
 
 # -- lazy containers ----------------------------------------------------------------
@@ -495,12 +557,17 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
         return len(self._raw)
 
     def __repr__(self):
-        return repr(to_builtin(self))
+        return repr(_builtin(self, _ARG, None))
 
     __str__ = __repr__
 
     def copy(self):
-        return to_builtin(self)
+        return _builtin(self, _ARG, None)
+
+    def item_source(self, key, source):
+        """The text of the template item ``key`` was written as, else ``source``."""
+        raw = self._raw[key if getattr(self, "_keys", None) is None else self._keys[key]]
+        return raw if isinstance(raw, str) and is_template(raw) else source
 
 
 class _AnsibleLazyTemplateList(collections.abc.Sequence):
@@ -555,12 +622,17 @@ class _AnsibleLazyTemplateList(collections.abc.Sequence):
         return list(self) * count
 
     def __repr__(self):
-        return repr(to_builtin(self))
+        return repr(_builtin(self, _ARG, None))
 
     __str__ = __repr__
 
     def copy(self):
-        return to_builtin(self)
+        return _builtin(self, _ARG, None)
+
+    def item_source(self, key, source):
+        """The text of the template item ``key`` was written as, else ``source``."""
+        raw = self._raw[key if getattr(self, "_keys", None) is None else self._keys[key]]
+        return raw if isinstance(raw, str) and is_template(raw) else source
 
 
 def _recursion_error(raw):
@@ -625,6 +697,7 @@ def environment():
         extensions=[jinja2.ext.do, jinja2.ext.loopcontrols],
     )
     env.filters.update(FILTERS)
+    env.filters["ansible._protomatter.finalize"] = _finalize_filter
     for name, func in list(env.filters.items()):
         if name not in _KEEP_LAZY:
             func = _materializing(func)
@@ -766,7 +839,7 @@ def _plugin_arg(value):
     as Ansible fails a plugin given one."""
     if isinstance(value, Undefined):
         _fail_undefined(value)
-    return to_builtin(value)
+    return _builtin(value, _PLAIN, None)
 
 
 def known_filters():
@@ -969,7 +1042,7 @@ class Templar(object):
         """
         if isinstance(value, str) and not is_template(value):
             return value
-        return to_builtin(self.lazy(value))
+        return to_builtin(self.lazy(value), value if isinstance(value, str) else None)
 
     def evaluate(self, expression, conditional=False):
         """The native value of a bare jinja ``expression`` (no braces);
@@ -979,7 +1052,7 @@ class Templar(object):
             compiled = _compile_expression(expression, conditional)
         except jinja2.TemplateError as exc:
             raise _translate(exc, expression, "expression") from None
-        return to_builtin(self._run(compiled, expression, "expression"))
+        return to_builtin(self._run(compiled, expression, "expression"), expression)
 
     def conditional(self, condition, origin=None, written=None):
         """Evaluate a ``when``-style condition; the result must be a bool.
@@ -1167,6 +1240,9 @@ class Templar(object):
         consts = getattr(_LOCAL, "consts", None)
         if consts is not None:
             consts.sources.append(source)
+        storage = getattr(_LOCAL, "storage", None)
+        if storage is not None:
+            storage.sources.append(source)
         try:
             if not compiled.native:
                 return template.environment.concat(template.root_render_func(context))
@@ -1181,6 +1257,8 @@ class Templar(object):
                 markers.rendering.pop()
             if consts is not None:
                 consts.sources.pop()
+            if storage is not None:
+                storage.sources.pop()
         result = context.vars[_RESULT]
         if isinstance(result, Undefined):
             if markers is not None:  # (it travels on: replaced where it ends up)

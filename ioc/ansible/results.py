@@ -104,7 +104,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _error_object(task, result),
-                                     result.get("_ioc_error_help"), keyword)
+                                     result.get("_ioc_error_help"), keyword,
+                                     result.get("_ioc_error_arg"))
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -211,7 +212,9 @@ def _const_warnings(task: Any, entries: List[Mapping[str, Any]]) -> List[Any]:
     """The warning ansible-core 2.21's templating gives of each Jinja constant
     string holding a template that it templated (the runner's
     ``_ioc_const_warnings``), with where the template it is in was written
-    (the task's own tagged text, else the origin the runner knew) and the help text of a conditional's or of a lookup's term; shown before
+    (the task's own tagged text, else the origin the runner knew) and the help text of a conditional's or of a lookup's term; an entry with a
+    ``msg`` is that other warning of 2.19+'s templating (a value converted for
+    variable storage: "Type 'GroupTuple' is unsupported ..."), no help; shown before
     the task's own warnings, as 2.21's Display shows them while the task runs."""
     from ansible._internal._errors import _error_utils
     from ansible.module_utils._internal import _messages
@@ -227,8 +230,10 @@ def _const_warnings(task: Any, entries: List[Mapping[str, Any]]) -> List[Any]:
             origin = _origin(Location.parse(entry["origin"])) if entry.get("origin") else None
             context = _error_utils.SourceContext.from_origin(origin) if origin is not None else None
         out.append(_messages.WarningSummary(event=_messages.Event(
-            msg=CONST_TEMPLATE, formatted_source_context=str(context) if context else None,
-            help_text=CONST_TEMPLATE_HELP[bool(entry.get("conditional"))])))
+            msg=entry.get("msg") or CONST_TEMPLATE,
+            formatted_source_context=str(context) if context else None,
+            help_text=None if entry.get("msg") else
+            CONST_TEMPLATE_HELP[bool(entry.get("conditional"))])))
     return out
 
 
@@ -748,20 +753,29 @@ def _engine_exception(message: str, data: Dict[str, Any], obj: Any,
 
 
 def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
-                      help_text: Any = None, keyword: Any = None) -> Dict[str, Any]:
+                      help_text: Any = None, keyword: Any = None,
+                      argument: Any = None) -> Dict[str, Any]:
     """2.19: the result dict TaskExecutor makes from its connection's AnsibleError
     (a failed become; the action's, about its argument ``obj``), marked so
-    ``_raw_task_result`` leaves it as it is."""
+    ``_raw_task_result`` leaves it as it is; ``argument``, ``keyword``: as
+    :func:`_engine_error`'s (their chains)."""
     from ansible._internal._errors import _error_utils
     from ansible.errors import AnsibleError, AnsibleTaskError
 
     message = str(data.get("msg", ""))
     if message.startswith("Task failed: "):
         message = message[len("Task failed: "):]
-    chained = _keyword_exception(task, message, keyword) if keyword else None
+    chained = _argument_exception(task, argument) if argument else \
+        _keyword_exception(task, message, keyword) if keyword else None
+    innermost = chained
+    while innermost is not None and innermost.__cause__ is not None:
+        innermost = innermost.__cause__
+    if innermost is not None:
+        # (raised while handling the ImportError that chose 2.19: not its cause)
+        innermost.__suppress_context__ = True
     try:
         try:
-            if chained is not None:  # (a keyword whose value is not of its type)
+            if chained is not None:  # (a task argument's or a keyword's chain)
                 raise chained
             # (from None: called while handling the ImportError that chose 2.19)
             raise _engine_exception(message, data, obj, help_text) from None

@@ -1664,3 +1664,41 @@ def test_a_template_of_several_parts_fails_on_an_undefined_value_inside_a_part(a
     assert_same_output(linear, batch)
     assert "'nested_and_undefined' is undefined" in batch.stdout
     assert "non-zero return code" not in batch.stdout  # (the command never ran)
+
+
+def test_groupby_gives_group_tuples_that_storage_makes_lists_with_ansibles_warning(
+        ansible, ansible_python):
+    """groupby's groups are Ansible's GroupTuple (``grouper``, ``list``; a
+    tuple's text) inside a template; a template's final value holding one
+    (set_fact, debug's msg, ``ansible._protomatter.finalize``) is a list, with
+    the warning "Type 'GroupTuple' is unsupported in variable storage,
+    converting to 'list'." naming that template (target ``filter_core``);
+    ioc-run's console too."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            fruits: [{name: apple, enjoy: true}, {name: orange, enjoy: false}]
+            grouped: "{{ fruits | groupby('enjoy') }}"
+          tasks:
+            - assert:
+                that:
+                  - (grouped | selectattr('grouper', 'false'))[0].list == [fruits[1]]
+                  - (grouped | ansible._protomatter.finalize) == [[false, [fruits[1]]], [true, [fruits[0]]]]
+                  - |
+                    ([{'a': 1}] | groupby('a'))[0] | string == "(1, [{'a': 1}])"
+            - set_fact:
+                stored: "{{ fruits | groupby('enjoy') }}"
+            - debug:
+                msg: "{{ stored[0] | type_debug }} {{ grouped[0] | type_debug }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    warning = "[WARNING]: Type 'GroupTuple' is unsupported in variable storage, converting to 'list'."
+    assert batch.stderr.count(warning) == 2, batch.stdout + batch.stderr
+    assert '"msg": "list GroupTuple"' in batch.stdout
+    assert len(batch.steps) == 1, batch.log
+    ours = ioc_run_output(ansible, inventory)
+    assert ours.count(warning) == 2 and '"msg": "list GroupTuple"' in ours, ours
