@@ -24,6 +24,7 @@ import collections
 import collections.abc
 import datetime
 import functools
+import itertools
 import re
 import threading
 import types
@@ -453,6 +454,28 @@ def _builtin(value, mode, source):
     return value
 
 
+#: The filters that are given an undefined argument (ansible-core's
+#: ``accept_args_markers``); any other returns the first one it is given.
+_TAKE_UNDEFINED = frozenset(("default", "d", "mandatory", "ternary", "type_debug"))
+
+
+def _undefined_through(func):
+    """Wrap a filter as ansible-core invokes a plugin that does not accept
+    markers: given an undefined argument (at the top level), it is not called
+    and that argument is its value (``not_defined | map('upper') is undefined``;
+    used any further, it fails as that undefined value)."""
+    skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        for value in itertools.chain(args[skip:], kwargs.values()):
+            if isinstance(value, Undefined):
+                return value
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
 def _listing(func):
     """Wrap a filter so a generator it returns is a list, as Ansible's plugin
     wrapper makes it: ``reject(...) | length`` works."""
@@ -701,7 +724,10 @@ def environment():
     for name, func in list(env.filters.items()):
         if name not in _KEEP_LAZY:
             func = _materializing(func)
-        env.filters[name] = _listing(func)
+        func = _listing(func)
+        if name.replace("ansible.builtin.", "", 1) not in _TAKE_UNDEFINED:
+            func = _undefined_through(func)
+        env.filters[name] = func
     env.tests.update({name: _test_plugin(name, func) for name, func in TESTS.items()})
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
                        q=_lookup_on_target, now=_now)

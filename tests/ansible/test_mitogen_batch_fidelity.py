@@ -1702,3 +1702,58 @@ def test_groupby_gives_group_tuples_that_storage_makes_lists_with_ansibles_warni
     assert len(batch.steps) == 1, batch.log
     ours = ioc_run_output(ansible, inventory)
     assert ours.count(warning) == 2 and '"msg": "list GroupTuple"' in ours, ours
+
+
+def test_a_filter_given_an_undefined_value_gives_it_back(ansible, ansible_python):
+    """ansible-core does not call a filter (but default, mandatory, ternary and
+    type_debug) given an undefined argument: that value is its result, so
+    ``is undefined`` and ``default`` see it (target ``filter_core``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that:
+                  - not_defined | map('upper') is undefined
+                  - not_defined | selectattr('a') is undefined
+                  - ([1] | union(not_defined)) is undefined
+            - debug:
+                msg: "{{ not_defined | upper | default('fell through') }}"
+            - debug:
+                msg: "{{ not_defined | map('upper') }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "fell through"' in batch.stdout
+    assert "'not_defined' is undefined" in batch.stdout
+    assert len(batch.steps) == 1, batch.log
+
+
+def test_filters_in_a_template_file_that_only_ansible_has_are_run_by_ansible(ansible,
+                                                                            ansible_python):
+    """A template task's source file names ``fileglob`` (Ansible's, which reads
+    the controller): the controller declares the file's plugins to the runner
+    as the planner does a task's own templates (target ``filter_core``)."""
+    ansible.write("templates/found.j2", "{{ (playbook_dir + '/templates/f*') | fileglob "
+                                        "| map('basename') | join(',') }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - template:
+                src: found.j2
+                dest: "{{ playbook_dir }}/out-{{ inventory_hostname }}.txt"
+            - debug:
+                msg: "{{ lookup('file', playbook_dir + '/out-' + inventory_hostname + '.txt') }}"
+            - file:  # (the other strategy's run writes it anew)
+                path: "{{ playbook_dir }}/out-{{ inventory_hostname }}.txt"
+                state: absent
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "found.j2"' in batch.stdout
