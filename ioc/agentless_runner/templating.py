@@ -459,6 +459,25 @@ def _builtin(value, mode, source):
 _TAKE_UNDEFINED = frozenset(("default", "d", "mandatory", "ternary", "type_debug"))
 
 
+def _filter_plugin(name, func):
+    """``func`` as ansible-core runs a filter plugin: an exception it raises
+    fails the template as "The filter plugin '<name>' failed: <error>", named
+    as the template wrote it (in ``ansible.builtin``); an undefined value it
+    met stays that (its own error)."""
+    fqcn = name if "." in name else "ansible.builtin." + name
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (TemplateError, jinja2.UndefinedError, RecursionError):
+            raise
+        except Exception as exc:
+            raise TemplateError("The filter plugin '%s' failed: %s" % (fqcn, exc)) from None
+
+    return call
+
+
 def _undefined_through(func):
     """Wrap a filter as ansible-core invokes a plugin that does not accept
     markers: given an undefined argument (at the top level), it is not called
@@ -727,7 +746,7 @@ def environment():
         func = _listing(func)
         if name.replace("ansible.builtin.", "", 1) not in _TAKE_UNDEFINED:
             func = _undefined_through(func)
-        env.filters[name] = func
+        env.filters[name] = _filter_plugin(name, func)
     env.tests.update({name: _test_plugin(name, func) for name, func in TESTS.items()})
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
                        q=_lookup_on_target, now=_now)

@@ -1757,3 +1757,31 @@ def test_filters_in_a_template_file_that_only_ansible_has_are_run_by_ansible(ans
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     assert '"msg": "found.j2"' in batch.stdout
+
+
+def test_a_filters_exception_is_worded_as_ansibles_filter_plugin_failure(ansible,
+                                                                         ansible_python):
+    """A filter that raises fails the template "The filter plugin
+    'ansible.builtin.<name>' failed: <error>" (target ``filter_core``, "Test
+    unsupported hash type"). (An error Ansible's plugin raises as an
+    AnsibleError, hash's, is one more "caused by" link in linear's console
+    that the runner does not give: reproducer filter_plugin_failure_wording,
+    identical in the skeleton.)"""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ 1 | map('upper') }}"
+              ignore_errors: true
+            - debug:
+                msg: "{{ [1] | first | length }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "The filter plugin 'ansible.builtin.map' failed: 'int' object is not iterable" \
+        in batch.stdout
+    assert "The filter plugin 'ansible.builtin.length' failed:" in batch.stdout
