@@ -620,13 +620,17 @@ def from_yaml_all(value):
 
 
 @_register("b64encode")
-def b64encode(string, encoding="utf-8"):
-    return base64.b64encode(_text(string).encode(encoding, "surrogateescape")).decode("ascii")
+def b64encode(string, encoding="utf-8", urlsafe=False):
+    """Base64 of the text in ``encoding`` (``urlsafe``: ``-`` and ``_``), as Ansible's."""
+    func = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    return func(_text(string).encode(encoding, "surrogateescape")).decode("ascii")
 
 
 @_register("b64decode")
-def b64decode(string, encoding="utf-8"):
-    data = base64.b64decode(_text(string).encode("utf-8", "surrogateescape"))
+def b64decode(string, encoding="utf-8", urlsafe=False):
+    """The text base64 ``string`` holds in ``encoding`` (``urlsafe``: ``-`` and ``_``)."""
+    func = base64.urlsafe_b64decode if urlsafe else base64.b64decode
+    data = func(_text(string).encode("utf-8", "surrogateescape"))
     return data.decode(encoding, "surrogateescape")
 
 
