@@ -476,8 +476,22 @@ def combine(*terms, **kwargs):
         return dicts[0]
     result = dicts[-1]
     for d in reversed(dicts[:-1]):
+        if not isinstance(d, dict) or not isinstance(result, dict):
+            # (Ansible's terms, and what it merged of them, are its lazy containers)
+            raise FilterError("failed to combine variables, expected dicts but got a '%s' and "
+                              "a '%s'." % (_lazy_type_name(d), _lazy_type_name(result)))
         result = merge_hash(d, result, recursive, list_merge)
     return result
+
+
+def _lazy_type_name(value):
+    """The class name of ``value`` as a filter of ansible-core 2.19+ is given it:
+    a list or dict is its lazy container."""
+    if isinstance(value, dict):
+        return "_AnsibleLazyTemplateDict"
+    if isinstance(value, (list, tuple)):
+        return "_AnsibleLazyTemplateList"
+    return type(value).__name__
 
 
 @_register("dict2items")

@@ -1785,3 +1785,28 @@ def test_a_filters_exception_is_worded_as_ansibles_filter_plugin_failure(ansible
     assert "The filter plugin 'ansible.builtin.map' failed: 'int' object is not iterable" \
         in batch.stdout
     assert "The filter plugin 'ansible.builtin.length' failed:" in batch.stdout
+
+
+def test_combine_names_terms_that_are_no_dicts_as_ansibles_lazy_containers(ansible,
+                                                                          ansible_python):
+    """``[x, [y]] | combine(z)``: "failed to combine variables, expected dicts but
+    got a '_AnsibleLazyTemplateList' and a '_AnsibleLazyTemplateDict'.", the
+    classes Ansible's filter is given (target ``filter_core``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars: {x: {a: 1}, y: {b: 1}, z: {c: 1}}
+          tasks:
+            - debug:
+                msg: "{{ [x, [y]] | combine(z) }}"
+              ignore_errors: true
+            - debug:
+                msg: "{{ x | combine(1) }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "got a '_AnsibleLazyTemplateList' and a '_AnsibleLazyTemplateDict'." in batch.stdout
+    assert "got a '_AnsibleLazyTemplateDict' and a 'int'." in batch.stdout
