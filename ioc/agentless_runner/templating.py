@@ -31,6 +31,7 @@ import types
 
 import jinja2
 import jinja2.ext
+import jinja2.lexer
 from jinja2 import nodes
 from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.parser import Parser
@@ -724,10 +725,54 @@ def _nested_undefined(value):
     return None
 
 
+class _EscapingLexer(jinja2.lexer.Lexer):
+    """ansible-core's ``AnsibleLexer``: the backslashes of a string constant
+    inside ``{{ }}`` are doubled before Jinja reads its escapes, so a
+    playbook's ``'\\1'`` is a backslash and a 1 (a regex backreference), as
+    in the YAML around it; not in ``{% %}``, an expression (a conditional)
+    or a template file (:func:`_text_environment`)."""
+
+    def tokeniter(self, *args, **kwargs):
+        in_variable = False
+        for token in super().tokeniter(*args, **kwargs):
+            kind = token[1]
+            if kind == jinja2.lexer.TOKEN_VARIABLE_BEGIN:
+                in_variable = True
+            elif kind == jinja2.lexer.TOKEN_VARIABLE_END:
+                in_variable = False
+            elif in_variable and kind == jinja2.lexer.TOKEN_STRING:
+                token = token[0], kind, token[2].replace("\\", "\\\\")
+            yield token
+
+
+_ESCAPING_LEXERS = {}
+
+
+class _Environment(jinja2.Environment):
+    """The runner's Environment: a playbook's templates are lexed as
+    ansible-core lexes them (:class:`_EscapingLexer`) unless
+    ``escape_backslashes`` is off (a template file's overlay)."""
+
+    escape_backslashes = True
+
+    @property
+    def lexer(self):
+        if not self.escape_backslashes:
+            return jinja2.lexer.get_lexer(self)
+        key = (self.block_start_string, self.block_end_string, self.variable_start_string,
+               self.variable_end_string, self.comment_start_string, self.comment_end_string,
+               self.line_statement_prefix, self.line_comment_prefix, self.trim_blocks,
+               self.lstrip_blocks, self.newline_sequence, self.keep_trailing_newline)
+        lexer = _ESCAPING_LEXERS.get(key)
+        if lexer is None:
+            lexer = _ESCAPING_LEXERS[key] = _EscapingLexer(self)
+        return lexer
+
+
 @functools.lru_cache(maxsize=None)
 def environment():
     """The process-wide jinja2 Environment with Ansible's settings."""
-    env = jinja2.Environment(
+    env = _Environment(
         trim_blocks=True,
         # As Ansible's: the lexer drops a single trailing newline (so that
         # "{{ expr }}\n", a YAML block scalar's, is one expression with its
@@ -825,7 +870,9 @@ def _text_environment(overrides):
     """An overlay of :func:`environment` for whole-file templates (``overrides`` sorted items)."""
     settings = {"trim_blocks": True, "keep_trailing_newline": False}
     settings.update(overrides)
-    return environment().overlay(**settings)
+    env = environment().overlay(**settings)
+    env.escape_backslashes = False  # (Ansible's template action: escape_backslashes=False)
+    return env
 
 
 def _trailing_newlines(text):

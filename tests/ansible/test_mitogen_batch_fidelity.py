@@ -1810,3 +1810,36 @@ def test_combine_names_terms_that_are_no_dicts_as_ansibles_lazy_containers(ansib
     assert_same_output(linear, batch)
     assert "got a '_AnsibleLazyTemplateList' and a '_AnsibleLazyTemplateDict'." in batch.stdout
     assert "got a '_AnsibleLazyTemplateDict' and a 'int'." in batch.stdout
+
+
+def test_backslashes_in_a_templates_string_constants_are_kept_as_ansible_lexes_them(
+        ansible, ansible_python):
+    """Inside ``{{ }}`` ansible-core doubles a string constant's backslashes
+    before Jinja reads its escapes: ``'\\2'`` is a backslash and a 2 (regex
+    backreferences work); a conditional's and a template file's are Jinja's
+    (target ``filter_core``, regex_search)."""
+    ansible.write("templates/t.j2", "{{ 'a\\nb' | length }}\n")
+    ansible.write("play.yml", r"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ '\\2' | length }} {{ '\\n' | length }} {{ 'goodbye' | regex_search('(good)(bye)', '\\2', '\\1') }}"
+            - assert:
+                that:
+                  - "'a\\nb' | length == 3"
+            - template:
+                src: t.j2
+                dest: "{{ playbook_dir }}/t-{{ inventory_hostname }}.txt"
+            - debug:
+                msg: "{{ lookup('file', playbook_dir + '/t-' + inventory_hostname + '.txt') }}"
+            - file:  # (the other strategy's run writes it anew)
+                path: "{{ playbook_dir }}/t-{{ inventory_hostname }}.txt"
+                state: absent
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert """"msg": "2 2 ['bye', 'good']\"""" in batch.stdout
+    assert '"msg": "3"' in batch.stdout
