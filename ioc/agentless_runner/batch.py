@@ -46,7 +46,7 @@ from ioc.agentless_runner.template_errors import UndefinedVariableError, conditi
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Results, Verbatim, current_reads, is_template,
-                                             TemplatedConditionals, ConstTemplates,
+                                             TemplatedConditionals, ConstTemplates, StorageConversions,
                                              unwrapped_condition)
 
 WIRE_VERSION = 1
@@ -575,7 +575,7 @@ class HostRun(HandlerRun, LoopRun):
         self.emit({"e": "start", "k": key, "name": name})
         with DeprecatedReads() if self.deprecated else contextlib.nullcontext() as reads, \
                 TemplatedConditionals() as conditionals, ConstTemplates() as consts, \
-                context.PluginWarnings() as said:
+                context.PluginWarnings() as said, StorageConversions() as stored:
             result = results.with_exception(self.execute(key, task, scope, templar))
         if said.found:
             result["warnings"] = said.found + list(result.get("warnings") or ())
@@ -630,8 +630,9 @@ class HostRun(HandlerRun, LoopRun):
             report(status)
         if reads is not None and reads.found:  # (not registered: Ansible's are not either)
             result["_ioc_deprecations"] = _deprecations(task, reads.found)
-        if consts.found:  # (not registered: Ansible's Display shows them)
-            result["_ioc_const_warnings"] = _const_warnings(task, consts.found)
+        if consts.found or stored.found:  # (not registered: Ansible's Display shows them)
+            result["_ioc_const_warnings"] = _const_warnings(task, consts.found) \
+                + _storage_warnings(task, stored.found)
         if "results" not in result:
             self._emit_diff(key, task, result, templar)
         if status in ("ok", "failed"):
@@ -1365,6 +1366,15 @@ def _const_warnings(task, found):
         if entry not in out:
             out.append(entry)
     return out
+
+
+def _storage_warnings(task, found):
+    """``[{"msg", "origin", "text"}]``: each value a template's final value held
+    that Ansible's variable storage does not (:class:`StorageConversions`), as
+    the ``_ioc_const_warnings`` entry of its warning (``msg``: ansible-core's
+    text), with the template's text and where that was written."""
+    return [{"msg": message, "origin": _text_origin(task, source), "text": source}
+            for message, source in found]
 
 
 def _text_origin(task, source):

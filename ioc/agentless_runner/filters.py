@@ -15,6 +15,7 @@ installed.
 Imports the stdlib, jinja2 and PyYAML; runs on Python 3.9+.
 """
 import base64
+import collections
 import collections.abc
 import datetime
 import hashlib
@@ -33,7 +34,7 @@ from jinja2 import pass_environment
 from jinja2.runtime import Undefined
 
 
-__all__ = ["FILTERS", "FilterError", "names"]
+__all__ = ["FILTERS", "FilterError", "GroupTuple", "names"]
 
 FILTERS = {}
 
@@ -237,6 +238,26 @@ def comment(text, style="plain", **options):
 
 
 # -- lists and sets -------------------------------------------------------------------
+
+
+class GroupTuple(collections.namedtuple("GroupTuple", ("grouper", "list"))):
+    """One group of ``groupby``: ansible-core's ``GroupTuple`` (2.19+), a named
+    tuple as jinja2's own, whose ``grouper`` and ``list`` a template may read
+    and whose text is a tuple's (``(1, [{'a': 1}])``). A template's final value
+    holding one is converted to a list (``templating.to_builtin``)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return tuple.__repr__(self)
+
+
+@_register("groupby")
+@pass_environment
+def groupby(environment, value, *args, **kwargs):
+    """jinja2's ``groupby``, each group an Ansible :class:`GroupTuple`."""
+    return [GroupTuple(group.grouper, group.list)
+            for group in jinja2.filters.sync_do_groupby(environment, value, *args, **kwargs)]
 
 
 @_register("unique")
@@ -458,8 +479,22 @@ def combine(*terms, **kwargs):
         return dicts[0]
     result = dicts[-1]
     for d in reversed(dicts[:-1]):
+        if not isinstance(d, dict) or not isinstance(result, dict):
+            # (Ansible's terms, and what it merged of them, are its lazy containers)
+            raise FilterError("failed to combine variables, expected dicts but got a '%s' and "
+                              "a '%s'." % (_lazy_type_name(d), _lazy_type_name(result)))
         result = merge_hash(d, result, recursive, list_merge)
     return result
+
+
+def _lazy_type_name(value):
+    """The class name of ``value`` as a filter of ansible-core 2.19+ is given it:
+    a list or dict is its lazy container."""
+    if isinstance(value, dict):
+        return "_AnsibleLazyTemplateDict"
+    if isinstance(value, (list, tuple)):
+        return "_AnsibleLazyTemplateList"
+    return type(value).__name__
 
 
 @_register("dict2items")
@@ -602,13 +637,17 @@ def from_yaml_all(value):
 
 
 @_register("b64encode")
-def b64encode(string, encoding="utf-8"):
-    return base64.b64encode(_text(string).encode(encoding, "surrogateescape")).decode("ascii")
+def b64encode(string, encoding="utf-8", urlsafe=False):
+    """Base64 of the text in ``encoding`` (``urlsafe``: ``-`` and ``_``), as Ansible's."""
+    func = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    return func(_text(string).encode(encoding, "surrogateescape")).decode("ascii")
 
 
 @_register("b64decode")
-def b64decode(string, encoding="utf-8"):
-    data = base64.b64decode(_text(string).encode("utf-8", "surrogateescape"))
+def b64decode(string, encoding="utf-8", urlsafe=False):
+    """The text base64 ``string`` holds in ``encoding`` (``urlsafe``: ``-`` and ``_``)."""
+    func = base64.urlsafe_b64decode if urlsafe else base64.b64decode
+    data = func(_text(string).encode("utf-8", "surrogateescape"))
     return data.decode(encoding, "surrogateescape")
 
 

@@ -27,6 +27,7 @@ import collections
 import collections.abc
 import datetime
 import functools
+import itertools
 import os
 import re
 import threading
@@ -38,12 +39,13 @@ import jinja2.meta
 import jinja2.runtime
 import jinja2.utils
 import jinja2.ext
+import jinja2.lexer
 from jinja2 import nodes
 from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.parser import Parser
 from jinja2.runtime import Undefined
 
-from ioc.agentless_runner.filters import FILTERS
+from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
@@ -267,6 +269,34 @@ class ConstTemplates(_Recorder):
 
 
 
+class StorageConversions(_Recorder):
+    """Records, while active on this thread, each value of a type Ansible's
+    variable storage does not hold (groupby's :class:`GroupTuple`) that a
+    template's final value held and that was converted to a list, as
+    ansible-core 2.19+'s finalization converts it with the warning
+    :func:`unsupported_in_storage` gives. ``found`` lists ``(message, source)``
+    once each, in order: ``source`` is the text of the template or expression
+    that gave it (where Ansible's warning points), or None."""
+
+    slot = "storage"
+
+    def __init__(self):
+        self.found = []
+        #: The text of each template or expression being run, innermost last.
+        self.sources = []
+
+    def add(self, message, source):
+        entry = (message, source)
+        if entry not in self.found:
+            self.found.append(entry)
+
+
+def unsupported_in_storage(value, target):
+    """ansible-core's warning of a value converted when a template's value is finalized."""
+    return "Type %r is unsupported in variable storage, converting to %r." % (
+        type(value).__name__, target.__name__)
+
+
 #: ansible-core 2.21's warning of a Jinja constant string holding a template
 #: that was templated, and its help texts (in a conditional, elsewhere).
 CONST_TEMPLATE = "Jinja constant strings should not contain embedded templates. " \
@@ -421,12 +451,25 @@ def _markers():
 # -- conversion of results to builtins ---------------------------------------------
 
 
-def to_builtin(value):
+def to_builtin(value, source=None):
     """``value`` with lazy containers, tuples, sets and iterators made builtin.
 
     Templates every still-untemplated nested value; an Undefined anywhere
-    raises :class:`UndefinedVariableError`.
+    raises :class:`UndefinedVariableError`. This is the finalization of a
+    template's value: a :class:`GroupTuple` becomes a list, recorded for
+    Ansible's warning (:class:`StorageConversions`) with ``source``, the text
+    of the template that gave it (a lazy container's item: its own).
     """
+    return _builtin(value, _STORE, source)
+
+
+#: What :func:`_builtin` makes of a GroupTuple: a list, recorded (a template's
+#: final value); itself (a filter's argument); a list (a plugin's argument,
+#: which crosses to the controller).
+_STORE, _ARG, _PLAIN = range(3)
+
+
+def _builtin(value, mode, source):
     if value is None or type(value) in (str, int, bool, float):
         return value
     if isinstance(value, Undefined):
@@ -440,15 +483,69 @@ def to_builtin(value):
         if value.__class__ is DeprecatedText:
             value.read()
         return str.__str__(value)
+    if isinstance(value, _AnsibleLazyTemplateDict):
+        return {_builtin(k, mode, source): _builtin(v, mode, value.item_source(k, source))
+                for k, v in value.items()}
     if isinstance(value, collections.abc.Mapping):
-        return {to_builtin(k): to_builtin(v) for k, v in value.items()}
+        return {_builtin(k, mode, source): _builtin(v, mode, source) for k, v in value.items()}
     if isinstance(value, (bytes, bytearray)):
         return value
-    if isinstance(value, (list, tuple, set, frozenset, _AnsibleLazyTemplateList,
+    if isinstance(value, _AnsibleLazyTemplateList):
+        return [_builtin(v, mode, value.item_source(i, source)) for i, v in enumerate(value)]
+    if value.__class__ is GroupTuple:
+        if mode == _ARG:
+            return GroupTuple(_builtin(value.grouper, mode, source),
+                              _builtin(value.list, mode, source))
+        if mode == _STORE:
+            recorder = getattr(_LOCAL, "storage", None)
+            if recorder is not None:
+                recorder.add(unsupported_in_storage(value, list), source)
+    if isinstance(value, (list, tuple, set, frozenset,
                           collections.abc.Iterator, collections.abc.MappingView,
                           types.GeneratorType)):
-        return [to_builtin(v) for v in value]
+        return [_builtin(v, mode, source) for v in value]
     return value
+
+
+#: The filters that are given an undefined argument (ansible-core's
+#: ``accept_args_markers``); any other returns the first one it is given.
+_TAKE_UNDEFINED = frozenset(("default", "d", "mandatory", "ternary", "type_debug"))
+
+
+def _filter_plugin(name, func):
+    """``func`` as ansible-core runs a filter plugin: an exception it raises
+    fails the template as "The filter plugin '<name>' failed: <error>", named
+    as the template wrote it (in ``ansible.builtin``); an undefined value it
+    met stays that (its own error)."""
+    fqcn = name if "." in name else "ansible.builtin." + name
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (TemplateError, jinja2.UndefinedError, RecursionError):
+            raise
+        except Exception as exc:
+            raise TemplateError("The filter plugin '%s' failed: %s" % (fqcn, exc)) from None
+
+    return call
+
+
+def _undefined_through(func):
+    """Wrap a filter as ansible-core invokes a plugin that does not accept
+    markers: given an undefined argument (at the top level), it is not called
+    and that argument is its value (``not_defined | map('upper') is undefined``;
+    used any further, it fails as that undefined value)."""
+    skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        for value in itertools.chain(args[skip:], kwargs.values()):
+            if isinstance(value, Undefined):
+                return value
+        return func(*args, **kwargs)
+
+    return wrapper
 
 
 def _listing(func):
@@ -488,7 +585,15 @@ def _materializing(func):
 def _arg_to_builtin(value):
     if isinstance(value, Undefined):
         return value
-    return to_builtin(value)
+    return _builtin(value, _ARG, None)
+
+
+def _finalize_filter(value):
+    """``ansible._protomatter.finalize``: the value as a template's final value
+    is finalized (ansible-core's test filter), here within the template being run."""
+    recorder = getattr(_LOCAL, "storage", None)
+    return to_builtin(value, recorder.sources[-1] if recorder is not None and recorder.sources
+                      else None)
 
 
 # -- lazy containers ----------------------------------------------------------------
@@ -564,12 +669,17 @@ class _AnsibleLazyTemplateDict(collections.abc.Mapping):
         return len(self._raw)
 
     def __repr__(self):
-        return repr(to_builtin(self))
+        return repr(_builtin(self, _ARG, None))
 
     __str__ = __repr__
 
     def copy(self):
-        return to_builtin(self)
+        return _builtin(self, _ARG, None)
+
+    def item_source(self, key, source):
+        """The text of the template item ``key`` was written as, else ``source``."""
+        raw = self._raw[key if getattr(self, "_keys", None) is None else self._keys[key]]
+        return raw if isinstance(raw, str) and is_template(raw) else source
 
 
 class _AnsibleLazyTemplateList(collections.abc.Sequence):
@@ -625,12 +735,17 @@ class _AnsibleLazyTemplateList(collections.abc.Sequence):
         return list(self) * count
 
     def __repr__(self):
-        return repr(to_builtin(self))
+        return repr(_builtin(self, _ARG, None))
 
     __str__ = __repr__
 
     def copy(self):
-        return to_builtin(self)
+        return _builtin(self, _ARG, None)
+
+    def item_source(self, key, source):
+        """The text of the template item ``key`` was written as, else ``source``."""
+        raw = self._raw[key if getattr(self, "_keys", None) is None else self._keys[key]]
+        return raw if isinstance(raw, str) and is_template(raw) else source
 
 
 def _recursion_error(raw):
@@ -648,11 +763,17 @@ def _lookup_on_target(*args, **kwargs):
 
 def _finalize(value):
     """Ansible renders None as an empty string inside a larger template (and,
-    under :class:`ReplacingMarkers`, an undefined value as its replacement)."""
+    under :class:`ReplacingMarkers`, an undefined value as its replacement).
+    A container part that holds an undefined value fails as that value
+    (``{{ [{'key': undefined}] }} text``: ansible-core finalizes each part)."""
     if isinstance(value, Undefined):
         markers = _markers()
         if markers is not None:
             return markers.replace(value)
+    elif isinstance(value, (list, tuple, dict)) and _markers() is None:
+        nested = _nested_undefined(value)
+        if nested is not None:
+            _fail_undefined(nested)
     return "" if value is None else value
 
 
@@ -692,10 +813,72 @@ class _Template(jinja2.Template):
         return jinja2.Template.new_context(self, vars, shared, locals)
 
 
+def _nested_undefined(value):
+    """The first undefined value inside a plain container ``value``, or None
+    (a lazy container's own text templates, and fails on, its items)."""
+    if isinstance(value, Undefined):
+        return value
+    if isinstance(value, dict):
+        items = [v for pair in value.items() for v in pair]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _nested_undefined(item)
+        if found is not None:
+            return found
+    return None
+
+
+class _EscapingLexer(jinja2.lexer.Lexer):
+    """ansible-core's ``AnsibleLexer``: the backslashes of a string constant
+    inside ``{{ }}`` are doubled before Jinja reads its escapes, so a
+    playbook's ``'\\1'`` is a backslash and a 1 (a regex backreference), as
+    in the YAML around it; not in ``{% %}``, an expression (a conditional)
+    or a template file (:func:`_text_environment`)."""
+
+    def tokeniter(self, *args, **kwargs):
+        in_variable = False
+        for token in super().tokeniter(*args, **kwargs):
+            kind = token[1]
+            if kind == jinja2.lexer.TOKEN_VARIABLE_BEGIN:
+                in_variable = True
+            elif kind == jinja2.lexer.TOKEN_VARIABLE_END:
+                in_variable = False
+            elif in_variable and kind == jinja2.lexer.TOKEN_STRING:
+                token = token[0], kind, token[2].replace("\\", "\\\\")
+            yield token
+
+
+_ESCAPING_LEXERS = {}
+
+
+class _Environment(jinja2.Environment):
+    """The runner's Environment: a playbook's templates are lexed as
+    ansible-core lexes them (:class:`_EscapingLexer`) unless
+    ``escape_backslashes`` is off (a template file's overlay)."""
+
+    escape_backslashes = True
+
+    @property
+    def lexer(self):
+        if not self.escape_backslashes:
+            return jinja2.lexer.get_lexer(self)
+        key = (self.block_start_string, self.block_end_string, self.variable_start_string,
+               self.variable_end_string, self.comment_start_string, self.comment_end_string,
+               self.line_statement_prefix, self.line_comment_prefix, self.trim_blocks,
+               self.lstrip_blocks, self.newline_sequence, self.keep_trailing_newline)
+        lexer = _ESCAPING_LEXERS.get(key)
+        if lexer is None:
+            lexer = _ESCAPING_LEXERS[key] = _EscapingLexer(self)
+        return lexer
+
+
 @functools.lru_cache(maxsize=None)
 def environment():
     """The process-wide jinja2 Environment with Ansible's settings."""
-    env = jinja2.Environment(
+    env = _Environment(
         trim_blocks=True,
         # As Ansible's: the lexer drops a single trailing newline (so that
         # "{{ expr }}\n", a YAML block scalar's, is one expression with its
@@ -709,10 +892,14 @@ def environment():
     env.context_class = _Context
     env.template_class = _Template
     env.filters.update(FILTERS)
+    env.filters["ansible._protomatter.finalize"] = _finalize_filter
     for name, func in list(env.filters.items()):
         if name not in _KEEP_LAZY:
             func = _materializing(func)
-        env.filters[name] = _listing(func)
+        func = _listing(func)
+        if name.replace("ansible.builtin.", "", 1) not in _TAKE_UNDEFINED:
+            func = _undefined_through(func)
+        env.filters[name] = _filter_plugin(name, func)
     env.tests.update({name: _test_plugin(name, func) for name, func in TESTS.items()})
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
                        q=_lookup_on_target, now=_now)
@@ -791,7 +978,9 @@ def _text_environment(overrides):
     """An overlay of :func:`environment` for whole-file templates (``overrides`` sorted items)."""
     settings = {"trim_blocks": True, "keep_trailing_newline": False}
     settings.update(overrides)
-    return environment().overlay(**settings)
+    env = environment().overlay(**settings)
+    env.escape_backslashes = False  # (Ansible's template action: escape_backslashes=False)
+    return env
 
 
 def _trailing_newlines(text):
@@ -850,7 +1039,7 @@ def _plugin_arg(value):
     as Ansible fails a plugin given one."""
     if isinstance(value, Undefined):
         _fail_undefined(value)
-    return to_builtin(value)
+    return _builtin(value, _PLAIN, None)
 
 
 def known_filters():
@@ -1136,7 +1325,7 @@ class Templar(object):
         """
         if isinstance(value, str) and not is_template(value):
             return value
-        return to_builtin(self.lazy(value))
+        return to_builtin(self.lazy(value), value if isinstance(value, str) else None)
 
     def evaluate(self, expression, conditional=False):
         """The native value of a bare jinja ``expression`` (no braces);
@@ -1146,7 +1335,7 @@ class Templar(object):
             compiled = _compile_expression(expression, conditional)
         except jinja2.TemplateError as exc:
             raise _translate(exc, expression, "expression") from None
-        return to_builtin(self._run(compiled, expression, "expression"))
+        return to_builtin(self._run(compiled, expression, "expression"), expression)
 
     def conditional(self, condition, origin=None, written=None):
         """Evaluate a ``when``-style condition; the result must be a bool.
@@ -1344,6 +1533,9 @@ class Templar(object):
         consts = getattr(_LOCAL, "consts", None)
         if consts is not None:
             consts.sources.append(source)
+        storage = getattr(_LOCAL, "storage", None)
+        if storage is not None:
+            storage.sources.append(source)
         try:
             if not compiled.native:
                 return template.environment.concat(template.root_render_func(context))
@@ -1358,6 +1550,8 @@ class Templar(object):
                 markers.rendering.pop()
             if consts is not None:
                 consts.sources.pop()
+            if storage is not None:
+                storage.sources.pop()
         result = context.vars[_RESULT]
         if isinstance(result, Undefined):
             if markers is not None:  # (it travels on: replaced where it ends up)

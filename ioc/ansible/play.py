@@ -37,7 +37,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
     from ansible import constants as C
 
     play = iterator._play
-    if any(templated_vars_file(entry) for entry in play.vars_files or ()):
+    if any(templated_vars_file(entry) for entry in play.get_vars_files()):
         vars_files, host_vars_files = per_host_vars_files(iterator, loader)
     else:
         vars_files, host_vars_files = static_vars_files(play, loader), {}

@@ -236,7 +236,9 @@ def _const_warnings(task: Any, entries: List[Mapping[str, Any]]) -> List[Any]:
     """The warning ansible-core 2.21's templating gives of each Jinja constant
     string holding a template that it templated (the runner's
     ``_ioc_const_warnings``), with where the template it is in was written
-    (the task's own tagged text, else the origin the runner knew) and the help text of a conditional's or of a lookup's term; shown before
+    (the task's own tagged text, else the origin the runner knew) and the help text of a conditional's or of a lookup's term; an entry with a
+    ``msg`` is that other warning of 2.19+'s templating (a value converted for
+    variable storage: "Type 'GroupTuple' is unsupported ..."), no help; shown before
     the task's own warnings, as 2.21's Display shows them while the task runs."""
     from ansible._internal._errors import _error_utils
     from ansible.module_utils._internal import _messages
@@ -252,8 +254,10 @@ def _const_warnings(task: Any, entries: List[Mapping[str, Any]]) -> List[Any]:
             origin = _origin(Location.parse(entry["origin"])) if entry.get("origin") else None
             context = _error_utils.SourceContext.from_origin(origin) if origin is not None else None
         out.append(_messages.WarningSummary(event=_messages.Event(
-            msg=CONST_TEMPLATE, formatted_source_context=str(context) if context else None,
-            help_text=CONST_TEMPLATE_HELP[bool(entry.get("conditional"))])))
+            msg=entry.get("msg") or CONST_TEMPLATE,
+            formatted_source_context=str(context) if context else None,
+            help_text=None if entry.get("msg") else
+            CONST_TEMPLATE_HELP[bool(entry.get("conditional"))])))
     return out
 
 
@@ -882,6 +886,12 @@ def _engine_error_219(task: Any, data: Dict[str, Any], obj: Any = None,
         message = message[len("Task failed: "):]
     chained = _argument_exception(task, argument, legacy=True) if argument else \
         _keyword_exception(task, message, keyword) if keyword else None
+    innermost = chained
+    while innermost is not None and innermost.__cause__ is not None:
+        innermost = innermost.__cause__
+    if innermost is not None:
+        # (raised while handling the ImportError that chose 2.19: not its cause)
+        innermost.__suppress_context__ = True
     try:
         try:
             if chained is not None:  # (an argument, a keyword: their chains)

@@ -21,9 +21,12 @@ def static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
     """The play's ``vars_files`` merged in order, read with Ansible's own loader.
 
     (A templated name or a first-found list: :func:`per_host_vars_files`.)
+    ``vars_files: name`` is that one file, as ``Play.get_vars_files`` makes it
+    for Ansible (the keyword's value is kept as written: a string is not yet
+    a list).
     """
     merged: Dict[str, Any] = {}
-    for entry in play.vars_files or ():
+    for entry in play.get_vars_files():
         data = loader.load_from_file(loader.path_dwim(entry), unsafe=True)
         if data is None:
             continue

@@ -275,11 +275,17 @@ class Console(Callback):
         if show and result.get("_ioc_deprecations"):
             self._deprecations(result["_ioc_deprecations"])
         for entry in (result.get("_ioc_const_warnings") or ()) if show else ():
-            # (2.21's Display shows each while the task runs: before its own)
-            text = _CONST_TEMPLATE
+            # (2.21's Display shows each while the task runs: before its own;
+            # one with a msg: another of its templating's, a value converted
+            # for variable storage, which has no help text)
+            text = entry.get("msg") or _CONST_TEMPLATE
             if entry.get("origin"):
                 text += "\n%s" % self.source_context(entry["origin"])
-            self.warning("%s\n\n%s\n" % (text, _CONST_TEMPLATE_HELP[bool(entry.get("conditional"))]))
+            if entry.get("msg"):
+                self.warning(text + "\n")
+            else:
+                self.warning("%s\n\n%s\n" % (text,
+                                                _CONST_TEMPLATE_HELP[bool(entry.get("conditional"))]))
         if "warnings" not in result:
             if show and result.get("_ioc_conditional_templates"):
                 self._conditional_deprecations(result["_ioc_conditional_templates"])

@@ -44,6 +44,7 @@ import mitogen.core
 from ioc.agentless_runner import results, searchpath, templating
 from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
+from ioc.controller import plugins
 from ioc.model import Block, Task, to_wire
 
 LOG = logging.getLogger(__name__)
@@ -412,6 +413,8 @@ def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
             if template is not None:
                 entry["template"] = template
             entry["loader"] = _template_loader(cache, task, path, basedir, blobs, sent)
+            # (its filters and tests only Ansible has: the runner gets their proxies)
+            plugins.declare_used_in(cache.read(path)[1].decode("utf-8", "replace"))
         return entry
     except Undecryptable as exc:
         return {"kind": "error", "msg": str(exc)}

@@ -1320,6 +1320,8 @@ class PlayExecutor:
         wire["files"], blobs = payloads.collect(
             self.ctx.payloads, connection, HostRun(wire, emit=None), tasks,
             self.plan.program.play.basedir)
+        if "plugins" in wire:  # (a template file may name more: payloads declared them)
+            wire["plugins"] = plugins.declared()
         wire["blobs"] = {**wire.get("blobs", {}), **blobs}
         if self.ctx.payloads.streamed:  # the runner may ask for these (FileService)
             self.ctx.connector.serve_files(self.ctx.payloads.streamed)

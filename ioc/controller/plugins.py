@@ -95,6 +95,33 @@ def names(kind: str, own: AbstractSet[str]) -> AbstractSet[str]:
     return Names(kind, own)
 
 
+def declare_used_in(text: str) -> None:
+    """Declare the filters and tests of Ansible's that the template ``text`` (a
+    ``template`` task's source file, which the planner never sees) names and
+    ioc lacks, as the planner's check of a task's templates does; a name
+    nothing resolves, or a text that does not parse, fails when the runner
+    renders it, as under Ansible."""
+    import jinja2
+    from jinja2 import nodes
+
+    try:
+        tree = _TEMPLATE_ENV.parse(text)
+    except jinja2.TemplateSyntaxError:
+        return
+    filters = names("filter", templating.known_filters())
+    tests = names("test", templating.known_tests())
+    for node in tree.find_all((nodes.Filter, nodes.Test)):
+        _ = node.name in (filters if isinstance(node, nodes.Filter) else tests)
+
+
+def _template_env() -> Any:
+    import jinja2
+    return jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+
+
+_TEMPLATE_ENV = _template_env()
+
+
 def declared() -> Dict[str, List[str]]:
     """The foreign filters and tests every batch's runner must proxy."""
     return {kind: sorted(_USED[kind]) for kind in ("filter", "test") if _USED[kind]}

@@ -2255,3 +2255,226 @@ def test_an_untrusted_condition_fails_its_task_as_linear_fails_it(ansible, ansib
     assert_same_output(linear, batch)
     assert "Encountered untrusted template or expression" in batch.stdout + batch.stderr
     assert batch.steps, batch.log
+
+
+def test_vars_files_given_as_one_string_is_one_file(ansible, ansible_python):
+    """``vars_files: name`` (a string, not a list) is that one file, as
+    ``Play.get_vars_files`` makes it: mitogen_batch read it character by
+    character (target ``playbook``, vars_files_string.yml); ioc-run reads it too."""
+    ansible.write("vars/one.yml", "from_one_file: yep\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars_files: vars/one.yml
+          tasks:
+            - debug:
+                msg: "{{ from_one_file }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "yep"' in batch.stdout
+    assert '"msg": "yep"' in ioc_run_output(ansible, inventory)
+
+
+def test_a_template_of_several_parts_fails_on_an_undefined_value_inside_a_part(ansible,
+                                                                             ansible_python):
+    """``"{{ [{'key': undefined}] }} text"``: ansible-core finalizes each part, so
+    the undefined value inside the list fails the task's arguments; the runner
+    joined the parts' text and ran the command (target ``jinja2_native_types``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - raw: "{{ [{ 'key': nested_and_undefined}] }} second_node"
+              register: result
+              ignore_errors: true
+            - debug:
+                msg: "{{ result.msg }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "'nested_and_undefined' is undefined" in batch.stdout
+    assert "non-zero return code" not in batch.stdout  # (the command never ran)
+
+
+def test_groupby_gives_group_tuples_that_storage_makes_lists_with_ansibles_warning(
+        ansible, ansible_python):
+    """groupby's groups are Ansible's GroupTuple (``grouper``, ``list``; a
+    tuple's text) inside a template; a template's final value holding one
+    (set_fact, debug's msg, ``ansible._protomatter.finalize``) is a list, with
+    the warning "Type 'GroupTuple' is unsupported in variable storage,
+    converting to 'list'." naming that template (target ``filter_core``);
+    ioc-run's console too."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            fruits: [{name: apple, enjoy: true}, {name: orange, enjoy: false}]
+            grouped: "{{ fruits | groupby('enjoy') }}"
+          tasks:
+            - assert:
+                that:
+                  - (grouped | selectattr('grouper', 'false'))[0].list == [fruits[1]]
+                  - (grouped | ansible._protomatter.finalize) == [[false, [fruits[1]]], [true, [fruits[0]]]]
+                  - |
+                    ([{'a': 1}] | groupby('a'))[0] | string == "(1, [{'a': 1}])"
+            - set_fact:
+                stored: "{{ fruits | groupby('enjoy') }}"
+            - debug:
+                msg: "{{ stored[0] | type_debug }} {{ grouped[0] | type_debug }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    warning = "[WARNING]: Type 'GroupTuple' is unsupported in variable storage, converting to 'list'."
+    assert batch.stderr.count(warning) == 2, batch.stdout + batch.stderr
+    assert '"msg": "list GroupTuple"' in batch.stdout
+    assert len(batch.steps) == 1, batch.log
+    ours = ioc_run_output(ansible, inventory)
+    assert ours.count(warning) == 2 and '"msg": "list GroupTuple"' in ours, ours
+
+
+def test_a_filter_given_an_undefined_value_gives_it_back(ansible, ansible_python):
+    """ansible-core does not call a filter (but default, mandatory, ternary and
+    type_debug) given an undefined argument: that value is its result, so
+    ``is undefined`` and ``default`` see it (target ``filter_core``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that:
+                  - not_defined | map('upper') is undefined
+                  - not_defined | selectattr('a') is undefined
+                  - ([1] | union(not_defined)) is undefined
+            - debug:
+                msg: "{{ not_defined | upper | default('fell through') }}"
+            - debug:
+                msg: "{{ not_defined | map('upper') }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "fell through"' in batch.stdout
+    assert "'not_defined' is undefined" in batch.stdout
+    assert len(batch.steps) == 1, batch.log
+
+
+def test_filters_in_a_template_file_that_only_ansible_has_are_run_by_ansible(ansible,
+                                                                            ansible_python):
+    """A template task's source file names ``fileglob`` (Ansible's, which reads
+    the controller): the controller declares the file's plugins to the runner
+    as the planner does a task's own templates (target ``filter_core``)."""
+    ansible.write("templates/found.j2", "{{ (playbook_dir + '/templates/f*') | fileglob "
+                                        "| map('basename') | join(',') }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - template:
+                src: found.j2
+                dest: "{{ playbook_dir }}/out-{{ inventory_hostname }}.txt"
+            - debug:
+                msg: "{{ lookup('file', playbook_dir + '/out-' + inventory_hostname + '.txt') }}"
+            - file:  # (the other strategy's run writes it anew)
+                path: "{{ playbook_dir }}/out-{{ inventory_hostname }}.txt"
+                state: absent
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "found.j2"' in batch.stdout
+
+
+def test_a_filters_exception_is_worded_as_ansibles_filter_plugin_failure(ansible,
+                                                                         ansible_python):
+    """A filter that raises fails the template "The filter plugin
+    'ansible.builtin.<name>' failed: <error>" (target ``filter_core``, "Test
+    unsupported hash type"). (An error Ansible's plugin raises as an
+    AnsibleError, hash's, is one more "caused by" link in linear's console
+    that the runner does not give: reproducer filter_plugin_failure_wording,
+    identical in the skeleton.)"""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ 1 | map('upper') }}"
+              ignore_errors: true
+            - debug:
+                msg: "{{ [1] | first | length }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "The filter plugin 'ansible.builtin.map' failed: 'int' object is not iterable" \
+        in batch.stdout
+    assert "The filter plugin 'ansible.builtin.length' failed:" in batch.stdout
+
+
+def test_combine_names_terms_that_are_no_dicts_as_ansibles_lazy_containers(ansible,
+                                                                          ansible_python):
+    """``[x, [y]] | combine(z)``: "failed to combine variables, expected dicts but
+    got a '_AnsibleLazyTemplateList' and a '_AnsibleLazyTemplateDict'.", the
+    classes Ansible's filter is given (target ``filter_core``)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars: {x: {a: 1}, y: {b: 1}, z: {c: 1}}
+          tasks:
+            - debug:
+                msg: "{{ [x, [y]] | combine(z) }}"
+              ignore_errors: true
+            - debug:
+                msg: "{{ x | combine(1) }}"
+              ignore_errors: true
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "got a '_AnsibleLazyTemplateList' and a '_AnsibleLazyTemplateDict'." in batch.stdout
+    assert "got a '_AnsibleLazyTemplateDict' and a 'int'." in batch.stdout
+
+
+def test_backslashes_in_a_templates_string_constants_are_kept_as_ansible_lexes_them(
+        ansible, ansible_python):
+    """Inside ``{{ }}`` ansible-core doubles a string constant's backslashes
+    before Jinja reads its escapes: ``'\\2'`` is a backslash and a 2 (regex
+    backreferences work); a conditional's and a template file's are Jinja's
+    (target ``filter_core``, regex_search)."""
+    ansible.write("templates/t.j2", "{{ 'a\\nb' | length }}\n")
+    ansible.write("play.yml", r"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                msg: "{{ '\\2' | length }} {{ '\\n' | length }} {{ 'goodbye' | regex_search('(good)(bye)', '\\2', '\\1') }}"
+            - assert:
+                that:
+                  - "'a\\nb' | length == 3"
+            - template:
+                src: t.j2
+                dest: "{{ playbook_dir }}/t-{{ inventory_hostname }}.txt"
+            - debug:
+                msg: "{{ lookup('file', playbook_dir + '/t-' + inventory_hostname + '.txt') }}"
+            - file:  # (the other strategy's run writes it anew)
+                path: "{{ playbook_dir }}/t-{{ inventory_hostname }}.txt"
+                state: absent
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert """"msg": "2 2 ['bye', 'good']\"""" in batch.stdout
+    assert '"msg": "3"' in batch.stdout

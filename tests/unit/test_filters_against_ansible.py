@@ -111,6 +111,9 @@ FOUND = [
     t("{{ x | to_uuid }}", x=None),
     t("{{ x | regex_replace('N', 'c') }}", x=None),
     t("{{ x | b64decode }}", x="YWI=\u00e9"),
+    t("{{ x | b64encode(urlsafe=True) }}", x="??>"),
+    t("{{ x | b64decode(urlsafe=True) }}", x="Pz8-"),
+    t("{{ x | b64decode(urlsafe=False) }}", x="Pz8/"),
     # and their messages
     t("{{ x | unique(case_sensitive=false) }}", x=[[1], [1]]),
     t("{{ x | extract(a0) }}", x=1, a0=[]),
