@@ -28,8 +28,7 @@ import sys
 import threading
 import time
 
-from ioc.agentless_runner import ansible_module, lifeline, results
-from ioc.agentless_runner.modules import _common
+from ioc.agentless_runner import ansible_module, context, lifeline, results
 
 #: ``async_dir``, the ``sh`` shell plugin's default (``ANSIBLE_ASYNC_DIR``).
 ASYNC_DIR = "~/.ansible_async"
@@ -71,7 +70,7 @@ class Launcher(object):
         self.legacy_argv = legacy_argv
 
     def __call__(self, spec, payload, wrapper_code, params, ctx):
-        tmp = _common.remote_tmp()
+        tmp = context.remote_tmp()
         try:
             module_path = os.path.join(tmp, "AnsiballZ_%s.py" % spec["name"])
             _write(module_path, "#!%s\n" % sys.executable + wrapper_code +

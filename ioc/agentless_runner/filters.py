@@ -392,11 +392,12 @@ def extract(environment, item, container, morekeys=None):
         found = environment.getitem(value, key)
         kind = _type_name(value)
         following = keys[number + 1] if number + 1 < len(keys) else None
-        if isinstance(found, Undefined) and (
-                kind == "list" or (kind == "dict" and isinstance(following, int))):
-            # an index past a list's end, or a key a dict lacks that an index
-            # follows: jinja's getitem falls back to getattr, and Ansible's
-            # extract reports that attribute
+        if isinstance(found, Undefined) and (kind == "list" or kind == "dict" and (
+                isinstance(following, int) or (key and not isinstance(key, str)))):
+            # an index past a list's end, a key a dict lacks that an index
+            # follows, or a true non-text key a dict lacks: jinja's getitem
+            # falls back to getattr, and Ansible's undefined value names that
+            # attribute (a false one, 0 or None, keeps jinja's "no element")
             found = environment.undefined(
                 hint="object of type %r has no attribute %r" % (_type_name(value), key),
                 obj=value, name=key)

@@ -101,25 +101,12 @@ def declare_used_in(text: str) -> None:
     ioc lacks, as the planner's check of a task's templates does; a name
     nothing resolves, or a text that does not parse, fails when the runner
     renders it, as under Ansible."""
-    import jinja2
-    from jinja2 import nodes
+    from ioc.planner.support import plugin_names
 
-    try:
-        tree = _TEMPLATE_ENV.parse(text)
-    except jinja2.TemplateSyntaxError:
-        return
-    filters = names("filter", templating.known_filters())
-    tests = names("test", templating.known_tests())
-    for node in tree.find_all((nodes.Filter, nodes.Test)):
-        _ = node.name in (filters if isinstance(node, nodes.Filter) else tests)
-
-
-def _template_env() -> Any:
-    import jinja2
-    return jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
-
-
-_TEMPLATE_ENV = _template_env()
+    own = {"filter": names("filter", templating.known_filters()),
+           "test": names("test", templating.known_tests())}
+    for kind, name in plugin_names(text) or ():
+        _ = name in own[kind]  # (Names declares what Ansible resolves)
 
 
 def declared() -> Dict[str, List[str]]:

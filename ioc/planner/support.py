@@ -6,7 +6,7 @@ the task's ``file:line`` — never a run that silently differs from Ansible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Callable, Dict, Iterator, Mapping, Optional, Sequence
+from typing import AbstractSet, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import jinja2
 from jinja2 import nodes
@@ -234,6 +234,17 @@ def templates_of(task: Task) -> Iterator[str]:
 
 
 _ENV = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+
+
+def plugin_names(text: str) -> Optional[List[Tuple[str, str]]]:
+    """``(kind, name)`` of each filter and test the template ``text`` names, in
+    order (``kind`` ``filter`` or ``test``); None when it does not parse."""
+    try:
+        tree = _ENV.parse(text)
+    except jinja2.TemplateSyntaxError:
+        return None
+    return [("filter" if isinstance(node, nodes.Filter) else "test", node.name)
+            for node in tree.find_all((nodes.Filter, nodes.Test))]
 
 
 def check_template(text: str, caps: Capabilities, where: Any, syntax: bool = True) -> None:

@@ -11,7 +11,6 @@ import grp
 import hashlib
 import os
 import pwd
-import random
 import re
 import shlex
 import stat
@@ -376,35 +375,6 @@ def make_temp_beside(dest):
                                dir=os.path.dirname(dest) or ".")
     os.close(fd)
     return tmp
-
-
-#: Ansible's ``remote_tmp`` default: where modules, wrappers and uploads are written.
-REMOTE_TMP = "~/.ansible/tmp"
-
-
-#: Where an unprivileged become user's directory goes (Ansible's ``system_tmpdirs``).
-SYSTEM_TMPDIR = "/var/tmp"
-
-
-def remote_tmp():
-    """A fresh ``ansible-tmp-<time>-<pid>-<random>`` directory under ``remote_tmp``,
-    named as Ansible's shell plugin names one (``mkdtemp``). A user that cannot
-    make ``~/.ansible/tmp`` (a become runner of an unprivileged user without a
-    writable home) gets it in ``/var/tmp``, the first of Ansible's
-    ``system_tmpdirs``, where Ansible puts an unprivileged become's."""
-    base = os.path.expanduser(REMOTE_TMP)
-    try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
-    except OSError:
-        base = SYSTEM_TMPDIR
-    while True:
-        path = os.path.join(base, "ansible-tmp-%s-%d-%d" % (
-            time.time(), os.getpid(), random.SystemRandom().randint(0, 2 ** 48)))
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            continue
-        return path
 
 
 def write_temp_beside(dest, data):

@@ -20,7 +20,7 @@ import shutil
 import stat
 
 from ioc.agentless_runner import lifeline, transfer
-from ioc.agentless_runner.context import ModuleError
+from ioc.agentless_runner.context import ModuleError, remote_tmp
 from ioc.agentless_runner.modules import _common
 
 OPTIONS = frozenset({
@@ -369,7 +369,7 @@ class _Staged(object):
 
     def __init__(self, source, dest):
         try:
-            self.directory = _common.remote_tmp()
+            self.directory = remote_tmp()
         except OSError as exc:
             raise ModuleError("Failed to create temporary directory. In some cases, you may "
                               "have been able to authenticate and did not have permissions on "
