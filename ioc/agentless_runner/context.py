@@ -28,34 +28,46 @@ def as_boolean(value):
     return None
 
 
-_LOCAL = threading.local()
+#: This thread's recorders, by slot (see :class:`Recorder`).
+LOCAL = threading.local()
 
 
-class PluginWarnings(object):
+class Recorder(object):
+    """Active on this thread (as ``LOCAL.<slot>``) between enter and exit, the
+    one it replaced active again after: what a task's templating and plugins
+    record while it runs (warnings here; reads, conditionals, constants,
+    markers in ``templating``)."""
+
+    slot = None
+    _outer = None
+
+    def __enter__(self):
+        self._outer = getattr(LOCAL, self.slot, None)
+        setattr(LOCAL, self.slot, self)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(LOCAL, self.slot, self._outer)
+        return False
+
+
+class PluginWarnings(Recorder):
     """Records, while active on this thread, what Ansible's plugins say with
     ``display.warning`` as a task runs (a test or filter given what it
     warns of): ``found`` lists each text once, in order. ansible-core 2.19+
     captures them the same way (``DeferredWarningContext``) into the task
     result's ``warnings``."""
 
+    slot = "warnings"
+
     def __init__(self):
         self.found = []
-        self._outer = None
-
-    def __enter__(self):
-        self._outer = getattr(_LOCAL, "warnings", None)
-        _LOCAL.warnings = self
-        return self
-
-    def __exit__(self, *exc):
-        _LOCAL.warnings = self._outer
-        return False
 
 
 def warn(text):
     """A plugin's ``display.warning(text)``: into the task's result (see
     :class:`PluginWarnings`); nowhere when no task records."""
-    recorder = getattr(_LOCAL, "warnings", None)
+    recorder = getattr(LOCAL, "warnings", None)
     if recorder is not None and text not in recorder.found:
         recorder.found.append(text)
 

@@ -45,6 +45,7 @@ from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.parser import Parser
 from jinja2.runtime import Undefined
 
+from ioc.agentless_runner.context import LOCAL, Recorder
 from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
@@ -174,7 +175,7 @@ class Deprecated(Verbatim):
         self.kept = kept
 
     def read(self, name):
-        reads = getattr(_LOCAL, "reads", None)
+        reads = getattr(LOCAL, "reads", None)
         if reads is not None and name not in self.kept:
             reads.add(self.notice)
 
@@ -190,33 +191,16 @@ class DeprecatedText(str):
         return self
 
     def read(self):
-        reads = getattr(_LOCAL, "reads", None)
+        reads = getattr(LOCAL, "reads", None)
         if reads is not None:
             reads.add(self.notice)
 
 
-#: This thread's recorders (``reads``, ``conditionals``, ``consts``), if one records.
-_LOCAL = threading.local()
+# This thread's recorders (``reads``, ``conditionals``, ``consts``, ``markers``,
+# ``storage``) are slots of the runner's one thread-local, ``context.LOCAL``.
 
 
-class _Recorder(object):
-    """Active on this thread (as ``_LOCAL.<slot>``) between enter and exit,
-    the one it replaced active again after."""
-
-    slot = None
-    _outer = None
-
-    def __enter__(self):
-        self._outer = getattr(_LOCAL, self.slot, None)
-        setattr(_LOCAL, self.slot, self)
-        return self
-
-    def __exit__(self, *exc):
-        setattr(_LOCAL, self.slot, self._outer)
-        return False
-
-
-class DeprecatedReads(_Recorder):
+class DeprecatedReads(Recorder):
     """Records, while active on this thread, which deprecated values templates
     read, and where: ``found`` lists ``(notice, where)`` once each, in order;
     ``where`` is what the caller is templating (an argument's name, or None)."""
@@ -233,7 +217,7 @@ class DeprecatedReads(_Recorder):
             self.found.append(entry)
 
 
-class TemplatedConditionals(_Recorder):
+class TemplatedConditionals(Recorder):
     """Records, while active on this thread, the conditions written as one
     template (``when: "{{ x == 1 }}"``) whose value was no text: ansible-core
     2.19+ evaluates them, and its task result records the deprecation
@@ -247,7 +231,7 @@ class TemplatedConditionals(_Recorder):
         self.found = []
 
 
-class ConstTemplates(_Recorder):
+class ConstTemplates(Recorder):
     """Records, while active on this thread, each Jinja constant string that
     held a template and was templated (ansible-core 2.21's embedded templates:
     every such constant of a conditional expression, and those passed as a
@@ -269,7 +253,7 @@ class ConstTemplates(_Recorder):
 
 
 
-class StorageConversions(_Recorder):
+class StorageConversions(Recorder):
     """Records, while active on this thread, each value of a type Ansible's
     variable storage does not hold (groupby's :class:`GroupTuple`) that a
     template's final value held and that was converted to a list, as
@@ -315,7 +299,7 @@ CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating d
 
 def current_reads():
     """The DeprecatedReads recording on this thread, or None."""
-    return getattr(_LOCAL, "reads", None)
+    return getattr(LOCAL, "reads", None)
 
 
 # -- undefined values ------------------------------------------------------------
@@ -393,7 +377,7 @@ def _as_marker(value, source):
     return marker
 
 
-class ReplacingMarkers(object):
+class ReplacingMarkers(Recorder):
     """While active on this thread, an undefined value that reaches the end of
     templating is replaced by ``<< error N - <message> >>`` instead of failing,
     as ansible-core's ``ReplacingMarkerBehavior`` does for ``debug``'s ``var``.
@@ -401,20 +385,12 @@ class ReplacingMarkers(object):
     ``found`` lists ``(message, variable, template)`` per replacement, in
     order; :meth:`warnings` groups them as ansible-core's ``emit_warnings``."""
 
+    slot = "markers"
+
     def __init__(self):
         self.found = []
         #: (variable, template) of each template being rendered, innermost last.
         self.rendering = []
-        self._outer = None
-
-    def __enter__(self):
-        self._outer = getattr(_LOCAL, "markers", None)
-        _LOCAL.markers = self
-        return self
-
-    def __exit__(self, *exc):
-        _LOCAL.markers = self._outer
-        return False
 
     def source(self):
         return self.rendering[-1] if self.rendering else (None, None)
@@ -445,7 +421,7 @@ class ReplacingMarkers(object):
 
 
 def _markers():
-    return getattr(_LOCAL, "markers", None)
+    return getattr(LOCAL, "markers", None)
 
 
 # -- conversion of results to builtins ---------------------------------------------
@@ -497,7 +473,7 @@ def _builtin(value, mode, source):
             return GroupTuple(_builtin(value.grouper, mode, source),
                               _builtin(value.list, mode, source))
         if mode == _STORE:
-            recorder = getattr(_LOCAL, "storage", None)
+            recorder = getattr(LOCAL, "storage", None)
             if recorder is not None:
                 recorder.add(unsupported_in_storage(value, list), source)
     if isinstance(value, (list, tuple, set, frozenset,
@@ -591,7 +567,7 @@ def _arg_to_builtin(value):
 def _finalize_filter(value):
     """``ansible._protomatter.finalize``: the value as a template's final value
     is finalized (ansible-core's test filter), here within the template being run."""
-    recorder = getattr(_LOCAL, "storage", None)
+    recorder = getattr(LOCAL, "storage", None)
     return to_builtin(value, recorder.sources[-1] if recorder is not None and recorder.sources
                       else None)
 
@@ -1119,7 +1095,7 @@ def _embedded_const(context, value, conditional):
     ansible-core 2.21 templates it (see :func:`_embedded_consts`): templated
     with the variables of the template it is in, and recorded for the warning
     2.21 gives of each (:class:`ConstTemplates`)."""
-    consts = getattr(_LOCAL, "consts", None)
+    consts = getattr(LOCAL, "consts", None)
     if consts is not None:
         consts.add(conditional)
     templar = getattr(context.parent, "_templar", None)
@@ -1352,7 +1328,7 @@ class Templar(object):
             return True
         if isinstance(condition, str):
             result, templated = self._condition_value(condition)
-            conditionals = getattr(_LOCAL, "conditionals", None)
+            conditionals = getattr(LOCAL, "conditionals", None)
             # (Ansible's templating of the whole condition gave no text: no expression)
             if conditionals is not None and templated:
                 entry = (condition, written or origin)
@@ -1530,10 +1506,10 @@ class Templar(object):
         markers = _markers()
         if markers is not None:
             markers.rendering.append((self._current, source))
-        consts = getattr(_LOCAL, "consts", None)
+        consts = getattr(LOCAL, "consts", None)
         if consts is not None:
             consts.sources.append(source)
-        storage = getattr(_LOCAL, "storage", None)
+        storage = getattr(LOCAL, "storage", None)
         if storage is not None:
             storage.sources.append(source)
         try:
