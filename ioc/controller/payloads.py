@@ -381,7 +381,8 @@ def _vars_dir_entry(cache: PayloadCache, task: Task, src: str,
     if not os.path.isdir(path):
         return {"kind": "missing", "path": path, "msg": "%s %s" % (
             path, "is not a directory" if os.path.exists(path) else "directory does not exist")}
-    return _dir_entry(cache, path, blobs, sent)
+    # (Ansible's include_vars walks with followlinks=True: a linked directory's files are read)
+    return _dir_entry(cache, path, blobs, sent, follow=True)
 
 
 def _entry(cache: PayloadCache, task: Task, src: str, basedir: str,
@@ -492,9 +493,9 @@ def _file_entry(cache: PayloadCache, path: str, blobs: Dict[str, mitogen.core.Bl
 
 
 def _dir_entry(cache: PayloadCache, root: str, blobs: Dict[str, mitogen.core.Blob],
-               sent: Set[str], stream: bool = False) -> Dict[str, Any]:
+               sent: Set[str], stream: bool = False, follow: bool = False) -> Dict[str, Any]:
     entries: List[Dict[str, Any]] = []
-    for rel in _walk(root):
+    for rel in _walk(root, follow):
         full = os.path.join(root, rel)
         if os.path.isdir(full):
             entries.append({"rel": rel, "mode": stat.S_IMODE(os.stat(full).st_mode), "dir": True})
@@ -504,8 +505,8 @@ def _dir_entry(cache: PayloadCache, root: str, blobs: Dict[str, mitogen.core.Blo
             "entries": entries}
 
 
-def _walk(root: str) -> Iterable[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
+def _walk(root: str, follow: bool = False) -> Iterable[str]:
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=follow):
         dirnames.sort()
         for name in dirnames + sorted(filenames):
             yield os.path.relpath(os.path.join(dirpath, name), root)
