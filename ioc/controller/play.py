@@ -970,6 +970,7 @@ class PlayExecutor:
         if where == Where.DELEGATE:
             # the task sees the delegate's connection variables (ansible_host...)
             wire["vars"]["magic"].update(_delegated_vars(via, spec))
+            wire["vars"]["delegate"] = self._delegate_layers(via, step)
         try:
             if spec.via:
                 spec = resolve_via(via, spec, self.ctx.connection_of)
@@ -991,6 +992,36 @@ class PlayExecutor:
                             result, self.plan.program.play.basedir),
                         late_lookup=lambda key, plugin, terms, kwargs: self._late_lookup(
                             wire, step, key, plugin, terms, kwargs))
+
+    def _delegate_layers(self, via: str, step: Step) -> Dict[str, Any]:
+        """What the runner makes a delegated task's ``ansible_delegated_vars``
+        of: the delegate ``via``'s own layers (inventory, facts, include_vars,
+        set_fact and registered values: as its ``hostvars`` entry has them),
+        its magic variables, and the connection defaults Ansible's
+        PlayContext gives a delegate without its own. The layers only where
+        the step may read ``ansible_delegated_vars`` (it reads every variable)."""
+        task = self.plan.entries_of(step)[0].task
+        play = self.plan.program.play
+        user = next((u for u in (task.remote_user, play.remote_user)
+                     if isinstance(u, str) and u), None)
+        options = self.ctx.options.connection_vars
+        out: Dict[str, Any] = {
+            "name": via,
+            "inventory": {}, "facts": {}, "include_vars": {}, "runtime": {},
+            "magic": {"inventory_hostname_short": via.split(".")[0],
+                      "group_names": self.ctx.group_names(via) if self.ctx.group_names
+                      else []},
+            "defaults": {"transport": options.get("ansible_connection") or "ssh",
+                         "port": None, "user": user or options.get("ansible_user")}}
+        if self.reads is not None:  # (reading ansible_delegated_vars reads everything)
+            return out
+        if via in self.hosts:
+            state = self.hosts[via]
+            out.update(inventory=state.inventory_vars, facts=state.facts,
+                       include_vars=state.included, runtime=state.runtime)
+        elif self.ctx.outside_layers is not None:
+            out.update(self.ctx.outside_layers(via))
+        return out
 
     def _become(self, host: str, step: Step, via: str) -> Optional[BecomeSpec]:
         """The identity ``host`` runs ``step`` as (the planner made it one per step).

@@ -323,6 +323,7 @@ class PlaybookRun:
             load_include=None if self.load_include is None else self._load_include,
             replan=self._replan,
             outside_hostvars=self._outside_hostvars,
+            outside_layers=lambda name: self._outside_layers(play, name),
             inventory_vars=lambda name: self._inventory_layer(play, name),
             replace_inventory=self._replace_inventory,
             play_hosts_all=lambda: self._hosts_all(play),
@@ -448,6 +449,15 @@ class PlaybookRun:
                          **self.extra_vars, "inventory_hostname": name,
                          "group_names": inv.group_names(self.inventory, name)}
         return out
+
+    def _outside_layers(self, play: Play, name: str) -> Dict[str, Dict[str, Any]]:
+        """A host outside the play's executor (a delegate), layer by layer: its
+        inventory layer (``group_names`` and the play's role defaults too, as
+        a play host's), and what earlier tasks gave it (delegate_facts...)."""
+        memory = self.memory.get(name, {})
+        return {"inventory": self._inventory_layer(play, name), "facts": dict(memory.get("facts", {})),
+                "include_vars": dict(memory.get("include_vars", {})),
+                "runtime": dict(memory.get("runtime", {}))}
 
     def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
         before = set(self.inventory.hosts) | set(self.inventory.groups)

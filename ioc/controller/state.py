@@ -187,6 +187,10 @@ class PlayContext:
     #: add_host or refresh_inventory brought, other serial batches), given
     #: the names the executor has itself.
     outside_hostvars: Optional[Callable[[FrozenSet[str]], Dict[str, Dict[str, Any]]]] = None
+    #: The layers (``inventory``, ``facts``, ``include_vars``, ``runtime``) of
+    #: an inventory host outside this executor (a delegate), as the run has
+    #: them now; a name the inventory lacks has none.
+    outside_layers: Optional[Callable[[str], Dict[str, Dict[str, Any]]]] = None
     #: A host's inventory layer as the run has it now (after refresh_inventory).
     inventory_vars: Optional[Callable[[str], Dict[str, Any]]] = None
     #: Installs another inventory (Ansible re-read its sources); None: cannot.

@@ -72,6 +72,7 @@ PLAYBOOKS_219 = (
     "condition_embedded_template",
     "controller_file_missing",
     "delegate_run_once",
+    "delegated_vars_seen",
     "facts_gathered",
     "failure_later_plays",
     "handlers_flush",
