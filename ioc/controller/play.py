@@ -97,6 +97,8 @@ class PlayExecutor:
         #: The task each host became unreachable at (by entry index): where
         #: linear's iterator left it, since it walks no unreachable host on.
         self.unreachable_at: Dict[str, int] = {name: -1 for name in dormant}
+        #: The roles static includes bring, of a plan (``_included_roles``).
+        self._roles_memo: Tuple[Any, Dict[int, Tuple[str, ...]]] = (None, {})
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
         #: with the entry each goes on from (:meth:`_catch_up`).
         self.revived: Dict[str, int] = {}
@@ -341,6 +343,9 @@ class PlayExecutor:
         outcome.ends = sink.ends
         for call in latest.values():
             self._settle(call, outcome)
+        for index in sorted(outcome.roles_included):
+            names = self._included_roles().get(id(self.plan.program.entry(index).task), ())
+            self.add_roles(names[:1], names[1:])
         self._hostvars = {}  # hosts' variables changed: later calls of the step see them
         return outcome
 
@@ -523,6 +528,9 @@ class PlayExecutor:
                                               context=event.get("context", call.context_key))
                 sent, received = event.get("bytes", (0, 0))
                 self.ctx.transport.count_bytes(call.connection, sent, received)
+        if kind == "done" and event.get("status") == "ok" and event["k"][1] == 0 \
+                and "_ioc_included" in (event.get("result") or {}) and not self._dynamic(event):
+            outcome.roles_included.add(event["k"][0])
         if kind in ("done", "item") and event.get("status") == "ok" and self._dynamic(event):
             looped = self.plan.program.entry(event["k"][0]).task.loop is not None
             if (kind == "item") == looped:
@@ -538,6 +546,26 @@ class PlayExecutor:
                 outcome.failed.append(host)
             if event.get("status") == "ok" and "meta" in result:
                 outcome.metas.setdefault(host, []).append(result["meta"])
+
+    def _included_roles(self) -> Dict[int, Tuple[str, ...]]:
+        """id(include task) -> the roles a static ``include_role`` brings (its block's)."""
+        plan, found = self._roles_memo
+        if plan is not self.plan:
+            found = {id(node.block.include): node.block.included_roles
+                     for node in _blocks_of(self.plan.program.tree)
+                     if node.block.include is not None and node.block.included_roles}
+            self._roles_memo = (self.plan, found)
+        return found
+
+    def add_roles(self, names: Sequence[str], dependencies: Sequence[str]) -> None:
+        """An ``include_role`` ran: Ansible's ``play.roles`` gained its role, so
+        every later task of the play (on every host) sees it in the role name
+        magic variables; the planner cut before their readers."""
+        if not names and not dependencies:
+            return
+        self.magic = {**self.magic, **role_magic(
+            list(self.magic.get("ansible_play_role_names", [])) + list(names),
+            list(self.magic.get("ansible_dependent_role_names", [])) + list(dependencies))}
 
     def _dynamic(self, event: Event) -> bool:
         key = event.get("k") or (0, 1)
@@ -609,6 +637,9 @@ class PlayExecutor:
         old = self.plan.program.play
         play = plan.program.play
         self.plan = plan
+        # (what the includes brought joins the play's role names)
+        self.add_roles(play.role_names[len(old.role_names):],
+                       play.dependent_role_names[len(old.dependent_role_names):])
         self._blocks = _block_shapes(self.plan.program.tree)
         added = {k: v for k, v in play.role_defaults.items() if k not in old.role_defaults}
         if added:
@@ -1442,6 +1473,19 @@ class PlayExecutor:
         deferred = {str(index) for index, _ in self._deferred(step)}
         return [(key, task, blocks) for key, task, blocks in self._keyed_tasks(step)
                 if key not in deferred and payloads.wants_controller_file(task)]
+
+
+def role_magic(play_roles: Sequence[str], dependencies: Sequence[str]) -> Dict[str, Any]:
+    """The role name magic variables (``VariableManager._get_magic_variables``)
+    of a play whose ``play.roles`` are named ``play_roles`` (in order, duplicates
+    too) and whose roles' dependencies are named ``dependencies``."""
+    return {
+        # (Ansible's two sets are list(set(...)): an order of no meaning)
+        "ansible_role_names": sorted(set(play_roles) | set(dependencies)),
+        "ansible_play_role_names": list(play_roles),
+        "role_names": list(play_roles),
+        "ansible_dependent_role_names": sorted(set(dependencies)),
+    }
 
 
 def _delegate_name(value: Any, host: str) -> str:

@@ -18,7 +18,7 @@ from ioc.transport.spec import ConnectionSpec, resolve_via, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.dispatch import context_key
 from ioc.controller.payloads import ModulePayloads, PayloadCache
-from ioc.controller.play import PlayExecutor
+from ioc.controller.play import PlayExecutor, role_magic
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
 from ioc.controller.stepping import Stepper
 from ioc.transport.report import TransportReport
@@ -508,11 +508,7 @@ class PlaybookRun:
         return {
             "ansible_play_hosts_all": list(self._play_hosts_all),
             "ansible_play_name": play.name,
-            # (Ansible's two sets are list(set(...)): an order of no meaning)
-            "ansible_role_names": sorted(set(play.role_names) | set(play.dependent_role_names)),
-            "ansible_play_role_names": list(play.role_names),
-            "role_names": list(play.role_names),
-            "ansible_dependent_role_names": sorted(set(play.dependent_role_names)),
+            **role_magic(play.role_names, play.dependent_role_names),
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
             "ansible_verbosity": self.options.verbosity,

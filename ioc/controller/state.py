@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
@@ -149,6 +149,8 @@ class StepOutcome:
     metas: Dict[str, List[str]] = field(default_factory=dict)
     #: Dynamic includes that ran: per host, the ok result of each include (per item).
     includes: Dict[str, List[Event]] = field(default_factory=dict)
+    #: Entry indices of the static ``include_role`` tasks that ran (ok) on some host.
+    roles_included: Set[int] = field(default_factory=set)
     #: A templated run_once, as the first active host's variables decided it.
     once: Optional[bool] = None
     #: The host a run_once step ran on (the first whose next task it was).

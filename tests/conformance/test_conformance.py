@@ -92,6 +92,7 @@ PLAYBOOKS_219 = (
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
+    "role_names_include_role",
     "start_at_task_pattern",
     "trusted_template_result",
     "unreachable",
