@@ -1391,11 +1391,12 @@ _KEPT_FACTS = frozenset(("ansible_facts", "ansible_local"))
 _INCLUDE_ACTIONS = frozenset(("include_tasks", "include_role"))
 #: Magic variables of a delegated task that are not its delegate's: what the
 #: controller sets of the delegate's connection for the task itself
-#: (``ansible_delegated_host`` and its ``ansible_host``/port/user), ``omit``
-#: (not among VariableManager's), and the views made for this host.
+#: (``ansible_delegated_host`` and its ``ansible_host``/port/user), those
+#: not among VariableManager's (``omit``, ``ansible_search_path``: TaskExecutor
+#: adds it to the task's variables), and the views made for this host.
 _NOT_DELEGATED = frozenset(("ansible_delegated_host", "ansible_host", "ansible_port",
-                            "ansible_user", "omit", "vars", "ansible_delegated_vars",
-                            "play_hosts"))
+                            "ansible_user", "omit", "ansible_search_path", "vars",
+                            "ansible_delegated_vars", "play_hosts"))
 
 
 def _empty_loop(value):
