@@ -268,6 +268,10 @@ class Block:
     #: include is skipped never reaches the block (L7.8). Its ``when`` is not
     #: inherited by the included tasks (includes are dynamic).
     include: Optional[Task] = None
+    #: For a static ``include_role``'s block: the names Ansible's ``play.roles``
+    #: gains when the include runs (``IncludeRole.get_block_list``), the
+    #: role's own first, then its dependencies' (role name magic variables).
+    included_roles: Tuple[str, ...] = ()
     #: The tasks of a dynamic include, for one included file and loop item:
     #: only these hosts reach them (the others never do, L7.8). Empty: all.
     hosts: Tuple[str, ...] = ()

@@ -159,6 +159,10 @@ class HostRun(HandlerRun, LoopRun):
         self.extra = layers.get("extra", {})
         self.magic = dict(layers.get("magic", {}))
         self.magic["omit"] = OMIT
+        #: A delegated task's delegate (``ansible_delegated_vars``): its name,
+        #: its own layers, magic variables and connection defaults; None when
+        #: the task runs on this host's connection (see :meth:`delegated_vars`).
+        self.delegate = layers.get("delegate")
         state = batch.get("state", {})
         self.facts = dict(state.get("facts", {}))
         self.runtime = dict(state.get("runtime", {}))
@@ -490,31 +494,13 @@ class HostRun(HandlerRun, LoopRun):
         literal; but registered and set_fact values are ``Results``, whose
         trusted text (what include_vars loaded) is templated when read.
         """
-        maps = [Verbatim(overlay)] if overlay else []
         magic = dict(self.magic)
         if task.get("role_path"):
             magic.update(_role_vars(task))
         if task.get("search_path"):
             magic["ansible_search_path"] = list(task["search_path"])
-        maps.append(magic)
-        if "play_hosts" in self.deprecated and "play_hosts" in magic:
-            maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))
-        maps.append(self.extra)
-        if task.get("vars") and task.get("action") in _INCLUDE_ACTIONS:
-            # (an include's own vars are include parameters: Task.get_include_params)
-            maps.append(task["vars"])
-        maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
-        maps.append(self._results)
-        if self.included:
-            maps.append(self.included)
-        if task.get("vars"):
-            maps.append(task["vars"])
-        maps.extend(b["vars"] for b in reversed(scope.blocks) if b.get("vars"))
-        maps.append(self.play_vars)
-        maps.append(Deprecated(self.facts_layer(), "facts", _KEPT_FACTS)
-                    if "facts" in self.deprecated else Verbatim(self.facts_layer()))
-        maps.append(self.inventory)
-        maps.extend(b["defaults"] for b in reversed(scope.blocks) if b.get("defaults"))
+        maps = [Verbatim(overlay)] if overlay else []
+        maps.extend(self._layers(task, scope, magic, self._own_layers()))
         view = ChainMap(*(maps + [self.connection]))
         # hostvars[this host] is every variable but the magic ones that hold
         # views themselves (hostvars, vars): no cycle for templates to walk.
@@ -534,6 +520,8 @@ class HostRun(HandlerRun, LoopRun):
                              Deprecated({"vars": everything}, "vars"))
         else:
             magic["vars"] = everything
+        if task.get("delegate_to") is not None:
+            magic["ansible_delegated_vars"] = self.delegated_vars(task, scope, magic)
         table = self.lookup_table.get(lookup_scope(self.file_key, None)) or {}
         if self._item is not None:
             table = ChainMap(self.lookup_table.get(lookup_scope(self.file_key, self._item)) or {},
@@ -543,6 +531,82 @@ class HostRun(HandlerRun, LoopRun):
         functions = Lookups(table, _evaluator(view), lambda: list(view),
                             self._late_lookup(self.file_key)).functions()
         return ChainMap(*view.maps, functions)
+
+    def _own_layers(self):
+        """This host's own layers (what a delegate has in their place)."""
+        return {"runtime": self._results, "include_vars": self.included,
+                "facts": self.facts_layer(), "inventory": self.inventory}
+
+    def _layers(self, task, scope, magic, host):
+        """The layers of ``task``'s variables but loop variables, highest first,
+        with ``host``'s own layers (:meth:`_own_layers`) in their places."""
+        maps = [magic]
+        if "play_hosts" in self.deprecated and "play_hosts" in magic:
+            maps.append(Deprecated({"play_hosts": magic.pop("play_hosts")}, "play_hosts"))
+        maps.append(self.extra)
+        if task.get("vars") and task.get("action") in _INCLUDE_ACTIONS:
+            # (an include's own vars are include parameters: Task.get_include_params)
+            maps.append(task["vars"])
+        maps.extend(b["params"] for b in reversed(scope.blocks) if b.get("params"))
+        maps.append(host["runtime"])
+        if host["include_vars"]:
+            maps.append(host["include_vars"])
+        if task.get("vars"):
+            maps.append(task["vars"])
+        maps.extend(b["vars"] for b in reversed(scope.blocks) if b.get("vars"))
+        maps.append(self.play_vars)
+        maps.append(Deprecated(host["facts"], "facts", _KEPT_FACTS)
+                    if "facts" in self.deprecated else Verbatim(host["facts"]))
+        maps.append(host["inventory"])
+        maps.extend(b["defaults"] for b in reversed(scope.blocks) if b.get("defaults"))
+        return maps
+
+    def delegated_vars(self, task, scope, magic):
+        """``ansible_delegated_vars`` of a delegated ``task``: {delegate: its variables}.
+
+        What ``VariableManager.get_delegated_vars_and_hostname`` gives: the
+        delegate's variables in the task's play and scope (its inventory,
+        facts, include_vars and set_fact layers in place of this host's; the
+        play's, blocks' and task's vars; its magic variables and ``hostvars``),
+        with ``inventory_hostname`` this host's, and no loop variables. Then
+        the defaults ``PlayContext.set_task_and_variable_override`` writes
+        into that dict before the ``when``: ``ansible_host`` (the delegate's
+        name), ``ansible_port`` and ``ansible_user`` where the delegate has
+        none. A ``delegate_to`` the planner left in the batch names this host
+        itself (``{{ inventory_hostname }}``).
+        """
+        shipped = self.delegate
+        if shipped is None:
+            name, host, defaults = self.host, self._own_layers(), {}
+            theirs = {}
+        else:
+            name, defaults, theirs = shipped["name"], shipped["defaults"], shipped["magic"]
+            facts = dict(shipped["facts"])
+            facts["ansible_facts"] = {_strip_prefix(k): v for k, v in shipped["facts"].items()}
+            host = {"runtime": Results(shipped["runtime"]),
+                    "include_vars": shipped["include_vars"], "facts": facts,
+                    "inventory": shipped["inventory"]}
+        own = {k: v for k, v in magic.items() if k not in _NOT_DELEGATED}
+        own.update(theirs, inventory_hostname=self.host)
+        if "play_hosts" in self.magic:
+            own["play_hosts"] = self.magic["play_hosts"]
+        layers = self._layers(task, scope, own, host)
+        # (its "vars": every one of them but itself, as the host's own)
+        own["vars"] = ChainMap(*[dict(own) if m is own else m for m in layers])
+        view = ChainMap(*layers)
+        transport = view.get("ansible_connection") or defaults.get("transport") or "ssh"
+        fixed = {}
+        if not any(k in view for k in ("ansible_%s_host" % transport, "ansible_ssh_host",
+                                       "ansible_host")):
+            fixed["ansible_host"] = name
+        if not any(k in view for k in ("ansible_%s_port" % transport, "ansible_ssh_port",
+                                       "ansible_port")):
+            fixed["ansible_port"] = 5986 if transport == "winrm" else defaults.get("port")
+        if not any(view.get(k) for k in ("ansible_%s_user" % transport, "ansible_ssh_user",
+                                         "ansible_user")):
+            fixed["ansible_user"] = defaults.get("user")
+        view.maps.insert(0, fixed)
+        return {name: view}
 
     def facts_layer(self):
         if self._facts_layer is None:
@@ -1325,6 +1389,14 @@ class _ConditionFailed(Exception):
 _KEPT_FACTS = frozenset(("ansible_facts", "ansible_local"))
 #: Actions whose own ``vars`` are include parameters (for themselves too).
 _INCLUDE_ACTIONS = frozenset(("include_tasks", "include_role"))
+#: Magic variables of a delegated task that are not its delegate's: what the
+#: controller sets of the delegate's connection for the task itself
+#: (``ansible_delegated_host`` and its ``ansible_host``/port/user), those
+#: not among VariableManager's (``omit``, ``ansible_search_path``: TaskExecutor
+#: adds it to the task's variables), and the views made for this host.
+_NOT_DELEGATED = frozenset(("ansible_delegated_host", "ansible_host", "ansible_port",
+                            "ansible_user", "omit", "ansible_search_path", "vars",
+                            "ansible_delegated_vars", "play_hosts"))
 
 
 def _empty_loop(value):

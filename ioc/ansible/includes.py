@@ -33,6 +33,9 @@ class _Included:
 
     handlers: Tuple[Task, ...] = ()
     role_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The roles Ansible's ``play.roles`` gained (``IncludeRole.get_block_list``).
+    role_names: Tuple[str, ...] = ()
+    dependent_role_names: Tuple[str, ...] = ()
 
 
 class Includes:
@@ -79,6 +82,7 @@ class Includes:
             for included_file in included_files:
                 failed.update(include_failed(s, included_file, AnsibleError(deep)))
             return {"planned": None, "failed": failed}
+        roles_before = len(iterator._play.roles)
         for included_file in included_files:
             try:
                 new_blocks = self._load(included_file)
@@ -105,8 +109,14 @@ class Includes:
             return {"planned": None, "failed": failed}
         new_handlers = [h for b in state.play.handlers for h in b.block
                         if id(h) not in known_handlers]
+        # (VariableManager._get_magic_variables names the roles of play.roles)
+        roles = iterator._play.roles[roles_before:]
         added = _Included(handlers=tuple(converter.task(h, handler=True, running=True)
-                                         for h in new_handlers))
+                                         for h in new_handlers),
+                          role_names=tuple(plain(r.get_name()) for r in roles),
+                          dependent_role_names=tuple(sorted({
+                              plain(d.get_name()) for r in roles
+                              for d in r.get_all_dependencies()})))
         play = splice_after(state.program.play, include, tuple(blocks), [added])
         plan = plan_play(play, runner_capabilities(), fallback=state.converted.fallback,
                          suspendable=state.converted.suspendable)

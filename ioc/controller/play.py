@@ -97,6 +97,8 @@ class PlayExecutor:
         #: The task each host became unreachable at (by entry index): where
         #: linear's iterator left it, since it walks no unreachable host on.
         self.unreachable_at: Dict[str, int] = {name: -1 for name in dormant}
+        #: The roles static includes bring, of a plan (``_included_roles``).
+        self._roles_memo: Tuple[Any, Dict[int, Tuple[str, ...]]] = (None, {})
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
         #: with the entry each goes on from (:meth:`_catch_up`).
         self.revived: Dict[str, int] = {}
@@ -341,6 +343,9 @@ class PlayExecutor:
         outcome.ends = sink.ends
         for call in latest.values():
             self._settle(call, outcome)
+        for index in sorted(outcome.roles_included):
+            names = self._included_roles().get(id(self.plan.program.entry(index).task), ())
+            self.add_roles(names[:1], names[1:])
         self._hostvars = {}  # hosts' variables changed: later calls of the step see them
         return outcome
 
@@ -523,6 +528,9 @@ class PlayExecutor:
                                               context=event.get("context", call.context_key))
                 sent, received = event.get("bytes", (0, 0))
                 self.ctx.transport.count_bytes(call.connection, sent, received)
+        if kind == "done" and event.get("status") == "ok" and event["k"][1] == 0 \
+                and "_ioc_included" in (event.get("result") or {}) and not self._dynamic(event):
+            outcome.roles_included.add(event["k"][0])
         if kind in ("done", "item") and event.get("status") == "ok" and self._dynamic(event):
             looped = self.plan.program.entry(event["k"][0]).task.loop is not None
             if (kind == "item") == looped:
@@ -538,6 +546,26 @@ class PlayExecutor:
                 outcome.failed.append(host)
             if event.get("status") == "ok" and "meta" in result:
                 outcome.metas.setdefault(host, []).append(result["meta"])
+
+    def _included_roles(self) -> Dict[int, Tuple[str, ...]]:
+        """id(include task) -> the roles a static ``include_role`` brings (its block's)."""
+        plan, found = self._roles_memo
+        if plan is not self.plan:
+            found = {id(node.block.include): node.block.included_roles
+                     for node in _blocks_of(self.plan.program.tree)
+                     if node.block.include is not None and node.block.included_roles}
+            self._roles_memo = (self.plan, found)
+        return found
+
+    def add_roles(self, names: Sequence[str], dependencies: Sequence[str]) -> None:
+        """An ``include_role`` ran: Ansible's ``play.roles`` gained its role, so
+        every later task of the play (on every host) sees it in the role name
+        magic variables; the planner cut before their readers."""
+        if not names and not dependencies:
+            return
+        self.magic = {**self.magic, **role_magic(
+            list(self.magic.get("ansible_play_role_names", [])) + list(names),
+            list(self.magic.get("ansible_dependent_role_names", [])) + list(dependencies))}
 
     def _dynamic(self, event: Event) -> bool:
         key = event.get("k") or (0, 1)
@@ -609,6 +637,9 @@ class PlayExecutor:
         old = self.plan.program.play
         play = plan.program.play
         self.plan = plan
+        # (what the includes brought joins the play's role names)
+        self.add_roles(play.role_names[len(old.role_names):],
+                       play.dependent_role_names[len(old.dependent_role_names):])
         self._blocks = _block_shapes(self.plan.program.tree)
         added = {k: v for k, v in play.role_defaults.items() if k not in old.role_defaults}
         if added:
@@ -970,6 +1001,7 @@ class PlayExecutor:
         if where == Where.DELEGATE:
             # the task sees the delegate's connection variables (ansible_host...)
             wire["vars"]["magic"].update(_delegated_vars(via, spec))
+            wire["vars"]["delegate"] = self._delegate_layers(via, step)
         try:
             if spec.via:
                 spec = resolve_via(via, spec, self.ctx.connection_of)
@@ -991,6 +1023,36 @@ class PlayExecutor:
                             result, self.plan.program.play.basedir),
                         late_lookup=lambda key, plugin, terms, kwargs: self._late_lookup(
                             wire, step, key, plugin, terms, kwargs))
+
+    def _delegate_layers(self, via: str, step: Step) -> Dict[str, Any]:
+        """What the runner makes a delegated task's ``ansible_delegated_vars``
+        of: the delegate ``via``'s own layers (inventory, facts, include_vars,
+        set_fact and registered values: as its ``hostvars`` entry has them),
+        its magic variables, and the connection defaults Ansible's
+        PlayContext gives a delegate without its own. The layers only where
+        the step may read ``ansible_delegated_vars`` (it reads every variable)."""
+        task = self.plan.entries_of(step)[0].task
+        play = self.plan.program.play
+        user = next((u for u in (task.remote_user, play.remote_user)
+                     if isinstance(u, str) and u), None)
+        options = self.ctx.options.connection_vars
+        out: Dict[str, Any] = {
+            "name": via,
+            "inventory": {}, "facts": {}, "include_vars": {}, "runtime": {},
+            "magic": {"inventory_hostname_short": via.split(".")[0],
+                      "group_names": self.ctx.group_names(via) if self.ctx.group_names
+                      else []},
+            "defaults": {"transport": options.get("ansible_connection") or "ssh",
+                         "port": None, "user": user or options.get("ansible_user")}}
+        if self.reads is not None:  # (reading ansible_delegated_vars reads everything)
+            return out
+        if via in self.hosts:
+            state = self.hosts[via]
+            out.update(inventory=state.inventory_vars, facts=state.facts,
+                       include_vars=state.included, runtime=state.runtime)
+        elif self.ctx.outside_layers is not None:
+            out.update(self.ctx.outside_layers(via))
+        return out
 
     def _become(self, host: str, step: Step, via: str) -> Optional[BecomeSpec]:
         """The identity ``host`` runs ``step`` as (the planner made it one per step).
@@ -1411,6 +1473,19 @@ class PlayExecutor:
         deferred = {str(index) for index, _ in self._deferred(step)}
         return [(key, task, blocks) for key, task, blocks in self._keyed_tasks(step)
                 if key not in deferred and payloads.wants_controller_file(task)]
+
+
+def role_magic(play_roles: Sequence[str], dependencies: Sequence[str]) -> Dict[str, Any]:
+    """The role name magic variables (``VariableManager._get_magic_variables``)
+    of a play whose ``play.roles`` are named ``play_roles`` (in order, duplicates
+    too) and whose roles' dependencies are named ``dependencies``."""
+    return {
+        # (Ansible's two sets are list(set(...)): an order of no meaning)
+        "ansible_role_names": sorted(set(play_roles) | set(dependencies)),
+        "ansible_play_role_names": list(play_roles),
+        "role_names": list(play_roles),
+        "ansible_dependent_role_names": sorted(set(dependencies)),
+    }
 
 
 def _delegate_name(value: Any, host: str) -> str:

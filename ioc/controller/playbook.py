@@ -18,7 +18,7 @@ from ioc.transport.spec import ConnectionSpec, resolve_via, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.dispatch import context_key
 from ioc.controller.payloads import ModulePayloads, PayloadCache
-from ioc.controller.play import PlayExecutor
+from ioc.controller.play import PlayExecutor, role_magic
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
 from ioc.controller.stepping import Stepper
 from ioc.transport.report import TransportReport
@@ -323,6 +323,7 @@ class PlaybookRun:
             load_include=None if self.load_include is None else self._load_include,
             replan=self._replan,
             outside_hostvars=self._outside_hostvars,
+            outside_layers=lambda name: self._outside_layers(play, name),
             inventory_vars=lambda name: self._inventory_layer(play, name),
             replace_inventory=self._replace_inventory,
             play_hosts_all=lambda: self._hosts_all(play),
@@ -449,6 +450,15 @@ class PlaybookRun:
                          "group_names": inv.group_names(self.inventory, name)}
         return out
 
+    def _outside_layers(self, play: Play, name: str) -> Dict[str, Dict[str, Any]]:
+        """A host outside the play's executor (a delegate), layer by layer: its
+        inventory layer (``group_names`` and the play's role defaults too, as
+        a play host's), and what earlier tasks gave it (delegate_facts...)."""
+        memory = self.memory.get(name, {})
+        return {"inventory": self._inventory_layer(play, name), "facts": dict(memory.get("facts", {})),
+                "include_vars": dict(memory.get("include_vars", {})),
+                "runtime": dict(memory.get("runtime", {}))}
+
     def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
         before = set(self.inventory.hosts) | set(self.inventory.groups)
         if "add_host" in result:
@@ -498,11 +508,7 @@ class PlaybookRun:
         return {
             "ansible_play_hosts_all": list(self._play_hosts_all),
             "ansible_play_name": play.name,
-            # (Ansible's two sets are list(set(...)): an order of no meaning)
-            "ansible_role_names": sorted(set(play.role_names) | set(play.dependent_role_names)),
-            "ansible_play_role_names": list(play.role_names),
-            "role_names": list(play.role_names),
-            "ansible_dependent_role_names": sorted(set(play.dependent_role_names)),
+            **role_magic(play.role_names, play.dependent_role_names),
             "ansible_check_mode": self.options.check,
             "ansible_diff_mode": self.options.diff,
             "ansible_verbosity": self.options.verbosity,

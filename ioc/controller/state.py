@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
@@ -149,6 +149,8 @@ class StepOutcome:
     metas: Dict[str, List[str]] = field(default_factory=dict)
     #: Dynamic includes that ran: per host, the ok result of each include (per item).
     includes: Dict[str, List[Event]] = field(default_factory=dict)
+    #: Entry indices of the static ``include_role`` tasks that ran (ok) on some host.
+    roles_included: Set[int] = field(default_factory=set)
     #: A templated run_once, as the first active host's variables decided it.
     once: Optional[bool] = None
     #: The host a run_once step ran on (the first whose next task it was).
@@ -187,6 +189,10 @@ class PlayContext:
     #: add_host or refresh_inventory brought, other serial batches), given
     #: the names the executor has itself.
     outside_hostvars: Optional[Callable[[FrozenSet[str]], Dict[str, Dict[str, Any]]]] = None
+    #: The layers (``inventory``, ``facts``, ``include_vars``, ``runtime``) of
+    #: an inventory host outside this executor (a delegate), as the run has
+    #: them now; a name the inventory lacks has none.
+    outside_layers: Optional[Callable[[str], Dict[str, Dict[str, Any]]]] = None
     #: A host's inventory layer as the run has it now (after refresh_inventory).
     inventory_vars: Optional[Callable[[str], Dict[str, Any]]] = None
     #: Installs another inventory (Ansible re-read its sources); None: cannot.

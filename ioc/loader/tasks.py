@@ -237,6 +237,7 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
     inner = scope.nested(apply)
     task_args = {k: v for k, v in args.items() if k != "apply"}
     loaded = len(scope.play.role_handlers)
+    roles: tuple[str, ...] = ()
     if action == "include_tasks":
         name = str(task_args.get("file") or task_args.get("_raw_params"))
         path = _resolve_import(render_static(name, scope.play.static_vars, where), scope, where)
@@ -245,8 +246,15 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
     else:
         froms = {k: str(task_args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
                                                  "handlers_from") if task_args.get(k)}
+        # Listed as a play's role, then taken off the play's names again: they
+        # join them only when the include runs (the controller adds them).
+        listed = (len(scope.play.role_names), len(scope.play.dependent_role_names))
         body = _expand_role(str(task_args["name"]), {}, {}, inner, where, froms, dedup=False,
-                            private=True, validate=_rolespec_validate(task_args, where))
+                            private=True, validate=_rolespec_validate(task_args, where),
+                            listed="play")
+        roles = tuple(scope.play.role_names[listed[0]:]) + \
+            tuple(scope.play.dependent_role_names[listed[1]:])
+        del scope.play.role_names[listed[0]:], scope.play.dependent_role_names[listed[1]:]
         task_args["_ioc_included"] = str(task_args["name"])
     # What the include loaded joins the play's handlers after the play's own,
     # as it does when the include runs in Ansible (not before, as `roles:`').
@@ -255,7 +263,7 @@ def _include(ds: Mapping[str, Any], action: str, args: Mapping[str, Any], scope:
     # (its vars: its own, and the included tasks' include parameters)
     include = _task(ds, action, task_args, scope, where)
     return Block(block=body, location=where, params=vars_of(ds, where), implicit=True,
-                 include=include)
+                 include=include, included_roles=roles)
 
 
 _INCLUDE_OPTIONS = {
@@ -303,6 +311,10 @@ class Included:
     label: str
     handlers: tuple[Task, ...] = ()
     role_defaults: Mapping[str, Any] = field(default_factory=dict)
+    #: What an ``include_role`` adds to Ansible's ``play.roles`` when it runs:
+    #: the role's name, its dependencies' names (role name magic variables).
+    role_names: tuple[str, ...] = ()
+    dependent_role_names: tuple[str, ...] = ()
 
 
 def load_include(play: Play, task: Task, args: Mapping[str, Any],
@@ -353,10 +365,12 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
     except LoadError as exc:
         raise IncludeNotFound(exc.message, where) from exc
     nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True,
-                         validate=_rolespec_validate(args, where))
+                         validate=_rolespec_validate(args, where), listed="play")
     return Included(nodes=nodes, label=name,
                     handlers=tuple(state.role_handlers) + tuple(state.included_handlers),
-                    role_defaults=dict(state.role_defaults))
+                    role_defaults=dict(state.role_defaults),
+                    role_names=tuple(state.role_names),
+                    dependent_role_names=tuple(state.dependent_role_names))
 
 
 def _parse_block(ds: Mapping[str, Any], scope: Scope) -> Block:
@@ -765,8 +779,9 @@ def _expand_role(
     instead of joining the play's. ``validate`` (``rolespec_validate``): the
     role starts with the validation of its entry point's argument spec.
     ``listed``: ``"play"`` for one of the play's roles, ``"dependency"`` for a
-    dependency of one (their names are magic variables); None for neither
-    (an ``include_role``'s, known to Ansible's play only once it ran).
+    dependency of one (their names are magic variables); None for neither.
+    (An ``include_role``'s are listed too, and its caller takes them off the
+    play's: Ansible's play knows them only once the include ran.)
     """
     role_name, path, collection = locate_role(name, scope, where)
     files = read_role(role_name, path, where, **froms)

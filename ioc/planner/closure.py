@@ -50,8 +50,10 @@ def other_hostvars(program: Program, effects: Sequence[Effects], start: int,
     ``frozenset()`` when no other host is read; ``None`` when some access
     reads a whole host (``hostvars[h]`` passed on, iterated, or dumped).
     """
-    return other_attrs(access for entry in program.entries[start:end]
-                       for access in effects[entry.index].hostvars)
+    entries = program.entries[start:end]
+    if any("ansible_delegated_vars" in effects[e.index].read_names for e in entries):
+        return None  # (it holds the delegate's hostvars, every host's whole)
+    return other_attrs(access for entry in entries for access in effects[entry.index].hostvars)
 
 
 def other_attrs(accesses: Iterable[HostvarsAccess],
@@ -68,7 +70,8 @@ def other_attrs(accesses: Iterable[HostvarsAccess],
 
 
 def _open_ended(eff: Effects) -> bool:
-    if "vars" in eff.read_names:
+    # (ansible_delegated_vars holds a delegate's every variable, the play's too)
+    if "vars" in eff.read_names or "ansible_delegated_vars" in eff.read_names:
         return True
     # A whole host (hostvars[h] iterated, tested with `in`, passed on) may be
     # this host's own for any h: the plan is every host's, and a computed or

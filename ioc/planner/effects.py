@@ -52,6 +52,9 @@ from ioc.planner.program import Program
 FACTS = "<facts>"
 INVENTORY = "<inventory>"
 INCLUDE_VARS = "<include_vars>"
+#: Written by an ``include_role``: Ansible's ``play.roles`` gains its role
+#: when the include runs, for every host (satisfies :data:`ROLE_MAGIC`).
+ROLES = "<roles>"
 DYNAMIC = "<dynamic>"
 #: Markers whose writer may have written *any* name.
 WILDCARDS = frozenset({DYNAMIC, INCLUDE_VARS})
@@ -67,6 +70,9 @@ CROSS_HOST_MAGIC = frozenset({
 #: ``ansible_play_hosts_all``) or changed only by add_host/group_by.
 _STATIC_CROSS_MAGIC = frozenset({"ansible_play_hosts_all"})
 _INVENTORY_MAGIC = frozenset({"groups", "group_names"})
+#: The play's role names: an include_role that ran on any host adds to them.
+ROLE_MAGIC = frozenset({"role_names", "ansible_role_names", "ansible_play_role_names",
+                        "ansible_dependent_role_names"})
 #: Variables Ansible sets itself, above any group_vars/host_vars: a new
 #: group's or host's vars files (add_host, group_by) cannot change them.
 FIXED_MAGIC = frozenset({
@@ -633,6 +639,8 @@ def writes_of(task: Task) -> FrozenSet[str]:
     elif action in INCLUDE_ACTIONS:
         # The included tasks are unknown until run time: they may write anything.
         out.add(DYNAMIC)
+        if action == "include_role":
+            out.add(ROLES)
     return frozenset(out)
 
 
@@ -643,8 +651,8 @@ def analyze_program(program: Program) -> Tuple[Effects, ...]:
     """Effects of every entry, by entry index (implicit flushes write nothing).
 
     The include task heading a statically inlined include writes nothing
-    itself: its included tasks are entries of the program with effects of
-    their own.
+    itself (its included tasks are entries of the program with effects of
+    their own) but the play's role names (an ``include_role``'s, :data:`ROLES`).
     """
     heads = {e.index for e in program.entries if e.task.action in INCLUDE_ACTIONS}
     heads &= set(program.include_heads)
@@ -655,7 +663,7 @@ def analyze_program(program: Program) -> Tuple[Effects, ...]:
             continue
         effects = analyze_task(entry.task)
         if entry.index in heads:
-            effects = dataclasses.replace(effects, writes=frozenset())
+            effects = dataclasses.replace(effects, writes=effects.writes & {ROLES})
         out.append(effects)
     return tuple(out)
 
@@ -761,7 +769,8 @@ def classify(program: Program, effects: Sequence[Effects]) -> Tuple[Dict[str, Or
 
     * CROSS_HOST: ``hostvars`` of another (or a computed) host unless every
       attribute read is provably static; ``ansible_play_hosts``-like magic;
-      ``groups``/``group_names`` once an add_host/group_by entry precedes.
+      ``groups``/``group_names`` once an add_host/group_by entry precedes;
+      the role name magic variables once an ``include_role`` precedes.
     * HOST_RUNTIME: written by an earlier entry (a flush counts the writes of
       the handlers notified since the previous flush; a DYNAMIC/include_vars writer counts for every name; fact
       gathering for ``ansible_*``), or ``ansible_failed_*``. A task reading its
@@ -863,6 +872,9 @@ class _Resolver:
             return Origin.STATIC if name in _STATIC_CROSS_MAGIC else Origin.CROSS_HOST
         if name in _INVENTORY_MAGIC:
             return Origin.CROSS_HOST if INVENTORY in self.written else Origin.STATIC
+        if name in ROLE_MAGIC:
+            # (the names as of the step's start: what any host included before)
+            return Origin.CROSS_HOST if ROLES in self.written else Origin.STATIC
         if name in RUNTIME_MAGIC:
             return Origin.HOST_RUNTIME
         if name == "vars":

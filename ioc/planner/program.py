@@ -320,7 +320,9 @@ def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Se
     """``play`` with ``blocks`` right after ``task`` (found by identity).
 
     Handlers and role defaults an ``include_role`` brought are added (handlers
-    after the play's own, so existing handler numbers stay valid).
+    after the play's own, so existing handler numbers stay valid), and its
+    role's names (``role_names``, ``dependent_role_names``: ``play.roles``
+    gains the role when the include runs).
     """
     found = []
 
@@ -344,10 +346,15 @@ def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Se
     known = {h.location for h in play.handlers}
     handlers = list(play.handlers)
     defaults: Dict[str, Any] = {}
+    role_names, dependent_role_names = list(play.role_names), list(play.dependent_role_names)
     for inc in included:
         handlers.extend(h for h in inc.handlers if h.location not in known)
         known.update(h.location for h in inc.handlers)
         defaults.update(inc.role_defaults)
+        role_names.extend(inc.role_names)
+        dependent_role_names.extend(inc.dependent_role_names)
     return dataclasses.replace(play, handlers=tuple(handlers),
                                role_defaults={**defaults, **play.role_defaults},
+                               role_names=tuple(role_names),
+                               dependent_role_names=tuple(dependent_role_names),
                                pre_tasks=pre_tasks, tasks=tasks, post_tasks=post_tasks)

@@ -104,6 +104,11 @@ def check_handlers(program: Program, caps: Capabilities,
         if reason is None:
             try:
                 check_task(handler, caps, run_time_options=fallback is None)
+                if handler.delegate_to is not None:
+                    # (a flush runs in the notified host's runner: it would run
+                    # there, without the delegate's connection and variables)
+                    raise PlanError("delegate_to on a handler is not supported yet",
+                                    handler.location)
                 check_remote_user(handler, program.play)
                 check_connection_vars(handler)
             except PlanError as exc:

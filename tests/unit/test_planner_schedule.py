@@ -150,3 +150,14 @@ def test_a_dynamic_include_in_a_handler_is_a_plan_error(tmp_path):
         plan_of(tmp_path, text)
     assert "include_tasks in a handler is not supported yet" in str(info.value)
     assert str(info.value).startswith("%s:5: " % (tmp_path / "play.yml"))
+
+
+def test_a_delegated_handler_is_a_plan_error_not_a_run_on_the_notified_host(tmp_path):
+    # (a flush runs in the notified host's runner: the handler would run there,
+    # without its delegate's connection or ansible_delegated_vars)
+    text = ("- hosts: all\n  tasks:\n    - debug: msg=fine\n  handlers:\n"
+            "    - name: h\n      debug: msg=x\n      delegate_to: localhost\n")
+    with pytest.raises(PlanError) as info:
+        plan_of(tmp_path, text)
+    assert "delegate_to on a handler is not supported yet" in str(info.value)
+    assert str(info.value).startswith("%s:5: " % (tmp_path / "play.yml"))
