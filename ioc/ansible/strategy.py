@@ -55,6 +55,7 @@ def build_strategy_class() -> type:
 
         def run(self, iterator, play_context):  # type: ignore[override]
             self._set_hosts_cache(iterator._play)
+            _start_dispatcher()
             fallback: Optional[Fallback] = None
             try:
                 native = self._prepare(iterator, play_context)
@@ -115,6 +116,22 @@ def build_strategy_class() -> type:
 
     StrategyModule.__module__ = __name__
     return StrategyModule
+
+
+def _start_dispatcher() -> None:
+    """Start the dispatcher before the play is planned, so that its
+    interpreter starts and imports ioc while the parent converts the play
+    and builds its modules' payloads (the first play's ~0.3-1 s, more on a
+    loaded machine, no longer before its first task). A play that then runs
+    under linear leaves it idle; it ends with ``ansible-playbook``. An
+    ``IOC_PERSIST`` daemon that cannot be used is reported by
+    :meth:`PlayRun.run`, which asks again."""
+    from ioc.warm import WarmError
+
+    try:
+        Dispatcher.get()
+    except WarmError:
+        pass
 
 
 def _started_at_task(tqm: Any, iterator: Any) -> bool:
