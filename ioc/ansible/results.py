@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ioc.agentless_runner.results import NO_TRACEBACK
+from ioc.agentless_runner.results import DEPRECATED_VALUES, NO_TRACEBACK
 from ioc.agentless_runner.templating import (CONDITIONAL_AS_TEMPLATE, CONST_TEMPLATE,
                                              CONST_TEMPLATE_HELP)
 from ioc.ansible.convert import BRIDGE_INCLUDES
@@ -294,15 +294,23 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
 
 def _conditional_deprecations(task: Any, deprecations: List[Any],
                               conditions: List[Mapping[str, Any]]) -> List[Any]:
-    """``deprecations`` whose last entries (one per condition the runner found
-    written as a template) are the deprecation ``evaluate_conditional`` gives
+    """``deprecations`` whose entries the runner made, one per condition it found
+    written as a template, in their order (a loop's among its items' other
+    deprecations), are the deprecation ``evaluate_conditional`` gives
     (``_display.deprecated(obj=conditional)``): ansible-core's words, with
     where the condition was written (the task's own tagged text, else the
     origin the runner knew)."""
+    summaries = iter(_conditional_summaries(task, conditions))
+    return [next(summaries) if isinstance(entry, dict)
+            and entry.get("msg") == CONDITIONAL_AS_TEMPLATE else entry
+            for entry in deprecations]
+
+
+def _conditional_summaries(task: Any, conditions: List[Mapping[str, Any]]) -> List[Any]:
     from ansible._internal._errors import _error_utils
     from ansible.module_utils._internal import _deprecator, _messages
 
-    own = deprecations[:len(deprecations) - len(conditions)]
+    own: List[Any] = []
     for condition in conditions:
         written = _written_text(task, condition.get("text"))
         context = _error_utils.SourceContext.from_value(written) if written is not None else None
@@ -409,6 +417,29 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
     return out
 
 
+#: The messages of the deprecations the runner registers for deprecated values read.
+_READ_DEPRECATIONS = frozenset(words[0] for words in DEPRECATED_VALUES.values())
+
+
+def _without_read_deprecations(data: Dict[str, Any]) -> Dict[str, Any]:
+    """``data`` without the deprecations the runner registered for deprecated
+    values its templates read: the callbacks get Ansible's own, with where
+    the read was written (``_ioc_deprecations``, shown once for the task)."""
+    deprecations = data.get("deprecations")
+    if not isinstance(deprecations, list):
+        return data
+    kept = [d for d in deprecations
+            if not (isinstance(d, dict) and d.get("msg") in _READ_DEPRECATIONS)]
+    if len(kept) == len(deprecations):
+        return data
+    data = dict(data)
+    if kept:
+        data["deprecations"] = kept
+    else:
+        del data["deprecations"]
+    return data
+
+
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
     """``result`` without ioc's internal keys (its loop items' too), the ``msg``
     the runner made for a failure that had none, and without
@@ -419,12 +450,12 @@ def _public(result: Dict[str, Any]) -> Dict[str, Any]:
         return {k: v for k, v in one.items()
                 if not k.startswith("_ioc_") and not (made and k == "msg")}
 
-    data = public(result)
+    data = _without_read_deprecations(public(result))
     if data.get("exception") == NO_TRACEBACK:
         del data["exception"]  # (a loop's items keep theirs: callbacks see them as registered)
     if isinstance(data.get("results"), list):
-        data["results"] = [public(item) if isinstance(item, dict) else item
-                           for item in data["results"]]
+        data["results"] = [_without_read_deprecations(public(item))
+                           if isinstance(item, dict) else item for item in data["results"]]
     return data
 
 
