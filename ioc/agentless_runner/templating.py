@@ -731,6 +731,10 @@ def _recursion_error(raw):
 # -- the environment ---------------------------------------------------------------
 
 
+#: The names a template calls lookups by.
+_LOOKUP_FUNCTIONS = ("lookup", "query", "q")
+
+
 def _lookup_on_target(*args, **kwargs):
     raise TemplateError(
         "lookup plugins run on the controller; lookup()/query() cannot be "
@@ -1408,6 +1412,12 @@ class Templar(object):
         env = _text_environment(tuple(sorted((overrides or {}).items())))
         if loader is not None:
             env = env.overlay(loader=loader)
+            # An imported template (``{% from 'x.j2' import m %}``, no context)
+            # sees the environment's globals only: the host's lookups are among
+            # them, as Ansible's are globals of its environment. (overlay()
+            # shares the dict: this overlay's own copy.)
+            env.globals = dict(env.globals, **{name: templar._scope[name]
+                                                for name in _LOOKUP_FUNCTIONS})
         try:
             template = env.from_string(source)
         except jinja2.TemplateError as exc:

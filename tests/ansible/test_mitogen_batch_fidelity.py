@@ -2181,6 +2181,36 @@ def test_a_template_includes_imports_and_extends_templates_of_its_search_path(an
     assert batch.steps and not batch.through_ansible, batch.log
 
 
+def test_a_lookup_in_a_template_the_template_file_imports_is_answered(ansible, ansible_python):
+    """template target (``template_import_macro_globals.j2``): a macro of a
+    template that the task's template file imports without context
+    (``{% from 'm.j2' import foo %}``) calls ``lookup('lines', ...)`` and
+    ``query('env', ...)``: answered for the host as Ansible's lookups are,
+    which are globals of its environment (mitogen_batch failed the task:
+    "lookup plugins run on the controller")."""
+    ansible.write("templates/m.j2", "{% macro foo(bar) -%}\n"
+                  "{{ bar }}={{ lookup('lines', 'echo lookedup_' ~ bar) }}"
+                  " {{ query('env', 'IOC_FIDELITY_WORD') | first }}\n{%- endmacro %}\n")
+    ansible.write("templates/main.j2", "{% from 'm.j2' import foo %}\n{{ foo('bar') }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - template: {src: main.j2, dest: "{{ out }}-main"}
+            - debug:
+                msg: "{{ lookup('file', out ~ '-main') }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"IOC_FIDELITY_WORD": "said"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "bar=lookedup_bar said"' in batch.stdout, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
 def test_an_undefined_lookup_term_reaches_a_plugin_that_accepts_markers(ansible, ansible_python):
     """assert target (``lookup('yield_terms', '{{ bang }}', 42)[1] == 42``): the
     embedded template of an undefined variable in a lookup's term is an undefined
