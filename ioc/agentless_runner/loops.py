@@ -75,6 +75,7 @@ class LoopRun(object):
         register = task.get("register")
         item_results = []
         loop_conditionals = []
+        loop_markers = []  # (debug's, where each template is: the loop's warnings gather them)
         ignore_any = False
         #: the loop's ignore_unreachable as its items' values combine (None: none yet)
         ignore_unreachable = None
@@ -169,6 +170,7 @@ class LoopRun(object):
                        "result": self._visible(task, result, item_templar)})
             if results.status_of(result) == "ok":
                 self.apply_effects(task, result)
+            loop_markers.extend(result.get("_ioc_marker_warnings") or ())
             item_results.append(results.ordered(results.public(result)))
             if register:
                 live[register] = item_results[-1]  # L2.7: the previous item's result
@@ -191,6 +193,8 @@ class LoopRun(object):
             results.templated_conditionals(out, loop_conditionals)
         elif loop_conditionals:  # (2.21: among the items' deprecations it gathered)
             results.mark_conditional_templates(out, loop_conditionals)
+        if loop_markers and out.get("warnings"):
+            out["_ioc_marker_warnings"] = loop_markers
         if label_failed is not None:
             out["_ioc_label_error"] = label_failed  # (also among the loop's warnings)
         if task.get("notify"):

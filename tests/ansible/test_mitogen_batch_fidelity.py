@@ -1550,6 +1550,32 @@ def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(an
     assert batch.steps, batch.log
 
 
+def test_debug_var_in_a_loop_warns_of_undefined_values_once_where_written(ansible,
+                                                                         ansible_python):
+    """roles target (``vars_scope.yml``): debug's ``var`` meeting an undefined
+    value in a loop warns "Encountered 1 template error." with where the
+    expression was written, once per message: the loop's result gathers its
+    items' warnings, and they are the same warnings (mitogen_batch showed them
+    again after the items, without the origin)."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - debug:
+                var: missing_one
+              loop: [1, 2]
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    out = batch.stdout + batch.stderr
+    assert out.count("[WARNING]: Encountered 1 template error.") == 1, out
+    assert "error 1 - 'missing_one' is undefined\nOrigin: %s/play.yml:5:14" % ansible.workdir \
+        in out, out
+    assert batch.steps, batch.log
+
+
 def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_runs(
         ansible, ansible_python):
     """``ignore_errors: "{{ ... }}"`` giving no boolean fails the task before its
