@@ -182,6 +182,12 @@ FOUND = [
     t("{{ None | random }}"),
     t("{{ [1, 2, 3] | random(start=2) }}"),
     t("{{ [1, 2, 3] | random(step=2) }}"),
+    # undef(): a value that must be overridden (filter_core)
+    t("{{ undef() }}"),
+    t("{{ undef('Expected failure') }}"),
+    t("{{ x }}", x="{{ undef(hint='Expected failure') }}"),
+    t("{{ undef('gone') | default('fine') }}"),
+    t("{{ undef() is defined }}"),
 ]
 
 
