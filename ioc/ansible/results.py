@@ -91,7 +91,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             + list(data.get("warnings") or [])
     if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
         data["warnings"] = _marker_warnings(task, data["warnings"],
-                                            result["_ioc_marker_warnings"])
+                                            result["_ioc_marker_warnings"], host)
     include = action in BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
@@ -274,7 +274,8 @@ def _condition_text(task: Any, text: Any) -> Any:
     return None
 
 
-def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]]) -> List[Any]:
+def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]],
+                     host: Any = None) -> List[Any]:
     """``warnings`` with each of debug's "Encountered N template error(s)." (the
     runner's ``_ioc_marker_warnings``) as ``ReplacingMarkerBehavior.emit_warnings``
     makes it: a warning about the template the undefined values came from,
@@ -285,6 +286,8 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
     summaries: Dict[Any, Any] = {}
     for marker in markers:
         source = _template_source(task, marker.get("var"), marker.get("template"))
+        if marker.get("var") is None:
+            source = _loop_item_source(task, host, marker.get("template")) or source
         context = _error_utils.SourceContext.from_value(source) if source is not None else None
         summaries.setdefault(marker.get("text"), _messages.WarningSummary(event=_messages.Event(
             msg=str(marker.get("text")),
@@ -370,6 +373,34 @@ def _template_source(task: Any, variable: Any, template: Any) -> Any:
                 pending[:0] = list(value.values())
             elif isinstance(value, (list, tuple)):
                 pending[:0] = list(value)
+    return None
+
+
+_BARE_NAME = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def _loop_item_source(task: Any, host: Any, template: Any) -> Any:
+    """debug's ``var`` written as the loop variable (``var={{ item }}``) of a
+    loop over one variable (``loop: '{{ names }}'``): the item of that
+    variable's value equal to ``template``, with its origin tag (Ansible's
+    templated ``var`` is the item itself, tagged where it was written); None
+    otherwise."""
+    from ansible._internal._datatag._tags import Origin
+
+    written = (getattr(task, "args", None) or {}).get("var")
+    control = getattr(task, "loop_control", None)
+    loop_var = getattr(control, "loop_var", None) or "item"
+    var_name = _BARE_NAME.match(written.strip()) if isinstance(written, str) else None
+    loop_name = _BARE_NAME.match(task.loop.strip()) if isinstance(task.loop, str) else None
+    manager = getattr(task, "_variable_manager", None)
+    if var_name is None or var_name.group(1) != loop_var or loop_name is None \
+            or manager is None or host is None or not isinstance(template, str):
+        return None
+    variables = manager.get_vars(play=_play_of(task), host=host, task=task)
+    items = variables.get(loop_name.group(1))
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, str) and item == template and Origin.is_tagged_on(item):
+            return item
     return None
 
 

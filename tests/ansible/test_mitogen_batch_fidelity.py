@@ -1556,22 +1556,30 @@ def test_debug_var_in_a_loop_warns_of_undefined_values_once_where_written(ansibl
     value in a loop warns "Encountered 1 template error." with where the
     expression was written, once per message: the loop's result gathers its
     items' warnings, and they are the same warnings (mitogen_batch showed them
-    again after the items, without the origin)."""
+    again after the items, without the origin). ``var={{ item }}`` over a
+    variable of ``vars_files``: where the item was written (Ansible's templated
+    ``var`` is the item, with its origin; mitogen_batch named the argument)."""
+    ansible.write("names.yml", "names:\n  - missing_two\n")
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
+          vars_files: [names.yml]
           tasks:
             - debug:
                 var: missing_one
               loop: [1, 2]
+            - debug: var={{ item }}
+              loop: '{{ names }}'
     """)
     inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
     linear, batch = ansible.both("play.yml", str(inventory))
     assert linear.rc == 0, linear.stdout + linear.stderr
     assert_same_output(linear, batch)
     out = batch.stdout + batch.stderr
-    assert out.count("[WARNING]: Encountered 1 template error.") == 1, out
-    assert "error 1 - 'missing_one' is undefined\nOrigin: %s/play.yml:5:14" % ansible.workdir \
+    assert out.count("[WARNING]: Encountered 1 template error.") == 2, out  # (one per task)
+    assert "error 1 - 'missing_one' is undefined\nOrigin: %s/play.yml:6:14" % ansible.workdir \
+        in out, out
+    assert "error 1 - 'missing_two' is undefined\nOrigin: %s/names.yml:2:5" % ansible.workdir \
         in out, out
     assert batch.steps, batch.log
 
