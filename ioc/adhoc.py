@@ -303,7 +303,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ioc.ansible.config import deprecated_reads, read_settings, refuse_unsupported
+    from ioc.ansible.config import (deprecated_reads, deprecation_warnings, read_settings,
+                                    refuse_unsupported)
     from ioc.ansible.vault import open_vault
     from ioc.ansible.template_vars import template_vars
 
@@ -346,6 +347,7 @@ def run(args: argparse.Namespace) -> int:
                          become_allow_same_user=settings.become_allow_same_user,
                          error_on_missing_handler=settings.error_on_missing_handler,
                          deprecated=deprecated_reads(),
+                         deprecation_warnings=deprecation_warnings(),
                          connection_vars=cli.connection_vars(args, settings))
     color = sys.stdout.isatty() if settings.color is None else bool(settings.color)
     shown = PerHost(sys.stdout, color, args.one_line)

@@ -390,8 +390,8 @@ def report_error(exc: IocError) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
-    from ioc.ansible.config import (deprecated_reads, read_settings, refuse_unsupported,
-                                    role_search)
+    from ioc.ansible.config import (deprecated_reads, deprecation_warnings, read_settings,
+                                    refuse_unsupported, role_search)
     from ioc.ansible.prompt import ask_var
     from ioc.ansible.vault import open_vault
     from ioc.ansible.template_vars import template_vars
@@ -472,6 +472,7 @@ def run(args: argparse.Namespace) -> int:
                        become_allow_same_user=settings.become_allow_same_user,
                        error_on_missing_handler=settings.error_on_missing_handler,
                        deprecated=deprecated_reads(),
+                       deprecation_warnings=deprecation_warnings(),
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),

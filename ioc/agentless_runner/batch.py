@@ -150,6 +150,8 @@ class HostRun(HandlerRun, LoopRun):
         #: The deprecated values whose reads a task reports ("facts": the
         #: top-level fact names, "play_hosts"), as ansible-core tags them.
         self.deprecated = frozenset(self.options.get("deprecated") or ())
+        #: Whether the consoles show those reads (a task's result records them either way).
+        self.show_deprecations = not self.options.get("quiet_deprecations")
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
         #: The connection variables TaskExecutor adds where nothing sets them
@@ -646,6 +648,10 @@ class HostRun(HandlerRun, LoopRun):
         if conditionals.found:
             results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
                                                     for text, origin in conditionals.found])
+        if reads is not None and reads.found and "results" not in result:
+            # (after the conditions': ``when`` is evaluated before the arguments; a
+            # loop's are its items', gathered: what its expression read is not recorded)
+            results.read_deprecations(result, [notice for notice, _ in reads.found])
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
             # next item on its delegate and this task ends with the last one.
@@ -692,7 +698,7 @@ class HostRun(HandlerRun, LoopRun):
                 self.add_notifications(task, templar, item_notify)
         if report is not None:
             report(status)
-        if reads is not None and reads.found:  # (not registered: Ansible's are not either)
+        if reads is not None and reads.found and self.show_deprecations:
             result["_ioc_deprecations"] = _deprecations(task, reads.found)
         if consts.found or stored.found:  # (not registered: Ansible's Display shows them)
             result["_ioc_const_warnings"] = _const_warnings(task, consts.found) \
@@ -1412,16 +1418,19 @@ def _deprecate_skipped_reason(value):
 def _deprecations(task, found):
     """The task's reads of deprecated values, for the controller to show as
     2.21 does: each as ``{"n": notice, "arg": argument read in (or None),
-    "origin": where the template that read it was written (or None)}``;
+    "origin": where the template that read it was written (or None),
+    "words": [message, removed in version, help text]}``;
     ``found`` names an argument, or ``("at", origin)`` (a condition)."""
     origins = task.get("origins") or {}
     out = []
     for notice, where in found:
+        words = list(results.DEPRECATED_VALUES.get(notice) or ())
         if isinstance(where, tuple):
-            out.append({"n": notice, "arg": None, "origin": where[1]})
+            out.append({"n": notice, "arg": None, "origin": where[1], "words": words})
         else:
             written = origins.get("arg:" + where) or origins.get("arg:*") if where else None
-            out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0)})
+            out.append({"n": notice, "arg": where, "origin": _nth(written or (), 0),
+                        "words": words})
     return out
 
 

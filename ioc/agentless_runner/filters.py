@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import os
+import random
 import re
 import shlex
 import time
@@ -770,6 +771,21 @@ def strftime(string_format, second=None, utc=False):
             raise FilterError("Invalid value for epoch value (%s)" % (second,))
     zone = datetime.timezone.utc if utc else None
     return datetime.datetime.fromtimestamp(second, tz=zone).strftime(string_format)
+
+
+@_register("random")
+def rand(end, start=None, step=None, seed=None):
+    """Ansible's ``random`` (in place of jinja2's): a number of
+    ``range(start, end, step)``, or an element of a sequence; the same ones
+    for the same ``seed``."""
+    chooser = random.SystemRandom() if seed is None else random.Random(seed)
+    if isinstance(end, int):
+        return chooser.randrange(start or 0, end, step or 1)
+    if hasattr(end, "__iter__"):
+        if start or step:
+            raise FilterError("start and step can only be used with integer values")
+        return chooser.choice(end)
+    raise FilterError("random can only be used on sequences and integers")
 
 
 # FQCN aliases: ``x | ansible.builtin.to_json``.

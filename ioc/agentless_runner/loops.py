@@ -7,12 +7,14 @@ give the items; every item runs as a single execution of the task
 registered result in scope (L2.7), and is reported as it ends.
 """
 import time
+from contextlib import nullcontext
 
 from ioc.agentless_runner import results
 from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
 from ioc.agentless_runner.lookups import listify
 from ioc.agentless_runner.template_errors import conditional_error_text
-from ioc.agentless_runner.templating import Templar, TemplatedConditionals, TemplateError
+from ioc.agentless_runner.templating import (DeprecatedReads, Templar, TemplatedConditionals,
+                                             TemplateError, current_reads)
 
 
 #: The fields of ``loop_control`` Ansible templates once per task (``always_post_validate``).
@@ -73,6 +75,7 @@ class LoopRun(object):
         register = task.get("register")
         item_results = []
         loop_conditionals = []
+        loop_markers = []  # (debug's, where each template is: the loop's warnings gather them)
         ignore_any = False
         #: the loop's ignore_unreachable as its items' values combine (None: none yet)
         ignore_unreachable = None
@@ -123,7 +126,8 @@ class LoopRun(object):
                 item_keys["_ansible_item_label"] = item  # 2.21 labels every item: its value
             # (each item's result records the conditions written as a template it
             # evaluated, as each of TaskExecutor's item runs; the loop's has them all)
-            with TemplatedConditionals() as conditionals:
+            with TemplatedConditionals() as conditionals, \
+                    DeprecatedReads() if self.deprecated else nullcontext() as reads:
                 try:
                     result = self.run_single(key, task, scope, item_templar, overlay, item_keys)
                 finally:
@@ -131,6 +135,14 @@ class LoopRun(object):
             if conditionals.found:
                 results.templated_conditionals(result, conditionals.found)
                 loop_conditionals.extend(conditionals.found)
+            if reads is not None and reads.found:
+                # (each item's result records what it read, as each of TaskExecutor's
+                # item runs; the task's own recorder has them all, to show; after its
+                # conditions' deprecations: ``when`` is evaluated before the arguments)
+                results.read_deprecations(result, [notice for notice, _ in reads.found])
+                task_reads = current_reads()
+                if task_reads is not None:
+                    task_reads.found.extend(r for r in reads.found if r not in task_reads.found)
             if not results.legacy() and not ignore_any \
                     and task.get("ignore_errors") is not None:
                 # 2.21: the loop's failure is ignored when ignore_errors held for any
@@ -158,7 +170,8 @@ class LoopRun(object):
                        "result": self._visible(task, result, item_templar)})
             if results.status_of(result) == "ok":
                 self.apply_effects(task, result)
-            item_results.append(results.public(result))
+            loop_markers.extend(result.get("_ioc_marker_warnings") or ())
+            item_results.append(results.ordered(results.public(result)))
             if register:
                 live[register] = item_results[-1]  # L2.7: the previous item's result
             if not result.get("skipped"):
@@ -176,8 +189,12 @@ class LoopRun(object):
             out["_ioc_ignore_errors"] = ignore_any
         if ignore_unreachable is not None:
             out["_ioc_ignore_unreachable"] = ignore_unreachable
-        if loop_conditionals:
+        if loop_conditionals and results.legacy():
             results.templated_conditionals(out, loop_conditionals)
+        elif loop_conditionals:  # (2.21: among the items' deprecations it gathered)
+            results.mark_conditional_templates(out, loop_conditionals)
+        if loop_markers and out.get("warnings"):
+            out["_ioc_marker_warnings"] = loop_markers
         if label_failed is not None:
             out["_ioc_label_error"] = label_failed  # (also among the loop's warnings)
         if task.get("notify"):

@@ -172,10 +172,12 @@ def aggregate_loop(results):
         out["msg"] = "One or more items failed"
     else:
         out["msg"] = "All items completed"
-    # 2.21 gathers the items' warnings on the loop's result
-    warnings = [w for r in results for w in (r.get("warnings") or ())]
-    if warnings:
-        out["warnings"] = warnings
+    # 2.21 gathers the items' warnings and deprecations on the loop's result
+    for key in ("warnings", "deprecations"):
+        gathered = [dict(w) if isinstance(w, dict) else w  # (not the items' own)
+                    for r in results for w in (r.get(key) or ())]
+        if gathered:
+            out[key] = gathered
     return out
 
 
@@ -187,9 +189,40 @@ def loop_preview(results):
     return aggregate_loop(list(results))
 
 
+#: The keys ansible-core 2.21 puts first in a registered result, in its order
+#: (``UnifiedTaskResult.as_result_dict``: its fields as declared, then what the
+#: action returned, in the action's order); ``None`` stands for the loop variable
+#: and the index variable (named by ``ansible_loop_var``/``ansible_index_var``).
+_FIELD_ORDER = ("changed", "failed", "unreachable", "skipped", "warnings", "deprecations",
+                "ansible_facts", "async_result", "exception", "finished", "msg", "rc",
+                "module_stderr", "module_stdout", "attempts", "retries", "diff",
+                "ansible_stats", "ansible_job_id", "skip_reason", "skipped_reason",
+                "false_condition", "changed_when_result", "failed_when_result",
+                "break_when_result", "changed_when_suppressed_exception",
+                "failed_when_suppressed_exception", "break_when_suppressed_exception",
+                "ansible_loop_var", "ansible_index_var", None, None, "ansible_loop")
+
+
+def ordered(result):
+    """``result`` with its keys in the order ansible-core 2.21 registers them
+    (a value shown as text, a loop label, shows it): its result fields first,
+    then the other keys as they were, a loop's ``results`` last. 2.19 keeps
+    the action's order: unchanged there."""
+    if legacy() or not isinstance(result, dict):
+        return result
+    variables = [result.get("ansible_loop_var"), result.get("ansible_index_var")]
+    first = [key if key is not None else variables.pop(0) for key in _FIELD_ORDER]
+    out = {key: result[key] for key in first if isinstance(key, str) and key in result}
+    out.update((key, value) for key, value in result.items() if key not in out
+               and key != "results")
+    if "results" in result:
+        out["results"] = result["results"]
+    return out
+
+
 def registered(result):
     """What ``register`` keeps of a task's result."""
-    out = public(result)
+    out = ordered(public(result))
     if out.get("unreachable") and isinstance(out.get("results"), list) and not legacy():
         # 2.21 registers an unreachable item with failed: false (its line omits it)
         out["results"] = [dict(r, failed=False) if isinstance(r, dict) and r.get("unreachable")
@@ -221,6 +254,41 @@ def censor(result):
     return out
 
 
+#: ansible-core 2.21's deprecated values, by the name the runner records a read
+#: of one under: (message, removed in version, help text), as its tags say.
+DEPRECATED_VALUES = {
+    "facts": ("INJECT_FACTS_AS_VARS default to `True` is deprecated, top-level facts will not "
+              "be auto injected after the change.", "2.24",
+              "Use `ansible_facts[\"fact_name\"]` (no `ansible_` prefix) instead."),
+    "play_hosts": ("The `play_hosts` magic variable is deprecated.", "2.23",
+                   "Use `ansible_play_batch` instead."),
+    "skipped_reason": ("The 'skipped_reason' value is deprecated.", "2.24",
+                       "Use 'skip_reason' instead."),
+    "vars": ("The internal \"vars\" dictionary is deprecated.", "2.24",
+             "Use the `vars` and `varnames` lookups instead."),
+}
+
+
+def _deprecation(msg, version):
+    """One entry of a registered ``deprecations``, as ansible-core's
+    ``deprecation_as_dict`` and its deprecator make it (their key order)."""
+    return {"msg": msg, "collection_name": "ansible.builtin", "version": version,
+            "deprecator": {"resolved_name": "ansible.builtin", "type": None}}
+
+
+def read_deprecations(result, notices):
+    """Record in ``result``'s ``deprecations`` each deprecated value read while
+    it was made (``notices``: the names of :data:`DEPRECATED_VALUES`), as 2.21's
+    task result records what its ``DeferredWarningContext`` captured, whether
+    or not deprecation warnings are shown. 2.19 records none."""
+    if legacy():
+        return
+    entries = [_deprecation(*DEPRECATED_VALUES[n][:2]) for n in notices
+               if n in DEPRECATED_VALUES]
+    if entries:
+        result["deprecations"] = list(result.get("deprecations") or ()) + entries
+
+
 def templated_conditionals(result, found):
     """The deprecation ansible-core 2.19+ records in a task's result for each
     condition written as one template whose value was no text (registered as
@@ -228,9 +296,13 @@ def templated_conditionals(result, found):
     each is about, and where it was written (the consoles show its origin)."""
     deprecations = list(result.get("deprecations") or [])
     for _ in found:
-        deprecations.append({"collection_name": "ansible.builtin",
-                             "deprecator": {"resolved_name": "ansible.builtin", "type": None},
-                             "msg": templating.CONDITIONAL_AS_TEMPLATE, "version": "2.23"})
+        deprecations.append(_deprecation(templating.CONDITIONAL_AS_TEMPLATE, "2.23"))
     result["deprecations"] = deprecations
+    mark_conditional_templates(result, found)
+
+
+def mark_conditional_templates(result, found):
+    """Say which condition (and where written) each deprecation of a condition
+    written as one template in ``result`` is about, in their order."""
     result["_ioc_conditional_templates"] = [{"text": text, "origin": origin}
                                             for text, origin in found]

@@ -731,6 +731,37 @@ def _recursion_error(raw):
 # -- the environment ---------------------------------------------------------------
 
 
+#: The names a template calls lookups by.
+_LOOKUP_FUNCTIONS = ("lookup", "query", "q")
+
+
+#: ansible-core's ``undef()`` without a hint says this.
+_UNDEF_DEFAULT = "Mandatory variable has not been overridden"
+
+
+def _undef(hint=None):
+    """ansible-core's ``undef()`` global: an undefined value (a variable that
+    must be overridden) whose use fails with ``hint``, or its own words."""
+    if isinstance(hint, Undefined):
+        _fail_undefined(hint)
+    if hint is not None and not isinstance(hint, str):
+        raise TemplateError("The 'hint' argument must be of type 'str' or 'NoneType', not %r."
+                            % (_native_type_name(hint),))
+    return _StrictUndefined(hint=hint) if hint else _SourcelessUndefined(hint=_UNDEF_DEFAULT)
+
+
+class _SourcelessUndefined(_StrictUndefined):
+    """``undef()``'s value without a hint: its error names no variable whose
+    template gave it (ansible-core's marker has no template source)."""
+
+    __slots__ = ()
+
+    def _fail_with_undefined_error(self, *args, **kwargs):
+        error = UndefinedVariableError(self._undefined_message)
+        error.variable = ""  # (not None: no enclosing variable is named either)
+        raise error
+
+
 def _lookup_on_target(*args, **kwargs):
     raise TemplateError(
         "lookup plugins run on the controller; lookup()/query() cannot be "
@@ -878,7 +909,7 @@ def environment():
         env.filters[name] = _filter_plugin(name, func)
     env.tests.update({name: _test_plugin(name, func) for name, func in TESTS.items()})
     env.globals.update(lookup=_lookup_on_target, query=_lookup_on_target,
-                       q=_lookup_on_target, now=_now)
+                       q=_lookup_on_target, now=_now, undef=_undef)
     env.globals[_CONST] = _embedded_const
     return env
 
@@ -1408,6 +1439,12 @@ class Templar(object):
         env = _text_environment(tuple(sorted((overrides or {}).items())))
         if loader is not None:
             env = env.overlay(loader=loader)
+            # An imported template (``{% from 'x.j2' import m %}``, no context)
+            # sees the environment's globals only: the host's lookups are among
+            # them, as Ansible's are globals of its environment. (overlay()
+            # shares the dict: this overlay's own copy.)
+            env.globals = dict(env.globals, **{name: templar._scope[name]
+                                                for name in _LOOKUP_FUNCTIONS})
         try:
             template = env.from_string(source)
         except jinja2.TemplateError as exc:

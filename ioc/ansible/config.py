@@ -218,13 +218,13 @@ def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
     """Which deprecated values a template's read of makes ansible-core 2.21
     warn: "facts" (the top-level fact names, while INJECT_FACTS_AS_VARS is left
     at its default), "play_hosts", "skipped_reason" (of a registered empty
-    loop), "vars" (the internal dictionary of every variable); none when deprecation warnings are off. ``as_installed``: those the
+    loop), "vars" (the internal dictionary of every variable). With deprecation
+    warnings off too: a task's registered result records them all the same
+    (:func:`deprecation_warnings` says whether they are shown). ``as_installed``: those the
     installed ansible-core deprecates (mitogen_batch, whose warnings Ansible
     words itself; 2.19 has only "play_hosts")."""
     from ansible import constants as C
 
-    if not C.config.get_config_value("DEPRECATION_WARNINGS"):
-        return ()
     facts, play_hosts, skipped_reason, vars_ = True, True, True, True
     if as_installed:
         import inspect
@@ -248,6 +248,13 @@ def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
     if vars_:
         kinds.append("vars")
     return tuple(kinds)
+
+
+def deprecation_warnings() -> bool:
+    """Ansible's ``deprecation_warnings``: whether deprecations are shown."""
+    from ansible import constants as C
+
+    return bool(C.config.get_config_value("DEPRECATION_WARNINGS"))
 
 
 def unhonoured(ssh: Optional[Dict[str, Tuple[Any, str]]] = None) -> List[Tuple[str, str]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ioc.agentless_runner.results import NO_TRACEBACK
+from ioc.agentless_runner.results import DEPRECATED_VALUES, NO_TRACEBACK
 from ioc.agentless_runner.templating import (CONDITIONAL_AS_TEMPLATE, CONST_TEMPLATE,
                                              CONST_TEMPLATE_HELP)
 from ioc.ansible.convert import BRIDGE_INCLUDES
@@ -91,7 +91,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             + list(data.get("warnings") or [])
     if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
         data["warnings"] = _marker_warnings(task, data["warnings"],
-                                            result["_ioc_marker_warnings"])
+                                            result["_ioc_marker_warnings"], host)
     include = action in BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
@@ -274,7 +274,8 @@ def _condition_text(task: Any, text: Any) -> Any:
     return None
 
 
-def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]]) -> List[Any]:
+def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, Any]],
+                     host: Any = None) -> List[Any]:
     """``warnings`` with each of debug's "Encountered N template error(s)." (the
     runner's ``_ioc_marker_warnings``) as ``ReplacingMarkerBehavior.emit_warnings``
     makes it: a warning about the template the undefined values came from,
@@ -285,6 +286,8 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
     summaries: Dict[Any, Any] = {}
     for marker in markers:
         source = _template_source(task, marker.get("var"), marker.get("template"))
+        if marker.get("var") is None:
+            source = _loop_item_source(task, host, marker.get("template")) or source
         context = _error_utils.SourceContext.from_value(source) if source is not None else None
         summaries.setdefault(marker.get("text"), _messages.WarningSummary(event=_messages.Event(
             msg=str(marker.get("text")),
@@ -294,15 +297,23 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
 
 def _conditional_deprecations(task: Any, deprecations: List[Any],
                               conditions: List[Mapping[str, Any]]) -> List[Any]:
-    """``deprecations`` whose last entries (one per condition the runner found
-    written as a template) are the deprecation ``evaluate_conditional`` gives
+    """``deprecations`` whose entries the runner made, one per condition it found
+    written as a template, in their order (a loop's among its items' other
+    deprecations), are the deprecation ``evaluate_conditional`` gives
     (``_display.deprecated(obj=conditional)``): ansible-core's words, with
     where the condition was written (the task's own tagged text, else the
     origin the runner knew)."""
+    summaries = iter(_conditional_summaries(task, conditions))
+    return [next(summaries) if isinstance(entry, dict)
+            and entry.get("msg") == CONDITIONAL_AS_TEMPLATE else entry
+            for entry in deprecations]
+
+
+def _conditional_summaries(task: Any, conditions: List[Mapping[str, Any]]) -> List[Any]:
     from ansible._internal._errors import _error_utils
     from ansible.module_utils._internal import _deprecator, _messages
 
-    own = deprecations[:len(deprecations) - len(conditions)]
+    own: List[Any] = []
     for condition in conditions:
         written = _written_text(task, condition.get("text"))
         context = _error_utils.SourceContext.from_value(written) if written is not None else None
@@ -365,6 +376,34 @@ def _template_source(task: Any, variable: Any, template: Any) -> Any:
     return None
 
 
+_BARE_NAME = re.compile(r"^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+
+
+def _loop_item_source(task: Any, host: Any, template: Any) -> Any:
+    """debug's ``var`` written as the loop variable (``var={{ item }}``) of a
+    loop over one variable (``loop: '{{ names }}'``): the item of that
+    variable's value equal to ``template``, with its origin tag (Ansible's
+    templated ``var`` is the item itself, tagged where it was written); None
+    otherwise."""
+    from ansible._internal._datatag._tags import Origin
+
+    written = (getattr(task, "args", None) or {}).get("var")
+    control = getattr(task, "loop_control", None)
+    loop_var = getattr(control, "loop_var", None) or "item"
+    var_name = _BARE_NAME.match(written.strip()) if isinstance(written, str) else None
+    loop_name = _BARE_NAME.match(task.loop.strip()) if isinstance(task.loop, str) else None
+    manager = getattr(task, "_variable_manager", None)
+    if var_name is None or var_name.group(1) != loop_var or loop_name is None \
+            or manager is None or host is None or not isinstance(template, str):
+        return None
+    variables = manager.get_vars(play=_play_of(task), host=host, task=task)
+    items = variables.get(loop_name.group(1))
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, str) and item == template and Origin.is_tagged_on(item):
+            return item
+    return None
+
+
 def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
     """2.21's deprecation warnings for the deprecated values the task's templates
     read (the runner's ``_ioc_deprecations``), as ``DeprecatedAccessAuditContext``
@@ -409,6 +448,29 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
     return out
 
 
+#: The messages of the deprecations the runner registers for deprecated values read.
+_READ_DEPRECATIONS = frozenset(words[0] for words in DEPRECATED_VALUES.values())
+
+
+def _without_read_deprecations(data: Dict[str, Any]) -> Dict[str, Any]:
+    """``data`` without the deprecations the runner registered for deprecated
+    values its templates read: the callbacks get Ansible's own, with where
+    the read was written (``_ioc_deprecations``, shown once for the task)."""
+    deprecations = data.get("deprecations")
+    if not isinstance(deprecations, list):
+        return data
+    kept = [d for d in deprecations
+            if not (isinstance(d, dict) and d.get("msg") in _READ_DEPRECATIONS)]
+    if len(kept) == len(deprecations):
+        return data
+    data = dict(data)
+    if kept:
+        data["deprecations"] = kept
+    else:
+        del data["deprecations"]
+    return data
+
+
 def _public(result: Dict[str, Any]) -> Dict[str, Any]:
     """``result`` without ioc's internal keys (its loop items' too), the ``msg``
     the runner made for a failure that had none, and without
@@ -419,12 +481,12 @@ def _public(result: Dict[str, Any]) -> Dict[str, Any]:
         return {k: v for k, v in one.items()
                 if not k.startswith("_ioc_") and not (made and k == "msg")}
 
-    data = public(result)
+    data = _without_read_deprecations(public(result))
     if data.get("exception") == NO_TRACEBACK:
         del data["exception"]  # (a loop's items keep theirs: callbacks see them as registered)
     if isinstance(data.get("results"), list):
-        data["results"] = [public(item) if isinstance(item, dict) else item
-                           for item in data["results"]]
+        data["results"] = [_without_read_deprecations(public(item))
+                           if isinstance(item, dict) else item for item in data["results"]]
     return data
 
 

@@ -182,7 +182,7 @@ class PlayRun:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""
         from ansible import constants as C, context
         from ansible.release import __version__
-        from ioc.ansible.config import deprecated_reads
+        from ioc.ansible.config import deprecated_reads, deprecation_warnings
         from ioc.controller.state import RunOptions
 
         state = self.state
@@ -204,7 +204,8 @@ class PlayRun:
                              connection_password=plain(state.play_context.password) or None,
                              become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER),
                              error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER),
-                             deprecated=deprecated_reads(as_installed=True))
+                             deprecated=deprecated_reads(as_installed=True),
+                             deprecation_warnings=deprecation_warnings())
         converted = state.converted
         from ioc.ansible import plugins as ansible_plugins
         from ioc.controller import plugins

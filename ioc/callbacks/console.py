@@ -39,20 +39,6 @@ _COLORS = {"ok": "0;32", "changed": "0;33", "error": "0;31", "skip": "0;36",
            "unreachable": "1;31", "warn": "1;35", "banner": "", "debug": "1;30",
            "deprecate": "0;35", "verbose": "0;34"}
 
-#: ansible-core 2.21's deprecated values (the runner reports reads of them by
-#: these names): (message, removed in version, help text), as its tags say.
-_DEPRECATED = {
-    "facts": ("INJECT_FACTS_AS_VARS default to `True` is deprecated, top-level facts will not "
-              "be auto injected after the change.", "2.24",
-              "Use `ansible_facts[\"fact_name\"]` (no `ansible_` prefix) instead."),
-    "play_hosts": ("The `play_hosts` magic variable is deprecated.", "2.23",
-                   "Use `ansible_play_batch` instead."),
-    "skipped_reason": ("The 'skipped_reason' value is deprecated.", "2.24",
-                       "Use 'skip_reason' instead."),
-    "vars": ("The internal \"vars\" dictionary is deprecated.", "2.24",
-             "Use the `vars` and `varnames` lookups instead."),
-}
-
 
 class Console(Callback):
     """Prints banners, per-host lines and the PLAY RECAP.
@@ -321,11 +307,11 @@ class Console(Callback):
 
     def _deprecations(self, reads: Sequence[Dict[str, Any]]) -> None:
         """2.21's ``[DEPRECATION WARNING]`` for each deprecated value the task's
-        templates read: the tag's words, the origin and excerpt of the argument
+        templates read: the tag's words (as the runner gives them), the origin and excerpt of the argument
         that read it, the help text; once per run each (Display dedups)."""
         for read in reads:
-            words = _DEPRECATED.get(str(read.get("n")))
-            if words is None:
+            words = read.get("words")
+            if not words:
                 continue
             msg, version, help_text = words
             text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \

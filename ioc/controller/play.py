@@ -1246,6 +1246,8 @@ class PlayExecutor:
             options["shape"] = self.ctx.options.shape
         if self.ctx.options.deprecated:
             options["deprecated"] = list(self.ctx.options.deprecated)
+        if not self.ctx.options.deprecation_warnings:
+            options["quiet_deprecations"] = True
         if isinstance(step, Batch) and step.checks:
             options["checks"] = {str(i): list(names) for i, names in step.checks
                                  if i > step.start}

@@ -130,8 +130,11 @@ class RunOptions:
     error_on_missing_handler: bool = True
     #: The deprecated values whose reads the runner reports, as this
     #: ansible-core tags them (``ioc.ansible.config.deprecated_reads``): "facts"
-    #: (top-level fact names), "play_hosts"; empty when deprecation warnings are off.
+    #: (top-level fact names), "play_hosts"; recorded in task results even when
+    #: deprecation warnings are off.
     deprecated: Tuple[str, ...] = ()
+    #: Ansible's ``deprecation_warnings``: whether those reads are shown.
+    deprecation_warnings: bool = True
 
 
 @dataclass

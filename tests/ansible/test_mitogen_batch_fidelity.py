@@ -1550,6 +1550,40 @@ def test_debug_var_replaces_undefined_values_and_warns_where_each_template_is(an
     assert batch.steps, batch.log
 
 
+def test_debug_var_in_a_loop_warns_of_undefined_values_once_where_written(ansible,
+                                                                         ansible_python):
+    """roles target (``vars_scope.yml``): debug's ``var`` meeting an undefined
+    value in a loop warns "Encountered 1 template error." with where the
+    expression was written, once per message: the loop's result gathers its
+    items' warnings, and they are the same warnings (mitogen_batch showed them
+    again after the items, without the origin). ``var={{ item }}`` over a
+    variable of ``vars_files``: where the item was written (Ansible's templated
+    ``var`` is the item, with its origin; mitogen_batch named the argument)."""
+    ansible.write("names.yml", "names:\n  - missing_two\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars_files: [names.yml]
+          tasks:
+            - debug:
+                var: missing_one
+              loop: [1, 2]
+            - debug: var={{ item }}
+              loop: '{{ names }}'
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    out = batch.stdout + batch.stderr
+    assert out.count("[WARNING]: Encountered 1 template error.") == 2, out  # (one per task)
+    assert "error 1 - 'missing_one' is undefined\nOrigin: %s/play.yml:6:14" % ansible.workdir \
+        in out, out
+    assert "error 1 - 'missing_two' is undefined\nOrigin: %s/names.yml:2:5" % ansible.workdir \
+        in out, out
+    assert batch.steps, batch.log
+
+
 def test_a_templated_ignore_errors_that_is_no_boolean_fails_the_task_before_it_runs(
         ansible, ansible_python):
     """``ignore_errors: "{{ ... }}"`` giving no boolean fails the task before its
@@ -2178,6 +2212,36 @@ def test_a_template_includes_imports_and_extends_templates_of_its_search_path(an
         batch.stdout
     assert "Syntax error in template: Expected an expression" in batch.stdout + batch.stderr
     assert "'nowhere.j2' not found in search paths: " in batch.stdout + batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_lookup_in_a_template_the_template_file_imports_is_answered(ansible, ansible_python):
+    """template target (``template_import_macro_globals.j2``): a macro of a
+    template that the task's template file imports without context
+    (``{% from 'm.j2' import foo %}``) calls ``lookup('lines', ...)`` and
+    ``query('env', ...)``: answered for the host as Ansible's lookups are,
+    which are globals of its environment (mitogen_batch failed the task:
+    "lookup plugins run on the controller")."""
+    ansible.write("templates/m.j2", "{% macro foo(bar) -%}\n"
+                  "{{ bar }}={{ lookup('lines', 'echo lookedup_' ~ bar) }}"
+                  " {{ query('env', 'IOC_FIDELITY_WORD') | first }}\n{%- endmacro %}\n")
+    ansible.write("templates/main.j2", "{% from 'm.j2' import foo %}\n{{ foo('bar') }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            out: "{{ playbook_dir }}/{{ lookup('env', 'ANSIBLE_STRATEGY') }}"
+          tasks:
+            - template: {src: main.j2, dest: "{{ out }}-main"}
+            - debug:
+                msg: "{{ lookup('file', out ~ '-main') }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 env={"IOC_FIDELITY_WORD": "said"})
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "bar=lookedup_bar said"' in batch.stdout, batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
 
 

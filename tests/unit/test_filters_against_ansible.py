@@ -175,6 +175,19 @@ FOUND = [
     cond("x is truthy(convert_bool=True)", x=" Off "),
     cond("x is truthy(convert_bool=True)", x="t"),
     cond("x is falsy(convert_bool=True)", x="maybe"),
+    # random is Ansible's, not jinja2's: start/step, seed, its own errors (filter_core)
+    t("{{ 20 | random(start=10, step=3, seed=7) }}"),
+    t("{{ x | random(seed='s') }}", x=["a", "b", "c", "d"]),
+    t("{{ 5 | ansible.builtin.random(seed=1) }}"),
+    t("{{ None | random }}"),
+    t("{{ [1, 2, 3] | random(start=2) }}"),
+    t("{{ [1, 2, 3] | random(step=2) }}"),
+    # undef(): a value that must be overridden (filter_core)
+    t("{{ undef() }}"),
+    t("{{ undef('Expected failure') }}"),
+    t("{{ x }}", x="{{ undef(hint='Expected failure') }}"),
+    t("{{ undef('gone') | default('fine') }}"),
+    t("{{ undef() is defined }}"),
 ]
 
 
