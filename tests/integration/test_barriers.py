@@ -618,5 +618,5 @@ def test_a_host_that_skips_a_delegated_task_goes_on_in_its_batch(tmp_path, sshd)
         "DelegateStep 11 on 1 host(s)"], r.stderr
     # One runner call per host for the batch, one per delegated run (on the
     # delegate's connection), one per host that goes on after one; the
-    # controller steps these tasks were made 6 batches and 5 steps of every host.
+    # plan before made 4 batches and 6 delegate steps of it (19 runner calls).
     assert r.calls == {"h1": 3, "h2": 6, "localhost": 4}, r.calls
