@@ -220,6 +220,11 @@ class HostRun(HandlerRun, LoopRun):
         self.before = False
         #: Per task index, names the controller prepared it from (``wrote``).
         self.checks = self.options.get("checks") or {}
+        #: Delegated suspension points this host stops at whatever its
+        #: ``when``: another host delegates the task to it (it runs there
+        #: before this host's next task, as under linear), or the controller
+        #: could not template its ``delegate_to`` (it fails there).
+        self.wait_at = frozenset(self.options.get("wait_at") or ())
         #: include_vars files this batch decides: task index -> candidates.
         self.candidates = batch.get("candidates") or {}
 
@@ -289,8 +294,9 @@ class HostRun(HandlerRun, LoopRun):
         if any(self.wrote(name) for name in self.checks.get(str(index), ())):
             # The controller prepared this task (its files, its identity...)
             # from a value this call changed: it prepares it afresh and runs
-            # the rest of the batch.
-            self.suspended, self.before = index, True
+            # the rest of the batch (a suspension point: it runs the task for
+            # this host when every host has reached it).
+            self.suspended, self.before = index, not task.get("suspend")
             raise BatchEnd()
         if task["action"] == "meta":
             return self.run_meta(node, scope)
@@ -300,8 +306,9 @@ class HostRun(HandlerRun, LoopRun):
             # (the controller resolves the name, and runs the rest of the batch)
             self.suspended, self.before = index, True
             raise BatchEnd()
-        if task.get("suspend") and self.reaches(task, scope):
-            # Ansible runs it for this host; the controller then resumes the batch
+        if task.get("suspend") and (index in self.wait_at or self.reaches(task, scope)):
+            # Ansible (or the controller, delegating it) runs it for this
+            # host; the controller then resumes the batch
             self.suspended = index
             raise BatchEnd()
         return self.run_task([index, 0], task, scope)

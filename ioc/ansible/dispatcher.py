@@ -299,7 +299,10 @@ class BridgeExecutor(PlayExecutor):
                  outcome: StepOutcome, sink: PlaySink) -> List[str]:
         """A suspension point the replay reached: Ansible runs the task for the
         hosts that stopped before it, as for a ``Where.ANSIBLE`` step; the
-        ones still in the play go on."""
+        ones still in the play go on. A delegated one runs natively, as
+        ioc-run runs it (``PlayExecutor.run_held``)."""
+        if self._delegate_step(index) is not None:
+            return super().run_held(index, hosts, announced, outcome, sink)
         entry = self.plan.program.entry(index)
         step = ControllerStep(index, Where.ANSIBLE, False, "suspension point %s (%s)"
                               % (entry.task.display_name, entry.task.location))

@@ -92,7 +92,8 @@ def build_strategy_class() -> type:
             foreign = foreign_steps(planned.plan)
             flushes = [step for step in foreign if step.handlers]
             points = [point for step in planned.plan.steps
-                      for point in getattr(step, "suspend", ())]
+                      for point in getattr(step, "suspend", ())
+                      if point[0] not in getattr(step, "delegated", ())]
             display.vv("mitogen_batch: play %r runs in %d step(s), %d task(s) through Ansible%s%s"
                        % (converted.play.name, len(planned.plan.steps),
                           len(foreign) - len(flushes),

@@ -87,6 +87,8 @@ class PlayExecutor:
         #: The run_once handlers' hosts of a flush step (``_once_handlers``),
         #: with the active hosts and notifications they were chosen from.
         self._once_memo: Tuple[Any, Any, Dict[str, List[str]]] = (None, None, {})
+        #: :meth:`_delegate_waits` of the last step it was asked for.
+        self._waits_memo: Tuple[Any, Any, Dict[str, List[int]]] = (None, None, {})
         #: A run_once handler's value once templated (by its number): kept
         #: for the play's later flushes, as linear keeps it on the handler.
         self._handler_once: Dict[int, bool] = {}
@@ -304,10 +306,14 @@ class PlayExecutor:
         return active[0]
 
     def run_calls(self, calls: List[HostCall], outcome: StepOutcome,
-                  limit: int = 0) -> StepOutcome:
-        """Dispatch ``calls`` (hosts in play order), replay their events, settle the hosts."""
+                  limit: int = 0, sink: Optional[PlaySink] = None) -> StepOutcome:
+        """Dispatch ``calls`` (hosts in play order), replay their events, settle the hosts.
+
+        ``sink``: the replay of a step already under way (:meth:`run_held`),
+        else a new one (and the progress line counts a new step)."""
         hosts = [call.host for call in calls]
-        sink = self.make_sink()
+        nested = sink is not None
+        sink = sink if sink is not None else self.make_sink()
         replay = Replay(hosts, sink, is_final=lambda e: e.get("e") in FINAL_EVENTS)
         #: Each host's latest call (a host that stopped at a suspension point
         #: goes on in a call of its own), and where such hosts stopped.
@@ -315,7 +321,7 @@ class PlayExecutor:
         stopped: Dict[str, int] = {}
         before: Dict[str, int] = {}
         run = Dispatch(self.ctx.connector, calls, limit=limit)
-        progress = self._progress_of(calls)
+        progress = self._progress_of(calls) if not nested else (lambda host, event: None)
         for host, event in run:
             if event is None:
                 if host in before:  # it runs the task itself, as the identity it needs
@@ -338,7 +344,7 @@ class PlayExecutor:
                     self.hosts[host].absorb(event)  # (its state as the next call finds it)
                 replay.feed(host, event)
             self._resume_held(replay, run, latest, outcome, sink)
-        if self.ctx.progress is not None:
+        if self.ctx.progress is not None and not nested:
             self.ctx.progress.step_done()
         outcome.ends = sink.ends
         for call in latest.values():
@@ -384,12 +390,78 @@ class PlayExecutor:
     def run_held(self, index: int, hosts: List[str], announced: bool,
                  outcome: StepOutcome, sink: PlaySink) -> List[str]:
         """Run task ``index`` (a suspension point) for ``hosts``, which stopped
-        before it; the hosts that go on after it. Suspension points are
-        planned only with a ``suspendable`` predicate, which only the
-        mitogen_batch bridge gives, and its executor (``BridgeExecutor``)
-        runs them; ioc-run's plans have none, so reaching this is a bug."""
-        raise AssertionError("task %d is a suspension point, but this executor runs no task "
-                             "elsewhere: only mitogen_batch plans them" % index)
+        before it; the hosts that go on after it.
+
+        A delegated one (``Batch.delegated``) runs as the ``Where.DELEGATE``
+        step it stands for, for those hosts only, into the replay under way
+        (its banner once, where the first of them comes). Others run through
+        Ansible: they are planned only with a ``suspendable`` predicate,
+        which only the mitogen_batch bridge gives, and its executor
+        (``BridgeExecutor``) runs them; reaching one here is a bug."""
+        step = self._delegate_step(index)
+        if step is None:
+            raise AssertionError("task %d is a suspension point, but this executor runs no "
+                                 "task elsewhere: only mitogen_batch plans them" % index)
+        LOG.info("DelegateStep %d on %d host(s)", index, len(hosts))
+        active = self.active()
+        calls = [self._call(h, step, active) for h in hosts]
+        self._warn_late_delegates(step, calls, hosts, active)
+        held = self.run_calls(calls, StepOutcome(), sink=_HeldSink(sink, announced))
+        for host in held.failed:
+            if host not in outcome.failed:
+                outcome.failed.append(host)
+        outcome.trouble.update(held.trouble)
+        outcome.ignored_unreachable.extend(held.ignored_unreachable)
+        return [h for h in hosts if self.hosts[h].active and h not in held.trouble]
+
+    def _delegate_step(self, index: int) -> Optional[ControllerStep]:
+        step = next((s for s in self.plan.steps if isinstance(s, Batch)
+                     and s.start <= index < s.end), None)
+        return step.delegate_step(index) if step is not None else None
+
+    def _warn_late_delegates(self, step: ControllerStep, calls: List[HostCall],
+                             held: List[str], active: List[str]) -> None:
+        """A delegate of the batch that did not wait at the task: its
+        ``delegate_to`` read a value that a task of the batch (an
+        ``include_vars``...) wrote without naming it, so the batch's start
+        could not tell that host to wait (``_delegate_waits``), and it may
+        have run tasks after this one already. Said, never silent."""
+        for call in calls:
+            if call.via != call.host and call.via in active and call.via not in held:
+                entry = self.plan.program.entry(step.index)
+                self.ctx.callbacks.warning(
+                    "task %s (%s) for %s runs on %s, which may have run later tasks of its "
+                    "batch already: its delegate_to changed inside the batch"
+                    % (entry.task.display_name, entry.task.location, call.host, call.via))
+
+    def _delegate_waits(self, step: Step, active: List[str]) -> Dict[str, List[int]]:
+        """Per host of a batch, the delegated suspension points it stops at
+        whatever its ``when`` (the runner's ``wait_at``): another host of the
+        batch delegates the task to it (the task runs there before the
+        host's next task, as linear's lockstep has it), or the controller
+        cannot template the host's own ``delegate_to`` (it fails there).
+        Worked out once per step and hosts, from their values as it starts
+        (``dataflow.delegate_rule`` sees that no task before it in the batch
+        writes what ``delegate_to`` reads by name)."""
+        if not isinstance(step, Batch) or not step.delegated:
+            return {}
+        memo_step, memo_hosts, waits = self._waits_memo
+        if memo_step is step and memo_hosts == active:
+            return waits
+        waits = {}
+        for index in step.delegated:
+            delegate = step.delegate_step(index)
+            if index < step.start or delegate is None:
+                continue
+            for host in active:
+                wire = self._wire(host, step, active, with_options=False)
+                name, error = self._delegate(host, delegate, wire)
+                if error is not None:
+                    waits.setdefault(host, []).append(index)
+                elif name != host and name in active:
+                    waits.setdefault(name, []).append(index)
+        self._waits_memo = (step, list(active), waits)
+        return waits
 
     def _run_per_item(self, step: ControllerStep, hosts: List[str],
                       active: List[str]) -> StepOutcome:
@@ -733,6 +805,10 @@ class PlayExecutor:
 
     def _mark_delegated(self, host: str, event: Event, calls: Mapping[str, HostCall]) -> None:
         call = calls[host]
+        if (event.get("result") or {}).get("skipped"):
+            # Skipped by its `when`, before TaskExecutor delegates: the
+            # result (a loop item's too) names no delegate (``skipping: [h1]``).
+            return
         if call.via and call.via != host and (event.get("result") or {}).get("unreachable"):
             # 2.21: the action never ran, so no delegated vars; the label still names
             # the delegate (the default callback's host_label: ``h1 -> u1``)
@@ -1251,6 +1327,9 @@ class PlayExecutor:
         if isinstance(step, Batch) and step.checks:
             options["checks"] = {str(i): list(names) for i, names in step.checks
                                  if i > step.start}
+        waits = self._delegate_waits(step, active).get(host or "")
+        if waits:
+            options["wait_at"] = sorted(set(waits))
         if self.ctx.stepper is not None and self.ctx.stepper.on:
             options["step"] = True
         if any(e.is_flush for e in self.plan.entries_of(step)):
@@ -1488,6 +1567,37 @@ def role_magic(play_roles: Sequence[str], dependencies: Sequence[str]) -> Dict[s
         "role_names": list(play_roles),
         "ansible_dependent_role_names": sorted(set(dependencies)),
     }
+
+
+class _HeldSink(PlaySink):
+    """The sink of a step under way, for the calls that run a delegated
+    suspension point for the hosts held at it (:meth:`PlayExecutor.run_held`):
+    when the step was announced already (another host's result of the task
+    came first), its banner and end are the outer replay's."""
+
+    def __init__(self, outer: PlaySink, announced: bool) -> None:  # pylint: disable=super-init-not-called
+        self.__dict__["_outer"] = outer
+        self.__dict__["_announced"] = announced
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_outer"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.__dict__["_outer"], name, value)
+
+    def step_start(self, key: Any, hosts: Sequence[str], first: Event) -> None:
+        if not self.__dict__["_announced"]:
+            self.__dict__["_outer"].step_start(key, hosts, first)
+
+    def host_event(self, host: str, event: Event) -> None:
+        self.__dict__["_outer"].host_event(host, event)
+
+    def host_left(self, host: str, event: Event) -> None:
+        self.__dict__["_outer"].host_left(host, event)
+
+    def step_end(self, key: Any) -> None:
+        if not self.__dict__["_announced"]:
+            self.__dict__["_outer"].step_end(key)
 
 
 def _delegate_name(value: Any, host: str) -> str:

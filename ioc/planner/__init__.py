@@ -2,7 +2,8 @@
 import dataclasses
 
 from ioc.planner.closure import other_hostvars, step_reads
-from ioc.planner.dataflow import check_rule, data_rule, decidable_on_target, deferred_rule
+from ioc.planner.dataflow import (check_rule, data_rule, decidable_on_target, delegate_rule,
+                                  deferred_rule)
 from ioc.planner.effects import analyze_program
 from ioc.planner.program import Entry, Program, compile_play, wire_tree
 from ioc.planner.schedule import Batch, ControllerStep, Plan, Where, schedule
@@ -27,6 +28,10 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=
     those whose only foreign part is their action: one with a ``when`` the
     runner can decide stays inside its batch as a suspension point
     (``Batch.suspend``), so a host that skips it goes on in the same call.
+    A task that is a controller step only because of its ``delegate_to``
+    stays inside its batch the same way when the runner can decide its
+    ``when`` (``dataflow.delegate_rule``, ``Batch.delegated``): with or
+    without ``fallback``, the controller runs it for the hosts that reach it.
     """
     program = compile_play(play, tags)
     foreign = check_program(program, caps, fallback)
@@ -41,7 +46,8 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=
     plan = schedule(program, per_task=per_task, data_rule=data_rule(program, effects),
                     foreign=foreign, suspend=suspend,
                     check_rule=check_rule(program, effects),
-                    deferred_rule=deferred_rule(program, effects))
+                    deferred_rule=deferred_rule(program, effects),
+                    delegate_rule=delegate_rule(program, effects))
     reads = tuple(step_reads(program, effects, s.start, s.end) for s in plan.steps)
     others = tuple(other_hostvars(program, effects, s.start, s.end) for s in plan.steps)
     return dataclasses.replace(plan, reads=reads, hostvars=others)
@@ -82,8 +88,11 @@ def explain(plan):
                              % ", ".join(str(i) for i in step.deferred))
             for index, why in step.suspend:
                 lines.append("          suspends at %d: %s; a host its `when` skips goes on, "
-                             "one that reaches it has Ansible run it, then runs the rest"
-                             % (index, relative(why, base)))
+                             "one that reaches it %s, then runs the rest"
+                             % (index, relative(why, base),
+                                "(or that another host delegates it to) stops, the controller "
+                                "runs it on its delegate" if index in step.delegated
+                                else "has Ansible run it"))
         rule = _rule(step.reason) if isinstance(step, ControllerStep) or not \
             step.reason.startswith("before ") else None
         if rule:

@@ -22,7 +22,7 @@ import re
 from typing import AbstractSet, FrozenSet, List, Optional, Sequence
 
 from ioc.model import Task
-from ioc.planner.effects import (Effects, Origin, analyze_program, classify,
+from ioc.planner.effects import (Effects, Origin, analyze_program, classify, definite_keys,
                                  effective_writes, loop_names, satisfies, value_refs)
 from ioc.planner.program import Entry, Program
 from ioc.planner.schedule import IDENTITY_NEUTRAL, CheckRule, DataRule, DeferredRule
@@ -89,6 +89,10 @@ def check_rule(program: Program, effects: Optional[Sequence[Effects]] = None) ->
         names -= cut_reads(task, effects[index])
         if entry.is_flush or task.action not in IDENTITY_NEUTRAL:
             names |= BECOME_VARS
+        if task.delegate_to is not None and not entry.is_flush:
+            # (a delegated suspension point: its delegates were worked out
+            # when the batch started, see delegate_rule)
+            names |= {r.name for r in effects[index].reads if r.field == "delegate_to"}
         return frozenset(name for name, _ in _writers(writes, start, index, names))
 
     return rule
@@ -204,3 +208,47 @@ def decidable_on_target(task: Task, effects: Effects) -> bool:
     made for tasks the runner runs; a side-effecting one must run once)."""
     return bool(task.when) and task.include_scope is None and task.action != "meta" \
         and all(call.plugin in PURE_LOOKUPS for call in effects.lookups)
+
+
+#: What a delegated task sees of its delegate's connection
+#: (``controller/play.py`` ``_delegated_vars``, as ansible-core sets them): a
+#: runner deciding the task's ``when`` inside its host's batch sees the
+#: host's own.
+DELEGATE_CONNECTION_VARS = frozenset({"ansible_host", "ansible_port", "ansible_user",
+                                      "ansible_delegated_host", "ansible_delegated_vars",
+                                      "ansible_ssh_host", "ansible_ssh_port", "ansible_ssh_user"})
+
+
+def delegate_rule(program: Program, effects: Optional[Sequence[Effects]] = None) -> DeferredRule:
+    """Whether a task that would be a controller step only because of its
+    ``delegate_to`` can stay inside the batch from ``start`` as a suspension
+    point (``Batch.delegated``).
+
+    The runner must decide alone whether a host reaches it (a ``when``,
+    :func:`decidable_on_target`, that reads nothing of the delegate's
+    connection), and the controller must know, when the batch starts, which
+    hosts each host delegates it to (a host of the batch that some host
+    delegates it to stops there too, so the task runs on it in linear's
+    order): ``delegate_to`` reads no value an earlier task of the batch
+    writes by name, and no other host's variables. One that a task may
+    write without naming it (``include_vars``, a templated ``set_fact``) is
+    checked on the target (``check_rule``): a host that did write it stops
+    there, and the controller runs the task for it with its new value.
+    """
+    effects = effects if effects is not None else analyze_program(program)
+    writes = effective_writes(program, effects)
+
+    def rule(entry: Entry, start: int) -> bool:
+        task, found = entry.task, effects[entry.index]
+        if not decidable_on_target(task, found):
+            return False
+        if any(r.field == "when" and r.name in DELEGATE_CONNECTION_VARS for r in found.reads):
+            return False
+        if any(access.field == "delegate_to" for access in found.hostvars):
+            return False
+        names = {r.name for r in found.reads if r.field == "delegate_to"}
+        return not (names & {"hostvars", "vars"}) and not any(
+            writes[at] & definite_keys(name)
+            for at in range(start, entry.index) for name in names)
+
+    return rule

@@ -65,10 +65,24 @@ class Batch:
     #: in the batch: the controller ships every file the name could be, the
     #: runner picks (see ``dataflow.deferrable``).
     deferred: Tuple[int, ...] = ()
+    #: The suspension points that exist only because of their ``delegate_to``
+    #: (the rest run through Ansible): the controller runs such a task for
+    #: the hosts that stop there as the ``Where.DELEGATE`` step it would
+    #: otherwise be (:meth:`delegate_step`). A host another host delegates
+    #: it to stops there too, so the task runs on it before its next task.
+    delegated: Tuple[int, ...] = ()
 
     @property
     def suspend_at(self) -> FrozenSet[int]:
         return frozenset(index for index, _ in self.suspend)
+
+    def delegate_step(self, index: int) -> Optional["ControllerStep"]:
+        """The controller step a delegated suspension point stands for (None:
+        ``index`` is not one: Ansible runs it)."""
+        if index not in self.delegated:
+            return None
+        why = next(w for i, w in self.suspend if i == index)
+        return ControllerStep(index, Where.DELEGATE, False, why)
 
 
 class Where:
@@ -165,14 +179,18 @@ def schedule(program: Program, per_task: bool = False,
              foreign: Optional[Mapping[int, str]] = None,
              suspend: AbstractSet[int] = frozenset(),
              check_rule: Optional[CheckRule] = None,
-             deferred_rule: Optional[DeferredRule] = None) -> Plan:
+             deferred_rule: Optional[DeferredRule] = None,
+             delegate_rule: Optional[DeferredRule] = None) -> Plan:
     """The ordered steps of ``program``; pure and deterministic.
 
     ``foreign`` maps the indices of tasks ioc does not run natively to the
     reason: each becomes a ``Where.ANSIBLE`` step, cut before and after,
     unless it is in ``suspend`` (its ``when`` can be decided by the runner)
     and nothing else about it needs a cut: then it stays in its batch as a
-    suspension point (``Batch.suspend``).
+    suspension point (``Batch.suspend``). So does a task that would be a
+    ``Where.DELEGATE`` controller step only because of its ``delegate_to``
+    when ``delegate_rule`` (entry, batch start) allows it
+    (``dataflow.delegate_rule``): a suspension point in ``Batch.delegated``.
     """
     steps: List[Step] = []
     start: Optional[int] = None
@@ -184,17 +202,19 @@ def schedule(program: Program, per_task: bool = False,
     points: List[Tuple[int, str]] = []
     checks: List[Tuple[int, Tuple[str, ...]]] = []
     deferred: List[int] = []
+    delegated: List[int] = []
 
     def close(end: int, reason: str) -> None:
-        nonlocal start, identity, identity_at, points, checks, deferred
+        nonlocal start, identity, identity_at, points, checks, deferred, delegated
         if start is not None and end > start:
             steps.append(Batch(start, end, reason,
                                tuple(p for p in points if start <= p[0] < end),
                                tuple(c for c in checks if start <= c[0] < end),
-                               tuple(d for d in deferred if start <= d < end)))
+                               tuple(d for d in deferred if start <= d < end),
+                               tuple(d for d in delegated if start <= d < end)))
         start = None
         identity = identity_at = None
-        points, checks, deferred = [], [], []
+        points, checks, deferred, delegated = [], [], [], []
 
     reach = flush_reach(program) if program.foreign_handlers else {}
     known = notifiable(program.handlers)
@@ -224,6 +244,23 @@ def schedule(program: Program, per_task: bool = False,
                 % (missing, entry.task.display_name, entry.task.location)))
         if entry.index in reach:
             cut = Cut(step=_foreign_flush(program, entry, reach[entry.index]))
+        if _plain_delegate(cut) and not per_task and missing is None and delegate_rule is not None \
+                and classify(entry, program.play, delegate=False) == Cut():
+            reason = data_rule(entry, start) if data_rule and start is not None else None
+            if reason:
+                close(entry.index, reason)
+            if delegate_rule(entry, entry.index if start is None else start):
+                if start is None:
+                    start = entry.index
+                elif check_rule is not None:
+                    names = check_rule(entry, start)
+                    if names:
+                        checks.append((entry.index, tuple(sorted(names))))
+                # (it runs as its delegate step would: no part in the batch's identity)
+                assert cut.step is not None
+                points.append((entry.index, cut.step.reason))
+                delegated.append(entry.index)
+                continue
         if cut.step is not None:
             close(entry.index, "before %s" % cut.step.reason)
             steps.append(cut.step)
@@ -399,12 +436,23 @@ def _skippable_flush(program: Program, entry: Entry) -> bool:
     return entry.implicit and entry.is_flush and not program.handlers
 
 
-def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
+def _plain_delegate(cut: Cut) -> bool:
+    """Whether ``cut`` is a controller step only because of a ``delegate_to``
+    (not once, not a delegate per loop item, not throttled)."""
+    step = cut.step
+    return step is not None and step.where == Where.DELEGATE and not step.once \
+        and step.once_if is None and not step.per_item and not step.throttle \
+        and not step.handlers and cut.before is None and cut.after is None
+
+
+def classify(entry: Entry, play: Play, foreign: Optional[str] = None,
+             delegate: bool = True) -> Cut:
     """The barrier rules of linear-semantics §9 that follow from one task.
 
     ``foreign`` (the reason ioc cannot run the task natively) makes it a step
     run through Ansible: once when Ansible runs it once (``run_once``, an
-    action that bypasses the host loop).
+    action that bypasses the host loop). ``delegate=False``: the rules as if
+    the task had no ``delegate_to`` (what else about it needs a cut).
     """
     task = entry.task
     where = "task %s (%s)" % (task.display_name, task.location)
@@ -442,7 +490,7 @@ def classify(entry: Entry, play: Play, foreign: Optional[str] = None) -> Cut:
             return Cut()
         return Cut(step=ControllerStep(entry.index, Where.CONTROLLER, once,
                                        "%s runs on the controller: %s" % (task.action, where)))
-    delegated = _delegates(task)
+    delegated = delegate and _delegates(task)
     if _templated(task.run_once):
         return Cut(step=ControllerStep(entry.index, Where.DELEGATE if delegated else Where.TARGET,
                                        True, "run_once %s: %s" % (task.run_once, where),

@@ -900,6 +900,98 @@ def test_suspension_points_over_ssh(ansible, ansible_python, sshd):
     assert len(batch.through_ansible) == 3, batch.log
 
 
+def test_a_host_that_skips_a_delegated_task_goes_on_in_its_batch(ansible, ansible_python, tmp_path):
+    """A task that was a controller step only because of its ``delegate_to``
+    stays inside its batch when the runner can decide its ``when``: a host
+    the ``when`` skips goes on in the same call; a host that reaches it
+    stops, the controller runs it on its delegate for that host, and the
+    host runs the rest; h2, h1's delegate in one task, waits there so the
+    file the task writes on it is there for its next task (issue 11, item 3)."""
+    ansible.write("play.yml", DELEGATING_PLAY)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    runs = []
+    for strategy in ("linear", "mitogen_batch"):
+        out = tmp_path / ("out-" + strategy)
+        out.mkdir()
+        runs.append(ansible.run("play.yml", str(inventory), strategy,
+                                args=["-e", "out_dir=%s" % out]))
+    linear, batch = runs
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "h2: native-h2 on the controller, found True"' in batch.stdout
+    assert '"msg": "rescued: failed for h2"' in batch.stdout
+    # One batch for the whole play; no task went through Ansible; each
+    # delegated task ran for the hosts that stopped at it only (h2 for
+    # task 4 as h1's delegate), and only those went on in a call of their own.
+    assert batch.steps == ["Batch 1-12 on 2 host(s)"], batch.log
+    assert batch.through_ansible == [], batch.log
+    assert re.findall(r"DelegateStep \d+ on \d+ host\(s\)", batch.log) == [
+        "DelegateStep 3 on 1 host(s)", "DelegateStep 4 on 2 host(s)",
+        "DelegateStep 6 on 1 host(s)", "DelegateStep 7 on 1 host(s)",
+        "DelegateStep 11 on 1 host(s)"], batch.log
+    # (h1 failed at 11: it does not go on)
+    assert re.findall(r"Resume \d+-\d+ on \S+", batch.log) == [
+        "Resume 4-12 on h2", "Resume 5-12 on h1", "Resume 5-12 on h2", "Resume 7-12 on h1",
+        "Resume 8-12 on h2"], batch.log
+
+
+#: tests/conformance/playbooks/delegate_suspension.yml, with ``fail`` for
+#: the failures (their results have no times) and a failure no rescue takes
+#: at the end (the recap and exit code count it).
+DELEGATING_PLAY = """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: native first
+              command: echo native-{{ inventory_hostname }}
+              register: native
+            - name: delegated, skipped by every host
+              command: echo never
+              delegate_to: "{{ replication_master | default(omit, true) }}"
+              when: native.stdout == 'never'
+            - name: delegated to localhost on h2 only
+              command: echo {{ native.stdout }} on the controller
+              delegate_to: localhost
+              register: on_controller
+              when: inventory_hostname == 'h2'
+            - name: delegated to h2 for h1 only
+              copy:
+                content: "written for {{ inventory_hostname }}\n"
+                dest: "{{ out_dir }}/for-h1-on-h2"
+              delegate_to: h2
+              when: inventory_hostname == 'h1'
+            - name: what h2 finds after it
+              stat:
+                path: "{{ out_dir }}/for-h1-on-h2"
+              register: found
+            - name: delegated items
+              command: echo {{ item }} for {{ inventory_hostname }}
+              delegate_to: localhost
+              loop: [a, b]
+              when: inventory_hostname == 'h1' and item == 'b'
+            - block:
+                - name: delegated failure on h2
+                  fail:
+                    msg: failed for {{ inventory_hostname }}
+                  delegate_to: localhost
+                  when: inventory_hostname == 'h2'
+                - debug:
+                    msg: after the failure
+              rescue:
+                - debug:
+                    msg: "rescued: {{ ansible_failed_result.msg }}"
+            - debug:
+                msg: "{{ inventory_hostname }}: {{ on_controller.stdout | default('skipped') }}, found {{ found.stat.exists }}"
+            - name: delegated failure no rescue takes
+              fail:
+                msg: failed for {{ inventory_hostname }}
+              delegate_to: localhost
+              when: inventory_hostname == 'h1'
+            - debug:
+                msg: h2 goes on
+"""
+
+
 SUSPENDING_PLAY = """
         - hosts: web
           gather_facts: false

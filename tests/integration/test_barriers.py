@@ -1,6 +1,7 @@
 """Every barrier, run for real over SSH with several hosts, behaves like linear."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -589,3 +590,33 @@ def test_delegate_to_the_loop_item_runs_each_item_on_its_delegate(tmp_path, web)
     assert oks(r, "registered") == [(h, "%s item h3,%s item h1" % (h, h)) for h in ("h1", "h2", "h3")]
     items = [(e["host"], e["result"]["item"]) for e in r.of("runner_item_ok")]
     assert items == [(h, i) for h in ("h1", "h2", "h3") for i in ("h3", "h1")]
+
+
+def test_a_host_that_skips_a_delegated_task_goes_on_in_its_batch(tmp_path, sshd):
+    """ioc-run keeps a task that is a controller step only because of its
+    ``delegate_to`` inside its batch when the runner decides its ``when``:
+    the hosts it skips go on in the same call, the hosts that reach it (and
+    h2, h1's delegate in task 4) stop, the controller runs it on their
+    delegates, and they go on (issue 11, item 3; the console against
+    linear: tests/conformance/playbooks/delegate_suspension.yml)."""
+    from tests.ansible.test_mitogen_batch import DELEGATING_PLAY
+    out = tmp_path / "out"
+    out.mkdir()
+    r = ioc_run(tmp_path, DELEGATING_PLAY, "-vvvv", "-e", "out_dir=%s" % out,
+                inventory=sshd.inventory_ini(["h1", "h2"], group="web"))
+    assert r.rc == 2, r.stdout + r.stderr
+    assert oks(r, "debug")[-3:] == [("h1", "h1: skipped, found True"),
+                                    ("h2", "h2: native-h2 on the controller, found True"),
+                                    ("h2", "h2 goes on")]
+    assert ("h2", "rescued: failed for h2") in oks(r, "debug")
+    assert r.recap["h1"]["failures"] == 1 and r.recap["h2"]["rescued"] == 1, r.recap
+    assert re.findall(r"INFO (Batch \d+-\d+ on \d+ host\(s\))", r.stderr) == [
+        "Batch 1-12 on 2 host(s)"], r.stderr
+    assert re.findall(r"DelegateStep \d+ on \d+ host\(s\)", r.stderr) == [
+        "DelegateStep 3 on 1 host(s)", "DelegateStep 4 on 2 host(s)",
+        "DelegateStep 6 on 1 host(s)", "DelegateStep 7 on 1 host(s)",
+        "DelegateStep 11 on 1 host(s)"], r.stderr
+    # One runner call per host for the batch, one per delegated run (on the
+    # delegate's connection), one per host that goes on after one; the
+    # plan before made 4 batches and 6 delegate steps of it (19 runner calls).
+    assert r.calls == {"h1": 3, "h2": 6, "localhost": 4}, r.calls

@@ -161,3 +161,44 @@ def test_a_delegated_handler_is_a_plan_error_not_a_run_on_the_notified_host(tmp_
         plan_of(tmp_path, text)
     assert "delegate_to on a handler is not supported yet" in str(info.value)
     assert str(info.value).startswith("%s:5: " % (tmp_path / "play.yml"))
+
+
+def test_a_delegated_task_with_a_when_stays_inside_its_batch(tmp_path):
+    """A task that is a controller step only because of its ``delegate_to``
+    stays inside its batch as a suspension point when the runner can decide
+    its ``when`` alone and the batch's start can tell its delegates; what
+    else needs the controller keeps it a step (issue 11, item 3)."""
+    plan = plan_of(tmp_path, tasks(
+        "- command: echo a",
+        "- command: echo b",
+        "  delegate_to: \"{{ master | default(omit, true) }}\"",
+        "  when: inventory_hostname == 'h2'",
+        "- command: echo c"))
+    assert shape(plan) == ["B1-3"]
+    assert plan.steps[0].delegated == (2,) and plan.steps[0].suspend_at == {2}
+    assert plan.steps[0].delegate_step(2).where == "delegate"
+    assert "suspends at 2: delegate_to {{ master | default(omit, true) }}: task command" \
+        in explain(plan)
+    assert "stops, the controller runs it on its delegate" in explain(plan)
+
+
+@pytest.mark.parametrize("keywords", [
+    ["delegate_to: h2"],  # no when: every host reaches it
+    ["delegate_to: h2", "when: true", "run_once: true"],
+    ["delegate_to: h2", "when: true", "throttle: 1"],
+    ["delegate_to: h2", "when: true", "any_errors_fatal: true"],
+    ["delegate_to: h2", "when: true", "delegate_facts: true"],
+    ["delegate_to: \"{{ item }}\"", "when: true", "loop: [h1, h2]"],  # a delegate per item
+    ["delegate_to: \"{{ first.stdout }}\"", "when: true"],  # written in the batch
+    ["delegate_to: h2", "when: ansible_host == 'x'"],  # the delegate's connection
+    ["delegate_to: h2", "when: lookup('pipe', 'true') == ''"],  # the controller's lookup
+])
+def test_a_delegated_task_stays_a_controller_step_where_the_batch_cannot_decide(
+        tmp_path, keywords):
+    plan = plan_of(tmp_path, tasks(
+        "- command: echo a",
+        "  register: first",
+        "- command: echo b",
+        *["  " + k for k in keywords],
+        "- command: echo c"))
+    assert shape(plan)[1].startswith("C2:delegate"), shape(plan)
