@@ -31,6 +31,7 @@ import zipfile
 import zlib
 
 from ioc.agentless_runner import forkserver, lifeline, results
+from ioc.agentless_runner.context import brief_message
 
 #: Keys the controller's ``_update_module_args`` adds; the controller fills
 #: the run-wide ones (``_ansible_version``, ``_ansible_verbosity``...) in the
@@ -169,15 +170,41 @@ def _plain_warnings(result):
     """Warnings as a registered result holds them: their text, not ``WarningSummary``.
 
     ansible-core 2.19+ modules return each warning encoded as a
-    ``WarningSummary``; Ansible's controller shows its message, and a
-    registered result's ``warnings`` is a list of those messages.
+    ``WarningSummary``; a registered result's ``warnings`` is a list of their
+    brief messages (the warning and the causes it follows, on one line). The
+    event of one raised from an error (``error_as_warning``) goes in
+    ``_ioc_warning_causes``, for the console, which shows its chain in full.
     """
     warnings = result.get("warnings")
-    if isinstance(warnings, list):
-        result["warnings"] = [
-            _event_message(w.get("event")) if isinstance(w, dict)
-            and w.get("__ansible_type") == "WarningSummary" else w for w in warnings]
+    if not isinstance(warnings, list):
+        return result
+    plain = []
+    causes = []
+    for warning in warnings:
+        if not (isinstance(warning, dict) and warning.get("__ansible_type") == "WarningSummary"):
+            plain.append(warning)
+            continue
+        event = warning.get("event")
+        plain.append(brief_message(_followed(event)))
+        if isinstance(event, dict) and event.get("chain"):
+            causes.append({"text": plain[-1], "event": event})
+    result["warnings"] = plain
+    if causes:
+        result["_ioc_warning_causes"] = causes
     return result
+
+
+def _followed(event):
+    """The messages of an event and of the causes its chain follows
+    (``format_event_brief_message``'s parts)."""
+    messages = []
+    while isinstance(event, dict):
+        messages.append(str(event.get("msg") or ""))
+        chain = event.get("chain")
+        if not isinstance(chain, dict) or not chain.get("follow"):
+            break
+        event = chain.get("event")
+    return messages or [""]
 
 
 def _normalize_exception(result):

@@ -92,6 +92,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
         data["warnings"] = _marker_warnings(task, data["warnings"],
                                             result["_ioc_marker_warnings"])
+    if result.get("_ioc_warning_causes") and isinstance(data.get("warnings"), list):
+        data["warnings"] = _caused_warnings(data["warnings"], result["_ioc_warning_causes"])
     include = action in BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
@@ -289,6 +291,33 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
         summaries.setdefault(marker.get("text"), _messages.WarningSummary(event=_messages.Event(
             msg=str(marker.get("text")),
             formatted_source_context=str(context) if context else None)))
+    return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
+
+
+def _caused_warnings(warnings: List[Any], causes: List[Mapping[str, Any]]) -> List[Any]:
+    """``warnings`` with each a module raised from an error (``error_as_warning``:
+    the runner's ``_ioc_warning_causes``) as the module's ``WarningSummary``,
+    its event and chain of causes as the module encoded them: the console
+    shows them in full."""
+    from ansible.module_utils._internal import _messages
+
+    def event_of(data: Mapping[str, Any]) -> Any:
+        chain = data.get("chain")
+        return _messages.Event(
+            msg=str(data.get("msg") or ""),
+            formatted_source_context=data.get("formatted_source_context"),
+            formatted_traceback=data.get("formatted_traceback"),
+            help_text=data.get("help_text"),
+            chain=_messages.EventChain(
+                msg_reason=str(chain.get("msg_reason") or ""),
+                traceback_reason=str(chain.get("traceback_reason") or ""),
+                event=event_of(chain.get("event") or {}),
+                follow=bool(chain.get("follow", True))) if isinstance(chain, Mapping) else None,
+            events=tuple(event_of(e) for e in data.get("events") or ()
+                         if isinstance(e, Mapping)) or None)
+
+    summaries = {cause.get("text"): _messages.WarningSummary(event=event_of(cause["event"]))
+                 for cause in causes if isinstance(cause.get("event"), Mapping)}
     return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
 
 

@@ -156,6 +156,7 @@ class PlaySink(StepSink):
 #: the conditions written as a template (their deprecation warnings);
 #: the deprecated values the task's templates read (their deprecation warnings);
 #: the Jinja constant strings with templates that were templated (their warnings);
+#: the causes of a module's warnings raised from an error (their full text);
 #: an unreachable host's connection was lost while its batch ran (ioc-adhoc
 #: --retries tries again only hosts never connected).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
@@ -163,7 +164,7 @@ _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_ex
                             "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
-                            "_ioc_lost", "_ioc_no_error"})
+                            "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:
