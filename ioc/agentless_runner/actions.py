@@ -52,7 +52,7 @@ def run(action, args, ctx):
         args = dict(args, _ioc_module=action)
     directory = None
     if action in _PLAIN_MODULES:  # (Ansible's module would run as an AnsibleModule)
-        directory = ctx.cwd = ModuleDirectory(ctx.child_env())
+        directory = ctx.cwd = ModuleDirectory(ctx.child_env(), ctx.start_dir)
     try:
         result = _run_module(action, module, args, ctx)
     finally:

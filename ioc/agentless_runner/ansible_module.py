@@ -83,7 +83,7 @@ def run(spec, args, ctx, blob, fresh=False):
         return launch(spec, payload, wrapper, params, ctx)
     req = {"name": spec["name"], "fqn": spec["fqn"], "profile": spec.get("profile", "legacy"),
            "params": json.dumps({"ANSIBLE_MODULE_ARGS": params})}
-    ran = None if fresh else forkserver.run(req, payload, ctx.child_env(), _cwd())
+    ran = None if fresh else forkserver.run(req, payload, ctx.child_env(), _cwd(ctx))
     if ran is not None:
         return parse_returned_data(*ran)
     stdin = json.dumps(ansiballz_kwargs(spec, payload, params)).encode("utf-8")
@@ -119,14 +119,15 @@ def module_args(spec, args, ctx):
 
 def execute(code, stdin, ctx):
     """Run ``code`` in a fresh interpreter of this host; the parsed result."""
-    return execute_argv([sys.executable, "-c", code], stdin, ctx.child_env())
+    return execute_argv([sys.executable, "-c", code], stdin, ctx.child_env(), _cwd(ctx))
 
 
-def execute_argv(argv, stdin, env):
+def execute_argv(argv, stdin, env, cwd=None):
     """Run ``argv`` (a Python interpreter of this host) in a session of its own; the parsed result."""
     try:
         proc = lifeline.popen(argv, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=_cwd())
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                              cwd=cwd or _cwd())
     except OSError as exc:
         return {"failed": True, "changed": False, "rc": 1,
                 "msg": "MODULE FAILURE: could not start %s: %s" % (argv[0], exc)}
@@ -134,8 +135,18 @@ def execute_argv(argv, stdin, env):
     return parse_returned_data(out, err, proc.returncode)
 
 
-def _cwd():
-    """Where Ansible's pipelined modules start: the login directory."""
+def start_dir(ctx):
+    """The play's directory for a local connection, where this identity may
+    enter it (``ModuleContext.start_cwd``), else None."""
+    return ctx.start_cwd() if hasattr(ctx, "start_cwd") else None
+
+
+def _cwd(ctx=None):
+    """Where Ansible's pipelined modules start: the play's directory for a
+    local connection (:func:`start_dir`), else the login directory."""
+    start = start_dir(ctx)
+    if start:
+        return start
     try:
         os.getcwd()
         return None

@@ -128,31 +128,33 @@ class ModuleDirectory(object):
     """Where ``AnsibleModule`` runs a module, for ioc's own modules.
 
     ``AnsibleModule._set_cwd`` keeps the directory the module started in (the
-    runner's: the login directory, or the controller's for a local
-    connection) when its identity can read it; otherwise (a become user that
+    login directory, or the play's for a local connection: ``start``) when
+    its identity can read it; otherwise (a become user that
     cannot) it moves to its ``tmpdir``, a fresh ``ansible-moduletmp-<time>-``
     directory under ``remote_tmp`` that it makes on first use (warning that it
     did, or, when it cannot, that it falls back to the system's temporary
     directory), then ``$HOME``, then the system's temporary directory, and
     removes its ``tmpdir`` when the module exits (:meth:`remove`). ``path``
-    is that directory (None: the runner's own), ``warnings`` what the module warned, as a result
+    is that directory (None: none of those could be read), ``warnings`` what the module warned, as a result
     holds them, and ``causes`` the event of each warning raised from an
     error (``{"text", "event"}``: the module's encoded ``Event`` with its
     chain of causes, which the console shows in full).
     """
 
-    def __init__(self, env, remote_tmp=REMOTE_TMP):
+    def __init__(self, env, start=None, remote_tmp=REMOTE_TMP):
         self.env = env
         self.remote_tmp = remote_tmp
         self.path = None
         self.tmpdir = None
         self.warnings = []
         self.causes = []
-        try:
-            start = os.getcwd()
-        except OSError:  # (the module would start in the login directory)
-            start = os.path.expanduser("~")
+        if start is None:
+            try:
+                start = os.getcwd()
+            except OSError:  # (the module would start in the login directory)
+                start = os.path.expanduser("~")
         if os.access(start, os.F_OK | os.R_OK):
+            self.path = start
             return
         for candidate in (self._tmpdir, lambda: self._expand("$HOME"), tempfile.gettempdir):
             try:
@@ -263,7 +265,8 @@ class ModuleContext(object):
     """
 
     def __init__(self, check_mode=False, diff_mode=False, environment=None,
-                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None):
+                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None,
+                 start_dir=None):
         self.check_mode = bool(check_mode)
         self.diff_mode = bool(diff_mode)
         self.environment = dict(environment or {})
@@ -277,6 +280,9 @@ class ModuleContext(object):
         #: Controller files shipped for this task, keyed by the templated
         #: ``src`` the task names (see :meth:`controller_file`).
         self.files = files if files is not None else {}
+        #: Where a local connection starts the task's commands and modules:
+        #: the play's directory (None: the runner's own, the login directory).
+        self.start_dir = start_dir
         #: Where the module runs (:class:`ModuleDirectory`), set while one
         #: of ioc's own modules that is an AnsibleModule in Ansible runs.
         self.cwd = None
@@ -311,6 +317,14 @@ class ModuleContext(object):
         if entry.get("kind") == "error":  # e.g. a vaulted file no password decrypts
             raise TaskError(entry["msg"])
         return entry
+
+    def start_cwd(self):
+        """The ``cwd`` of a process the task starts where it starts: the
+        play's directory for a local connection, when this identity may enter
+        it (a become user that may not stays in the runner's), else None."""
+        if self.start_dir and os.access(self.start_dir, os.X_OK):
+            return self.start_dir
+        return None
 
     def child_env(self):
         """The environment a command started by a module should get."""
