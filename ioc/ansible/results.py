@@ -105,6 +105,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
+        if isinstance(data.get("warnings"), list):
+            data["warnings"] = _warning_summaries_219(data["warnings"])
         if result.get("_ioc_loop_error") and status == "failed":
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
@@ -292,6 +294,16 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
             msg=str(marker.get("text")),
             formatted_source_context=str(context) if context else None)))
     return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
+
+
+def _warning_summaries_219(warnings: List[Any]) -> List[Any]:
+    """2.19/2.20: a result's warnings as its callbacks read them, each a
+    ``WarningSummary`` (``TaskExecutor._apply_task_result_compat`` makes one
+    of each text an action returned; the default callback fails on text)."""
+    from ansible.module_utils._internal import _messages
+
+    return [w if isinstance(w, _messages.WarningSummary)
+            else _messages.WarningSummary(event=_messages.Event(msg=str(w))) for w in warnings]
 
 
 def _caused_warnings(warnings: List[Any], causes: List[Mapping[str, Any]]) -> List[Any]:
