@@ -77,7 +77,11 @@ class PlaySink(StepSink):
         if kind == "abort":
             self.aborted = event["msg"]
         elif kind == "warn":
-            self.callbacks.warning(event["msg"])
+            if event.get("help"):  # (display.warning with obj and help_text: an untagged obj)
+                self.callbacks.warning("%s\nOrigin: <unknown>\n\n%s\n\n%s\n"
+                                       % (event["msg"], event.get("obj"), event["help"]))
+            else:
+                self.callbacks.warning(event["msg"])
         elif kind == "saved":  # (linear's display.vv while it processes the result)
             self.callbacks.display(event["msg"], 2)
         elif kind == "start":

@@ -84,6 +84,7 @@ PLAYBOOKS_219 = (
     "include_params_precedence",
     "include_role_dynamic",
     "loop_control",
+    "loop_variable_in_use",
     "loop_item_failure",
     "meta_refresh_inventory",
     "meta_refresh_inventory_changes",
