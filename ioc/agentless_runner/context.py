@@ -127,18 +127,18 @@ def brief_message(messages):
 class ModuleDirectory(object):
     """Where ``AnsibleModule`` runs a module, for ioc's own modules.
 
-    ``AnsibleModule._set_cwd`` keeps the directory the module started in (the
-    login directory, or the play's for a local connection: ``start``) when
-    its identity can read it; otherwise (a become user that
-    cannot) it moves to its ``tmpdir``, a fresh ``ansible-moduletmp-<time>-``
-    directory under ``remote_tmp`` that it makes on first use (warning that it
-    did, or, when it cannot, that it falls back to the system's temporary
-    directory), then ``$HOME``, then the system's temporary directory, and
-    removes its ``tmpdir`` when the module exits (:meth:`remove`). ``path``
-    is that directory (None: none of those could be read), ``warnings`` what the module warned, as a result
-    holds them, and ``causes`` the event of each warning raised from an
-    error (``{"text", "event"}``: the module's encoded ``Event`` with its
-    chain of causes, which the console shows in full).
+    ``AnsibleModule._set_cwd`` keeps the directory the module started in
+    (the login directory, or the play's for a local connection: ``start``)
+    when its identity can read it; otherwise (a become user that cannot) it
+    moves to its ``tmpdir``, a fresh ``ansible-moduletmp-<time>-`` directory
+    under ``remote_tmp`` that it makes on first use (warning that it did, or,
+    when it cannot, that it falls back to the system's temporary directory),
+    then ``$HOME``, then the system's temporary directory, and removes its
+    ``tmpdir`` when the module exits (:meth:`remove`). ``path`` is that
+    directory (None: none of those could be read), ``warnings`` what the
+    module warned, as a result holds them, and ``causes`` the event of each
+    warning raised from an error (``{"text", "event"}``: the module's encoded
+    ``Event`` with its chain of causes, which the console shows in full).
     """
 
     def __init__(self, env, start=None, remote_tmp=REMOTE_TMP):

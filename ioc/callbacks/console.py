@@ -292,10 +292,11 @@ class Console(Callback):
             return {k: v for k, v in result.items() if k != "deprecations"}
         label = result.get("_ioc_label_error") or {}
         markers = {m.get("text"): m.get("origin") for m in result.get("_ioc_marker_warnings") or ()}
-        causes = {c.get("text"): c.get("event") for c in result.get("_ioc_warning_causes") or ()
-                  if isinstance(c, dict) and isinstance(c.get("event"), dict)}
+        causes: Dict[Any, Dict[str, Any]] = {
+            c.get("text"): c["event"] for c in result.get("_ioc_warning_causes") or ()
+            if isinstance(c, dict) and isinstance(c.get("event"), dict)}
         for warning in (result.get("warnings") or ()) if show else ():
-            if isinstance(warning, str) and causes.get(warning):
+            if isinstance(warning, str) and warning in causes:
                 # a module's warning raised from an error: its chain of causes
                 self.warning(_event_text(causes[warning]))
             elif label and warning == label.get("text") and label.get("origin"):
@@ -496,7 +497,8 @@ def _event_text(event: Dict[str, Any]) -> str:
     while isinstance(current, dict):
         messages = [str(current.get("msg") or "")]
         chain = current.get("chain")
-        while isinstance(chain, dict) and chain.get("follow") and isinstance(chain.get("event"), dict):
+        while isinstance(chain, dict) and chain.get("follow") \
+                and isinstance(chain.get("event"), dict):
             nxt = chain["event"]
             if nxt.get("formatted_source_context") or nxt.get("help_text"):
                 if (nxt.get("formatted_source_context"), nxt.get("help_text")) != \

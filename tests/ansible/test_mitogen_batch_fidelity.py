@@ -832,7 +832,8 @@ def test_a_new_become_user_who_cannot_read_the_play_directory_gets_a_remote_tmp(
             - debug:
                 msg:
                   - "{{ who.stdout_lines[0] }}"
-                  - "{{ who.stdout_lines[1] is match(remote_tmp.stat.path ~ '/ansible-moduletmp-') }}"
+                  - "{{ who.stdout_lines[1]
+                        is match(remote_tmp.stat.path ~ '/ansible-moduletmp-') }}"
                   - "{{ remote_tmp.stat.isdir }} {{ remote_tmp.stat.mode }} {{ left.matched }}"
     """ % {"user": CWD_USER})
     inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
