@@ -5,7 +5,7 @@ import traceback
 
 from ioc.agentless_runner import modules, results, trust
 from ioc.agentless_runner.context import ModuleContext as Context
-from ioc.agentless_runner.context import ModuleError, TaskError
+from ioc.agentless_runner.context import ModuleDirectory, ModuleError, TaskError
 from ioc.agentless_runner.flow import as_bool
 
 __all__ = ["Context", "run", "NATIVE", "NATIVE_OPTIONS"]
@@ -50,6 +50,20 @@ def run(action, args, ctx):
                 "msg": "remote module (%s) does not support check mode" % action}
     if action in ("command", "shell"):
         args = dict(args, _ioc_module=action)
+    directory = None
+    if action in _PLAIN_MODULES:  # (Ansible's module would run as an AnsibleModule)
+        directory = ctx.cwd = ModuleDirectory(ctx.child_env(), ctx.start_dir)
+    try:
+        result = _run_module(action, module, args, ctx)
+    finally:
+        if directory is not None:
+            directory.remove()
+            ctx.cwd = None
+    return directory.add_warnings(result) if directory is not None else result
+
+
+def _run_module(action, module, args, ctx):
+    """One of ioc's modules: its result, a failed one when it raised."""
     try:
         result = module.run(args, ctx)
     except ModuleError as exc:

@@ -31,6 +31,7 @@ import zipfile
 import zlib
 
 from ioc.agentless_runner import forkserver, lifeline, results
+from ioc.agentless_runner.context import brief_message
 
 #: Keys the controller's ``_update_module_args`` adds; the controller fills
 #: the run-wide ones (``_ansible_version``, ``_ansible_verbosity``...) in the
@@ -82,7 +83,7 @@ def run(spec, args, ctx, blob, fresh=False):
         return launch(spec, payload, wrapper, params, ctx)
     req = {"name": spec["name"], "fqn": spec["fqn"], "profile": spec.get("profile", "legacy"),
            "params": json.dumps({"ANSIBLE_MODULE_ARGS": params})}
-    ran = None if fresh else forkserver.run(req, payload, ctx.child_env(), _cwd())
+    ran = None if fresh else forkserver.run(req, payload, ctx.child_env(), _cwd(ctx))
     if ran is not None:
         return parse_returned_data(*ran)
     stdin = json.dumps(ansiballz_kwargs(spec, payload, params)).encode("utf-8")
@@ -118,14 +119,15 @@ def module_args(spec, args, ctx):
 
 def execute(code, stdin, ctx):
     """Run ``code`` in a fresh interpreter of this host; the parsed result."""
-    return execute_argv([sys.executable, "-c", code], stdin, ctx.child_env())
+    return execute_argv([sys.executable, "-c", code], stdin, ctx.child_env(), _cwd(ctx))
 
 
-def execute_argv(argv, stdin, env):
+def execute_argv(argv, stdin, env, cwd=None):
     """Run ``argv`` (a Python interpreter of this host) in a session of its own; the parsed result."""
     try:
         proc = lifeline.popen(argv, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=_cwd())
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                              cwd=cwd or _cwd())
     except OSError as exc:
         return {"failed": True, "changed": False, "rc": 1,
                 "msg": "MODULE FAILURE: could not start %s: %s" % (argv[0], exc)}
@@ -133,8 +135,18 @@ def execute_argv(argv, stdin, env):
     return parse_returned_data(out, err, proc.returncode)
 
 
-def _cwd():
-    """Where Ansible's pipelined modules start: the login directory."""
+def start_dir(ctx):
+    """The play's directory for a local connection, where this identity may
+    enter it (``ModuleContext.start_cwd``), else None."""
+    return ctx.start_cwd() if hasattr(ctx, "start_cwd") else None
+
+
+def _cwd(ctx=None):
+    """Where Ansible's pipelined modules start: the play's directory for a
+    local connection (:func:`start_dir`), else the login directory."""
+    start = start_dir(ctx)
+    if start:
+        return start
     try:
         os.getcwd()
         return None
@@ -169,15 +181,41 @@ def _plain_warnings(result):
     """Warnings as a registered result holds them: their text, not ``WarningSummary``.
 
     ansible-core 2.19+ modules return each warning encoded as a
-    ``WarningSummary``; Ansible's controller shows its message, and a
-    registered result's ``warnings`` is a list of those messages.
+    ``WarningSummary``; a registered result's ``warnings`` is a list of their
+    brief messages (the warning and the causes it follows, on one line). The
+    event of one raised from an error (``error_as_warning``) goes in
+    ``_ioc_warning_causes``, for the console, which shows its chain in full.
     """
     warnings = result.get("warnings")
-    if isinstance(warnings, list):
-        result["warnings"] = [
-            _event_message(w.get("event")) if isinstance(w, dict)
-            and w.get("__ansible_type") == "WarningSummary" else w for w in warnings]
+    if not isinstance(warnings, list):
+        return result
+    plain = []
+    causes = []
+    for warning in warnings:
+        if not (isinstance(warning, dict) and warning.get("__ansible_type") == "WarningSummary"):
+            plain.append(warning)
+            continue
+        event = warning.get("event")
+        plain.append(brief_message(_followed(event)))
+        if isinstance(event, dict) and event.get("chain"):
+            causes.append({"text": plain[-1], "event": event})
+    result["warnings"] = plain
+    if causes:
+        result["_ioc_warning_causes"] = causes
     return result
+
+
+def _followed(event):
+    """The messages of an event and of the causes its chain follows
+    (``format_event_brief_message``'s parts)."""
+    messages = []
+    while isinstance(event, dict):
+        messages.append(str(event.get("msg") or ""))
+        chain = event.get("chain")
+        if not isinstance(chain, dict) or not chain.get("follow"):
+            break
+        event = chain.get("event")
+    return messages or [""]
 
 
 def _normalize_exception(result):

@@ -89,7 +89,7 @@ class Launcher(object):
             argv += ["false", module_path, sys.executable, module_path]
         env = ctx.child_env()
         env["ANSIBLE_ASYNC_DIR"] = ASYNC_DIR
-        result = ansible_module.execute_argv(argv, b"", env)
+        result = ansible_module.execute_argv(argv, b"", env, ansible_module.start_dir(ctx))
         # normal.py: async_wrapper owns its tmpdir now; the action reports a change
         result.pop("_ansible_suppress_tmpdir_delete", None)
         if not result.get("failed"):

@@ -1031,6 +1031,7 @@ class HostRun(HandlerRun, LoopRun):
                 failed["_ioc_error_chain"] = chain
             return failed
         ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
+                              start_dir=self.options.get("local_dir"),
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
                               files=self.controller_files())

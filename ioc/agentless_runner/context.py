@@ -1,6 +1,8 @@
 """What a module may know about the task it runs for."""
 import os
 import random
+import re
+import shutil
 import tempfile
 import threading
 import time
@@ -101,6 +103,123 @@ def remote_tmp():
         return path
 
 
+#: ``error_as_warning``'s words between a warning and the error that caused it
+#: (``_errors.MSG_REASON_DIRECT_CAUSE``).
+CAUSED_BY = "<<< caused by >>>"
+
+
+def concat_message(left, right):
+    """``_text_utils.concat_message``: how Ansible joins a message and its cause."""
+    return "%s: %s" % (left.rstrip(". "), right)
+
+
+def brief_message(messages):
+    """``_event_utils.deduplicate_message_parts``: a warning or error and the
+    messages of its causes (outermost first) as one line, the way a registered
+    result holds it."""
+    parts = list(reversed(messages))
+    message = parts.pop(0)
+    for part in parts:
+        message = part if part.endswith(message) else concat_message(part, message)
+    return message
+
+
+class ModuleDirectory(object):
+    """Where ``AnsibleModule`` runs a module, for ioc's own modules.
+
+    ``AnsibleModule._set_cwd`` keeps the directory the module started in
+    (the login directory, or the play's for a local connection: ``start``)
+    when its identity can read it; otherwise (a become user that cannot) it
+    moves to its ``tmpdir``, a fresh ``ansible-moduletmp-<time>-`` directory
+    under ``remote_tmp`` that it makes on first use (warning that it did, or,
+    when it cannot, that it falls back to the system's temporary directory),
+    then ``$HOME``, then the system's temporary directory, and removes its
+    ``tmpdir`` when the module exits (:meth:`remove`). ``path`` is that
+    directory (None: none of those could be read), ``warnings`` what the
+    module warned, as a result holds them, and ``causes`` the event of each
+    warning raised from an error (``{"text", "event"}``: the module's encoded
+    ``Event`` with its chain of causes, which the console shows in full).
+    """
+
+    def __init__(self, env, start=None, remote_tmp=REMOTE_TMP):
+        self.env = env
+        self.remote_tmp = remote_tmp
+        self.path = None
+        self.tmpdir = None
+        self.warnings = []
+        self.causes = []
+        if start is None:
+            try:
+                start = os.getcwd()
+            except OSError:  # (the module would start in the login directory)
+                start = os.path.expanduser("~")
+        if os.access(start, os.F_OK | os.R_OK):
+            self.path = start
+            return
+        for candidate in (self._tmpdir, lambda: self._expand("$HOME"), tempfile.gettempdir):
+            try:
+                path = candidate()
+            except Exception:  # (as _set_cwd: try the next)
+                continue
+            if os.access(path, os.F_OK | os.R_OK):
+                self.path = path
+                return
+
+    def _expand(self, path):
+        """``os.path.expanduser(os.path.expandvars(path))`` in the module's environment."""
+        path = re.sub(r"\$(\w+)|\$\{(\w+)\}",
+                      lambda m: self.env.get(m.group(1) or m.group(2), m.group(0)), path)
+        if path.startswith("~") and (path == "~" or path.startswith("~/")) and self.env.get("HOME"):
+            return self.env["HOME"] + path[1:]
+        return os.path.expanduser(path)
+
+    def _tmpdir(self):
+        basedir = self._expand(self.remote_tmp)
+        if not os.path.exists(basedir):
+            try:
+                os.makedirs(basedir, mode=0o700)
+            except OSError as exc:
+                head = ("Unable to use %r as temporary directory, falling back to system "
+                        "default." % basedir)
+                self.warnings.append(brief_message([head, str(exc)]))
+                # (the event AnsibleModule.error_as_warning encodes: the error
+                # was raised while _set_cwd handled its own empty Exception)
+                self.causes.append({"text": self.warnings[-1], "event": {
+                    "msg": head, "chain": {
+                        "msg_reason": CAUSED_BY, "follow": True,
+                        "traceback_reason": "The above exception was the direct cause of "
+                                            "the following warning:",
+                        "event": {"msg": str(exc), "chain": {
+                            "msg_reason": "<<< while handling >>>", "follow": False,
+                            "traceback_reason": "During handling of the above exception, "
+                                                "another exception occurred:",
+                            "event": {"msg": ""}}}}}})
+                basedir = None
+            else:
+                self.warnings.append(
+                    "Module remote_tmp %s did not exist and was created with a mode of 0700, "
+                    "this may cause issues when running as another user. To avoid this, "
+                    "create the remote_tmp dir with the correct permissions manually" % basedir)
+        self.tmpdir = tempfile.mkdtemp(prefix="ansible-moduletmp-%s-" % time.time(),
+                                       dir=basedir)
+        return self.tmpdir
+
+    def remove(self):
+        """The module has exited: its ``tmpdir`` goes (the ``atexit`` of AnsibleModule)."""
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = None
+
+    def add_warnings(self, result):
+        """``result`` with the warnings of the module's start before its own."""
+        if self.warnings:
+            result["warnings"] = self.warnings + list(result.get("warnings") or ())
+        if self.causes:
+            result["_ioc_warning_causes"] = self.causes + list(
+                result.get("_ioc_warning_causes") or ())
+        return result
+
+
 class ModuleError(Exception):
     """Raised by a module to fail its task with ``msg``; extra keys go in the result."""
 
@@ -146,7 +265,8 @@ class ModuleContext(object):
     """
 
     def __init__(self, check_mode=False, diff_mode=False, environment=None,
-                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None):
+                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None,
+                 start_dir=None):
         self.check_mode = bool(check_mode)
         self.diff_mode = bool(diff_mode)
         self.environment = dict(environment or {})
@@ -160,6 +280,12 @@ class ModuleContext(object):
         #: Controller files shipped for this task, keyed by the templated
         #: ``src`` the task names (see :meth:`controller_file`).
         self.files = files if files is not None else {}
+        #: Where a local connection starts the task's commands and modules:
+        #: the play's directory (None: the runner's own, the login directory).
+        self.start_dir = start_dir
+        #: Where the module runs (:class:`ModuleDirectory`), set while one
+        #: of ioc's own modules that is an AnsibleModule in Ansible runs.
+        self.cwd = None
 
     def controller_file(self, src):
         """The controller file (or directory) a task's ``src`` names.
@@ -191,6 +317,14 @@ class ModuleContext(object):
         if entry.get("kind") == "error":  # e.g. a vaulted file no password decrypts
             raise TaskError(entry["msg"])
         return entry
+
+    def start_cwd(self):
+        """The ``cwd`` of a process the task starts where it starts: the
+        play's directory for a local connection, when this identity may enter
+        it (a become user that may not stays in the runner's), else None."""
+        if self.start_dir and os.access(self.start_dir, os.X_OK):
+            return self.start_dir
+        return None
 
     def child_env(self):
         """The environment a command started by a module should get."""

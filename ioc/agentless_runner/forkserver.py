@@ -33,7 +33,7 @@ from ioc.agentless_runner import lifeline
 
 #: The helper's program: arguments are its socket's fd and the warm-up payload.
 SERVER = r'''
-import json, os, shutil, socket, sys, tempfile
+import atexit, json, os, shutil, socket, sys, tempfile, traceback
 sock = socket.socket(fileno=int(sys.argv[1]))
 warm = sys.argv[2]
 sys.path = [p for p in sys.path if p not in ("", ".")]
@@ -54,10 +54,15 @@ def child(fds, req):
     sock.close()
     os.environ.clear()
     os.environ.update(req["env"])
-    try:
-        os.chdir(req.get("cwd") or os.getcwd())
-    except OSError:
-        os.chdir(os.path.expanduser("~"))
+    # The helper's directory is the runner's, where a fresh interpreter would
+    # start; one the identity cannot enter is left as it is (AnsibleModule's
+    # _set_cwd moves to its tmpdir, warning as it does under Ansible).
+    if req.get("cwd"):
+        try:
+            os.chdir(req["cwd"])
+        except OSError:
+            pass
+    atexit._clear()  # the helper's own (none of the module's)
     data = sys.stdin.buffer.read()
     tmp = os.path.realpath(tempfile.mkdtemp(prefix="ansible_%s_payload_" % req["name"]))
     code = 1
@@ -75,6 +80,9 @@ def child(fds, req):
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
+        # what the interpreter's exit does for the module: AnsibleModule
+        # registers the removal of its tmpdir with atexit
+        atexit._run_exitfuncs()
         shutil.rmtree(tmp, ignore_errors=True)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -93,6 +101,9 @@ while True:
     if pid == 0:
         try:
             child(fds, req)
+        except BaseException:
+            traceback.print_exc()  # (to the module's stderr: MODULE FAILURE shows it)
+            sys.stderr.flush()
         finally:
             os._exit(1)
     for fd in fds:

@@ -85,6 +85,9 @@ class LoopRun(object):
         # ``delegate_to`` naming the loop item: the controller runs one item
         # per call on that item's delegate, handing over the earlier results.
         only = self.options.get("item_slice")
+        if only is None or not only.get("index"):  # (once, before the first item)
+            for warning in loop_variable_warnings(loop_var, index_var, templar.variables):
+                self.emit(dict(warning, e="warn", k=key))
         if only is not None:
             item_results = list(only.get("prior") or ())
             notify = list(only.get("notify") or ())
@@ -316,3 +319,48 @@ def _loop_info(items, index, allitems=True):
     if index < length - 1:
         info["nextitem"] = items[index + 1]
     return info
+
+
+#: What ``TaskContext.start_loop`` sets: 2.21 warns of a loop variable named so.
+_RESERVED_LOOP_VARIABLES = frozenset({"ansible_index_var", "ansible_loop", "ansible_loop_var"})
+
+#: ``C.COMMON_CONNECTION_VARS``: also reserved for 2.21.
+_CONNECTION_VARIABLES = frozenset({
+    "ansible_connection", "ansible_host", "ansible_module_compression", "ansible_password",
+    "ansible_pipelining", "ansible_port", "ansible_private_key_file",
+    "ansible_shell_executable", "ansible_shell_type", "ansible_timeout", "ansible_user"})
+
+_LOOP_VARIABLE_HELP = ("You should set the `%s` value in the `loop_control` option for the task "
+                       "to something else to avoid variable collisions and unexpected behavior.")
+
+
+def loop_variable_warnings(loop_var, index_var, variables):
+    """The warnings TaskExecutor gives before a loop's first item of a loop
+    variable that collides (``_check_loop_control`` in 2.21: ``loop_var`` and
+    ``index_var`` already among the task's variables, reserved or the same;
+    2.19: ``loop_var`` already in use): each ``{"msg", "help", "obj"}``, ``obj``
+    the variable's name (``display.warning(obj=...)``: the console's
+    ``Origin:`` part)."""
+    if results.legacy():
+        if loop_var in variables:
+            return [{"msg": "The loop variable %r is already in use." % loop_var,
+                     "help": _LOOP_VARIABLE_HELP % "loop_var", "obj": loop_var}]
+        return []
+    named = [("loop_var", loop_var), ("index_var", index_var)]
+    values = [value for _, value in named if value]
+    out = []
+    for option, value in named:
+        if not value:
+            continue
+        if value in variables:
+            conflict = "already in use"
+        elif value in _RESERVED_LOOP_VARIABLES or value in _CONNECTION_VARIABLES:
+            conflict = "reserved"
+        elif values.count(value) > 1:
+            conflict = "used more than once"
+        else:
+            continue
+        out.append({"msg": "The variable %r is %s." % (value, conflict),
+                    "help": _LOOP_VARIABLE_HELP % option, "obj": value})
+    return out
+

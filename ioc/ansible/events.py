@@ -115,7 +115,11 @@ class EventReplay:
         if kind == "warn":  # (linear's display.warning while it processes the result)
             from ansible.utils.display import Display
 
-            Display().warning(event["msg"])
+            if event.get("help"):  # (a loop variable's: its name as written, for Origin)
+                Display().warning(event["msg"], help_text=event["help"],
+                                  obj=_loop_variable(state.task, event.get("obj")))
+            else:
+                Display().warning(event["msg"])
             return
         if kind == "saved":  # (linear's display.vv while it processes the result)
             from ansible.utils.display import Display
@@ -324,3 +328,16 @@ def as_run(task: Any, result: Mapping[str, Any]) -> Any:
 
 def _templated(value: Any) -> bool:
     return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def _loop_variable(task: Any, name: Any) -> Any:
+    """``name`` as the task's ``loop_control`` has it (``loop_var`` or
+    ``index_var``, tagged with where it was written), else ``name`` itself
+    (the default ``item``: Display's ``Origin: <unknown>``)."""
+    control = getattr(task, "loop_control", None)
+    for field in ("loop_var", "index_var"):
+        value = getattr(control, field, None)
+        if value is not None and value == name:
+            return value
+    return name
+

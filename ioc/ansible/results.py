@@ -92,6 +92,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     if result.get("_ioc_marker_warnings") and isinstance(data.get("warnings"), list):
         data["warnings"] = _marker_warnings(task, data["warnings"],
                                             result["_ioc_marker_warnings"], host)
+    if result.get("_ioc_warning_causes") and isinstance(data.get("warnings"), list):
+        data["warnings"] = _caused_warnings(data["warnings"], result["_ioc_warning_causes"])
     include = action in BRIDGE_INCLUDES
     if status == "failed":
         data.setdefault("failed", True)
@@ -103,6 +105,8 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         from ansible._internal import _task
         from ansible._internal._task import HostTaskResult
     except ImportError:  # ansible-core 2.19/2.20
+        if isinstance(data.get("warnings"), list):
+            data["warnings"] = _warning_summaries_219(data["warnings"])
         if result.get("_ioc_loop_error") and status == "failed":
             data = _loop_error_219(task, data, result["_ioc_loop_error"])
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
@@ -292,6 +296,43 @@ def _marker_warnings(task: Any, warnings: List[Any], markers: List[Mapping[str, 
         summaries.setdefault(marker.get("text"), _messages.WarningSummary(event=_messages.Event(
             msg=str(marker.get("text")),
             formatted_source_context=str(context) if context else None)))
+    return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
+
+
+def _warning_summaries_219(warnings: List[Any]) -> List[Any]:
+    """2.19/2.20: a result's warnings as its callbacks read them, each a
+    ``WarningSummary`` (``TaskExecutor._apply_task_result_compat`` makes one
+    of each text an action returned; the default callback fails on text)."""
+    from ansible.module_utils._internal import _messages
+
+    return [w if isinstance(w, _messages.WarningSummary)
+            else _messages.WarningSummary(event=_messages.Event(msg=str(w))) for w in warnings]
+
+
+def _caused_warnings(warnings: List[Any], causes: List[Mapping[str, Any]]) -> List[Any]:
+    """``warnings`` with each a module raised from an error (``error_as_warning``:
+    the runner's ``_ioc_warning_causes``) as the module's ``WarningSummary``,
+    its event and chain of causes as the module encoded them: the console
+    shows them in full."""
+    from ansible.module_utils._internal import _messages
+
+    def event_of(data: Mapping[str, Any]) -> Any:
+        chain = data.get("chain")
+        return _messages.Event(
+            msg=str(data.get("msg") or ""),
+            formatted_source_context=data.get("formatted_source_context"),
+            formatted_traceback=data.get("formatted_traceback"),
+            help_text=data.get("help_text"),
+            chain=_messages.EventChain(
+                msg_reason=str(chain.get("msg_reason") or ""),
+                traceback_reason=str(chain.get("traceback_reason") or ""),
+                event=event_of(chain.get("event") or {}),
+                follow=bool(chain.get("follow", True))) if isinstance(chain, Mapping) else None,
+            events=tuple(event_of(e) for e in data.get("events") or ()
+                         if isinstance(e, Mapping)) or None)
+
+    summaries = {cause.get("text"): _messages.WarningSummary(event=event_of(cause["event"]))
+                 for cause in causes if isinstance(cause.get("event"), Mapping)}
     return [summaries.get(w, w) if isinstance(w, str) else w for w in warnings]
 
 

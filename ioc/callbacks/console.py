@@ -278,8 +278,14 @@ class Console(Callback):
             return {k: v for k, v in result.items() if k != "deprecations"}
         label = result.get("_ioc_label_error") or {}
         markers = {m.get("text"): m.get("origin") for m in result.get("_ioc_marker_warnings") or ()}
+        causes: Dict[Any, Dict[str, Any]] = {
+            c.get("text"): c["event"] for c in result.get("_ioc_warning_causes") or ()
+            if isinstance(c, dict) and isinstance(c.get("event"), dict)}
         for warning in (result.get("warnings") or ()) if show else ():
-            if label and warning == label.get("text") and label.get("origin"):
+            if isinstance(warning, str) and warning in causes:
+                # a module's warning raised from an error: its chain of causes
+                self.warning(_event_text(causes[warning]))
+            elif label and warning == label.get("text") and label.get("origin"):
                 # the loop_control label the runner could not template: where it is
                 self.warning("%s\n%s\n" % (warning, self.source_context(label["origin"])))
             elif isinstance(warning, str) and markers.get(warning):
@@ -447,3 +453,57 @@ def item_label(result: Dict[str, Any]) -> Any:
 
 def _count(name: str, value: int) -> str:
     return "%s=%-4s" % (name, value)
+
+
+def _brief(messages: List[str]) -> str:
+    """``_event_utils.deduplicate_message_parts``."""
+    parts = list(reversed(messages))
+    message = parts.pop(0)
+    for part in parts:
+        message = part if part.endswith(message) else "%s: %s" % (part.rstrip(". "), message)
+    return message
+
+
+def _event_text(event: Dict[str, Any]) -> str:
+    """A module's encoded event as 2.21's Display shows it in a warning
+    (``_event_formatting.format_event``, without traceback): each link of its
+    chain that cannot be collapsed on a line of its own, after the reason
+    (``<<< caused by >>>``), the brief message first."""
+    def message(one: Dict[str, Any]) -> str:
+        text = str(one.get("msg") or "")
+        context, help_text = one.get("formatted_source_context"), one.get("help_text")
+        if help_text and not context and "\n" not in text and "\n" not in help_text:
+            return "%s %s" % (text, help_text)
+        lines = [text] + ([context] if context else []) + (["", help_text] if help_text else [])
+        return "\n".join(lines)
+
+    segments: List[str] = []
+    briefs: List[str] = []
+    current: Any = event
+    while isinstance(current, dict):
+        messages = [str(current.get("msg") or "")]
+        chain = current.get("chain")
+        while isinstance(chain, dict) and chain.get("follow") \
+                and isinstance(chain.get("event"), dict):
+            nxt = chain["event"]
+            if nxt.get("formatted_source_context") or nxt.get("help_text"):
+                if (nxt.get("formatted_source_context"), nxt.get("help_text")) != \
+                        (current.get("formatted_source_context"), current.get("help_text")):
+                    break
+            inner = nxt.get("chain")
+            if isinstance(inner, dict) and chain.get("msg_reason") != inner.get("msg_reason"):
+                break
+            messages.append(str(nxt.get("msg") or ""))
+            chain = inner
+        briefs.extend(messages)
+        segments.append(message(dict(current, msg=_brief(messages))) + "\n")
+        if isinstance(chain, dict) and chain.get("follow") and isinstance(chain.get("event"), dict):
+            segments.append("\n%s\n\n" % chain.get("msg_reason"))
+            current = chain["event"]
+        else:
+            current = None
+    if len(segments) > 1:
+        segments.insert(0, _brief(briefs) + "\n\n")
+    text = "".join(segments).strip()
+    return text + "\n" if "\n" in text else text
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from typing import (Any, Callable, Collection, Dict, FrozenSet, List, Mapping, NamedTuple, Optional,
                     Sequence, Set, Tuple)
 
@@ -1315,6 +1316,11 @@ class PlayExecutor:
     def _options(self, step: Step, active: List[str],
                  host: Optional[str] = None) -> Dict[str, Any]:
         options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
+        state = self.hosts.get(host) if host is not None else None
+        if getattr(getattr(state, "spec", None), "transport", None) == "local":
+            # Ansible's local connection starts a task's commands and modules
+            # in the play's directory (ActionBase._low_level_execute_command)
+            options["local_dir"] = os.path.abspath(self.plan.program.play.basedir)
         skip = sorted(i for i in self.ctx.skip.get(host or "", ()) if step.start <= i < step.end)
         if skip:
             options["skip"] = skip

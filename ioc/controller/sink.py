@@ -77,7 +77,11 @@ class PlaySink(StepSink):
         if kind == "abort":
             self.aborted = event["msg"]
         elif kind == "warn":
-            self.callbacks.warning(event["msg"])
+            if event.get("help"):  # (display.warning with obj and help_text: an untagged obj)
+                self.callbacks.warning("%s\nOrigin: <unknown>\n\n%s\n\n%s\n"
+                                       % (event["msg"], event.get("obj"), event["help"]))
+            else:
+                self.callbacks.warning(event["msg"])
         elif kind == "saved":  # (linear's display.vv while it processes the result)
             self.callbacks.display(event["msg"], 2)
         elif kind == "start":
@@ -156,6 +160,7 @@ class PlaySink(StepSink):
 #: the conditions written as a template (their deprecation warnings);
 #: the deprecated values the task's templates read (their deprecation warnings);
 #: the Jinja constant strings with templates that were templated (their warnings);
+#: the causes of a module's warnings raised from an error (their full text);
 #: an unreachable host's connection was lost while its batch ran (ioc-adhoc
 #: --retries tries again only hosts never connected).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
@@ -163,7 +168,7 @@ _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_ex
                             "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
-                            "_ioc_lost", "_ioc_no_error"})
+                            "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

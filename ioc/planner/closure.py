@@ -14,7 +14,7 @@ one ships everything (``None``).
 """
 from __future__ import annotations
 
-from typing import FrozenSet, Iterable, Optional, Sequence, Set
+from typing import Any, FrozenSet, Iterable, Optional, Sequence, Set
 
 from ioc.planner.effects import SELF, Effects, HostvarsAccess
 from ioc.planner.program import Program
@@ -36,11 +36,22 @@ def step_reads(program: Program, effects: Sequence[Effects], start: int,
     for task, eff in tasks:
         if task.action in READS_EVERYTHING or _open_ended(eff):
             return None
-        names |= eff.read_names
+        names |= eff.read_names | _loop_variables(task)
         for access in eff.hostvars:
             # hostvars['h1'].x is this host's own x when this host is h1.
             names |= set(access.attrs)
     return frozenset(names)
+
+
+def _loop_variables(task: Any) -> FrozenSet[str]:
+    """A loop's ``loop_var`` and ``index_var`` (the names written): before
+    the first item TaskExecutor looks them up among the task's variables, to
+    warn of one already in use."""
+    if task.loop is None and not task.loop_with:
+        return frozenset()
+    control = task.loop_control or {}
+    return frozenset(name for name in (control.get("loop_var", "item"), control.get("index_var"))
+                     if isinstance(name, str) and name)
 
 
 def other_hostvars(program: Program, effects: Sequence[Effects], start: int,

@@ -17,6 +17,7 @@ import pytest
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixtures)
     ANSIBLE_CORE, ROOT,
     Ansible, ansible, ansible_python, assert_same_output, find_ansible_python, local_inventory)
+from tests.support import users
 
 pytestmark = pytest.mark.integration
 
@@ -794,6 +795,63 @@ def test_a_become_keyword_templated_to_omit_is_the_inherited_one(ansible, ansibl
     assert_same_output(linear, batch)
     assert '"msg": "nobody nobody root"' in batch.stdout
     assert batch.steps, batch.log
+
+
+#: A throwaway become user of the test below (a fresh one for each run).
+CWD_USER = "ioc_cwd_fid"
+
+
+def test_a_new_become_user_who_cannot_read_the_play_directory_gets_a_remote_tmp(ansible):
+    """A command (ioc's own module) as a fresh become user who cannot read the
+    play's directory (pytest's, 0700), where a local connection starts it:
+    AnsibleModule's ``_set_cwd`` moves to its tmpdir under the user's
+    ``remote_tmp``, which it creates with linear's "Module remote_tmp ... did
+    not exist and was created" warning (once: the next module finds it), and
+    removes the tmpdir when the module exits. ``~/.ansible/tmp`` stays,
+    empty, under both strategies. (ansible-core's setup_test_user role:
+    "run whoami as the test user".)"""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - shell: whoami; pwd
+              become: true
+              become_user: %(user)s
+              register: who
+            - stat:
+                path: /
+              become: true
+              become_user: %(user)s
+            - stat:
+                path: ~%(user)s/.ansible/tmp
+              register: remote_tmp
+            - find:
+                paths: ~%(user)s/.ansible/tmp
+                file_type: any
+              register: left
+            - debug:
+                msg:
+                  - "{{ who.stdout_lines[0] }}"
+                  - "{{ who.stdout_lines[1]
+                        is match(remote_tmp.stat.path ~ '/ansible-moduletmp-') }}"
+                  - "{{ remote_tmp.stat.isdir }} {{ remote_tmp.stat.mode }} {{ left.matched }}"
+    """ % {"user": CWD_USER})
+    inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
+                              "ansible_python_interpreter=/usr/bin/python3\n")
+    runs = []
+    try:
+        for strategy in ("linear", "mitogen_batch"):
+            users.make_user(CWD_USER)  # (a home without ~/.ansible/tmp)
+            runs.append(ansible.run("play.yml", str(inventory), strategy))
+    finally:
+        users.remove_user(CWD_USER)
+    linear, batch = runs
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    home = "/home/%s" % CWD_USER  # (useradd -m)
+    assert batch.stderr.count("[WARNING]: Module remote_tmp %s/.ansible/tmp did not exist and "
+                              "was created with a mode of 0700" % home) == 1, batch.stderr
+    assert '"%s",\n        true,\n        "True 0700 0"' % CWD_USER in batch.stdout, batch.stdout
 
 
 def test_check_mode_templated_to_omit_is_the_runs_own(ansible, ansible_python):

@@ -65,6 +65,7 @@ ANSIBLE_219_VENV = os.environ.get("IOC_ANSIBLE_219_VENV") or os.path.expanduser(
 #: linear): loops, blocks/rescue/always, handlers, register/until, facts,
 #: delegate_to/run_once, failures, ssh and unreachable hosts, no_log.
 PLAYBOOKS_219 = (
+    "become_unreadable_directory",
     "block_always_unrescued",
     "block_rescue_ssh",
     "changed_failed_when",
@@ -84,6 +85,7 @@ PLAYBOOKS_219 = (
     "include_params_precedence",
     "include_role_dynamic",
     "loop_control",
+    "loop_variable_in_use",
     "loop_item_failure",
     "meta_refresh_inventory",
     "meta_refresh_inventory_changes",

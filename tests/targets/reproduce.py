@@ -10,13 +10,18 @@ Its header comments say how to run it (all optional)::
     # inventory: testhost ansible_connection=local ansible_python_interpreter={{ ansible_playbook_python }}
     # env: ANSIBLE_FORCE_HANDLERS=1
     # args: -v
+    # cwd: private
 
 ``inventory`` lines make the inventory (default: ``testhost`` with
 ``ansible_connection=local`` and the interpreter running ansible-playbook,
 as ansible-test's controller inventory has it; ``@python@`` in a line is that
 interpreter's path); ``env`` adds environment
 variables; ``args`` adds ansible-playbook arguments. ``out_dir`` (an extra
-variable) is an empty directory of each run's own, for files a playbook writes. Both runs use
+variable) is an empty directory of each run's own, for files a playbook writes.
+``cwd: private`` runs a copy of the reproducer, from a 0700 directory of the
+run's own (ansible-test runs a target from a tree under a ``mkdtemp``
+directory, which a become user cannot read: a local connection starts
+modules in the playbook's directory). Both runs use
 ansible-core 2.21 on Python 3.13 with what ansible-test sets for every
 target (``ANSIBLE_FORCE_HANDLERS``, …: :data:`ANSIBLE_TEST_ENV`), linear with
 its stock strategy and the other with ``ANSIBLE_STRATEGY=mitogen_batch``. The
@@ -49,7 +54,7 @@ ANSIBLE_TEST_ENV = {
     "ANSIBLE_FORCE_COLOR": "false",
     "ANSIBLE_NOCOLOR": "1",
 }
-_HEADER = re.compile(r"^#\s*(inventory|env|args):\s?(.*)$")
+_HEADER = re.compile(r"^#\s*(inventory|env|args|cwd):\s?(.*)$")
 
 
 class Reproducer:
@@ -58,6 +63,7 @@ class Reproducer:
         self.inventory: List[str] = []
         self.env: Dict[str, str] = {}
         self.args: List[str] = []
+        self.private_cwd = False
         for line in path.read_text().splitlines():
             match = _HEADER.match(line)
             if not match:
@@ -65,6 +71,8 @@ class Reproducer:
             key, value = match.groups()
             if key == "inventory":
                 self.inventory.append(value)
+            elif key == "cwd":
+                self.private_cwd = value.strip() == "private"
             elif key == "env":
                 name, _, val = value.partition("=")
                 self.env[name.strip()] = val.strip()
@@ -94,9 +102,15 @@ def run(repro: Reproducer, strategy: str, python: str, workdir: Path) -> Tuple[i
     playbook = os.path.join(os.path.dirname(python), "ansible-playbook")
     out_dir = workdir / "out"
     out_dir.mkdir()
+    path = repro.path
+    if repro.private_cwd:
+        private = workdir / "private"
+        private.mkdir(mode=0o700)
+        path = private / repro.path.name
+        path.write_bytes(repro.path.read_bytes())
     proc = subprocess.run([python, playbook, "-i", str(inventory), "-e", "out_dir=%s" % out_dir,
-                           str(repro.path), *repro.args],
-                          cwd=str(repro.path.parent), env=env, stdin=subprocess.DEVNULL,
+                           str(path), *repro.args],
+                          cwd=str(path.parent), env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
 

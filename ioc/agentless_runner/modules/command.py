@@ -149,6 +149,8 @@ def run(args, ctx):
     cwd = _common.opt_path(args.get("chdir"))
     if cwd:
         _check_chdir(cwd, r)
+    elif ctx.cwd is not None:  # (AnsibleModule's, when it moved: see ModuleDirectory)
+        cwd = ctx.cwd.path
     skip = _skip_reason(args, cwd, ctx.check_mode)
     if skip:
         r.update(msg=skip[0], stdout=skip[1], rc=0)

@@ -37,7 +37,7 @@ def run(args, ctx):
     executable = args.get("executable") or "/bin/sh"
     try:
         rc, out, err = _common.run_command(str(command), env=dict(os.environ), shell=True,
-                                           executable=str(executable))
+                                           executable=str(executable), cwd=ctx.start_cwd())
     except OSError as e:
         raise ModuleError(str(e), rc=e.errno, stdout="", stderr="", changed=False)
     result = low_level_result(rc, out, err)

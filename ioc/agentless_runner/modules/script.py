@@ -82,8 +82,8 @@ def run(args, ctx):
         if args.get("executable"):
             command = "%s %s" % (args["executable"], command)
         try:
-            rc, out, err = _common.run_command(command, env=ctx.child_env(), cwd=chdir,
-                                               shell=True)
+            rc, out, err = _common.run_command(command, env=ctx.child_env(),
+                                               cwd=chdir or ctx.start_cwd(), shell=True)
         except OSError as e:
             raise ModuleError(str(e), rc=e.errno, changed=False)
     finally:

@@ -9,6 +9,7 @@ import errno
 import os
 import stat as _stat
 
+from ioc.agentless_runner import results
 from ioc.agentless_runner.context import ModuleError
 from ioc.agentless_runner.modules import _common
 
@@ -57,7 +58,7 @@ def format_output(path, st):
     for attr, key in _PLATFORM_FIELDS:
         if hasattr(st, attr):
             out[key] = getattr(st, attr)
-            if attr == "st_blocks":
+            if attr == "st_blocks" and not results.legacy():  # (new in 2.21's stat)
                 out["disk_usage_bytes"] = st.st_blocks * 512
     return out
 
