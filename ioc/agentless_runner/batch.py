@@ -643,13 +643,14 @@ class HostRun(HandlerRun, LoopRun):
             ignore = result.pop("_ioc_ignore_unreachable") if "_ioc_ignore_unreachable" in result \
                 else self._truthy(task.get("ignore_unreachable"), templar)
             self.emit({"e": "unreachable", "k": key, "status": status, "started": True,
-                       "result": self._visible(task, result, templar), "ignore": bool(ignore)})
+                       "result": self._visible(task, result, templar, task_level=True),
+                       "ignore": bool(ignore)})
             if ignore:
                 return None
             raise HostUnreachable()
         rescued = status == "failed" and not ignored and scope.rescuable
         self.emit({"e": "done", "k": key, "status": status,
-                   "result": self._visible(task, result, templar),
+                   "result": self._visible(task, result, templar, task_level=True),
                    "ignored": ignored, "rescued": rescued})
         if status == "failed" and not ignored:
             return Failure(failed_task_wire(task, templar), results.public(result))
@@ -1158,11 +1159,16 @@ class HostRun(HandlerRun, LoopRun):
 
     # -- small helpers -----------------------------------------------------------
 
-    def _visible(self, task, result, templar):
+    def _visible(self, task, result, templar, task_level=False):
+        """What the callbacks see of ``result`` (an item's, an attempt's, or with
+        ``task_level`` the task's own): censored for ``no_log``."""
         shown = dict(result)
         # A result may hide itself: include_vars of a vault-encrypted file.
         if self._truthy(task.get("no_log"), templar) or result.get("_ansible_no_log") is True:
             return results.censor(shown)
+        if results.unvalidated_no_log(task.get("no_log"), result, task_level,
+                                      task.get("loop") is not None):
+            return results.censor(shown, no_log=False)
         return shown
 
     def _truthy(self, value, templar):

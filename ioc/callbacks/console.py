@@ -158,8 +158,11 @@ class Console(Callback):
             self._print(line, "changed" if changed else "ok")
         elif status is Status.SKIPPED:
             line = "skipping: [%s]" % host
-            if self._verbose(result) and not looped:
-                line += " => %s" % self.dump(result)
+            if self._verbose(result):
+                # (a loop's: without its items, as _process_items deletes them:
+                # ``{"changed": false, "msg": "All items skipped"}``)
+                line += " => %s" % self.dump({k: v for k, v in result.items()
+                                               if not (looped and k == "results")})
             self._print(line, "skip")
         elif status is Status.FAILED:
             if not looped or task.action == "debug":
