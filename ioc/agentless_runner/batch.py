@@ -713,7 +713,7 @@ class HostRun(HandlerRun, LoopRun):
                 return results.failed_result(
                     "Task failed: %s" % error,
                     _ioc_task_error=True, _ioc_error_expr=cond,
-                    _ioc_error_origin=origin or None)
+                    _ioc_error_origin=origin or None, _ioc_unvalidated=True)
         if reads is not None:
             reads.where = None
         return None
@@ -730,7 +730,8 @@ class HostRun(HandlerRun, LoopRun):
             message, written = undelegated
             failed = results.failed_result(
                 "Task failed: %s" % message, _ioc_task_error=True, _ioc_error_expr=written,
-                _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written})
+                _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written},
+                _ioc_unvalidated=True)
             origin = _nth((task.get("origins") or {}).get("delegate_to") or (), 0)
             if origin:  # (the console's "caused by": where delegate_to was written)
                 failed["_ioc_error_chain"] = [[message, origin]]
@@ -1166,9 +1167,16 @@ class HostRun(HandlerRun, LoopRun):
         # A result may hide itself: include_vars of a vault-encrypted file.
         if self._truthy(task.get("no_log"), templar) or result.get("_ansible_no_log") is True:
             return results.censor(shown)
-        if results.unvalidated_no_log(task.get("no_log"), result, task_level,
-                                      task.get("loop") is not None):
-            return results.censor(shown, no_log=False)
+        looped = task.get("loop") is not None
+        if results.unvalidated_no_log(task.get("no_log"), result, task_level, looped):
+            censored = results.censor(shown, no_log=False)
+            if results.status_of(result) in ("failed", "unreachable") \
+                    and not (task_level and looped):
+                # 2.21's callbacks still show its error (the result's ``exception``
+                # is kept): the no_log's value is false, nothing here is secret
+                # (a loop's own result has no error: its items showed theirs)
+                censored["_ioc_uncensored"] = shown
+            return censored
         return shown
 
     def _truthy(self, value, templar):

@@ -239,8 +239,9 @@ def unvalidated_no_log(raw, result, task_level, looped):
     utr.no_log``, ``task`` being the one the worker ran. ``no_log`` gets its
     value only in ``Task.post_validate``, which ``TaskExecutor._execute_internal``
     reaches after ``when``: a task (or a loop item's copy of it, ``loop_item_context``)
-    that its ``when`` skipped keeps the template, and so does a loop's own task,
-    whose items run on copies (``_run_loop``). A template is a non-empty
+    that its ``when`` skipped keeps the template, as does one that failed before
+    (``when`` or ``delegate_to`` could not be templated: ``_ioc_unvalidated``),
+    and a loop's own task, whose items run on copies (``_run_loop``). A template is a non-empty
     string: true. ``Base.update_result_no_log`` does template it for the
     result (``utr.no_log``), so a false one leaves the result unmarked
     (``censor(..., no_log=False)``). 2.19 censors on a literal boolean only
@@ -250,7 +251,8 @@ def unvalidated_no_log(raw, result, task_level, looped):
         return False
     if task_level and looped:
         return True
-    return bool(result.get("skipped")) and "false_condition" in result
+    return bool(result.get("_ioc_unvalidated")) or \
+        bool(result.get("skipped")) and "false_condition" in result
 
 
 def templated_conditionals(result, found):

@@ -346,6 +346,9 @@ class Console(Callback):
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``
         and the source excerpt, then a blank line; on stdout, as the default
         callback prints it (``display_failed_stderr`` is off by default)."""
+        # (a result censored for a no_log template whose value is false: 2.21
+        # shows its error, the runner sends it beside the censored result)
+        result = result.get("_ioc_uncensored") or result
         if "censored" in result or result.get("_ioc_until_exhausted") or result.get("_ioc_no_error"):
             # (until ran out: Ansible has no error to show, the action did not fail;
             # 2.21's failure of an async job still running when its polls ran out has none)
