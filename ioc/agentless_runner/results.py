@@ -225,6 +225,9 @@ def censor(result, no_log=True):
     for key in _PRESERVED:
         if key in result:
             out[key] = result[key]
+    if "_ansible_delegated_vars" in result:
+        # (the host label's: Ansible's comes from the task's delegate_to, never censored)
+        out["_ansible_delegated_vars"] = result["_ansible_delegated_vars"]
     if "results" in result:
         out["results"] = [censor(r, no_log) for r in result["results"]]
     return out
