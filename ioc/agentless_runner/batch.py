@@ -720,13 +720,14 @@ class HostRun(HandlerRun, LoopRun):
             ignore = result.pop("_ioc_ignore_unreachable") if "_ioc_ignore_unreachable" in result \
                 else self._truthy(task.get("ignore_unreachable"), templar)
             self.emit({"e": "unreachable", "k": key, "status": status, "started": True,
-                       "result": self._visible(task, result, templar), "ignore": bool(ignore)})
+                       "result": self._visible(task, result, templar, task_level=True),
+                       "ignore": bool(ignore)})
             if ignore:
                 return None
             raise HostUnreachable()
         rescued = status == "failed" and not ignored and scope.rescuable
         self.emit({"e": "done", "k": key, "status": status,
-                   "result": self._visible(task, result, templar),
+                   "result": self._visible(task, result, templar, task_level=True),
                    "ignored": ignored, "rescued": rescued})
         if status == "failed" and not ignored:
             return Failure(failed_task_wire(task, templar), results.public(result))
@@ -789,7 +790,7 @@ class HostRun(HandlerRun, LoopRun):
                 return results.failed_result(
                     "Task failed: %s" % error,
                     _ioc_task_error=True, _ioc_error_expr=cond,
-                    _ioc_error_origin=origin or None)
+                    _ioc_error_origin=origin or None, _ioc_unvalidated=True)
         if reads is not None:
             reads.where = None
         return None
@@ -806,7 +807,8 @@ class HostRun(HandlerRun, LoopRun):
             message, written = undelegated
             failed = results.failed_result(
                 "Task failed: %s" % message, _ioc_task_error=True, _ioc_error_expr=written,
-                _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written})
+                _ansible_delegated_vars={"ansible_delegated_host": written, "ansible_host": written},
+                _ioc_unvalidated=True)
             origin = _nth((task.get("origins") or {}).get("delegate_to") or (), 0)
             if origin:  # (the console's "caused by": where delegate_to was written)
                 failed["_ioc_error_chain"] = [[message, origin]]
@@ -1236,11 +1238,23 @@ class HostRun(HandlerRun, LoopRun):
 
     # -- small helpers -----------------------------------------------------------
 
-    def _visible(self, task, result, templar):
+    def _visible(self, task, result, templar, task_level=False):
+        """What the callbacks see of ``result`` (an item's, an attempt's, or with
+        ``task_level`` the task's own): censored for ``no_log``."""
         shown = dict(result)
         # A result may hide itself: include_vars of a vault-encrypted file.
         if self._truthy(task.get("no_log"), templar) or result.get("_ansible_no_log") is True:
             return results.censor(shown)
+        looped = task.get("loop") is not None
+        if results.unvalidated_no_log(task.get("no_log"), result, task_level, looped):
+            censored = results.censor(shown, no_log=False)
+            if results.status_of(result) in ("failed", "unreachable") \
+                    and not (task_level and looped):
+                # 2.21's callbacks still show its error (the result's ``exception``
+                # is kept): the no_log's value is false, nothing here is secret
+                # (a loop's own result has no error: its items showed theirs)
+                censored["_ioc_uncensored"] = shown
+            return censored
         return shown
 
     def _truthy(self, value, templar):

@@ -242,15 +242,27 @@ def public(result):
 _PRESERVED = ("failed", "skipped", "attempts", "retries", "warnings", "deprecations")
 
 
-def censor(result):
-    """What callbacks may see of a ``no_log`` result."""
-    out = {"censored": CENSORED, "changed": bool(result.get("changed")),
-           "_ansible_no_log": True}  # as Ansible's: a loop item's label says it is censored
+def censor(result, no_log=True):
+    """What callbacks may see of a ``no_log`` result.
+
+    ``no_log`` false: censored only because the task the callbacks are given
+    still holds a templated ``no_log`` whose value is false (2.21, see
+    ``unvalidated_no_log``): the result then carries no ``_ansible_no_log``
+    (as Ansible's, whose result no_log is ``False or None``), so a loop item
+    shows neither "(censored due to no_log)" nor its label: ``(item=None)``.
+    """
+    marked = no_log or result.get("_ansible_no_log") is True
+    out = {"censored": CENSORED, "changed": bool(result.get("changed"))}
+    if marked:
+        out["_ansible_no_log"] = True  # as Ansible's: a loop item's label says it is censored
     for key in _PRESERVED:
         if key in result:
             out[key] = result[key]
+    if "_ansible_delegated_vars" in result:
+        # (the host label's: Ansible's comes from the task's delegate_to, never censored)
+        out["_ansible_delegated_vars"] = result["_ansible_delegated_vars"]
     if "results" in result:
-        out["results"] = [censor(r) for r in result["results"]]
+        out["results"] = [censor(r, no_log) for r in result["results"]]
     return out
 
 
@@ -287,6 +299,31 @@ def read_deprecations(result, notices):
                if n in DEPRECATED_VALUES]
     if entries:
         result["deprecations"] = list(result.get("deprecations") or ()) + entries
+
+
+def unvalidated_no_log(raw, result, task_level, looped):
+    """Whether ansible-core 2.21's callbacks censor ``result`` for a ``no_log``
+    that is no literal boolean (``raw``, as written: a template), whatever
+    value it templates to.
+
+    2.21's ``CallbackTaskResult.result`` censors on ``task.no_log or
+    utr.no_log``, ``task`` being the one the worker ran. ``no_log`` gets its
+    value only in ``Task.post_validate``, which ``TaskExecutor._execute_internal``
+    reaches after ``when``: a task (or a loop item's copy of it, ``loop_item_context``)
+    that its ``when`` skipped keeps the template, as does one that failed before
+    (``when`` or ``delegate_to`` could not be templated: ``_ioc_unvalidated``),
+    and a loop's own task, whose items run on copies (``_run_loop``). A template is a non-empty
+    string: true. ``Base.update_result_no_log`` does template it for the
+    result (``utr.no_log``), so a false one leaves the result unmarked
+    (``censor(..., no_log=False)``). 2.19 censors on a literal boolean only
+    (``isinstance(task.no_log, bool)``): ``legacy()`` never gets here.
+    """
+    if isinstance(raw, bool) or not raw or legacy():
+        return False
+    if task_level and looped:
+        return True
+    return bool(result.get("_ioc_unvalidated")) or \
+        bool(result.get("skipped")) and "false_condition" in result
 
 
 def templated_conditionals(result, found):

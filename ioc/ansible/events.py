@@ -153,9 +153,10 @@ class EventReplay:
             status = event["status"]
             if action in BRIDGE_INCLUDES:  # what each item included
                 self.include_items.setdefault(name, []).append(event["result"])
+            result = _uncensored(event["result"])
             self.tqm.send_callback("v2_runner_item_on_%s" % status,
-                                   task_result(host, as_run(task, event["result"]),
-                                               event["result"], action, status, item=True))
+                                   task_result(host, as_run(task, result),
+                                               result, action, status, item=True))
         elif kind == "retry":
             self.tqm.send_callback("v2_runner_retry",
                                    task_result(host, as_run(task, event["result"]),
@@ -176,7 +177,7 @@ class EventReplay:
         if event["e"] != "done" and not event.get("started"):
             self.tqm.send_callback("v2_runner_on_start", host, task)
         status = event["status"]
-        result = event.get("result") or {}
+        result = _uncensored(event.get("result") or {})
         ignored = bool(event.get("ignored"))
         items = self.include_items.pop(host.name, None)
         if items and isinstance(result.get("results"), list) and \
@@ -309,9 +310,10 @@ def as_run(task: Any, result: Mapping[str, Any]) -> Any:
     runner made of it: a censored result.
     """
     delegate, no_log = (_templated(getattr(task, k, None)) for k in ("delegate_to", "no_log"))
-    # An item its when skips never gets post-validated in linear: its task
-    # keeps the template, which censors it (item=None); so does this.
-    no_log = no_log and not result.get("skipped")
+    # An item its when skips (or fails on: ``_ioc_unvalidated``) never gets
+    # post-validated in linear: its task keeps the template, which censors it
+    # (item=None); so does this.
+    no_log = no_log and not result.get("skipped") and not result.get("_ioc_unvalidated")
     if not (delegate or no_log):
         return task
     copy = task.copy(exclude_parent=True, exclude_tasks=True)
@@ -324,6 +326,15 @@ def as_run(task: Any, result: Mapping[str, Any]) -> Any:
     if no_log:  # the callbacks censor on task.no_log: a template is always true
         copy.no_log = bool(result.get("_ansible_no_log") or "censored" in result)
     return copy
+
+
+def _uncensored(result: Dict[str, Any]) -> Dict[str, Any]:
+    """The whole result the runner censored for a ``no_log`` template whose value
+    is false (``results.unvalidated_no_log``), when it sent it along (a failure):
+    Ansible censors it on the task's template as linear's callbacks do, and
+    still shows its error."""
+    whole = result.get("_ioc_uncensored")
+    return whole if isinstance(whole, dict) else result
 
 
 def _templated(value: Any) -> bool:

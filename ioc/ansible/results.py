@@ -124,7 +124,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
                 data["msg"] = tuple(data["msg"])  # as the plugin made it (dnf's is a tuple)
         return _raw_task_result(host, task, data, action, status, retry)
     utr_class = _task.UnifiedTaskResult
-    items = data.pop("results", None) if task.loop or task.loop_with else None
+    items = data.pop("results", None) if task.loop is not None or task.loop_with else None
     engine = bool(result.get("_ioc_task_error")) and status in ("failed", "unreachable")
     raised = bool(result.get("_ioc_raised")) and status == "failed"
     loop_error = result.get("_ioc_loop_error") if status == "failed" else None

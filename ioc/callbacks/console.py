@@ -144,8 +144,11 @@ class Console(Callback):
             self._print(line, "changed" if changed else "ok")
         elif status is Status.SKIPPED:
             line = "skipping: [%s]" % host
-            if self._verbose(result) and not looped:
-                line += " => %s" % self.dump(result)
+            if self._verbose(result):
+                # (a loop's: without its items, as _process_items deletes them:
+                # ``{"changed": false, "msg": "All items skipped"}``)
+                line += " => %s" % self.dump({k: v for k, v in result.items()
+                                               if not (looped and k == "results")})
             self._print(line, "skip")
         elif status is Status.FAILED:
             if not looped or task.action == "debug":
@@ -335,6 +338,9 @@ class Console(Callback):
         """ansible-core's ``[ERROR]: Task failed:`` block: the message, ``Origin:``
         and the source excerpt, then a blank line; on stdout, as the default
         callback prints it (``display_failed_stderr`` is off by default)."""
+        # (a result censored for a no_log template whose value is false: 2.21
+        # shows its error, the runner sends it beside the censored result)
+        result = result.get("_ioc_uncensored") or result
         if "censored" in result or result.get("_ioc_until_exhausted") or result.get("_ioc_no_error"):
             # (until ran out: Ansible has no error to show, the action did not fail;
             # 2.21's failure of an async job still running when its polls ran out has none)

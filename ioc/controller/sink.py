@@ -168,7 +168,7 @@ _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_ex
                             "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
-                            "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error"})
+                            "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error", "_ioc_uncensored"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

@@ -90,6 +90,7 @@ PLAYBOOKS_219 = (
     "meta_refresh_inventory",
     "meta_refresh_inventory_changes",
     "no_log",
+    "no_log_templated_skip",
     "outside_the_play",
     "reference_p8",
     "registered_shapes",
