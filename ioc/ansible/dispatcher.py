@@ -68,11 +68,24 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
     Ansible's workers is served there (:mod:`ioc.ansible.runner_service`).
     """
     _exit_with_parent(os.path.dirname(socket) if socket else None)
-    _preload()
+    # (beside the first request: a ``connect`` starts the connections meanwhile;
+    # a play waits for it, so that no two threads import Ansible at once)
+    _PRELOAD.start()
     serve_link(ParentLink(inp, out), Connections(), socket)
 
 
 def _preload() -> None:
+    try:
+        _import_ansible()
+    except Exception:  # (the play's own imports meet it, and say it)
+        LOG.exception("preloading Ansible failed")
+
+
+#: :func:`_preload`'s thread (``serve`` starts it; a play request joins it).
+_PRELOAD = threading.Thread(target=_preload, name="ioc-preload", daemon=True)
+
+
+def _import_ansible() -> None:
     """Import what the first play request needs before reading it.
 
     The parent starts this process before it plans its first play
@@ -132,6 +145,8 @@ def serve_link(link: ParentLink, connections: Connections, socket: Optional[str]
                 continue
             if request.get("op") != "play":
                 continue
+            if _PRELOAD.is_alive():
+                _PRELOAD.join()
             connector = connections.get(request["options"].forks)
             if socket and service is None:
                 service = RunnerService(socket, connector)
