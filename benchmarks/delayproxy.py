@@ -137,7 +137,7 @@ class ConnectionStats:
 
     def as_dict(self) -> Dict[str, object]:
         return {
-            "id": self.id, "client": self.client, "open": self.open,
+            "id": self.id, "client": self.client, "open": self.open, "opened": self.opened,
             "duration": (self.closed if self.closed is not None else time.monotonic())
             - self.opened,
             "bytes_c2s": self.bytes_c2s, "bytes_s2c": self.bytes_s2c,

@@ -44,7 +44,7 @@ from ioc.ansible.runner_service import RunnerService
 from ioc.ansible.through_ansible import FlushThroughAnsible, run_through_ansible
 from ioc.callbacks import Callback, Stats
 from ioc.transport.connector import Connector
-from ioc.transport.spec import ConnectionSpec
+from ioc.transport.spec import ConnectionSpec, spec_for
 from ioc.controller.play import PlayExecutor
 from ioc.controller.sink import PlaySink
 from ioc.controller.state import HostStatus, StepOutcome
@@ -68,11 +68,24 @@ def serve(inp: BinaryIO, out: IO[bytes], socket: Optional[str] = None) -> None:
     Ansible's workers is served there (:mod:`ioc.ansible.runner_service`).
     """
     _exit_with_parent(os.path.dirname(socket) if socket else None)
-    _preload()
+    # (beside the first request: a ``connect`` starts the connections meanwhile;
+    # a play waits for it, so that no two threads import Ansible at once)
+    _PRELOAD.start()
     serve_link(ParentLink(inp, out), Connections(), socket)
 
 
 def _preload() -> None:
+    try:
+        _import_ansible()
+    except Exception:  # (the play's own imports meet it, and say it)
+        LOG.exception("preloading Ansible failed")
+
+
+#: :func:`_preload`'s thread (``serve`` starts it; a play request joins it).
+_PRELOAD = threading.Thread(target=_preload, name="ioc-preload", daemon=True)
+
+
+def _import_ansible() -> None:
     """Import what the first play request needs before reading it.
 
     The parent starts this process before it plans its first play
@@ -127,8 +140,13 @@ def serve_link(link: ParentLink, connections: Connections, socket: Optional[str]
                 request = link.next_request()
             except EOFError:
                 return
+            if request.get("op") == "connect":
+                warm_up(request, connections.get(request["forks"]))
+                continue
             if request.get("op") != "play":
                 continue
+            if _PRELOAD.is_alive():
+                _PRELOAD.join()
             connector = connections.get(request["options"].forks)
             if socket and service is None:
                 service = RunnerService(socket, connector)
@@ -186,6 +204,30 @@ def _exit_with_parent(socket_dir: Optional[str]) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="ioc-parent-watch", daemon=True).start()
+
+
+def warm_up(request: Dict[str, Any], connector: Connector) -> None:
+    """``connect``: start connecting the hosts the next play will run on, while
+    the parent plans it (:meth:`~ioc.transport.connector.Connector.warm`).
+
+    Each host's settings are made as :meth:`BridgeRun._spec` makes them,
+    from the variables the parent sent (its inventory layer, the play's
+    role defaults, vars and role vars, extra vars). The play's own
+    :meth:`~ioc.transport.connector.Connector.settle` decides: settings
+    that differ (a ``vars_files`` entry, say) end the warm-up's runner.
+    A host whose settings cannot be made is left to the play, which reports
+    why where it always did.
+    """
+    for name, variables in request["hosts"].items():
+        try:
+            spec = spec_for(name, variables, password=request.get("password"))
+        except Exception as exc:  # (the play's own spec_for says it, where it says it)
+            LOG.info("%s: not warmed up: %s", name, exc)
+            continue
+        if spec.via:  # (its chain is the play's to make)
+            continue
+        if connector.warm(name, spec):
+            LOG.info("%s: warming up its connection", name)
 
 
 def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,

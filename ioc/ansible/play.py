@@ -90,12 +90,7 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
         pre = (gather_ir,) + pre
     handler_tasks = [h for b in play.handlers for h in b.block]
     handlers = tuple(converter.task(h, handler=True) for h in handler_tasks)
-    defaults: Dict[str, Any] = {}
-    exported: Dict[str, Any] = {}
-    for role in play.get_roles():
-        defaults.update(plain(role.get_default_vars()))
-        if role.public:  # (VariableManager.get_vars: "exported vars from all roles")
-            exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
+    defaults, exported = role_layers(play)
     # (VariableManager._get_magic_variables: the roles of play.roles by name)
     role_names = tuple(plain(r.get_name()) for r in play.roles)
     dependent_role_names = tuple(sorted({plain(d.get_name()) for r in play.roles
@@ -129,6 +124,45 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
                      converter=converter,
                      host_vars_files=host_vars_files, gather_ir=gather_ir,
                      skip_gather=tuple(skip_gather) if gather or gather_ir else ())
+
+
+def role_layers(play: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The play's roles' defaults and their exported vars (``Play.role_defaults``
+    and ``Play.role_vars``), as plain values."""
+    defaults: Dict[str, Any] = {}
+    exported: Dict[str, Any] = {}
+    for role in play.get_roles():
+        defaults.update(plain(role.get_default_vars()))
+        if role.public:  # (VariableManager.get_vars: "exported vars from all roles")
+            exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
+    return defaults, exported
+
+
+def connection_layers(strategy: Any, iterator: Any, play_context: Any,
+                      hosts: List[Any]) -> Dict[str, Dict[str, Any]]:
+    """Per host of ``hosts``, the variables its connection is made from, as
+    ``PlaybookRun._spec`` layers them in the dispatcher (role defaults, the
+    inventory layer :class:`~ioc.ansible.hostvars.HostVarsExport` sends, the
+    play's vars and static ``vars_files``, role vars, extra vars): what the
+    dispatcher warms the connections up with while the play is planned. A
+    per-host ``vars_files`` entry is not in it (the play's settings win)."""
+    from types import SimpleNamespace
+
+    from ansible import constants as C
+    from ioc.ansible.hostvars import HostVarsExport
+
+    play, vm = iterator._play, strategy._variable_manager
+    export = HostVarsExport(SimpleNamespace(  # type: ignore[arg-type]
+        vm=vm, play=play, strategy=strategy, play_context=play_context))
+    defaults, exported = role_layers(play)
+    if any(templated_vars_file(entry) for entry in play.get_vars_files()):
+        vars_files: Dict[str, Any] = {}
+    else:
+        vars_files = static_vars_files(play, strategy._loader)
+    level = {**plain_vars(play.vars or {}), **vars_files, **exported,
+             **plain(vm.extra_vars)}
+    return {plain(host.name): {**defaults, **export.host_vars(host, C), **level}
+            for host in hosts}
 
 
 def _smart_skip(iterator: Any) -> List[str]:

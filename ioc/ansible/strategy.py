@@ -88,6 +88,7 @@ def build_strategy_class() -> type:
             if _started_at_task(self._tqm, iterator):
                 raise Fallback("--start-at-task: Ansible's iterator starts this play at the "
                                "task, or past its last one when none matches")
+            _warm_up(self, iterator, play_context)
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
             flushes = [step for step in foreign if step.handlers]
@@ -133,6 +134,35 @@ def _start_dispatcher() -> None:
         Dispatcher.get()
     except WarmError:
         pass
+
+
+def _warm_up(strategy: Any, iterator: Any, play_context: Any) -> None:
+    """Have the dispatcher start connecting the hosts this play (this serial
+    batch) runs on before the play is planned: ssh and the runner's bootstrap
+    (~10 round trips) then run while the parent converts the play and builds
+    its modules' payloads, not after. Only a warm-up: a host that cannot be
+    reached is reported by the play, at its first task that connects, as
+    before (:meth:`ioc.transport.connector.Connector.warm`)."""
+    from ansible import context
+    from ioc.ansible.play import connection_layers
+    from ioc.warm import WarmError
+
+    hosts = [h for h in strategy.get_hosts_left(iterator) if not iterator.is_failed(h)]
+    if not hosts:
+        return
+    try:
+        layers = connection_layers(strategy, iterator, play_context, hosts)
+    except Exception as exc:  # (planning meets it again, and says it where linear would)
+        from ansible.utils.display import Display
+        Display().vvv("mitogen_batch: no early connections: %s" % exc)
+        return
+    try:
+        dispatcher = Dispatcher.get()
+    except WarmError:
+        return  # (PlayRun.run reports it)
+    dispatcher.request({"op": "connect", "hosts": layers,
+                        "forks": int(context.CLIARGS.get("forks") or 5),
+                        "password": plain(play_context.password) or None})
 
 
 def _started_at_task(tqm: Any, iterator: Any) -> bool:

@@ -205,6 +205,33 @@ class Connector:
                 self._parent[key] = parent_key
         return ctx
 
+    def warm(self, host: str, spec: ConnectionSpec) -> bool:
+        """Start connecting ``host`` with ``spec`` in the background, before any
+        call needs it (``mitogen_batch``: while ansible-playbook plans the play).
+
+        Only a warm-up: nothing is reported. A call that asks for the host
+        while the attempt is under way waits for it and takes its outcome, as
+        a call that waits for another call's attempt does (:meth:`context`);
+        a failure that ended before any call asked is forgotten, and the
+        first call connects again, where and when the run would have. A host
+        settled already (an earlier play) is left alone; the play's
+        :meth:`settle` with other settings ends what this one started.
+        Returns whether an attempt was started.
+        """
+        with self._lock:
+            if host in self._specs or (host, None) in self.contexts:
+                return False
+            self._specs[host] = spec
+
+        def connect() -> None:
+            try:
+                self.context(host, spec)
+            except Exception as exc:  # (the first call that needs it connects again)
+                LOG.info("%s: warming up its connection failed: %s", host, exc)
+
+        threading.Thread(target=connect, name="ioc-warm-%s" % host, daemon=True).start()
+        return True
+
     def settle(self, host: str, spec: ConnectionSpec) -> None:
         """``host``'s settings for the play about to run: if they changed (a later
         play's ``connection``, ``remote_user``, ``port``...) its runners made with
@@ -213,8 +240,12 @@ class Connector:
         with self._lock:
             known = self._specs.get(host)
             self._specs[host] = spec
+            key_lock = self._key_locks.get((host, None))
         if known is not None and known != spec:
             LOG.info("%s: its connection settings changed: connecting afresh", host)
+            if key_lock is not None:
+                with key_lock:  # (a warm-up with the other settings ends first)
+                    pass
             self.reset(host)
 
     def forget(self, host: str) -> None:
