@@ -280,9 +280,10 @@ class _Running:
         # Below an intermediary, payloads come from its RAM (ioc.agentless_runner.relay).
         relayed = connector.divert(call.connection, call.become, wire.get("blobs") or {})
         if relayed is not None:
-            wire["blobs"], wire["relay"] = {}, relayed
+            wire["blobs"], wire["relay"] = {}, relayed[0]
         wire = trust.encode(wire)
-        tracker.sent = len(mitogen.core.Message.pickled(wire).data)
+        tracker.sent = len(mitogen.core.Message.pickled(wire).data) \
+            + (relayed[1] if relayed is not None else 0)
         if call.modules:
             bootstrap.preload(connector.router, ctx, call.modules)
         self.events = _Events(connector.router, ctx, lambda msg: put((self, msg)))

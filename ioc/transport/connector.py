@@ -274,12 +274,14 @@ class Connector:
         return None
 
     def divert(self, host: str, become: Optional[BecomeSpec],
-               blobs: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+               blobs: Mapping[str, Any]) -> Optional[Tuple[Dict[str, Any], int]]:
         """Payloads for an intermediary's runner or one below it: pushed to the
         intermediary's relay, those it lacks, once per intermediary for the
         run; the runner gets them from there. The batch then carries
         ``{"id": <the relay's context id>, "digests": [...]}`` instead of the
-        blobs; None when ``host`` is reached through no relay."""
+        blobs, and the bytes pushed for it (the transport report counts them
+        for the call that needed them); None when ``host`` is reached
+        through no relay."""
         found = self.relay_of(host, become)
         if found is None:
             return None
@@ -290,7 +292,8 @@ class Connector:
             held.update(new)
             if new:  # (under the lock: two hosts below never push the same twice)
                 ctx.call_service_async(RELAY, "store", blobs=new).close()
-        return {"id": ctx.context_id, "digests": sorted(blobs)}
+        return {"id": ctx.context_id, "digests": sorted(blobs)}, \
+            sum(len(blob) for blob in new.values())
 
     def settle(self, host: str, spec: ConnectionSpec) -> None:
         """``host``'s settings for the play about to run: if they changed (a later
