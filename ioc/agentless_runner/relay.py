@@ -54,6 +54,9 @@ def start(threads, econtext=None):
     there, as its own ``_proxy_connect`` runs it).
     """
     mitogen.parent.upgrade_router(econtext)
+    # The broker swaps its poller (and drops its timers) on its own thread:
+    # let that be done before the pool's threads exist and send or log.
+    econtext.broker.defer_sync(lambda: None)
     pool = mitogen.service.get_or_create_pool(size=threads, router=econtext.router)
     pool.get_invoker(Relay.name(), None)  # (activated now: runners below may ask first)
     return pool.size

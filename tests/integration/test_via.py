@@ -142,10 +142,10 @@ def test_hosts_behind_an_intermediary_get_each_file_over_its_link_once(tmp_path,
     out = tmp_path / "out"
     out.mkdir()
     with DelayProxy(sshd.host, sshd.port, 0.0) as proxy:
-        hosts = (sshd.inventory_ini(["a"], "ansible_port=%d" % proxy.port, group="rack")
-                 .replace("ansible_port=%d " % sshd.port, "")
-                 + "\n".join(sshd.inventory_ini(["b", "c", "d"]).splitlines()) + "\n"
-                 + "[rack:vars]\nioc_via_auto=true\n")
+        # (the first host's port is the proxy's; the others' the sshd's own)
+        hosts = (sshd.inventory_ini(["a"], group="rack").replace(
+                     "ansible_port=%d " % sshd.port, "ansible_port=%d " % proxy.port)
+                 + sshd.inventory_ini(["b", "c", "d"]) + "[rack:vars]\nioc_via_auto=true\n")
         assert hosts.count("ansible_port=%d" % proxy.port) == 1
         run = Controller(front, tmp_path, f"""
             - hosts: rack
@@ -183,3 +183,32 @@ def test_hosts_behind_an_intermediary_get_each_file_over_its_link_once(tmp_path,
     # Once: the runner's code and both files (~0.5 + 1.8 MiB); four times would be > 7 MiB.
     assert crossed["connections"] == 1, crossed
     assert SMALL + LARGE < crossed["bytes_c2s"] < 2 * (SMALL + LARGE), crossed
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_hosts_behind_an_intermediary_connect_while_it_runs_its_own_batch(tmp_path, sshd, front):
+    """The intermediary's relay starts the connections below it on threads of
+    its own: the hosts behind ``a`` run their task while ``a``'s runner is
+    busy with its own batch (mitogen's ``via=`` would start them on that
+    runner's main thread, after the batch). ``a``'s batch waits for the
+    others' files; with ``-f 2``, ``c`` and ``d`` connect only once ``b`` is
+    done, well inside it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    hosts = (sshd.inventory_ini(["a"], group="rack") + sshd.inventory_ini(["b", "c", "d"])
+             + "[rack:vars]\nioc_via_auto=true\n")
+    run = Controller(front, tmp_path, f"""
+        - hosts: rack
+          gather_facts: false
+          tasks:
+            - name: when
+              shell: "{{{{ wait if inventory_hostname == 'a' else '' }}}}date +%s.%N > {out}/{{{{ inventory_hostname }}}}"
+              vars:
+                # a's batch lasts until b, c and d have run theirs (at most 120 s)
+                wait: "for i in $(seq 1200); do [ -e {out}/b ] && [ -e {out}/c ] && [ -e {out}/d ] && break; sleep 0.1; done; "
+        """, hosts, ["-f", "2"])
+    output = run.finish(timeout=240)
+    assert run.rc == 0, output[-3000:]
+    ended = {h: float((out / h).read_text()) for h in "abcd"}
+    for host in "bcd":  # (before a's batch ended: they did not wait for it)
+        assert ended[host] < ended["a"], ended
