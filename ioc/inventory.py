@@ -191,6 +191,24 @@ def group_names(inventory: Inventory, host: str) -> list[str]:
     return sorted(_groups_of(inventory, host) - {"all"})
 
 
+def via_group_head(inventory: Inventory, host: str) -> str | None:
+    """The intermediary ``ioc_via_auto`` gives ``host``: the first host of its
+    own group, None when it is that host or has no group of its own.
+
+    Its own group is the first group, in inventory order, that lists the
+    host itself (not through a child group); ``all`` and ``ungrouped`` are
+    nobody's own group. Each such group thus connects through one of its
+    hosts, which the others are reached through.
+    """
+    for name, group in inventory.groups.items():
+        if name in ("all", "ungrouped") or host not in group.hosts:
+            continue
+        head = next(h for h in group.hosts if h in inventory.hosts) \
+            if host in inventory.hosts else None
+        return None if head in (None, host) else head
+    return None
+
+
 def _groups_of(inventory: Inventory, host: str) -> set[str]:
     parents: dict[str, set[str]] = {}
     for name, group in inventory.groups.items():

@@ -90,6 +90,7 @@ def run_batch(batch, sender, econtext=None):
         lifeline.install(econtext)
         transfer.attach(econtext)
         lifeline.watch(econtext, (batch.get("options") or {}).get("keepalive", 0))
+        BLOBS.update(transfer.relayed(batch.get("relay")))
     HostRun(batch, lifeline.guard(sender.send), ask=_asker(sender)).run()
 
 

@@ -13,6 +13,12 @@ the user's directory.
 
 Inside the controller (a controller step) the file is simply read from its
 path.
+
+Below an intermediary (``mitogen_via``), both come from the intermediary's
+RAM instead (:mod:`ioc.agentless_runner.relay`): the batch names the
+relay's context and the digests of the payloads it needs
+(:func:`relayed`), and a large file is asked of the relay, which fetched
+it from the controller once for every runner below it.
 """
 import os
 import shutil
@@ -25,6 +31,10 @@ from ioc.agentless_runner import lifeline
 _ECONTEXT = []
 #: Bytes fetched since the last batch ended (reported in its ``end`` event).
 FETCHED = [0]
+#: The context id of the intermediary's relay this runner is below (None: none).
+RELAY = [None]
+#: The relay's mitogen service name (its class, ``relay.Relay``, is not imported here).
+RELAY_SERVICE = "ioc.agentless_runner.relay.Relay"
 
 
 def attach(econtext):
@@ -35,6 +45,43 @@ def attach(econtext):
 
 class TransferFailed(Exception):
     pass
+
+
+def relayed(spec):
+    """The payloads (digest -> Blob) a batch below an intermediary names
+    (``spec``: ``{"id": <relay context>, "digests": [...]}``, or None: the
+    batch carries its payloads itself), asked of the relay in one call."""
+    RELAY[0] = None if not spec else spec["id"]
+    if not spec or not spec["digests"]:
+        return {}
+    if RELAY[0] == mitogen.context_id:  # the intermediary's own batch: its own relay
+        return _own_relay().get(list(spec["digests"]))
+    return _relay().call_service(RELAY_SERVICE, "get", digests=list(spec["digests"]))
+
+
+def _relay():
+    return mitogen.core.Context(_ECONTEXT[0].router, RELAY[0])
+
+
+def _own_relay():
+    """This runner's own relay (it is an intermediary), called in this thread."""
+    import mitogen.service as service
+
+    return service.get_or_create_pool(router=_ECONTEXT[0].router).get_service(RELAY_SERVICE)
+
+
+def _from_relay(entry, out):
+    """Large file ``entry`` from the relay's RAM into ``out``; its size."""
+    if RELAY[0] == mitogen.context_id:
+        content = _own_relay().content(entry["stream"], entry["digest"])
+        out.write(content)
+        return len(content)
+    recv = mitogen.core.Receiver(_ECONTEXT[0].router)
+    reply = _relay().call_service_async(RELAY_SERVICE, "fetch", path=entry["stream"],
+                                        digest=entry["digest"], sender=recv.to_sender())
+    for msg in recv:
+        out.write(bytes(msg.unpickle()))
+    return reply.get().unpickle()
 
 
 def fetch(entry, path=None):
@@ -50,6 +97,12 @@ def fetch(entry, path=None):
             if not _ECONTEXT or mitogen.context_id == 0:  # in the controller itself
                 with open(entry["stream"], "rb") as src:
                     shutil.copyfileobj(src, out, 1 << 20)
+            elif RELAY[0] is not None:
+                size = _from_relay(entry, out)
+                if size != entry["size"]:
+                    raise TransferFailed("the transfer of %s from the intermediary was cut "
+                                         "short" % entry["stream"])
+                # (not counted in FETCHED: it did not cross the controller's link)
             else:
                 # Pure Python, it travels from the controller on first use
                 # (mitogen's importer) and is preloaded with a batch that streams.

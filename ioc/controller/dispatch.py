@@ -274,10 +274,16 @@ class _Running:
         self.reply: Optional[mitogen.core.Receiver] = None
         # The runner ends itself after this much silence (ioc.transport.keepalive).
         # (the runner's mitogen unpickles builtins only: trusted text as its tuple)
-        wire = trust.encode(dict(call.wire, options=dict(call.wire.get("options") or {},
-                                                         keepalive=connector.keepalive.runner_bound,
-                                                         run=connector.run_id)))
-        tracker.sent = len(mitogen.core.Message.pickled(wire).data)
+        wire = dict(call.wire, options=dict(call.wire.get("options") or {},
+                                            keepalive=connector.keepalive.runner_bound,
+                                            run=connector.run_id))
+        # Below an intermediary, payloads come from its RAM (ioc.agentless_runner.relay).
+        relayed = connector.divert(call.connection, call.become, wire.get("blobs") or {})
+        if relayed is not None:
+            wire["blobs"], wire["relay"] = {}, relayed[0]
+        wire = trust.encode(wire)
+        tracker.sent = len(mitogen.core.Message.pickled(wire).data) \
+            + (relayed[1] if relayed is not None else 0)
         if call.modules:
             bootstrap.preload(connector.router, ctx, call.modules)
         self.events = _Events(connector.router, ctx, lambda msg: put((self, msg)))

@@ -14,7 +14,7 @@ from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
 from ioc.controller.capabilities import runner_capabilities
-from ioc.transport.spec import ConnectionSpec, resolve_via, spec_for
+from ioc.transport.spec import ConnectionSpec, is_true, resolve_via, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.dispatch import context_key
 from ioc.controller.payloads import ModulePayloads, PayloadCache
@@ -22,7 +22,7 @@ from ioc.controller.play import PlayExecutor, role_magic
 from ioc.controller.state import HostState, HostStatus, PlayContext, RunOptions
 from ioc.controller.stepping import Stepper
 from ioc.transport.report import TransportReport
-from ioc.errors import IocError, LoadError
+from ioc.errors import ConnectionSetupError, IocError, LoadError
 from ioc.model import Inventory, Play, Playbook
 from ioc.planner import ControllerStep, Plan, TagFilter, plan_play
 
@@ -312,6 +312,9 @@ class PlaybookRun:
         for name, state in states.items():
             if connector is not None:  # (None: a plan without connections, in tests)
                 connector.settle(name, state.spec)
+        if connector is not None:
+            connector.expect_intermediaries(self._intermediaries(
+                play, [s.spec for s in states.values()]))
         ctx = PlayContext(
             connector=connector, callbacks=self.callbacks, stats=self.stats, options=self.options,
             transport=self.transport, payloads=self.payload_cache,
@@ -386,6 +389,19 @@ class PlaybookRun:
             spec = resolve_via(name, spec, lambda hop: self._connection_of(play, hop))
         return spec
 
+    def _intermediaries(self, play: Play, specs: List[ConnectionSpec]) -> Set[str]:
+        """The hosts ``specs`` are reached through, along each ``mitogen_via`` chain."""
+        found: Set[str] = set()
+        for spec in specs:
+            hop = spec.via
+            while hop and hop not in found:
+                found.add(hop)
+                try:
+                    hop = self._connection_of(play, hop).via
+                except ConnectionSetupError:
+                    break  # (the host that needs it fails saying why)
+        return found
+
     def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
         if name not in self.inventory.hosts:
             self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
@@ -398,6 +414,9 @@ class PlaybookRun:
         ``host_vars`` files and extra vars) over the play's keywords and options."""
         higher = {**layer, **play.vars, **play.vars_files, **self.host_vars_files.get(name, {}),
                   **play.role_vars, **self.extra_vars}
+        if higher.get("mitogen_via") in (None, "") and is_true(higher.get("ioc_via_auto")) \
+                and name in self.inventory.hosts:
+            higher["mitogen_via"] = inv.via_group_head(self.inventory, name)
         return spec_for(name, {**self._connection_defaults(play, higher), **higher},
                         password=self.options.connection_password)
 

@@ -161,6 +161,7 @@ CONNECTION_VARIABLES = frozenset({
     "ansible_ssh_common_args", "ansible_ssh_extra_args", "ansible_python_interpreter",
     "ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_timeout",
     "ansible_ssh_timeout", "ansible_ssh_retries", "ansible_host_key_checking", "mitogen_via",
+    "ioc_via_auto",
 })
 
 

@@ -46,6 +46,8 @@ BLOCKS = ("markupsafe._speedups", "yaml.cyaml", "yaml._yaml", "_yaml")
 #: Imported lazily by jinja2 (the first template error rewrites a traceback),
 #: or by name (extensions), so no import scan finds them.
 LAZY = ("jinja2.debug", "jinja2.ext", "markupsafe._native")
+#: Runner modules only an intermediary runs (sent when it starts its relay).
+INTERMEDIARY_ONLY = ("relay",)
 #: Shared by the module implementations.
 MODULE_HELPERS = ("ioc.agentless_runner.modules._common",)
 
@@ -132,7 +134,8 @@ def entry_points() -> Tuple[str, ...]:
     """The runner's own modules (not the module implementations, which are per batch)."""
     package = importlib.import_module("ioc.agentless_runner")
     return tuple("ioc.agentless_runner." + info.name
-                 for info in pkgutil.iter_modules(package.__path__) if not info.ispkg) \
+                 for info in pkgutil.iter_modules(package.__path__)
+                 if not info.ispkg and info.name not in INTERMEDIARY_ONLY) \
         + ("ioc.agentless_runner.modules",)
 
 

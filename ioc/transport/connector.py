@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 import mitogen.core
 import mitogen.master
@@ -37,6 +37,7 @@ import mitogen.parent
 import mitogen.ssh
 
 from ioc.agentless_runner import entry
+from ioc.agentless_runner import relay as relay_entry
 from ioc.transport import bootstrap, pacing
 from ioc.transport.keepalive import Heartbeat, KeepAlive, from_environment
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
@@ -68,6 +69,13 @@ class BecomeFailed(Exception):
 PARENT_MODULES = {"sudo": ("mitogen.parent", "mitogen.sudo"),
                   "su": ("mitogen.parent", "mitogen.su"),
                   "ssh": ("mitogen.parent", "mitogen.ssh")}
+#: What an intermediary's relay needs besides: mitogen's service pool.
+RELAY_MODULES = ("mitogen.select", "mitogen.service", "ioc.agentless_runner.relay")
+#: The relay's mitogen service name (``ioc.agentless_runner.relay.Relay``).
+RELAY = "ioc.agentless_runner.relay.Relay"
+#: Threads of an intermediary's relay: its connections in flight (at most
+#: its pacing window, see pacing) and the runners below asking for payloads.
+RELAY_THREADS = 64
 
 #: Seconds ``reset`` waits for a runner to end before going on without it.
 SHUTDOWN_TIMEOUT = 10.0
@@ -126,6 +134,13 @@ class Connector:
         self.dropped: Callable[[Key], None] = lambda key: None
         #: Names the run in each batch: a runner counts its calls per run.
         self.run_id = "%d.%d" % (os.getpid(), next(_RUNS))
+        #: Hosts other hosts are reached through (``mitogen_via``): their runner
+        #: starts a relay when it connects (:meth:`expect_intermediaries`).
+        self._intermediaries: Set[str] = set()
+        #: The intermediaries whose relay runs (by inventory name), and the
+        #: payload digests each holds (pushed once per intermediary).
+        self._relays: Dict[str, mitogen.core.Context] = {}
+        self._held: Dict[str, Set[str]] = {}
 
     def begin_run(self, forks: int) -> None:
         """A new run on this connector (``ioc-run --persist``'s daemon keeps one
@@ -189,6 +204,7 @@ class Connector:
             if parent is not None:
                 bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
                 parent_key = (str(spec.via), None)
+                self._start_relay(str(spec.via), parent)
             self.observer(host, "connecting")
             try:
                 ctx, slot = self._connect_with_retries(host, spec, parent)
@@ -199,6 +215,8 @@ class Connector:
         bootstrap.preload(self.router, ctx)
         if slot is not None:
             self._await_runner(host, spec, ctx, slot)
+            if host in self._intermediaries:
+                self._start_relay(host, ctx)
         with self._lock:
             self.contexts[key] = ctx
             if parent_key is not None:
@@ -231,6 +249,78 @@ class Connector:
 
         threading.Thread(target=connect, name="ioc-warm-%s" % host, daemon=True).start()
         return True
+
+    def expect_intermediaries(self, names: Set[str]) -> None:
+        """Hosts that other hosts of the run are reached through: each starts
+        its relay (:mod:`ioc.agentless_runner.relay`) as it connects, before
+        any batch of its own, so the hosts below it connect while it runs."""
+        with self._lock:
+            self._intermediaries |= set(names)
+
+    def _start_relay(self, host: str, ctx: mitogen.core.Context) -> None:
+        """Start ``host``'s relay (once per runner): the call is queued behind
+        the runner's first, ahead of any batch; what is asked of the relay
+        later follows it on the same stream."""
+        with self._lock:
+            if self._relays.get(host) is ctx:
+                return
+            self._relays[host] = ctx
+            self._held[host] = set()
+        bootstrap.preload(self.router, ctx, PARENT_MODULES["ssh"] + RELAY_MODULES)
+        reply = ctx.call_async(relay_entry.start, RELAY_THREADS)
+
+        def started(receiver: mitogen.core.Receiver) -> None:
+            try:
+                receiver.get(block=False).unpickle()
+            except mitogen.core.TimeoutError:
+                return
+            except mitogen.core.Error as exc:
+                LOG.warning("%s: its relay for the hosts behind it did not start: %s", host, exc)
+
+        reply.notify = started
+        if not reply.empty():
+            started(reply)
+
+    def relay_of(self, host: str, become: Optional[BecomeSpec] = None
+                 ) -> Optional[Tuple[str, mitogen.core.Context]]:
+        """The nearest intermediary whose relay runs, ``(name, context)``, of
+        ``host``'s context (as ``become``): that context itself (an
+        intermediary's own batches take its payloads from its own relay, so
+        they cross once for it and the hosts below), or one it was started
+        from; None when there is none."""
+        with self._lock:
+            key: Key = (host, become)
+            for _ in range(len(self._parent) + 2):
+                ctx = self._relays.get(key[0])
+                if key[1] is None and ctx is not None and self.contexts.get(key) is ctx:
+                    return key[0], ctx
+                parent = self._parent.get(key)
+                if parent is None:
+                    return None
+                key = parent
+        return None
+
+    def divert(self, host: str, become: Optional[BecomeSpec],
+               blobs: Mapping[str, Any]) -> Optional[Tuple[Dict[str, Any], int]]:
+        """Payloads for an intermediary's runner or one below it: pushed to the
+        intermediary's relay, those it lacks, once per intermediary for the
+        run; the runner gets them from there. The batch then carries
+        ``{"id": <the relay's context id>, "digests": [...]}`` instead of the
+        blobs, and the bytes pushed for it (the transport report counts them
+        for the call that needed them); None when ``host`` is reached
+        through no relay."""
+        found = self.relay_of(host, become)
+        if found is None:
+            return None
+        name, ctx = found
+        with self._lock:
+            held = self._held.setdefault(name, set())
+            new = {d: b for d, b in blobs.items() if d not in held}
+            held.update(new)
+            if new:  # (under the lock: two hosts below never push the same twice)
+                ctx.call_service_async(RELAY, "store", blobs=new).close()
+        return {"id": ctx.context_id, "digests": sorted(blobs)}, \
+            sum(len(blob) for blob in new.values())
 
     def settle(self, host: str, spec: ConnectionSpec) -> None:
         """``host``'s settings for the play about to run: if they changed (a later
@@ -424,13 +514,34 @@ class Connector:
         common: Dict[str, Any] = {"python_path": spec.python,
                                   "connect_timeout": self.pacing.bootstrap_timeout,
                                   "remote_name": spec.remote_name}
-        if parent is not None:
-            common["via"] = parent
         if spec.transport == "local":
-            return self.router.local(**common)
-        if spec.password is not None:
-            common["password"] = mitogen.core.Secret(spec.password)
-        return self.router.ssh(**ssh_options(spec, self.keepalive), **common)
+            method, options = "local", common
+        else:
+            if spec.password is not None:
+                common["password"] = mitogen.core.Secret(spec.password)
+            method, options = "ssh", dict(ssh_options(spec, self.keepalive), **common)
+        with self._lock:
+            relay = self._relays.get(str(spec.via)) if parent is not None else None
+        if relay is not None and relay is parent:
+            return self._relay_connect(parent, method, options)
+        if parent is not None:
+            options["via"] = parent
+        return self.router.connect(method, **options)
+
+    def _relay_connect(self, parent: mitogen.core.Context, method: str,
+                       options: Dict[str, Any]) -> mitogen.core.Context:
+        """A connection started by ``parent``'s relay, on a thread of its own
+        there (``router.<method>(via=parent)`` is mitogen's ``proxy_connect``:
+        the same, on the intermediary's main thread, one at a time)."""
+        router = self.router
+        kwargs = dict(options, debug=router.debug, profiling=router.profiling,
+                      unidirectional=router.unidirectional, name=None)
+        answer = parent.call_service(RELAY, "connect", method=method,
+                                     kwargs=mitogen.core.Kwargs(kwargs))
+        if answer["msg"] is not None:
+            raise mitogen.core.StreamError(answer["msg"])
+        return router.context_by_id(answer["id"], via_id=parent.context_id,
+                                    name="%s.%s" % (parent.name, answer["name"]))
 
     def serve_files(self, paths: Any) -> None:
         """Let runners fetch ``paths`` from mitogen's FileService (idempotent).

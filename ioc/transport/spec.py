@@ -160,6 +160,11 @@ def short_method(method: str) -> str:
     return method
 
 
+def is_true(value: Any) -> bool:
+    """A boolean setting as Ansible reads one (``yes``, ``true``, ``1``... or a bool)."""
+    return _truthy(value)
+
+
 def _truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("yes", "on", "true", "1", "y", "t")

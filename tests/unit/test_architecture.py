@@ -42,6 +42,9 @@ RUNNER = frozenset({STDLIB, "mitogen.core", "mitogen.service", "jinja2", "markup
 #: controller forwards its own copy with the batch that needs it
 #: (``validate_argument_spec`` runs Ansible's ``ArgumentSpecValidator``).
 RUNNER_MODULES = RUNNER | {"ansible.module_utils"}
+#: The relay runs on an intermediary only, which starts connections: the
+#: controller sends it mitogen.parent before it starts the relay.
+RUNNER_RELAY = RUNNER | {"mitogen.parent"}
 # ioc/__init__.py is executed on the target whenever ioc.agentless_runner is
 # imported there: it must be as self-contained as the runner.
 IOC_PACKAGE = frozenset({STDLIB})
@@ -88,6 +91,8 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
         return PLANNER
     if rel.startswith("ioc/agentless_runner/modules/"):
         return RUNNER_MODULES
+    if rel == "ioc/agentless_runner/relay.py":
+        return RUNNER_RELAY
     if rel.startswith("ioc/agentless_runner/"):
         return RUNNER
     if rel == "ioc/replay.py" or rel.startswith("ioc/callbacks/"):
