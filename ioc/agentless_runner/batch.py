@@ -42,7 +42,8 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.template_errors import UndefinedVariableError, conditional_error_text
+from ioc.agentless_runner.template_errors import (UndefinedVariableError, UntrustedTemplateError,
+                                                  conditional_error_text)
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Results, Verbatim, current_reads, is_template,
@@ -709,10 +710,16 @@ class HostRun(HandlerRun, LoopRun):
                 error = conditional_error_text(exc)
                 if not results.legacy():  # (2.21 says which keyword; 2.19 does not)
                     error = "A 'when' expression failed: %s" % error
-                return results.failed_result(
+                failed = results.failed_result(
                     "Task failed: %s" % error,
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None)
+                written = getattr(exc, "origin", None)
+                if isinstance(exc, UntrustedTemplateError) and written:
+                    # (an !unsafe value the condition gave: the error is about it)
+                    failed.update(_ioc_error_origin=written, _ioc_error_value_origin=written,
+                                  _ioc_error_help=exc.help_text)
+                return failed
         if reads is not None:
             reads.where = None
         return None
@@ -956,7 +963,8 @@ class HostRun(HandlerRun, LoopRun):
         ctx = actions.Context(check_mode=check_mode, diff_mode=diff_mode,
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
-                              files=self.controller_files())
+                              files=self.controller_files(),
+                              origin_of=lambda text: _that_origin(task, text))
 
         def call():
             if task.get("module"):
@@ -992,7 +1000,8 @@ class HostRun(HandlerRun, LoopRun):
             # a condition ansible-core could not evaluate (untrusted, a test
             # plugin that failed...): the console's "caused by" names where it
             # was written
-            written = _text_origin(task, result["_ioc_error_expr"].strip())
+            written = result.get("_ioc_error_value_origin") or \
+                _text_origin(task, result["_ioc_error_expr"].strip())
             if written:
                 result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
                                                written, None, result.get("_ioc_error_help")]]

@@ -118,7 +118,8 @@ class TaskError(Exception):
     ``changed_when``/``failed_when``/``until`` do not see it.
     """
 
-    def __init__(self, msg, expression=None, help_text=None, option=None, origin=None):
+    def __init__(self, msg, expression=None, help_text=None, option=None, origin=None,
+                 value_origin=None):
         Exception.__init__(self, msg)
         self.msg = msg
         #: ``[path, line or None]`` of a controller file the error is about (a
@@ -132,6 +133,9 @@ class TaskError(Exception):
         self.option = option
         #: What Ansible's error says to do about it (shown after its origin).
         self.help_text = help_text
+        #: ``path:line:col`` of the value the error is about when that is not
+        #: the argument as written (an untrusted text a template gave).
+        self.value_origin = value_origin
 
 
 class ModuleContext(object):
@@ -146,7 +150,8 @@ class ModuleContext(object):
     """
 
     def __init__(self, check_mode=False, diff_mode=False, environment=None,
-                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None):
+                 tmpdir=None, no_log=False, task_vars=None, templar=None, files=None,
+                 origin_of=None):
         self.check_mode = bool(check_mode)
         self.diff_mode = bool(diff_mode)
         self.environment = dict(environment or {})
@@ -160,6 +165,10 @@ class ModuleContext(object):
         #: Controller files shipped for this task, keyed by the templated
         #: ``src`` the task names (see :meth:`controller_file`).
         self.files = files if files is not None else {}
+        #: ``origin_of(text)``: ``path:line:col`` where the task wrote the
+        #: argument (or list item) ``text``, or None (assert's ``that``: where
+        #: a condition that gives no boolean was written).
+        self.origin_of = origin_of or (lambda text: None)
 
     def controller_file(self, src):
         """The controller file (or directory) a task's ``src`` names.

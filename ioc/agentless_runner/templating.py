@@ -50,7 +50,7 @@ from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
-from ioc.agentless_runner.trust import TrustedText
+from ioc.agentless_runner.trust import TrustedText, UntrustedText
 
 __all__ = [
     "TemplateError",
@@ -454,7 +454,7 @@ def _builtin(value, mode, source):
             return markers.replace(value)
         _fail_undefined(value)
     if isinstance(value, str):
-        if value.__class__ is TrustedText:
+        if value.__class__ is TrustedText or value.__class__ is UntrustedText:
             return value  # (ansible-core's template of one value keeps its tags)
         if value.__class__ is DeprecatedText:
             value.read()
@@ -1326,6 +1326,8 @@ class Templar(object):
             return condition
         if condition is None or condition == "":
             return True
+        if condition.__class__ is UntrustedText:
+            raise UntrustedTemplateError(condition.origin)
         if isinstance(condition, str):
             result, templated = self._condition_value(condition)
             conditionals = getattr(LOCAL, "conditionals", None)
@@ -1362,6 +1364,8 @@ class Templar(object):
                 value = self.evaluate(text[2:-2])
                 if not isinstance(value, str):
                     return value, True
+                if value.__class__ is UntrustedText:
+                    raise UntrustedTemplateError(value.origin)
                 if not _variable_reference(text[2:-2]):
                     raise UntrustedTemplateError()
                 return self.evaluate(value.strip(), conditional=True), False
@@ -1460,7 +1464,7 @@ class Templar(object):
         """``raw`` templated one level deep; containers become lazy views.
         ``results``: ``raw`` is a result's (see :class:`Results`)."""
         if isinstance(raw, str):
-            if results and raw.__class__ is not TrustedText:
+            if raw.__class__ is UntrustedText or results and raw.__class__ is not TrustedText:
                 return raw
             return self._render(raw) if is_template(raw) else raw
         if isinstance(raw, collections.abc.Mapping):

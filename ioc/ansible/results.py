@@ -559,6 +559,9 @@ def _error_object(task: Any, result: Mapping[str, Any]) -> Any:
         from ansible._internal._datatag._tags import Origin
 
         return Origin(path=origin[0], line_num=origin[1])
+    written = result.get("_ioc_error_value_origin")
+    if isinstance(written, str):  # (a value a template gave: an !unsafe one's origin)
+        return _origin(Location.parse(written))
     return _argument(task, result.get("_ioc_error_expr"))
 
 

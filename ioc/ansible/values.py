@@ -35,14 +35,20 @@ def plain(value: Any) -> Any:
 
 
 def plain_vars(values: Mapping[str, Any]) -> Any:
-    """Variables as :func:`plain` makes them, text Ansible does not trust kept :func:`verbatim`."""
-    try:
-        from ansible._internal._datatag._tags import TrustedAsTemplate
-    except ImportError:  # pragma: no cover - every supported release has data tags
-        return plain(values)
+    """Variables as :func:`plain` makes them, each text Ansible does not trust
+    (``!unsafe``) an ``UntrustedText`` that knows where it was written: the
+    runner neither templates it nor evaluates it as a conditional."""
+    from ansible._internal._datatag._tags import Origin, TrustedAsTemplate
 
-    return _texts_mapped(values, lambda value: plain(value) if TrustedAsTemplate.is_tagged_on(value)
-                         else verbatim(plain(value)))
+    from ioc.agentless_runner.trust import UntrustedText
+
+    def text(value: str) -> Any:
+        if TrustedAsTemplate.is_tagged_on(value):
+            return plain(value)
+        origin = Origin.get_tag(value)
+        return UntrustedText(plain(value), str(origin) if origin is not None else None)
+
+    return _texts_mapped(values, text)
 
 
 def tagged(value: Any) -> Any:

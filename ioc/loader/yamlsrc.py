@@ -12,7 +12,8 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 from ioc.errors import LoadError, YamlSyntaxError
-from ioc.model import Location, verbatim
+from ioc.agentless_runner.trust import UntrustedText
+from ioc.model import Location
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
            "plain", "value_origins", "item_locations", "value_location", "set_vault", "yaml_error"]
@@ -148,21 +149,23 @@ def item_locations(ds: Mapping[str, Any], key: str) -> tuple[Location, ...]:
 
 
 def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
-    """``!unsafe``: text Ansible never templates, kept :func:`ioc.model.verbatim`."""
+    """``!unsafe``: text Ansible never templates nor evaluates, each string an
+    ``UntrustedText`` that knows where it was written."""
+    origin = Location(loader.source_path, *_mark(node)).origin
     if isinstance(node, yaml.ScalarNode):
-        return _verbatim(loader.construct_scalar(node))
+        return _untrusted(loader.construct_scalar(node), origin)
     if isinstance(node, yaml.SequenceNode):
-        return _verbatim(loader.construct_sequence(node, deep=True))
-    return _verbatim(loader.construct_mapping(node, deep=True))  # type: ignore[arg-type]
+        return _untrusted(loader.construct_sequence(node, deep=True), origin)
+    return _untrusted(loader.construct_mapping(node, deep=True), origin)  # type: ignore[arg-type]
 
 
-def _verbatim(value: Any) -> Any:
+def _untrusted(value: Any, origin: str) -> Any:
     if isinstance(value, str):
-        return verbatim(value)
+        return UntrustedText(value, origin)
     if isinstance(value, list):
-        return [_verbatim(v) for v in value]
+        return [_untrusted(v, origin) for v in value]
     if isinstance(value, dict):
-        return {k: _verbatim(v) for k, v in value.items()}
+        return {k: _untrusted(v, origin) for k, v in value.items()}
     return value
 
 

@@ -65,6 +65,7 @@ ANSIBLE_219_VENV = os.environ.get("IOC_ANSIBLE_219_VENV") or os.path.expanduser(
 #: linear): loops, blocks/rescue/always, handlers, register/until, facts,
 #: delegate_to/run_once, failures, ssh and unreachable hosts, no_log.
 PLAYBOOKS_219 = (
+    "assert_broken_conditional",
     "block_always_unrescued",
     "block_rescue_ssh",
     "changed_failed_when",
@@ -96,6 +97,7 @@ PLAYBOOKS_219 = (
     "unreachable",
     "untrusted_module_output",
     "until_exhausted",
+    "untrusted_values",
 )
 TIMEOUT = 180
 
