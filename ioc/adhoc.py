@@ -346,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
                          become_allow_same_user=settings.become_allow_same_user,
                          error_on_missing_handler=settings.error_on_missing_handler,
                          deprecated=deprecated_reads(),
+                         allow_broken_conditionals=settings.allow_broken_conditionals,
                          connection_vars=cli.connection_vars(args, settings))
     color = sys.stdout.isatty() if settings.color is None else bool(settings.color)
     shown = PerHost(sys.stdout, color, args.one_line)

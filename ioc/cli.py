@@ -472,6 +472,7 @@ def run(args: argparse.Namespace) -> int:
                        become_allow_same_user=settings.become_allow_same_user,
                        error_on_missing_handler=settings.error_on_missing_handler,
                        deprecated=deprecated_reads(),
+                       allow_broken_conditionals=settings.allow_broken_conditionals,
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),

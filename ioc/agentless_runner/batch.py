@@ -151,6 +151,7 @@ class HostRun(HandlerRun, LoopRun):
         #: The deprecated values whose reads a task reports ("facts": the
         #: top-level fact names, "play_hosts"), as ansible-core tags them.
         self.deprecated = frozenset(self.options.get("deprecated") or ())
+        templating.BROKEN_CONDITIONALS[0] = bool(self.options.get("allow_broken_conditionals"))
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
         #: The connection variables TaskExecutor adds where nothing sets them
@@ -581,8 +582,9 @@ class HostRun(HandlerRun, LoopRun):
         if said.found:
             result["warnings"] = said.found + list(result.get("warnings") or ())
         if conditionals.found:
-            results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
-                                                    for text, origin in conditionals.found])
+            results.templated_conditionals(
+                result, [(text, origin or _that_origin(task, text), message)
+                         for text, origin, message in conditionals.found])
         if "_ioc_partial" in result:
             # One item of a loop delegated per item: the controller runs the
             # next item on its delegate and this task ends with the last one.
@@ -956,6 +958,8 @@ class HostRun(HandlerRun, LoopRun):
                                             list(exc.causes)]
             if getattr(exc, "keyword", None):  # (the bridge's chain)
                 failed["_ioc_error_keyword"] = exc.keyword
+            if getattr(exc, "plugin", None):  # (the bridge's chain: the plugin's own part)
+                failed["_ioc_error_plugin"] = exc.plugin
             chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
             if chain:
                 failed["_ioc_error_chain"] = chain
@@ -1103,6 +1107,7 @@ class HostRun(HandlerRun, LoopRun):
                 # variable whose value failed (ansible-core's origin of the error)
                 error.argument, error.variable = name, getattr(exc, "variable", None)
                 error.causes = causes
+                error.plugin = getattr(exc, "plugin", None)  # (a plugin's error about a value)
                 error.path = _failing_path(templar, value, [str(name)])
                 raise error
         if reads is not None:  # (debug templates its var when it runs)
@@ -1279,6 +1284,11 @@ def _argument_chain(task, exc):
     variable = getattr(exc, "variable", None)
     source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else \
         _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
+    plugin = getattr(exc, "plugin", None)
+    if plugin:  # a plugin's error about a value: a part of its own, at the value's origin
+        head, said, obj, help_text, origin = plugin
+        return [[causes[0] + ".", action], [causes[1] + ".", written],
+                [head + ".", source or written], [said, origin, obj, help_text]]
     return [[causes[0] + ".", action], [causes[1] + ".", written], [causes[2], source or written]]
 
 

@@ -223,14 +223,19 @@ def censor(result):
 
 def templated_conditionals(result, found):
     """The deprecation ansible-core 2.19+ records in a task's result for each
-    condition written as one template whose value was no text (registered as
-    its ``deprecations``); ``_ioc_conditional_templates`` says which condition
-    each is about, and where it was written (the consoles show its origin)."""
+    condition written as one template whose value was no text, or whose result
+    was no boolean with ``ALLOW_BROKEN_CONDITIONALS`` (registered as its
+    ``deprecations``); ``_ioc_conditional_templates`` says which condition each
+    is about, where it was written (the consoles show its origin), and its
+    words and help text (none: the first kind's)."""
     deprecations = list(result.get("deprecations") or [])
-    for _ in found:
+    for _, _, message in found:
         deprecations.append({"collection_name": "ansible.builtin",
                              "deprecator": {"resolved_name": "ansible.builtin", "type": None},
-                             "msg": templating.CONDITIONAL_AS_TEMPLATE, "version": "2.23"})
+                             "msg": message or templating.CONDITIONAL_AS_TEMPLATE,
+                             "version": "2.23"})
     result["deprecations"] = deprecations
-    result["_ioc_conditional_templates"] = [{"text": text, "origin": origin}
-                                            for text, origin in found]
+    result["_ioc_conditional_templates"] = [
+        {"text": text, "origin": origin, "msg": message,
+         "help": templating.BROKEN_CONDITIONAL_ALLOWED if message else None}
+        for text, origin, message in found]

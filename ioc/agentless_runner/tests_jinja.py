@@ -24,9 +24,17 @@ TESTS = {}
 
 
 class TestError(ValueError):
-    """A test was applied to a value it cannot judge."""
+    """A test was applied to a value it cannot judge.
+
+    ``obj``: the value the error is about, where Ansible's test raises with
+    ``obj=`` (its error's "caused by" part shows it).
+    """
 
     __test__ = False  # not a pytest test class
+
+    def __init__(self, message, obj=None):
+        ValueError.__init__(self, message)
+        self.obj = obj
 
 
 class ControllerAnswers(Exception):
@@ -154,7 +162,12 @@ def search(value, pattern="", ignorecase=False, multiline=False):
 def regex(value="", pattern="", ignorecase=False, multiline=False, match_type="search"):
     """``match_type`` is ``search`` (default), ``match`` or ``fullmatch``."""
     if match_type not in ("search", "match", "fullmatch"):
-        raise TestError("Invalid match_type specified. Expected one of: search, match, fullmatch.")
+        from ioc.agentless_runner import results  # (results imports the templating)
+
+        if results.legacy():  # (2.19 calls getattr(re, match_type, 'search'))
+            raise TestError("'str' object is not callable")
+        raise TestError("Invalid match_type specified. Expected one of: search, match, fullmatch.",
+                        obj=match_type)
     return _regex(value, pattern, ignorecase, multiline, match_type)
 
 

@@ -310,9 +310,11 @@ class Console(Callback):
         ``evaluate_conditional``), with where it was written when known."""
         for condition in conditions:
             text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \
-                   "version 2.23." % _CONDITIONAL_AS_TEMPLATE
+                   "version 2.23." % (condition.get("msg") or _CONDITIONAL_AS_TEMPLATE)
             if condition.get("origin"):
                 text += "\n%s\n" % self.source_context(condition["origin"])
+            if condition.get("help"):  # (ALLOW_BROKEN_CONDITIONALS' deprecation)
+                text += "\n%s\n" % condition["help"]
             self.warning("Deprecation warnings can be disabled by setting "
                          "`deprecation_warnings=False` in ansible.cfg.")
             if text not in self._deprecated:

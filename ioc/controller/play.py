@@ -1184,6 +1184,8 @@ class PlayExecutor:
             options["shape"] = self.ctx.options.shape
         if self.ctx.options.deprecated:
             options["deprecated"] = list(self.ctx.options.deprecated)
+        if self.ctx.options.allow_broken_conditionals:
+            options["allow_broken_conditionals"] = True
         if isinstance(step, Batch) and step.checks:
             options["checks"] = {str(i): list(names) for i, names in step.checks
                                  if i > step.start}

@@ -132,6 +132,9 @@ class RunOptions:
     #: ansible-core tags them (``ioc.ansible.config.deprecated_reads``): "facts"
     #: (top-level fact names), "play_hosts"; empty when deprecation warnings are off.
     deprecated: Tuple[str, ...] = ()
+    #: Ansible's ``allow_broken_conditionals``: a condition whose result is no
+    #: boolean is its truth, with a deprecation warning, instead of an error.
+    allow_broken_conditionals: bool = False
 
 
 @dataclass

@@ -2478,3 +2478,35 @@ def test_backslashes_in_a_templates_string_constants_are_kept_as_ansible_lexes_t
     assert_same_output(linear, batch)
     assert """"msg": "2 2 ['bye', 'good']\"""" in batch.stdout
     assert '"msg": "3"' in batch.stdout
+
+
+def test_allowed_broken_conditionals_pass_with_linears_deprecation(ansible, ansible_python):
+    """``ALLOW_BROKEN_CONDITIONALS``: a condition whose result is no boolean
+    (assert's ``that: "'broken static'"``) is its truth, with the deprecation
+    "Conditional result (True) was derived from value of type 'str' at
+    '<where it was written>'. ..." and its help text (the conditionals
+    target's second run of broken_conditionals.yml). mitogen_batch failed the
+    task as without the setting."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: use a conditional with a static non-boolean result
+              assert:
+                that: "'broken static'"
+              register: result
+            - assert:
+                that:
+                  - result is not failed
+                  - result.deprecations | map(attribute='msg') | select('contains', 'Conditional result (True)') | length == 1
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    env = {"ANSIBLE_ALLOW_BROKEN_CONDITIONALS": "1", "ANSIBLE_DEPRECATION_WARNINGS": "1"}
+    linear, batch = ansible.both("play.yml", str(inventory), env=env)
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # (Ansible's own "Deprecation warnings can be disabled" line: once in each)
+    assert batch.without_ansible_warnings(batch.stderr) == \
+        linear.without_ansible_warnings(linear.stderr)
+    assert batch.stdout == linear.stdout and batch.rc == linear.rc
+    assert "Broken conditionals are currently allowed" in batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log

@@ -89,6 +89,7 @@ PLAYBOOKS_219 = (
     "meta_refresh_inventory_changes",
     "no_log",
     "outside_the_play",
+    "plugin_error_value_origin",
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
