@@ -50,7 +50,7 @@ from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
-from ioc.agentless_runner.trust import TrustedText, UntrustedText
+from ioc.agentless_runner.trust import TrustedText, UntrustedText, VaultedText
 
 __all__ = [
     "TemplateError",
@@ -453,6 +453,9 @@ def to_builtin(value, source=None):
     return _builtin(value, _STORE, source)
 
 
+#: The str subclasses a template's value keeps (ansible-core's tags on a value).
+_KEPT_TEXT = frozenset((TrustedText, UntrustedText, VaultedText))
+
 #: What :func:`_builtin` makes of a GroupTuple: a list, recorded (a template's
 #: final value); itself (a filter's argument); a list (a plugin's argument,
 #: which crosses to the controller).
@@ -468,7 +471,7 @@ def _builtin(value, mode, source):
             return markers.replace(value)
         _fail_undefined(value)
     if isinstance(value, str):
-        if value.__class__ is TrustedText or value.__class__ is UntrustedText:
+        if value.__class__ in _KEPT_TEXT:
             return value  # (ansible-core's template of one value keeps its tags)
         if value.__class__ is DeprecatedText:
             value.read()

@@ -17,6 +17,7 @@ import urllib.parse
 import jinja2.tests
 
 from ioc.agentless_runner.context import as_boolean, warn
+from ioc.agentless_runner.trust import VaultedText
 
 __all__ = ["TESTS", "ControllerAnswers", "TestError", "names"]
 
@@ -285,6 +286,18 @@ def _to_bool(value):
     """Ansible's ``boolean(value)`` where it converts; anything else keeps its truthiness."""
     converted = as_boolean(value)
     return bool(value) if converted is None else converted
+
+
+@_register("vault_encrypted")
+def vault_encrypted(value):
+    """Whether ``value`` is one vault-encrypted value (a :class:`VaultedText`,
+    as ansible-core 2.19+ keeps its ``EncryptedString``): not a text made from
+    one. An undefined value fails, as Ansible's test trips its marker."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+    ciphertext = value.ciphertext if value.__class__ is VaultedText else None
+    # (VaultLib.is_encrypted: ASCII text that starts with the vault header)
+    return bool(ciphertext) and ciphertext.isascii() and ciphertext.startswith("$ANSIBLE_VAULT")
 
 
 @_register("truthy")

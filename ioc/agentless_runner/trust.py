@@ -21,16 +21,24 @@ task: "Encountered untrusted template or expression."). It remembers where
 it was written (:attr:`UntrustedText.origin`), where that error points. It
 travels as its own tuple too, and back to the controller as itself.
 
+A value that came from Ansible Vault (``!vault``) is a :class:`VaultedText`:
+its decrypted text (the runner uses it, as Ansible's controller does when a
+task reads it) that keeps its ciphertext, as ansible-core 2.19+ keeps an
+``EncryptedString`` (the ``vault_encrypted`` test is true of it, not of a
+text made from it). Its ciphertext travels with it.
+
 Imports only the stdlib; runs on Python 3.9+.
 """
 
-__all__ = ["TrustedText", "UntrustedText", "trusted", "written", "encode", "decode",
-           "find_class"]
+__all__ = ["TrustedText", "UntrustedText", "VaultedText", "trusted", "written", "encode",
+           "decode", "find_class"]
 
 #: The first item of a trusted text's tuple on the wire to the runner.
 _WIRE = "\x00ioc:trusted"
 #: The first item of an untrusted text's tuple on the wire to the runner.
 _WIRE_UNTRUSTED = "\x00ioc:untrusted"
+#: The first item of a vaulted text's tuple on the wire to the runner.
+_WIRE_VAULTED = "\x00ioc:vaulted"
 
 
 class TrustedText(str):
@@ -60,6 +68,24 @@ class UntrustedText(str):
 
     def __repr__(self):
         return str.__repr__(self)
+
+
+class VaultedText(str):
+    """The decrypted text of an Ansible Vault value, which keeps its ciphertext."""
+
+    ciphertext: str
+
+    def __new__(cls, text, ciphertext):
+        self = str.__new__(cls, text)
+        #: The vault-encrypted text it was decrypted from (``$ANSIBLE_VAULT;...``).
+        self.ciphertext = ciphertext
+        return self
+
+    def __reduce__(self):
+        return VaultedText, (str.__str__(self), self.ciphertext)
+
+    def __repr__(self):
+        return str.__repr__(self)  # (the decrypted text's, as Ansible's tagged str has it)
 
 
 def trusted(value):
@@ -103,6 +129,8 @@ def _encode_one(value):
         return (_WIRE, str.__str__(value))
     if value.__class__ is UntrustedText:
         return (_WIRE_UNTRUSTED, str.__str__(value), value.origin)
+    if value.__class__ is VaultedText:
+        return (_WIRE_VAULTED, str.__str__(value), value.ciphertext)
     return value
 
 
@@ -111,11 +139,13 @@ def _decode_one(value):
         return TrustedText(value[1])
     if value.__class__ is tuple and len(value) == 3 and value[0] == _WIRE_UNTRUSTED:
         return UntrustedText(value[1], value[2])
+    if value.__class__ is tuple and len(value) == 3 and value[0] == _WIRE_VAULTED:
+        return VaultedText(value[1], value[2])
     return value
 
 
 #: The types :func:`_walk` looks into or at; any other value stays as it is.
-_WALKED = frozenset((dict, list, tuple, TrustedText, UntrustedText))
+_WALKED = frozenset((dict, list, tuple, TrustedText, UntrustedText, VaultedText))
 
 
 def _walk(value, one):
@@ -149,9 +179,12 @@ def _walk(value, one):
 
 def find_class(module, name, fallback):
     """A mitogen unpickler's ``find_class`` on the controller: this module's
-    TrustedText and UntrustedText, else ``fallback(module, name)`` (mitogen's own)."""
+    TrustedText, UntrustedText and VaultedText, else ``fallback(module, name)``
+    (mitogen's own)."""
     if module == __name__ and name == "TrustedText":
         return TrustedText
     if module == __name__ and name == "UntrustedText":
         return UntrustedText
+    if module == __name__ and name == "VaultedText":
+        return VaultedText
     return fallback(module, name)

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 from ioc.errors import LoadError, YamlSyntaxError
-from ioc.agentless_runner.trust import UntrustedText
+from ioc.agentless_runner.trust import UntrustedText, VaultedText
 from ioc.model import Location
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
@@ -173,7 +173,9 @@ def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
     where = Location(loader.source_path, *_mark(node))
     if not isinstance(node, yaml.ScalarNode):
         raise LoadError("!vault must be a string", where)
-    return _decrypt(str(loader.construct_scalar(node)).encode("utf-8"), where)
+    ciphertext = str(loader.construct_scalar(node))
+    # (the decrypted text keeps its ciphertext: the vault_encrypted test is true of it)
+    return VaultedText(_decrypt(ciphertext.encode("utf-8"), where), ciphertext)
 
 
 LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)

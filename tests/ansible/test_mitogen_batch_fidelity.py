@@ -1130,6 +1130,52 @@ def test_a_vault_value_no_task_reads_needs_no_secret(ansible, ansible_python):
     assert '"msg": "the vaulted value is not used"' in batch.stdout
 
 
+def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
+    """A ``!vault`` value (a play variable, a set_fact argument, a template of
+    one variable) is ``vault_encrypted`` on the runner as under linear, also in
+    a later play's batch, while a text made from it is not; ``vaulted_file``
+    reads the controller's file (the test_core target). The runner lacked the
+    test: the controller answered it with the decrypted text (false)."""
+    ansible.write("vault-password.txt", "vaultpw\n")
+    ansible.write("files/plain.txt", "not a vault\n")
+    ansible.write("files/vaulted.txt", VAULTED["hello vault"] + "\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            play_secret: %s
+          tasks:
+            - set_fact:
+                vaulted_value: %s
+                templated_value: "{{ play_secret }}"
+            - assert:
+                that:
+                  - vaulted_value is vault_encrypted
+                  - templated_value is vault_encrypted
+                  - play_secret is vault_encrypted
+                  - inventory_hostname is not vault_encrypted
+                  - (play_secret ~ '') is not vault_encrypted
+                  - (play_secret | upper) is not vault_encrypted
+                  - "'files/plain.txt' is not vaulted_file"
+                  - "'files/vaulted.txt' is vaulted_file"
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that:
+                  - vaulted_value is vault_encrypted
+                  - templated_value is vault_encrypted
+                  - vaulted_value == 'hello vault'
+    """ % (vaulted("hello vault", 14), vaulted("hello vault", 18)))
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 args=["--vault-password-file", "vault-password.txt"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "ok=3" in batch.stdout and "failed=0" in batch.stdout, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
 def test_fact_gathering_runs_with_the_plays_environment(ansible, ansible_python, tmp_path):
     """The implicit ``Gathering Facts`` inherits the play's ``environment``:
     ``ansible_env`` shows it, under mitogen_batch and ioc-run as under linear."""
