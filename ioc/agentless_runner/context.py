@@ -32,6 +32,17 @@ def as_boolean(value):
 LOCAL = threading.local()
 
 
+#: The ansible-core release whose result shapes the runner reproduces: 2.21
+#: by default; the mitogen_batch strategy under ansible-core 2.19 asks for
+#: "2.19" (a run option, set for the whole runner at each batch).
+SHAPE = ["2.21"]
+
+
+def legacy():
+    """True when results take ansible-core 2.19's shapes."""
+    return SHAPE[0] == "2.19"
+
+
 class Recorder(object):
     """Active on this thread (as ``LOCAL.<slot>``) between enter and exit, the
     one it replaced active again after: what a task's templating and plugins

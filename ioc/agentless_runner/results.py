@@ -9,15 +9,8 @@ CENSORED = ("the output has been hidden due to the fact that 'no_log: true' "
             "was specified for this result")
 
 
-#: The ansible-core release whose result shapes the runner reproduces: 2.21
-#: by default; the mitogen_batch strategy under ansible-core 2.19 asks for
-#: "2.19" (a run option, set for the whole runner at each batch).
-SHAPE = ["2.21"]
-
-
-def legacy():
-    """True when results take ansible-core 2.19's shapes."""
-    return SHAPE[0] == "2.19"
+# (the release whose shapes the runner reproduces; in context: the tests read it too)
+from ioc.agentless_runner.context import SHAPE, legacy  # noqa: E402,F401
 
 
 def status_of(result):

@@ -16,7 +16,7 @@ import urllib.parse
 
 import jinja2.tests
 
-from ioc.agentless_runner.context import as_boolean, warn
+from ioc.agentless_runner.context import as_boolean, legacy, warn
 from ioc.agentless_runner.trust import VaultedText
 
 __all__ = ["TESTS", "ControllerAnswers", "TestError", "names"]
@@ -163,9 +163,7 @@ def search(value, pattern="", ignorecase=False, multiline=False):
 def regex(value="", pattern="", ignorecase=False, multiline=False, match_type="search"):
     """``match_type`` is ``search`` (default), ``match`` or ``fullmatch``."""
     if match_type not in ("search", "match", "fullmatch"):
-        from ioc.agentless_runner import results  # (results imports the templating)
-
-        if results.legacy():  # (2.19 calls getattr(re, match_type, 'search'))
+        if legacy():  # (2.19 calls getattr(re, match_type, 'search'))
             raise TestError("'str' object is not callable")
         raise TestError("Invalid match_type specified. Expected one of: search, match, fullmatch.",
                         obj=match_type)
