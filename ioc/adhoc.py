@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ioc import cli, loader
 from ioc import inventory as inv
+from ioc.agentless_runner import trust
 from ioc.callbacks import Callback, CallbackSet
 from ioc.callbacks.base import Status, TaskView
 from ioc.callbacks.jsonevents import JsonEvents
@@ -315,6 +316,8 @@ def run(args: argparse.Namespace) -> int:
                        bool(settings.ask_vault_pass if args.ask_vault_pass is None
                             else args.ask_vault_pass))
     loader.set_vault(vault.decrypt)
+    # (!unsafe text and !vault values travel to the runner as such)
+    loader.set_text_kinds(trust.UntrustedText, trust.VaultedText)
     extra = loader.parse_extra_vars(args.extra_vars)
     basedir = os.getcwd()
     sources = cli.inventory_sources(args, settings)
@@ -348,6 +351,7 @@ def run(args: argparse.Namespace) -> int:
                          error_on_missing_handler=settings.error_on_missing_handler,
                          deprecated=deprecated_reads(),
                          deprecation_warnings=deprecation_warnings(),
+                         allow_broken_conditionals=settings.allow_broken_conditionals,
                          connection_vars=cli.connection_vars(args, settings))
     color = sys.stdout.isatty() if settings.color is None else bool(settings.color)
     shown = PerHost(sys.stdout, color, args.one_line)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc import __version__, loader
 from ioc import inventory as inv
+from ioc.agentless_runner import trust
 from ioc.callbacks import Callback, CallbackSet
 from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
@@ -407,6 +408,8 @@ def run(args: argparse.Namespace) -> int:
                        bool(settings.ask_vault_pass if args.ask_vault_pass is None
                             else args.ask_vault_pass))
     loader.set_vault(vault.decrypt)
+    # (!unsafe text and !vault values travel to the runner as such)
+    loader.set_text_kinds(trust.UntrustedText, trust.VaultedText)
     extra = loader.parse_extra_vars(args.extra_vars)
     search = role_search(settings, args.playbook)
     books = [loader.load_playbook(path, extra_vars=extra, search=search,
@@ -473,6 +476,7 @@ def run(args: argparse.Namespace) -> int:
                        error_on_missing_handler=settings.error_on_missing_handler,
                        deprecated=deprecated_reads(),
                        deprecation_warnings=deprecation_warnings(),
+                       allow_broken_conditionals=settings.allow_broken_conditionals,
                        connection_vars=connection_vars(args, settings)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),

@@ -94,6 +94,8 @@ def _task_error(exc):
         result["_ioc_error_file"] = list(exc.origin)
     if exc.help_text:
         result["_ioc_error_help"] = exc.help_text
+    if exc.value_origin:
+        result["_ioc_error_value_origin"] = exc.value_origin
     return result
 
 

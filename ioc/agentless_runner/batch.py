@@ -42,7 +42,8 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
 from ioc.agentless_runner.handlers import HandlerRun
 from ioc.agentless_runner.lookups import Lookups
 from ioc.agentless_runner.loops import LoopRun
-from ioc.agentless_runner.template_errors import UndefinedVariableError, conditional_error_text
+from ioc.agentless_runner.template_errors import (UndefinedVariableError, UntrustedTemplateError,
+                                                  conditional_error_text)
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Results, Verbatim, current_reads, is_template,
@@ -153,6 +154,7 @@ class HostRun(HandlerRun, LoopRun):
         self.deprecated = frozenset(self.options.get("deprecated") or ())
         #: Whether the consoles show those reads (a task's result records them either way).
         self.show_deprecations = not self.options.get("quiet_deprecations")
+        templating.BROKEN_CONDITIONALS[0] = bool(self.options.get("allow_broken_conditionals"))
         layers = batch["vars"]
         self.inventory = layers.get("inventory", {})
         #: The connection variables TaskExecutor adds where nothing sets them
@@ -654,8 +656,9 @@ class HostRun(HandlerRun, LoopRun):
         if said.found:
             result["warnings"] = said.found + list(result.get("warnings") or ())
         if conditionals.found:
-            results.templated_conditionals(result, [(text, origin or _that_origin(task, text))
-                                                    for text, origin in conditionals.found])
+            results.templated_conditionals(
+                result, [(text, origin or _that_origin(task, text), message)
+                         for text, origin, message in conditionals.found])
         if reads is not None and reads.found and "results" not in result:
             # (after the conditions': ``when`` is evaluated before the arguments; a
             # loop's are its items', gathered: what its expression read is not recorded)
@@ -788,10 +791,16 @@ class HostRun(HandlerRun, LoopRun):
                 error = conditional_error_text(exc)
                 if not results.legacy():  # (2.21 says which keyword; 2.19 does not)
                     error = "A 'when' expression failed: %s" % error
-                return results.failed_result(
+                failed = results.failed_result(
                     "Task failed: %s" % error,
                     _ioc_task_error=True, _ioc_error_expr=cond,
                     _ioc_error_origin=origin or None, _ioc_unvalidated=True)
+                written = getattr(exc, "origin", None)
+                if isinstance(exc, UntrustedTemplateError) and written:
+                    # (an !unsafe value the condition gave: the error is about it)
+                    failed.update(_ioc_error_origin=written, _ioc_error_value_origin=written,
+                                  _ioc_error_help=exc.help_text)
+                return failed
         if reads is not None:
             reads.where = None
         return None
@@ -1029,6 +1038,8 @@ class HostRun(HandlerRun, LoopRun):
                                             list(exc.causes)]
             if getattr(exc, "keyword", None):  # (the bridge's chain)
                 failed["_ioc_error_keyword"] = exc.keyword
+            if getattr(exc, "plugin", None):  # (the bridge's chain: the plugin's own part)
+                failed["_ioc_error_plugin"] = exc.plugin
             chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
             if chain:
                 failed["_ioc_error_chain"] = chain
@@ -1037,7 +1048,8 @@ class HostRun(HandlerRun, LoopRun):
                               start_dir=self.options.get("local_dir"),
                               environment=env, templar=templar, task_vars=templar.variables,
                               no_log=self._truthy(task.get("no_log"), templar),
-                              files=self.controller_files())
+                              files=self.controller_files(),
+                              origin_of=lambda text: _that_origin(task, text))
 
         def call():
             if task.get("module"):
@@ -1073,7 +1085,8 @@ class HostRun(HandlerRun, LoopRun):
             # a condition ansible-core could not evaluate (untrusted, a test
             # plugin that failed...): the console's "caused by" names where it
             # was written
-            written = _text_origin(task, result["_ioc_error_expr"].strip())
+            written = result.get("_ioc_error_value_origin") or \
+                _text_origin(task, result["_ioc_error_expr"].strip())
             if written:
                 result["_ioc_error_chain"] = [[str(result["msg"])[len("Task failed: "):],
                                                written, None, result.get("_ioc_error_help")]]
@@ -1175,6 +1188,7 @@ class HostRun(HandlerRun, LoopRun):
                 # variable whose value failed (ansible-core's origin of the error)
                 error.argument, error.variable = name, getattr(exc, "variable", None)
                 error.causes = causes
+                error.plugin = getattr(exc, "plugin", None)  # (a plugin's error about a value)
                 error.path = _failing_path(templar, value, [str(name)])
                 raise error
         if reads is not None:  # (debug templates its var when it runs)
@@ -1363,6 +1377,11 @@ def _argument_chain(task, exc):
     variable = getattr(exc, "variable", None)
     source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else \
         _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
+    plugin = getattr(exc, "plugin", None)
+    if plugin:  # a plugin's error about a value: a part of its own, at the value's origin
+        head, said, obj, help_text, origin = plugin
+        return [[causes[0] + ".", action], [causes[1] + ".", written],
+                [head + ".", source or written], [said, origin, obj, help_text]]
     return [[causes[0] + ".", action], [causes[1] + ".", written], [causes[2], source or written]]
 
 

@@ -34,6 +34,17 @@ def as_boolean(value):
 LOCAL = threading.local()
 
 
+#: The ansible-core release whose result shapes the runner reproduces: 2.21
+#: by default; the mitogen_batch strategy under ansible-core 2.19 asks for
+#: "2.19" (a run option, set for the whole runner at each batch).
+SHAPE = ["2.21"]
+
+
+def legacy():
+    """True when results take ansible-core 2.19's shapes."""
+    return SHAPE[0] == "2.19"
+
+
 class Recorder(object):
     """Active on this thread (as ``LOCAL.<slot>``) between enter and exit, the
     one it replaced active again after: what a task's templating and plugins
@@ -237,7 +248,8 @@ class TaskError(Exception):
     ``changed_when``/``failed_when``/``until`` do not see it.
     """
 
-    def __init__(self, msg, expression=None, help_text=None, option=None, origin=None):
+    def __init__(self, msg, expression=None, help_text=None, option=None, origin=None,
+                 value_origin=None):
         Exception.__init__(self, msg)
         self.msg = msg
         #: ``[path, line or None]`` of a controller file the error is about (a
@@ -251,6 +263,9 @@ class TaskError(Exception):
         self.option = option
         #: What Ansible's error says to do about it (shown after its origin).
         self.help_text = help_text
+        #: ``path:line:col`` of the value the error is about when that is not
+        #: the argument as written (an untrusted text a template gave).
+        self.value_origin = value_origin
 
 
 class ModuleContext(object):
@@ -266,7 +281,7 @@ class ModuleContext(object):
 
     def __init__(self, check_mode=False, diff_mode=False, environment=None,
                  tmpdir=None, no_log=False, task_vars=None, templar=None, files=None,
-                 start_dir=None):
+                 start_dir=None, origin_of=None):
         self.check_mode = bool(check_mode)
         self.diff_mode = bool(diff_mode)
         self.environment = dict(environment or {})
@@ -286,6 +301,10 @@ class ModuleContext(object):
         #: Where the module runs (:class:`ModuleDirectory`), set while one
         #: of ioc's own modules that is an AnsibleModule in Ansible runs.
         self.cwd = None
+        #: ``origin_of(text)``: ``path:line:col`` where the task wrote the
+        #: argument (or list item) ``text``, or None (assert's ``that``: where
+        #: a condition that gives no boolean was written).
+        self.origin_of = origin_of or (lambda text: None)
 
     def controller_file(self, src):
         """The controller file (or directory) a task's ``src`` names.

@@ -41,7 +41,17 @@ FILTERS = {}
 
 
 class FilterError(ValueError):
-    """A filter was given arguments it cannot work with."""
+    """A filter was given arguments it cannot work with.
+
+    ``obj`` and ``help_text``: the value the error is about and what to do,
+    where Ansible's filter raises with them (its error's "caused by" part
+    shows them).
+    """
+
+    def __init__(self, message, obj=None, help_text=None):
+        ValueError.__init__(self, message)
+        self.obj = obj
+        self.help_text = help_text
 
 
 def _register(*aliases):
@@ -218,7 +228,8 @@ def comment(text, style="plain", **options):
     replace the framing lines, ``newline`` is the line separator.
     """
     if style not in _COMMENT_STYLES:
-        raise FilterError("Invalid style %r." % (style,))
+        raise FilterError("Invalid style %r." % (style,), obj=style,
+                          help_text="Available styles: %s" % ", ".join(_COMMENT_STYLES))
     params = _COMMENT_STYLES[style]
     frame = options.get("decoration", params["decoration"]).rstrip()
     p = {"newline": "\n", "beginning": "", "prefix": frame, "prefix_count": 1,

@@ -9,15 +9,8 @@ CENSORED = ("the output has been hidden due to the fact that 'no_log: true' "
             "was specified for this result")
 
 
-#: The ansible-core release whose result shapes the runner reproduces: 2.21
-#: by default; the mitogen_batch strategy under ansible-core 2.19 asks for
-#: "2.19" (a run option, set for the whole runner at each batch).
-SHAPE = ["2.21"]
-
-
-def legacy():
-    """True when results take ansible-core 2.19's shapes."""
-    return SHAPE[0] == "2.19"
+# (the release whose shapes the runner reproduces; in context: the tests read it too)
+from ioc.agentless_runner.context import SHAPE, legacy  # noqa: E402,F401
 
 
 def status_of(result):
@@ -328,18 +321,24 @@ def unvalidated_no_log(raw, result, task_level, looped):
 
 def templated_conditionals(result, found):
     """The deprecation ansible-core 2.19+ records in a task's result for each
-    condition written as one template whose value was no text (registered as
-    its ``deprecations``); ``_ioc_conditional_templates`` says which condition
-    each is about, and where it was written (the consoles show its origin)."""
+    condition written as one template whose value was no text, or whose result
+    was no boolean with ``ALLOW_BROKEN_CONDITIONALS`` (registered as its
+    ``deprecations``); ``_ioc_conditional_templates`` says which condition each
+    is about, where it was written (the consoles show its origin), and its
+    words and help text (none: the first kind's)."""
     deprecations = list(result.get("deprecations") or [])
-    for _ in found:
-        deprecations.append(_deprecation(templating.CONDITIONAL_AS_TEMPLATE, "2.23"))
+    for _, _, message in found:
+        deprecations.append(_deprecation(message or templating.CONDITIONAL_AS_TEMPLATE, "2.23"))
     result["deprecations"] = deprecations
     mark_conditional_templates(result, found)
 
 
 def mark_conditional_templates(result, found):
-    """Say which condition (and where written) each deprecation of a condition
-    written as one template in ``result`` is about, in their order."""
-    result["_ioc_conditional_templates"] = [{"text": text, "origin": origin}
-                                            for text, origin in found]
+    """Say which condition each deprecation of a condition in ``result`` is
+    about (written as one template, or giving no boolean with
+    ``ALLOW_BROKEN_CONDITIONALS``), where it was written, and its words and
+    help text (none: the first kind's), in their order."""
+    result["_ioc_conditional_templates"] = [
+        {"text": text, "origin": origin, "msg": message,
+         "help": templating.BROKEN_CONDITIONAL_ALLOWED if message else None}
+        for text, origin, message in found]

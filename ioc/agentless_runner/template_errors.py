@@ -28,7 +28,11 @@ class UndefinedVariableError(TemplateError):
 
 
 class ConditionalResultError(TemplateError):
-    """A condition evaluated to something other than a bool."""
+    """A condition evaluated to something other than a bool; ``help_text`` is
+    ansible-core's (``AnsibleBrokenConditionalError``'s, as TaskExecutor shows it)."""
+
+    help_text = ("Broken conditionals can be temporarily allowed with the "
+                 "`ALLOW_BROKEN_CONDITIONALS` configuration option.")
 
 
 class UntrustedTemplateError(TemplateError):
@@ -38,8 +42,11 @@ class UntrustedTemplateError(TemplateError):
     help_text = ("Templates and expressions must be defined by trusted sources such as "
                  "playbooks or roles, not untrusted sources such as module results.")
 
-    def __init__(self):
+    def __init__(self, origin=None):
         TemplateError.__init__(self, "Encountered untrusted template or expression.")
+        #: ``path:line:col`` where the untrusted text was written, when known
+        #: (an ``!unsafe`` value's: ansible-core's error is about it).
+        self.origin = origin or None
 
 
 def conditional_error_text(exc):

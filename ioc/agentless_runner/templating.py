@@ -50,7 +50,7 @@ from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
-from ioc.agentless_runner.trust import TrustedText
+from ioc.agentless_runner.trust import TrustedText, UntrustedText, VaultedText
 
 __all__ = [
     "TemplateError",
@@ -217,13 +217,20 @@ class DeprecatedReads(Recorder):
             self.found.append(entry)
 
 
+def _record(conditionals, entry):
+    if entry not in conditionals.found:
+        conditionals.found.append(entry)
+
+
 class TemplatedConditionals(Recorder):
     """Records, while active on this thread, the conditions written as one
     template (``when: "{{ x == 1 }}"``) whose value was no text: ansible-core
     2.19+ evaluates them, and its task result records the deprecation
     "Conditionals should not be surrounded by templating delimiters ..."
-    (:data:`CONDITIONAL_AS_TEMPLATE`). ``found`` lists ``(condition, origin)``
-    once each, in order."""
+    (:data:`CONDITIONAL_AS_TEMPLATE`); and, with :data:`BROKEN_CONDITIONALS`,
+    those whose result was no boolean (their deprecation). ``found`` lists
+    ``(condition, origin, message)`` once each, in order (``message`` None:
+    the first kind's)."""
 
     slot = "conditionals"
 
@@ -295,6 +302,13 @@ CONST_TEMPLATE_HELP = (
 #: ansible-core's deprecation of a condition written as a template (2.19+).
 CONDITIONAL_AS_TEMPLATE = "Conditionals should not be surrounded by templating delimiters " \
     "such as {{ }} or {% %}."
+#: Ansible's ``ALLOW_BROKEN_CONDITIONALS`` (one item, set per batch): a
+#: condition whose result is no boolean is its truth, with a deprecation,
+#: instead of an error.
+BROKEN_CONDITIONALS = [False]
+#: The help text of that deprecation (ansible-core's ``_BROKEN_CONDITIONAL_ALLOWED_FRAGMENT``).
+BROKEN_CONDITIONAL_ALLOWED = "Broken conditionals are currently allowed because the " \
+    "`ALLOW_BROKEN_CONDITIONALS` configuration option is enabled."
 
 
 def current_reads():
@@ -439,6 +453,9 @@ def to_builtin(value, source=None):
     return _builtin(value, _STORE, source)
 
 
+#: The str subclasses a template's value keeps (ansible-core's tags on a value).
+_KEPT_TEXT = frozenset((TrustedText, UntrustedText, VaultedText))
+
 #: What :func:`_builtin` makes of a GroupTuple: a list, recorded (a template's
 #: final value); itself (a filter's argument); a list (a plugin's argument,
 #: which crosses to the controller).
@@ -454,7 +471,7 @@ def _builtin(value, mode, source):
             return markers.replace(value)
         _fail_undefined(value)
     if isinstance(value, str):
-        if value.__class__ is TrustedText:
+        if value.__class__ in _KEPT_TEXT:
             return value  # (ansible-core's template of one value keeps its tags)
         if value.__class__ is DeprecatedText:
             value.read()
@@ -502,9 +519,25 @@ def _filter_plugin(name, func):
         except (TemplateError, jinja2.UndefinedError, RecursionError):
             raise
         except Exception as exc:
-            raise TemplateError("The filter plugin '%s' failed: %s" % (fqcn, exc)) from None
+            raise _plugin_error("filter", fqcn, exc) from None
 
     return call
+
+
+def _plugin_error(kind, fqcn, exc):
+    """"The <kind> plugin '<fqcn>' failed: <exc>"; ``plugin`` ([its first part,
+    the plugin's own words, the text of the value its error is about, its help
+    text]) when the plugin's error is about a value (``obj``) or says what to
+    do: ansible-core shows that as a "caused by" part of its own, whose
+    ``Origin: <unknown>`` is a value no origin is known of (a template's
+    constant)."""
+    error = TemplateError("The %s plugin '%s' failed: %s" % (kind, fqcn, exc))
+    obj, help_text = getattr(exc, "obj", None), getattr(exc, "help_text", None)
+    if obj is not None or help_text:
+        error.plugin = ["The %s plugin '%s' failed" % (kind, fqcn), str(exc),
+                        None if obj is None else str(obj), help_text,
+                        getattr(obj, "origin", None) or None]
+    return error
 
 
 def _undefined_through(func):
@@ -976,7 +1009,7 @@ def _test_plugin(name, func):
         except ControllerAnswers:
             return _foreign("test", fqcn)(*args, **kwargs)
         except TestError as exc:
-            raise TemplateError("The test plugin '%s' failed: %s" % (fqcn, exc)) from None
+            raise _plugin_error("test", fqcn, exc) from None
     return call
 
 
@@ -1357,22 +1390,27 @@ class Templar(object):
             return condition
         if condition is None or condition == "":
             return True
+        if condition.__class__ is UntrustedText:
+            raise UntrustedTemplateError(condition.origin)
         if isinstance(condition, str):
             result, templated = self._condition_value(condition)
             conditionals = getattr(LOCAL, "conditionals", None)
             # (Ansible's templating of the whole condition gave no text: no expression)
             if conditionals is not None and templated:
-                entry = (condition, written or origin)
-                if entry not in conditionals.found:
-                    conditionals.found.append(entry)
+                _record(conditionals, (condition, written or origin, None))
         else:
             result = to_builtin(self.lazy(condition))
         if not isinstance(result, bool):
             # ansible-core names where the condition was written, when known
-            raise ConditionalResultError(
-                "Conditional result (%s) was derived from value of type '%s' at "
-                "%r. Conditionals must have a boolean result."
-                % (bool(result), type(result).__name__, origin or condition))
+            message = ("Conditional result (%s) was derived from value of type '%s' at "
+                       "%r. Conditionals must have a boolean result."
+                       % (bool(result), type(result).__name__, origin or condition))
+            if not BROKEN_CONDITIONALS[0]:
+                raise ConditionalResultError(message)
+            conditionals = getattr(LOCAL, "conditionals", None)
+            if conditionals is not None:
+                _record(conditionals, (condition, written or origin, message))
+            return bool(result)
         return result
 
     def _condition_value(self, condition):
@@ -1393,6 +1431,8 @@ class Templar(object):
                 value = self.evaluate(text[2:-2])
                 if not isinstance(value, str):
                     return value, True
+                if value.__class__ is UntrustedText:
+                    raise UntrustedTemplateError(value.origin)
                 if not _variable_reference(text[2:-2]):
                     raise UntrustedTemplateError()
                 return self.evaluate(value.strip(), conditional=True), False
@@ -1497,7 +1537,7 @@ class Templar(object):
         """``raw`` templated one level deep; containers become lazy views.
         ``results``: ``raw`` is a result's (see :class:`Results`)."""
         if isinstance(raw, str):
-            if results and raw.__class__ is not TrustedText:
+            if raw.__class__ is UntrustedText or results and raw.__class__ is not TrustedText:
                 return raw
             return self._render(raw) if is_template(raw) else raw
         if isinstance(raw, collections.abc.Mapping):

@@ -16,7 +16,8 @@ import urllib.parse
 
 import jinja2.tests
 
-from ioc.agentless_runner.context import as_boolean, warn
+from ioc.agentless_runner.context import as_boolean, legacy, warn
+from ioc.agentless_runner.trust import VaultedText
 
 __all__ = ["TESTS", "ControllerAnswers", "TestError", "names"]
 
@@ -24,9 +25,17 @@ TESTS = {}
 
 
 class TestError(ValueError):
-    """A test was applied to a value it cannot judge."""
+    """A test was applied to a value it cannot judge.
+
+    ``obj``: the value the error is about, where Ansible's test raises with
+    ``obj=`` (its error's "caused by" part shows it).
+    """
 
     __test__ = False  # not a pytest test class
+
+    def __init__(self, message, obj=None):
+        ValueError.__init__(self, message)
+        self.obj = obj
 
 
 class ControllerAnswers(Exception):
@@ -154,7 +163,10 @@ def search(value, pattern="", ignorecase=False, multiline=False):
 def regex(value="", pattern="", ignorecase=False, multiline=False, match_type="search"):
     """``match_type`` is ``search`` (default), ``match`` or ``fullmatch``."""
     if match_type not in ("search", "match", "fullmatch"):
-        raise TestError("Invalid match_type specified. Expected one of: search, match, fullmatch.")
+        if legacy():  # (2.19 calls getattr(re, match_type, 'search'))
+            raise TestError("'str' object is not callable")
+        raise TestError("Invalid match_type specified. Expected one of: search, match, fullmatch.",
+                        obj=match_type)
     return _regex(value, pattern, ignorecase, multiline, match_type)
 
 
@@ -272,6 +284,18 @@ def _to_bool(value):
     """Ansible's ``boolean(value)`` where it converts; anything else keeps its truthiness."""
     converted = as_boolean(value)
     return bool(value) if converted is None else converted
+
+
+@_register("vault_encrypted")
+def vault_encrypted(value):
+    """Whether ``value`` is one vault-encrypted value (a :class:`VaultedText`,
+    as ansible-core 2.19+ keeps its ``EncryptedString``): not a text made from
+    one. An undefined value fails, as Ansible's test trips its marker."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+    ciphertext = value.ciphertext if value.__class__ is VaultedText else None
+    # (VaultLib.is_encrypted: ASCII text that starts with the vault header)
+    return bool(ciphertext) and ciphertext.isascii() and ciphertext.startswith("$ANSIBLE_VAULT")
 
 
 @_register("truthy")

@@ -14,13 +14,31 @@ only, so what the controller sends back holds each one as the tuple
 :func:`encode` makes (the runner's values hold no tuples), which
 :func:`decode` turns back.
 
+The converse, :class:`UntrustedText`: a text of a layer of written
+variables that ansible-core does not trust (``!unsafe``): never templated,
+and never evaluated as a conditional expression (ansible-core fails the
+task: "Encountered untrusted template or expression."). It remembers where
+it was written (:attr:`UntrustedText.origin`), where that error points. It
+travels as its own tuple too, and back to the controller as itself.
+
+A value that came from Ansible Vault (``!vault``) is a :class:`VaultedText`:
+its decrypted text (the runner uses it, as Ansible's controller does when a
+task reads it) that keeps its ciphertext, as ansible-core 2.19+ keeps an
+``EncryptedString`` (the ``vault_encrypted`` test is true of it, not of a
+text made from it). Its ciphertext travels with it.
+
 Imports only the stdlib; runs on Python 3.9+.
 """
 
-__all__ = ["TrustedText", "trusted", "written", "encode", "decode", "find_class"]
+__all__ = ["TrustedText", "UntrustedText", "VaultedText", "trusted", "written", "encode",
+           "decode", "find_class"]
 
 #: The first item of a trusted text's tuple on the wire to the runner.
 _WIRE = "\x00ioc:trusted"
+#: The first item of an untrusted text's tuple on the wire to the runner.
+_WIRE_UNTRUSTED = "\x00ioc:untrusted"
+#: The first item of a vaulted text's tuple on the wire to the runner.
+_WIRE_VAULTED = "\x00ioc:vaulted"
 
 
 class TrustedText(str):
@@ -33,6 +51,41 @@ class TrustedText(str):
 
     def __repr__(self):
         return str.__repr__(self)
+
+
+class UntrustedText(str):
+    """A str ansible-core does not trust as a template (``!unsafe``): used as
+    it is, never templated nor evaluated as an expression."""
+
+    def __new__(cls, text, origin=None):
+        self = str.__new__(cls, text)
+        #: ``path:line:col`` where it was written ("" when unknown).
+        self.origin = origin or ""
+        return self
+
+    def __reduce__(self):
+        return UntrustedText, (str.__str__(self), self.origin)
+
+    def __repr__(self):
+        return str.__repr__(self)
+
+
+class VaultedText(str):
+    """The decrypted text of an Ansible Vault value, which keeps its ciphertext."""
+
+    ciphertext: str
+
+    def __new__(cls, text, ciphertext):
+        self = str.__new__(cls, text)
+        #: The vault-encrypted text it was decrypted from (``$ANSIBLE_VAULT;...``).
+        self.ciphertext = ciphertext
+        return self
+
+    def __reduce__(self):
+        return VaultedText, (str.__str__(self), self.ciphertext)
+
+    def __repr__(self):
+        return str.__repr__(self)  # (the decrypted text's, as Ansible's tagged str has it)
 
 
 def trusted(value):
@@ -72,17 +125,27 @@ def decode(value):
 
 
 def _encode_one(value):
-    return (_WIRE, str.__str__(value)) if value.__class__ is TrustedText else value
+    if value.__class__ is TrustedText:
+        return (_WIRE, str.__str__(value))
+    if value.__class__ is UntrustedText:
+        return (_WIRE_UNTRUSTED, str.__str__(value), value.origin)
+    if value.__class__ is VaultedText:
+        return (_WIRE_VAULTED, str.__str__(value), value.ciphertext)
+    return value
 
 
 def _decode_one(value):
     if value.__class__ is tuple and len(value) == 2 and value[0] == _WIRE:
         return TrustedText(value[1])
+    if value.__class__ is tuple and len(value) == 3 and value[0] == _WIRE_UNTRUSTED:
+        return UntrustedText(value[1], value[2])
+    if value.__class__ is tuple and len(value) == 3 and value[0] == _WIRE_VAULTED:
+        return VaultedText(value[1], value[2])
     return value
 
 
 #: The types :func:`_walk` looks into or at; any other value stays as it is.
-_WALKED = frozenset((dict, list, tuple, TrustedText))
+_WALKED = frozenset((dict, list, tuple, TrustedText, UntrustedText, VaultedText))
 
 
 def _walk(value, one):
@@ -116,7 +179,12 @@ def _walk(value, one):
 
 def find_class(module, name, fallback):
     """A mitogen unpickler's ``find_class`` on the controller: this module's
-    TrustedText, else ``fallback(module, name)`` (mitogen's own)."""
+    TrustedText, UntrustedText and VaultedText, else ``fallback(module, name)``
+    (mitogen's own)."""
     if module == __name__ and name == "TrustedText":
         return TrustedText
+    if module == __name__ and name == "UntrustedText":
+        return UntrustedText
+    if module == __name__ and name == "VaultedText":
+        return VaultedText
     return fallback(module, name)

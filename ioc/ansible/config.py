@@ -37,6 +37,8 @@ HONOURED: Dict[str, str] = {
                               "play keyword)",
     "ERROR_ON_MISSING_HANDLER": "error_on_missing_handler: off warns of a notified name no "
                                 "handler has instead of ending the run",
+    "ALLOW_BROKEN_CONDITIONALS": "allow_broken_conditionals: a condition whose result is no "
+                                 "boolean is its truth, with a deprecation warning",
     "DEFAULT_VAULT_PASSWORD_FILE": "vault_password_file: as --vault-password-file",
     "DEFAULT_VAULT_IDENTITY_LIST": "vault_identity_list: as --vault-id",
     "DEFAULT_VAULT_IDENTITY": "vault_identity: the label of a password given without one",
@@ -119,6 +121,7 @@ class Settings:
     ask_pass: bool = False
     become_allow_same_user: bool = False
     error_on_missing_handler: bool = True
+    allow_broken_conditionals: bool = False
     force_handlers: bool = False
     vault_password_files: Tuple[str, ...] = ()
     vault_identity_list: Tuple[str, ...] = ()
@@ -188,6 +191,7 @@ def read_settings() -> Settings:
         ask_pass=bool(value("DEFAULT_ASK_PASS")),
         become_allow_same_user=bool(value("BECOME_ALLOW_SAME_USER")),
         error_on_missing_handler=bool(value("ERROR_ON_MISSING_HANDLER")),
+        allow_broken_conditionals=bool(value("ALLOW_BROKEN_CONDITIONALS")),
         force_handlers=bool(value("DEFAULT_FORCE_HANDLERS")),
         vault_password_files=tuple(_as_list(value("DEFAULT_VAULT_PASSWORD_FILE"))),
         vault_identity_list=tuple(value("DEFAULT_VAULT_IDENTITY_LIST") or ()),

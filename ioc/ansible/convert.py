@@ -30,7 +30,7 @@ import dataclasses
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ioc.ansible import modules
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, plain_vars
 from ioc.model import Block, IncludeScope, Location, Play, Task
 
 _BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
@@ -133,6 +133,16 @@ def _conditions(value: Any) -> Tuple[Any, ...]:
         out.append(bool(cond) if isinstance(cond, bool) else str.__str__(str(cond))
                    if not isinstance(cond, str) else plain(cond))
     return tuple(out)
+
+
+def _that_origins(args: Any) -> Dict[str, Tuple[str, ...]]:
+    """Where assert's ``that`` (``arg:that``) or each of its items
+    (``arg:that[]``) was written, as Ansible's data tags say: ansible-core
+    names it when a condition's result is not boolean."""
+    that = (args or {}).get("that")
+    key = "arg:that" if isinstance(that, str) else "arg:that[]" if isinstance(that, list) else None
+    written = _condition_origins(that) if key else ()
+    return {key: written} if key and written else {}
 
 
 def _condition_origins(value: Any) -> Tuple[str, ...]:
@@ -283,8 +293,10 @@ class Converter:
         try:
             if role is not None:
                 # (the roles that depend on it hand their vars down: Role.get_inherited_vars)
-                variables.update(plain(role.get_vars(task.get_dep_chain(), include_params=False)))
-            variables.update(plain(task.get_vars()))
+                variables.update(plain_vars(role.get_vars(task.get_dep_chain(),
+                                                          include_params=False)))
+            # (text not trusted as a template, !unsafe, stays so on the runner)
+            variables.update(plain_vars(task.get_vars()))
         except AnsibleVaultError:
             # Ansible decrypts a vault value only where a task reads it
             self.refuse("its variables hold a vault value no secret given decrypts")
@@ -302,6 +314,7 @@ class Converter:
             name_error=name_error,
             when=_conditions(task.when),
             when_origins=_condition_origins(task.when),
+            origins=_that_origins(task.args) if action == "assert" else {},
             loop=plain(task.loop),
             loop_with=plain(task.loop_with) or None,
             loop_control=control if isinstance(control, dict) else {},

@@ -108,7 +108,8 @@ def engine_exception(message: str, obj: Any = None, help_text: Optional[str] = N
     when, _, broken = message.partition(": ")
     if when == _WHEN_FAILED and broken.endswith(_NOT_BOOLEAN):
         help_text = _BROKEN_HELP
-    elif not (when == _VAR_FAILED and broken and obj is not None):
+    elif not ((when == _VAR_FAILED or when == _WHEN_FAILED and help_text)
+              and broken and obj is not None):
         return AnsibleError(message, obj=obj, help_text=help_text)
     # "<when>." caused by the error itself, both about obj (as Ansible chains them)
     try:
@@ -120,14 +121,15 @@ def engine_exception(message: str, obj: Any = None, help_text: Optional[str] = N
 
 
 def task_error_text(message: str, task_origin: str, cause_origin: str,
-                    captured: Optional[str] = None) -> str:
+                    captured: Optional[str] = None, help_text: Optional[str] = None) -> str:
     """What follows ``[ERROR]: `` for a task the engine failed at ``cause_origin``
     (a ``when``/``until``/``changed_when``/``failed_when`` expression):
     TaskExecutor's ``AnsibleTaskError`` chained to the engine's error,
     formatted by ansible-core's own display code (the "Task failed." block and
     each "<<< caused by >>>" with its excerpt). ``captured`` ("Action" or
     "Module"): the error is in the action's result (a changed_when/failed_when
-    expression's), which the chain says first ("Task failed: Action failed.")."""
+    expression's), which the chain says first ("Task failed: Action failed.").
+    ``help_text``: the engine error's (an untrusted value's)."""
     from ansible._internal import _display_utils
     from ansible._internal._errors import _error_factory
     from ansible.errors import AnsibleError, AnsibleTaskError
@@ -138,7 +140,7 @@ def task_error_text(message: str, task_origin: str, cause_origin: str,
     try:
         try:
             try:
-                raise engine_exception(message, _origin(Location.parse(cause_origin)))
+                raise engine_exception(message, _origin(Location.parse(cause_origin)), help_text)
             except Exception as ex:
                 if captured is None:
                     raise

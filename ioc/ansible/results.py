@@ -20,7 +20,7 @@ changed, the public result), plus what a rescue gets as
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ioc.agentless_runner.results import DEPRECATED_VALUES, NO_TRACEBACK
 from ioc.agentless_runner.templating import (CONDITIONAL_AS_TEMPLATE, CONST_TEMPLATE,
@@ -112,7 +112,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
         elif result.get("_ioc_task_error") and status in ("failed", "unreachable"):
             data = _engine_error_219(task, data, _error_object(task, result),
                                      result.get("_ioc_error_help"), keyword,
-                                     result.get("_ioc_error_arg"))
+                                     _error_argument(result))
         elif result.get("_ioc_raised") and status == "failed":
             data = _action_fail_219(task, data)
         if include:
@@ -135,7 +135,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
     elif engine:
         # The connection failed before the task ran (become): TaskExecutor's words.
         utr = _engine_error(utr_class, task, data, _error_object(task, result),
-                            result.get("_ioc_error_arg"), keyword,
+                            _error_argument(result), keyword,
                             result.get("_ioc_error_help"))
     elif raised:
         # The action plugin raised AnsibleActionFail (an argument its spec refuses).
@@ -362,8 +362,9 @@ def _conditional_summaries(task: Any, conditions: List[Mapping[str, Any]]) -> Li
         if context is None and origin is not None:
             context = _error_utils.SourceContext.from_origin(origin)
         own.append(_messages.DeprecationSummary(
-            event=_messages.Event(msg=CONDITIONAL_AS_TEMPLATE,
-                                  formatted_source_context=str(context) if context else None),
+            event=_messages.Event(msg=condition.get("msg") or CONDITIONAL_AS_TEMPLATE,
+                                  formatted_source_context=str(context) if context else None,
+                                  help_text=condition.get("help")),
             version="2.23", deprecator=_deprecator.ANSIBLE_CORE_DEPRECATOR))
     return own
 
@@ -662,6 +663,9 @@ def _error_object(task: Any, result: Mapping[str, Any]) -> Any:
         from ansible._internal._datatag._tags import Origin
 
         return Origin(path=origin[0], line_num=origin[1])
+    written = result.get("_ioc_error_value_origin")
+    if isinstance(written, str):  # (a value a template gave: an !unsafe one's origin)
+        return _origin(Location.parse(written))
     return _argument(task, result.get("_ioc_error_expr"))
 
 
@@ -695,6 +699,14 @@ def _argument(task: Any, expression: Any, stripped: bool = False) -> Any:
     return None
 
 
+def _error_argument(result: Mapping[str, Any]) -> Any:
+    """The runner's ``_ioc_error_arg``, with its ``_ioc_error_plugin`` (a
+    plugin's error about a value) as a fifth item when it has one."""
+    failed = result.get("_ioc_error_arg")
+    plugin = result.get("_ioc_error_plugin")
+    return list(failed) + [plugin] if isinstance(failed, list) and plugin else failed
+
+
 def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optional[BaseException]:
     """The chain ansible-core raises for task argument ``failed`` = [name, variable
     whose value failed, the keys down to the innermost failing value, the
@@ -702,12 +714,17 @@ def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optiona
     action, the argument's value and the variable's (else the innermost
     value's; origin-tagged values: Ansible's display names where each was
     written; a default of ``module_defaults`` where that was written); None if
-    ``failed`` is not that error's. ``legacy``: as 2.19 chains it."""
+    ``failed`` is not that error's. ``legacy``: as 2.19 chains it. A fifth
+    item of ``failed``: [the plugin's part, its own words, the text of the value
+    they are about, their help text, that value's origin] (a plugin's error
+    about a value, a part of its own: "Origin: <unknown>" when the value has
+    none)."""
     from ansible.errors import AnsibleError
 
-    if not isinstance(failed, list) or len(failed) != 4:
+    if not isinstance(failed, list) or len(failed) not in (4, 5):
         return None
-    name, variable, path, (finalization, resolving, cause) = failed
+    name, variable, path, (finalization, resolving, cause) = failed[:4]
+    plugin = failed[4] if len(failed) == 5 else None
     value = (task.args or {}).get(name)
     if value is None and name not in (task.args or {}):
         value = _module_default(task, name)
@@ -720,6 +737,9 @@ def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optiona
     try:
         try:
             try:
+                if plugin:
+                    raise _plugin_exception(plugin, resolving if legacy and source is value
+                                            else None, source)
                 if legacy and source is value:
                     # (2.19 words a template failing where it was written as one error)
                     raise AnsibleError("%s: %s" % (resolving, cause), obj=value)
@@ -730,6 +750,26 @@ def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optiona
                 raise AnsibleError(resolving + ".", obj=value) from ex
         except AnsibleError as ex:
             raise AnsibleError(finalization + ".", obj=task.action) from ex
+    except AnsibleError as error:
+        return error
+
+
+def _plugin_exception(plugin: Sequence[Any], resolving: Optional[str], source: Any) -> BaseException:
+    """A plugin's error about a value (``plugin``: see :func:`_argument_exception`)
+    as templating raises it: "The <kind> plugin '<name>' failed." about the
+    failing template (``source``; after ``resolving``'s words when given: 2.19's
+    one error), caused by the plugin's own, about the value (its origin, else
+    the value itself: "Origin: <unknown>")."""
+    from ansible.errors import AnsibleError
+
+    head, said, obj, help_text, origin = list(plugin) + [None] * (5 - len(plugin))
+    written = _origin(Location.parse(origin)) if origin else obj
+    try:
+        try:
+            raise AnsibleError(said, obj=written, help_text=help_text)
+        except AnsibleError as ex:
+            words = "%s: %s." % (resolving, head) if resolving else head + "."
+            raise AnsibleError(words, obj=source) from ex
     except AnsibleError as error:
         return error
 

@@ -236,7 +236,9 @@ class PlayRun:
                              become_allow_same_user=bool(C.BECOME_ALLOW_SAME_USER),
                              error_on_missing_handler=bool(C.ERROR_ON_MISSING_HANDLER),
                              deprecated=deprecated_reads(as_installed=True),
-                             deprecation_warnings=deprecation_warnings())
+                             deprecation_warnings=deprecation_warnings(),
+                             allow_broken_conditionals=bool(
+                                 C.config.get_config_value("ALLOW_BROKEN_CONDITIONALS")))
         converted = state.converted
         from ioc.ansible import plugins as ansible_plugins
         from ioc.controller import plugins

@@ -12,6 +12,17 @@ from typing import Any, Callable, Mapping
 from ioc.model import verbatim  # noqa: F401 (ioc.ansible.prompt takes it from here)
 
 
+def _tagged_vaulted(value: Any) -> bool:
+    from ansible._internal._datatag._tags import VaultedValue
+
+    _TAGGED_VAULTED[0] = VaultedValue.is_tagged_on
+    return VaultedValue.is_tagged_on(value)
+
+
+#: Whether a str is tagged ``VaultedValue`` (Ansible's check, looked up once).
+_TAGGED_VAULTED: list = [_tagged_vaulted]
+
+
 def plain(value: Any) -> Any:
     """``value`` as builtins only: Ansible's tagged/lazy containers and strings unwrapped."""
     if value is None or type(value) in (bool, int, float, str, bytes):
@@ -19,7 +30,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, str):
-        return str.__str__(value)
+        # (a decrypted vault value Ansible tagged VaultedValue stays vaulted)
+        return _vaulted(value, str.__str__(value)) if _TAGGED_VAULTED[0](value) else \
+            str.__str__(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
@@ -31,31 +44,56 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         return [plain(v) for v in value]
     # str() of Ansible's EncryptedString decrypts to its tagged str subclass
-    return str.__str__(str(value))
+    return _vaulted(value, str.__str__(str(value)))
+
+
+def _vaulted(value: Any, text: str) -> Any:
+    """``text``, the decrypted text of ``value``, a ``VaultedText`` that keeps
+    its ciphertext when ``value`` came from Ansible Vault (an
+    ``EncryptedString``): the runner's ``vault_encrypted`` test is true of it."""
+    from ansible.parsing.vault import VaultHelper
+
+    from ioc.agentless_runner.trust import VaultedText
+
+    ciphertext = VaultHelper.get_ciphertext(value, with_tags=False)
+    return VaultedText(text, str.__str__(ciphertext)) if ciphertext else text
 
 
 def plain_vars(values: Mapping[str, Any]) -> Any:
-    """Variables as :func:`plain` makes them, text Ansible does not trust kept :func:`verbatim`."""
-    try:
-        from ansible._internal._datatag._tags import TrustedAsTemplate
-    except ImportError:  # pragma: no cover - every supported release has data tags
-        return plain(values)
+    """Variables as :func:`plain` makes them, each text Ansible does not trust
+    (``!unsafe``) an ``UntrustedText`` that knows where it was written: the
+    runner neither templates it nor evaluates it as a conditional."""
+    from ansible._internal._datatag._tags import Origin, TrustedAsTemplate
 
-    return _texts_mapped(values, lambda value: plain(value) if TrustedAsTemplate.is_tagged_on(value)
-                         else verbatim(plain(value)))
+    from ioc.agentless_runner.trust import UntrustedText
+
+    def text(value: str) -> Any:
+        if TrustedAsTemplate.is_tagged_on(value):
+            return plain(value)
+        origin = Origin.get_tag(value)
+        return UntrustedText(plain(value), str(origin) if origin is not None else None)
+
+    return _texts_mapped(values, text)
 
 
 def tagged(value: Any) -> Any:
     """``value`` as :func:`plain` makes it, but each of the runner's
     ``TrustedText`` tagged ``TrustedAsTemplate``, as Ansible tags the text it
     loaded (a registered include_vars result stays a template in Ansible's
-    variables)."""
-    from ansible._internal._datatag._tags import TrustedAsTemplate
+    variables), and each ``VaultedText`` tagged ``VaultedValue`` (with its
+    ciphertext: still a vault value to Ansible's ``vault_encrypted``)."""
+    from ansible._internal._datatag._tags import TrustedAsTemplate, VaultedValue
 
-    from ioc.agentless_runner.trust import TrustedText
+    from ioc.agentless_runner.trust import TrustedText, VaultedText
 
-    return _texts_mapped(value, lambda text: TrustedAsTemplate().tag(str.__str__(text))
-                         if text.__class__ is TrustedText else plain(text))
+    def text(value: str) -> Any:
+        if value.__class__ is TrustedText:
+            return TrustedAsTemplate().tag(str.__str__(value))
+        if value.__class__ is VaultedText:
+            return VaultedValue(ciphertext=value.ciphertext).tag(str.__str__(value))
+        return plain(value)
+
+    return _texts_mapped(value, text)
 
 
 def trusted_text(value: Any) -> Any:

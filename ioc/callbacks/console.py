@@ -55,7 +55,7 @@ class Console(Callback):
     def __init__(self, out: Optional[TextIO] = None, err: Optional[TextIO] = None,
                  verbosity: int = 0, color: Optional[bool] = None,
                  source_context: Optional[Callable[[str], str]] = None,
-                 task_error: Optional[Callable[[str, str, str, Optional[str]], str]] = None,
+                 task_error: Optional[Callable[[str, str, str, Optional[str], Optional[str]], str]] = None,
                  error_chain: Optional[Callable[[List[Any], str], str]] = None
                  ) -> None:
         # (None: the streams of the moment, not of import time: ioc-run
@@ -305,9 +305,11 @@ class Console(Callback):
         ``evaluate_conditional``), with where it was written when known."""
         for condition in conditions:
             text = "[DEPRECATION WARNING]: %s This feature will be removed from ansible-core " \
-                   "version 2.23." % _CONDITIONAL_AS_TEMPLATE
+                   "version 2.23." % (condition.get("msg") or _CONDITIONAL_AS_TEMPLATE)
             if condition.get("origin"):
                 text += "\n%s\n" % self.source_context(condition["origin"])
+            if condition.get("help"):  # (ALLOW_BROKEN_CONDITIONALS' deprecation)
+                text += "\n%s\n" % condition["help"]
             self.warning("Deprecation warnings can be disabled by setting "
                          "`deprecation_warnings=False` in ansible.cfg.")
             if text not in self._deprecated:
@@ -388,7 +390,8 @@ class Console(Callback):
         elif result.get("_ioc_error_origin") and self.task_error is not None:
             # the engine's error (a when/until/changed_when/failed_when expression's)
             chain = self.task_error(cause if captured else msg, task.location,
-                                    result["_ioc_error_origin"], captured)
+                                    result["_ioc_error_origin"], captured,
+                                    result.get("_ioc_error_help"))
             text = "[ERROR]: %s\n" % chain.rstrip("\n")  # (a blank line after, as above)
         else:
             text = "[ERROR]: %s\n%s\n" % (msg, self.source_context(task.location))

@@ -1330,6 +1330,8 @@ class PlayExecutor:
             options["deprecated"] = list(self.ctx.options.deprecated)
         if not self.ctx.options.deprecation_warnings:
             options["quiet_deprecations"] = True
+        if self.ctx.options.allow_broken_conditionals:
+            options["allow_broken_conditionals"] = True
         if isinstance(step, Batch) and step.checks:
             options["checks"] = {str(i): list(names) for i, names in step.checks
                                  if i > step.start}

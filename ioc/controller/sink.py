@@ -162,13 +162,15 @@ class PlaySink(StepSink):
 #: the Jinja constant strings with templates that were templated (their warnings);
 #: the causes of a module's warnings raised from an error (their full text);
 #: an unreachable host's connection was lost while its batch ran (ioc-adhoc
-#: --retries tries again only hosts never connected).
+#: --retries tries again only hosts never connected); what the engine's error
+#: says to do (its help text: an untrusted value's).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
                             "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error",
                             "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
-                            "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error", "_ioc_uncensored"})
+                            "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error", "_ioc_uncensored",
+                            "_ioc_error_help"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

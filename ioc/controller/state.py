@@ -135,6 +135,9 @@ class RunOptions:
     deprecated: Tuple[str, ...] = ()
     #: Ansible's ``deprecation_warnings``: whether those reads are shown.
     deprecation_warnings: bool = True
+    #: Ansible's ``allow_broken_conditionals``: a condition whose result is no
+    #: boolean is its truth, with a deprecation warning, instead of an error.
+    allow_broken_conditionals: bool = False
 
 
 @dataclass

@@ -18,7 +18,8 @@ from ioc.loader.inventory import (
 from ioc.loader.playbook import load_playbook, load_playbook_data
 from ioc.loader.tasks import Included, load_include
 from ioc.loader.roles import RoleSearch
-from ioc.loader.yamlsrc import LocatedDict, LocatedLoader, load_yaml_file, location_of, set_vault
+from ioc.loader.yamlsrc import (LocatedDict, LocatedLoader, load_yaml_file, location_of,
+                                set_text_kinds, set_vault)
 
 __all__ = [
     "Included",
@@ -40,5 +41,6 @@ __all__ = [
     "location_of",
     "match_hosts",
     "parse_extra_vars",
+    "set_text_kinds",
     "set_vault",
 ]

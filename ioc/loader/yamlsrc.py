@@ -15,7 +15,7 @@ from ioc.errors import LoadError, YamlSyntaxError
 from ioc.model import Location, verbatim
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
-           "plain", "value_origins", "item_locations", "value_location", "set_vault", "yaml_error"]
+           "plain", "value_origins", "item_locations", "value_location", "set_vault", "set_text_kinds", "yaml_error"]
 
 #: The run's vault decryption, ``(data, source) -> plaintext`` (raising with
 #: Ansible's message); set once by the front end (:func:`set_vault`), as
@@ -26,6 +26,23 @@ _VAULT: list = []
 def set_vault(decrypt: Any) -> None:
     """Decrypt vault-encrypted files and ``!vault`` values with ``decrypt`` from now on."""
     _VAULT[:] = [decrypt]
+
+
+#: How ``!unsafe`` text (``untrusted(text, origin)``) and a decrypted ``!vault``
+#: value (``vaulted(text, ciphertext)``) are kept. The front end installs the
+#: runner's ``UntrustedText`` and ``VaultedText`` (:func:`set_text_kinds`; the
+#: loader may not import the runner, DESIGN §1), which carry both to the
+#: runner: untrusted text is never templated nor evaluated there, a vault
+#: value is ``vault_encrypted``. Else untrusted text is kept
+#: :func:`ioc.model.verbatim` and a vault value is its text.
+_TEXT_KINDS: dict = {"untrusted": lambda text, origin: verbatim(text),
+                     "vaulted": lambda text, ciphertext: text}
+
+
+def set_text_kinds(untrusted: Any, vaulted: Any) -> None:
+    """Keep ``!unsafe`` text as ``untrusted(text, origin)`` and a ``!vault`` value
+    as ``vaulted(text, ciphertext)`` from now on."""
+    _TEXT_KINDS.update(untrusted=untrusted, vaulted=vaulted)
 
 
 def _decrypt(data: bytes, where: Location) -> str:
@@ -148,21 +165,23 @@ def item_locations(ds: Mapping[str, Any], key: str) -> tuple[Location, ...]:
 
 
 def _construct_unsafe(loader: LocatedLoader, node: yaml.Node) -> Any:
-    """``!unsafe``: text Ansible never templates, kept :func:`ioc.model.verbatim`."""
+    """``!unsafe``: text Ansible never templates nor evaluates, each string kept
+    as untrusted, knowing where it was written (see :func:`set_text_kinds`)."""
+    origin = Location(loader.source_path, *_mark(node)).origin
     if isinstance(node, yaml.ScalarNode):
-        return _verbatim(loader.construct_scalar(node))
+        return _untrusted(loader.construct_scalar(node), origin)
     if isinstance(node, yaml.SequenceNode):
-        return _verbatim(loader.construct_sequence(node, deep=True))
-    return _verbatim(loader.construct_mapping(node, deep=True))  # type: ignore[arg-type]
+        return _untrusted(loader.construct_sequence(node, deep=True), origin)
+    return _untrusted(loader.construct_mapping(node, deep=True), origin)  # type: ignore[arg-type]
 
 
-def _verbatim(value: Any) -> Any:
+def _untrusted(value: Any, origin: str) -> Any:
     if isinstance(value, str):
-        return verbatim(value)
+        return _TEXT_KINDS["untrusted"](value, origin)
     if isinstance(value, list):
-        return [_verbatim(v) for v in value]
+        return [_untrusted(v, origin) for v in value]
     if isinstance(value, dict):
-        return {k: _verbatim(v) for k, v in value.items()}
+        return {k: _untrusted(v, origin) for k, v in value.items()}
     return value
 
 
@@ -170,7 +189,9 @@ def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
     where = Location(loader.source_path, *_mark(node))
     if not isinstance(node, yaml.ScalarNode):
         raise LoadError("!vault must be a string", where)
-    return _decrypt(str(loader.construct_scalar(node)).encode("utf-8"), where)
+    ciphertext = str(loader.construct_scalar(node))
+    # (the decrypted text keeps its ciphertext: the vault_encrypted test is true of it)
+    return _TEXT_KINDS["vaulted"](_decrypt(ciphertext.encode("utf-8"), where), ciphertext)
 
 
 LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)

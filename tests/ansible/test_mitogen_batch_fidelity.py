@@ -1188,6 +1188,52 @@ def test_a_vault_value_no_task_reads_needs_no_secret(ansible, ansible_python):
     assert '"msg": "the vaulted value is not used"' in batch.stdout
 
 
+def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
+    """A ``!vault`` value (a play variable, a set_fact argument, a template of
+    one variable) is ``vault_encrypted`` on the runner as under linear, also in
+    a later play's batch, while a text made from it is not; ``vaulted_file``
+    reads the controller's file (the test_core target). The runner lacked the
+    test: the controller answered it with the decrypted text (false)."""
+    ansible.write("vault-password.txt", "vaultpw\n")
+    ansible.write("files/plain.txt", "not a vault\n")
+    ansible.write("files/vaulted.txt", VAULTED["hello vault"] + "\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          vars:
+            play_secret: %s
+          tasks:
+            - set_fact:
+                vaulted_value: %s
+                templated_value: "{{ play_secret }}"
+            - assert:
+                that:
+                  - vaulted_value is vault_encrypted
+                  - templated_value is vault_encrypted
+                  - play_secret is vault_encrypted
+                  - inventory_hostname is not vault_encrypted
+                  - (play_secret ~ '') is not vault_encrypted
+                  - (play_secret | upper) is not vault_encrypted
+                  - "'files/plain.txt' is not vaulted_file"
+                  - "'files/vaulted.txt' is vaulted_file"
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - assert:
+                that:
+                  - vaulted_value is vault_encrypted
+                  - templated_value is vault_encrypted
+                  - vaulted_value == 'hello vault'
+    """ % (vaulted("hello vault", 14), vaulted("hello vault", 18)))
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory),
+                                 args=["--vault-password-file", "vault-password.txt"])
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert "ok=3" in batch.stdout and "failed=0" in batch.stdout, batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log
+
+
 def test_fact_gathering_runs_with_the_plays_environment(ansible, ansible_python, tmp_path):
     """The implicit ``Gathering Facts`` inherits the play's ``environment``:
     ``ansible_env`` shows it, under mitogen_batch and ioc-run as under linear."""
@@ -2600,3 +2646,35 @@ def test_backslashes_in_a_templates_string_constants_are_kept_as_ansible_lexes_t
     assert_same_output(linear, batch)
     assert """"msg": "2 2 ['bye', 'good']\"""" in batch.stdout
     assert '"msg": "3"' in batch.stdout
+
+
+def test_allowed_broken_conditionals_pass_with_linears_deprecation(ansible, ansible_python):
+    """``ALLOW_BROKEN_CONDITIONALS``: a condition whose result is no boolean
+    (assert's ``that: "'broken static'"``) is its truth, with the deprecation
+    "Conditional result (True) was derived from value of type 'str' at
+    '<where it was written>'. ..." and its help text (the conditionals
+    target's second run of broken_conditionals.yml). mitogen_batch failed the
+    task as without the setting."""
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: use a conditional with a static non-boolean result
+              assert:
+                that: "'broken static'"
+              register: result
+            - assert:
+                that:
+                  - result is not failed
+                  - result.deprecations | map(attribute='msg') | select('contains', 'Conditional result (True)') | length == 1
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    env = {"ANSIBLE_ALLOW_BROKEN_CONDITIONALS": "1", "ANSIBLE_DEPRECATION_WARNINGS": "1"}
+    linear, batch = ansible.both("play.yml", str(inventory), env=env)
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    # (Ansible's own "Deprecation warnings can be disabled" line: once in each)
+    assert batch.without_ansible_warnings(batch.stderr) == \
+        linear.without_ansible_warnings(linear.stderr)
+    assert batch.stdout == linear.stdout and batch.rc == linear.rc
+    assert "Broken conditionals are currently allowed" in batch.stderr
+    assert batch.steps and not batch.through_ansible, batch.log

@@ -66,6 +66,7 @@ ANSIBLE_219_VENV = os.environ.get("IOC_ANSIBLE_219_VENV") or os.path.expanduser(
 #: delegate_to/run_once, failures, ssh and unreachable hosts, no_log.
 PLAYBOOKS_219 = (
     "become_unreadable_directory",
+    "assert_broken_conditional",
     "block_always_unrescued",
     "block_rescue_ssh",
     "changed_failed_when",
@@ -92,6 +93,7 @@ PLAYBOOKS_219 = (
     "no_log",
     "no_log_templated_skip",
     "outside_the_play",
+    "plugin_error_value_origin",
     "reference_p8",
     "registered_shapes",
     "rescued_yet_left_out",
@@ -101,6 +103,7 @@ PLAYBOOKS_219 = (
     "unreachable",
     "untrusted_module_output",
     "until_exhausted",
+    "untrusted_values",
 )
 TIMEOUT = 180
 

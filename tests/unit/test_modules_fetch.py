@@ -54,9 +54,9 @@ def test_check_mode_and_args(tmp_path):
 
 
 def test_file_names_the_source_but_in_219s_shape(tmp_path, monkeypatch):
-    from ioc.agentless_runner import results
+    from ioc.agentless_runner import context
     f = tmp_path / "app.log"
     f.write_text("x")
     assert run(src=str(f), dest="fetched")["file"] == str(f)
-    monkeypatch.setattr(results, "SHAPE", ["2.19"])
+    monkeypatch.setattr(context, "SHAPE", ["2.19"])  # (results.legacy reads it)
     assert "file" not in run(src=str(f), dest="fetched")

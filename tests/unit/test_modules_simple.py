@@ -22,7 +22,7 @@ class FakeTemplar(object):
         except NameError as e:
             raise UndefinedError(str(e))
 
-    def conditional(self, expr):
+    def conditional(self, expr, origin=None):
         if isinstance(expr, bool):
             return expr
         if "boom" in expr:

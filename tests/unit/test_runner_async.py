@@ -6,7 +6,7 @@ its last poll, a poll that finds it done), with ``async_status`` answered here.
 import subprocess
 import time
 
-from ioc.agentless_runner import asyncjob, lifeline, results
+from ioc.agentless_runner import asyncjob, context, lifeline, results
 
 
 def _status(finished_after):
@@ -44,7 +44,7 @@ def test_a_job_still_running_at_its_last_poll_fails_as_the_task_executor_words_i
 def test_under_2_19_a_job_still_running_at_its_last_poll_did_not_complete(monkeypatch):
     """2.19 words it by the last poll, as the action's failure ("Action failed")."""
     monkeypatch.setattr(asyncjob.time, "sleep", lambda seconds: None)
-    monkeypatch.setattr(results, "SHAPE", ["2.19"])
+    monkeypatch.setattr(context, "SHAPE", ["2.19"])  # (results.legacy reads it)
     run_status, _ = _status(finished_after=99)
     result = asyncjob.poll({"ansible_job_id": "j1.2"}, 3, 1, None, run_status, lambda r: None)
     assert result["msg"] == "async task did not complete within the requested time - 3s"

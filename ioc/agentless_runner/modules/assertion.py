@@ -29,10 +29,11 @@ def _evaluate(that, ctx):
     """Truth of one conditional."""
     if ctx.templar is not None:
         try:
-            return ctx.templar.conditional(that)
+            return ctx.templar.conditional(that, origin=ctx.origin_of(that))
         except TemplateError as exc:
             raise TaskError(conditional_error_text(exc), that,
-                            help_text=getattr(exc, "help_text", None))
+                            help_text=getattr(exc, "help_text", None),
+                            value_origin=getattr(exc, "origin", None))
     if isinstance(that, bool):
         return that
     raise ModuleError("assert needs a templar to evaluate %r" % (that,))
