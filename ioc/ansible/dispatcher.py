@@ -44,7 +44,7 @@ from ioc.ansible.runner_service import RunnerService
 from ioc.ansible.through_ansible import FlushThroughAnsible, run_through_ansible
 from ioc.callbacks import Callback, Stats
 from ioc.transport.connector import Connector
-from ioc.transport.spec import ConnectionSpec, spec_for
+from ioc.transport.spec import ConnectionSpec, is_true, spec_for
 from ioc.controller.play import PlayExecutor
 from ioc.controller.sink import PlaySink
 from ioc.controller.state import HostStatus, StepOutcome
@@ -224,7 +224,7 @@ def warm_up(request: Dict[str, Any], connector: Connector) -> None:
         except Exception as exc:  # (the play's own spec_for says it, where it says it)
             LOG.info("%s: not warmed up: %s", name, exc)
             continue
-        if spec.via:  # (its chain is the play's to make)
+        if spec.via or is_true(variables.get("ioc_via_auto")):  # (its chain is the play's to make)
             continue
         if connector.warm(name, spec):
             LOG.info("%s: warming up its connection", name)

@@ -215,12 +215,13 @@ class Connector:
         bootstrap.preload(self.router, ctx)
         if slot is not None:
             self._await_runner(host, spec, ctx, slot)
-            if host in self._intermediaries:
-                self._start_relay(host, ctx)
         with self._lock:
             self.contexts[key] = ctx
             if parent_key is not None:
                 self._parent[key] = parent_key
+            relays = slot is not None and host in self._intermediaries
+        if relays:  # (or expect_intermediaries starts it, if it came later)
+            self._start_relay(host, ctx)
         return ctx
 
     def warm(self, host: str, spec: ConnectionSpec) -> bool:
@@ -256,6 +257,11 @@ class Connector:
         any batch of its own, so the hosts below it connect while it runs."""
         with self._lock:
             self._intermediaries |= set(names)
+            # (one connected already, by a warm-up: its relay starts now, before any batch)
+            connected = [(name, self.contexts[(name, None)]) for name in sorted(names)
+                         if (name, None) in self.contexts]
+        for name, ctx in connected:
+            self._start_relay(name, ctx)
 
     def _start_relay(self, host: str, ctx: mitogen.core.Context) -> None:
         """Start ``host``'s relay (once per runner): the call is queued behind
