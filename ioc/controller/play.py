@@ -292,17 +292,16 @@ class PlayExecutor:
         hosts in their tasks first, and run_once picks the first of those. A
         host for which the task's role completed skips it (``HostRun.run_block``)."""
         path = _path_to(self.plan.program.tree, step.start) or []
-        keys = {node.id: node.block.role_key for node in _blocks_of(self.plan.program.tree)
+        nodes = {node.id: node for node in _blocks_of(self.plan.program.tree)}
+        keys = {bid: node.block.role_key for bid, node in nodes.items()
                 if node.block.role_key is not None}
         for host in active:
             blocks, roles = self.hosts[host].blocks, self.hosts[host].roles
             if any(bid in keys and str(bid) not in blocks and roles.get(keys[bid]) == "done"
                    for bid, _ in path):
                 continue
-            if all(not isinstance(blocks.get(str(bid)), dict)
-                   or (blocks[str(bid)].get("phase") == phase
-                       and not (phase == "block" and blocks[str(bid)].get("failure")))
-                   for bid, phase in path):
+            if all(_reaches(blocks.get(str(bid)), phase, bool(nodes[bid].rescue)
+                            if bid in nodes else False) for bid, phase in path):
                 return host
         return active[0]
 
@@ -1690,6 +1689,23 @@ class _BlockShape(NamedTuple):
         if phase in ("block", "rescue") and self.always:
             return "always"
         return "complete"
+
+
+def _reaches(saved: Any, phase: str, has_rescue: bool) -> bool:
+    """Whether a host whose state in a block is ``saved`` (None: it is not in
+    it yet) comes to that block's ``phase`` next, as linear's lockstep takes
+    it there: the block's tasks done (it failed, and no rescue takes it) lead
+    to its always, a failure it holds to its rescue, a rescue to the always."""
+    if not isinstance(saved, dict):
+        return True
+    at, failure = saved.get("phase"), bool(saved.get("failure"))
+    if at == phase:
+        return not (phase == "block" and failure)
+    if phase == "rescue":
+        return at == "block" and failure
+    if phase == "always":
+        return at == "rescue" or (at == "block" and (not failure or not has_rescue))
+    return False
 
 
 def _blocks_of(tree: Sequence[Any]) -> List[NumberedBlock]:
