@@ -345,8 +345,11 @@ def _conditional_deprecations(task: Any, deprecations: List[Any],
     where the condition was written (the task's own tagged text, else the
     origin the runner knew)."""
     summaries = iter(_conditional_summaries(task, conditions))
+    # (a condition written as a template, or one that gave no boolean with
+    # ALLOW_BROKEN_CONDITIONALS: the runner's entry carries the condition's words)
+    words = {condition.get("msg") or CONDITIONAL_AS_TEMPLATE for condition in conditions}
     return [next(summaries) if isinstance(entry, dict)
-            and entry.get("msg") == CONDITIONAL_AS_TEMPLATE else entry
+            and entry.get("msg") in words else entry
             for entry in deprecations]
 
 

@@ -88,7 +88,8 @@ def build_strategy_class() -> type:
             if _started_at_task(self._tqm, iterator):
                 raise Fallback("--start-at-task: Ansible's iterator starts this play at the "
                                "task, or past its last one when none matches")
-            _warm_up(self, iterator, play_context)
+            if os.environ.get("IOC_EARLY_CONNECT", "") not in ("", "0"):
+                _warm_up(self, iterator, play_context)
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
             flushes = [step for step in foreign if step.handlers]
@@ -142,7 +143,13 @@ def _warm_up(strategy: Any, iterator: Any, play_context: Any) -> None:
     (~10 round trips) then run while the parent converts the play and builds
     its modules' payloads, not after. Only a warm-up: a host that cannot be
     reached is reported by the play, at its first task that connects, as
-    before (:meth:`ioc.transport.connector.Connector.warm`)."""
+    before (:meth:`ioc.transport.connector.Connector.warm`).
+
+    Opt-in (``IOC_EARLY_CONNECT=1``): the warm-up is one more connection
+    attempt than linear makes, so a host whose first attempt fails and a
+    later one succeeds (no ``ansible_ssh_retries`` of its own) is reached
+    where linear reports it UNREACHABLE
+    (``test_a_refused_first_connection_is_retried_with_ansible_ssh_retries``)."""
     from ansible import context
     from ioc.ansible.play import connection_layers
     from ioc.warm import WarmError

@@ -64,7 +64,7 @@ def run_timed(ansible: Ansible, playbook: str, inventory: str, *args: str):
         "ANSIBLE_CONFIG": str(ansible.config), "ANSIBLE_STRATEGY": "mitogen_batch",
         "ANSIBLE_STRATEGY_PLUGINS": str(STRATEGY_DIR), "ANSIBLE_HOST_KEY_CHECKING": "False",
         "ANSIBLE_RETRY_FILES_ENABLED": "False", "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORKS": "1", "PYTHONUNBUFFERED": "1",
+        "ANSIBLE_FORKS": "1", "PYTHONUNBUFFERED": "1", "IOC_EARLY_CONNECT": "1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     })
     script = os.path.join(os.path.dirname(ansible.python), "ansible-playbook")
@@ -159,7 +159,7 @@ def test_a_host_reached_only_after_an_earlier_task_is_reached_as_in_linear(
         for strategy in ("mitogen_batch", "linear"):
             try:
                 results[start, strategy] = ansible.run(
-                    "play.yml", inventory, strategy,
+                    "play.yml", inventory, strategy, env={"IOC_EARLY_CONNECT": "1"},
                     args=["-e", "start_relay=%s" % start])
             finally:
                 if pidfile.exists():
