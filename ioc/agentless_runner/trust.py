@@ -124,28 +124,31 @@ def decode(value):
     return _walk(value, _decode_one)
 
 
+#: The text kinds that travel as tuples: class -> (wire tag, the attributes
+#: after the text that its constructor takes), and the converse by tag.
+_KINDS = {TrustedText: (_WIRE, ()), UntrustedText: (_WIRE_UNTRUSTED, ("origin",)),
+          VaultedText: (_WIRE_VAULTED, ("ciphertext",))}
+_BY_TAG = {tag: (cls, 1 + len(attrs)) for cls, (tag, attrs) in _KINDS.items()}
+
+
 def _encode_one(value):
-    if value.__class__ is TrustedText:
-        return (_WIRE, str.__str__(value))
-    if value.__class__ is UntrustedText:
-        return (_WIRE_UNTRUSTED, str.__str__(value), value.origin)
-    if value.__class__ is VaultedText:
-        return (_WIRE_VAULTED, str.__str__(value), value.ciphertext)
-    return value
+    kind = _KINDS.get(value.__class__)
+    if kind is None:
+        return value
+    tag, attrs = kind
+    return (tag, str.__str__(value)) + tuple(getattr(value, a) for a in attrs)
 
 
 def _decode_one(value):
-    if value.__class__ is tuple and len(value) == 2 and value[0] == _WIRE:
-        return TrustedText(value[1])
-    if value.__class__ is tuple and len(value) == 3 and value[0] == _WIRE_UNTRUSTED:
-        return UntrustedText(value[1], value[2])
-    if value.__class__ is tuple and len(value) == 3 and value[0] == _WIRE_VAULTED:
-        return VaultedText(value[1], value[2])
+    if value.__class__ is tuple and value and value[0].__class__ is str:
+        kind = _BY_TAG.get(value[0])
+        if kind is not None and len(value) == 1 + kind[1]:
+            return kind[0](*value[1:])
     return value
 
 
 #: The types :func:`_walk` looks into or at; any other value stays as it is.
-_WALKED = frozenset((dict, list, tuple, TrustedText, UntrustedText, VaultedText))
+_WALKED = frozenset((dict, list, tuple, *_KINDS))
 
 
 def _walk(value, one):
@@ -181,10 +184,8 @@ def find_class(module, name, fallback):
     """A mitogen unpickler's ``find_class`` on the controller: this module's
     TrustedText, UntrustedText and VaultedText, else ``fallback(module, name)``
     (mitogen's own)."""
-    if module == __name__ and name == "TrustedText":
-        return TrustedText
-    if module == __name__ and name == "UntrustedText":
-        return UntrustedText
-    if module == __name__ and name == "VaultedText":
-        return VaultedText
+    if module == __name__:
+        found = next((cls for cls in _KINDS if cls.__name__ == name), None)
+        if found is not None:
+            return found
     return fallback(module, name)

@@ -466,9 +466,9 @@ def _deprecations(task: Any, reads: List[Mapping[str, Any]]) -> List[Any]:
             "vars": getattr(manager, "_DEPRECATE_VARS", None)}
     core = getattr(_deprecator, "ANSIBLE_CORE_DEPRECATOR", None)  # (2.19 has none)
     if core is not None:  # UnifiedTaskResult.set_skipped's deprecate_value (no tag of its own)
-        tags["skipped_reason"] = Deprecated(msg="The 'skipped_reason' value is deprecated.",
-                                            help_text="Use 'skip_reason' instead.",
-                                            version="2.24", deprecator=core)
+        msg, version, help_text = DEPRECATED_VALUES["skipped_reason"]
+        tags["skipped_reason"] = Deprecated(msg=msg, help_text=help_text, version=version,
+                                            deprecator=core)
     out = []
     for read in reads:
         tag = tags.get(str(read.get("n")))

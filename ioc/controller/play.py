@@ -449,12 +449,14 @@ class PlayExecutor:
         if memo_step is step and memo_hosts == active:
             return waits
         waits = {}
+        delegates: List[Tuple[int, ControllerStep]] = []
         for index in step.delegated:
             delegate = step.delegate_step(index)
-            if index < step.start or delegate is None:
-                continue
-            for host in active:
-                wire = self._wire(host, step, active, with_options=False)
+            if index >= step.start and delegate is not None:
+                delegates.append((index, delegate))
+        for host in active if delegates else ():
+            wire = self._wire(host, step, active, with_options=False)  # (once per host)
+            for index, delegate in delegates:
                 name, error = self._delegate(host, delegate, wire)
                 if error is not None:
                     waits.setdefault(host, []).append(index)
