@@ -44,6 +44,11 @@ equal, each rule with its reason:
   before its first deprecation warning ("Deprecation warnings can be
   disabled…"), in both runs: which deprecation comes first moves it.
 
+  Every banner ends its task's blocks, ``NO MORE HOSTS LEFT`` too: when
+  the last host to finish a task was not the last in play order, that
+  banner followed another host's result (CI saw ``dead_max_fail_percentage``
+  move h2's ``fatal`` below it).
+
 Nothing else is changed: banners, status lines, printed results, ``[ERROR]``
 blocks with their ``Origin:`` excerpts, warnings, the recap.
 """
@@ -63,7 +68,7 @@ _RESULT = re.compile(r"^(ok|changed|skipping|fatal|failed|FAILED - RETRYING|ASYN
 _PREFACE = re.compile(r"^(\[(ERROR|WARNING|DEPRECATION WARNING)\]|--- before)")
 _HOST = re.compile(r"\[([^\]]+)\]")
 _ASYNC_HOST = re.compile(r"^ASYNC [A-Z]+ on ([^:]+):")
-_SECTION = re.compile(r"^(PLAY|TASK|RUNNING HANDLER|PLAY RECAP) ?\[?.*\*{3,}$")
+_SECTION = re.compile(r"^(PLAY|TASK|RUNNING HANDLER|PLAY RECAP|NO MORE HOSTS LEFT) ?\[?.*\*{3,}$")
 _INCLUDED = re.compile(r"^(included: .* for )(.*?)( => \(item=.*\))?$")
 _TIMES = re.compile(r'"(start|end|delta)": "[^"]*"')
 _TMP = re.compile(r"/[^\s'\"]*/\.ansible/tmp/ansible-tmp-[^\s'\"/]+")

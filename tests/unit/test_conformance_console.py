@@ -32,3 +32,15 @@ def test_a_raced_unreachable_error_shows_once_whichever_words_it_got():
 def test_a_repeated_error_without_a_volatile_part_is_kept():
     text = "TASK [t] ***\n[ERROR]: boom\n\nfailed: [h1]\n[ERROR]: boom\n\nfailed: [h2]\n"
     assert sum(line.startswith("[ERROR]") for line in lines(text)) == 2
+
+
+def test_no_more_hosts_left_ends_the_task_whichever_host_finished_last():
+    # forks 5: h2's failure may print before h1's skip; the banner after them
+    # belongs to neither host (CI: dead_max_fail_percentage's reference had
+    # h2's fatal moved below two such banners).
+    banner = "NO MORE HOSTS LEFT " + "*" * 20
+    tail = "\n%s\n\n%s\n\nPLAY RECAP ***\n" % (banner, banner)
+    h1_first = "TASK [t] ***\nskipping: [h1]\nfatal: [h2]: FAILED! => {}\n" + tail
+    h2_first = "TASK [t] ***\nfatal: [h2]: FAILED! => {}\nskipping: [h1]\n" + tail
+    assert lines(h1_first) == lines(h2_first)
+    assert lines(h2_first)[:4] == ["TASK [t] ***", "skipping: [h1]", "fatal: [h2]: FAILED! => {}", ""]
