@@ -20,10 +20,14 @@ target, ``runme.sh`` with its cwd and ``-v``, ``setup/*`` and ``needs/*``
 dependencies and the ``aliases`` filters. ``-v`` is what ansible-core's CI
 passes.
 
-Both console logs (stdout and stderr of ansible-test, merged, as a terminal
-shows them) go to ``DIR/<target>/{linear,mitogen_batch}.log``, and the
-verdict compares exit code, PLAY RECAPs and the console skeleton
-(``tests/targets/skeleton.py`` documents the normalisation). One line per
+A target's stdout and stderr reach the harness apart (both trees'
+ansible-test keep them apart, ``source.SPLIT_STREAMS``) and are kept as
+``DIR/<target>/<strategy>.{stdout,stderr}``, with the console
+``<strategy>.log`` (both, line by line as they arrived, as a terminal shows
+them: for a reader and for where a failed run stopped). The verdict compares
+exit code, then each stream's skeleton on its own, stdout first
+(``tests/targets/skeleton.py`` documents the normalisation): the order in
+which lines of the two streams arrive is timing, not behaviour. One line per
 target: ``identical`` / ``differs (first difference: …)`` /
 ``error (…)``, with the wall time under each strategy.
 ``DIR/results.json`` is rewritten after each target; ``--recompare`` reads
@@ -43,9 +47,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import IO, Dict, List, Optional, Sequence
 
 from tests.targets import skeleton
 from tests.targets.localssh import root_authorized_keys, root_ssh
@@ -98,6 +103,10 @@ class Run:
     linear_plays: int = 0
     #: The private tree it ran from (the normaliser replaces it).
     tree: str = ""
+    #: Its stdout and stderr, each in a file of its own ("" in the results of a
+    #: harness that had only the console: its console is then the one stream).
+    stdout: str = ""
+    stderr: str = ""
 
 
 @dataclasses.dataclass
@@ -179,26 +188,71 @@ class Harness:
         log = self.out / target / ("%s.log" % strategy)
         log.parent.mkdir(parents=True, exist_ok=True)
         argv = ansible_test_argv(self.python, tree, target, self.verbosity, self.allow_destructive)
+        files = {name: log.with_name("%s.%s" % (strategy, name)) for name in STREAMS}
         started = time.monotonic()
         timed_out = False
-        with open(log, "wb") as stream:
+        with open(log, "wb") as console:
             proc = subprocess.Popen(argv, cwd=str(tree), env=clean_environment(),
-                                    stdin=subprocess.DEVNULL, stdout=stream,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+            assert proc.stdout is not None and proc.stderr is not None
+            lock = threading.Lock()
+            copies = [threading.Thread(target=_copy, args=(pipe, files[name], console, lock),
+                                       daemon=True)
+                      for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+            for copy in copies:
+                copy.start()
             try:
                 rc = proc.wait(timeout=self.timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 os.killpg(proc.pid, signal.SIGKILL)
                 rc = proc.wait()
+            for name, copy in zip(STREAMS, copies):
+                copy.join(timeout=60)
+                if copy.is_alive():  # a process ansible-test left holds the pipe
+                    with lock:
+                        console.write(b"[harness] %s still open 60 s after ansible-test ended; "
+                                      b"read no further\n" % name.encode())
         seconds = time.monotonic() - started
         kept = self.out / target / ("%s.bridge.log" % strategy)
         if bridge_log(tree).exists():
             kept.write_bytes(bridge_log(tree).read_bytes())
         elif kept.exists():
             kept.unlink()
-        run = Run(strategy, rc, round(seconds, 2), str(log), timed_out, tree=str(tree))
+        run = Run(strategy, rc, round(seconds, 2), str(log), timed_out, tree=str(tree),
+                  stdout=str(files["stdout"]), stderr=str(files["stderr"]))
         return count_steps(run)
+
+
+#: The streams compared, in this order.
+STREAMS = ("stdout", "stderr")
+
+
+def _copy(pipe: IO[bytes], path: Path, console: IO[bytes], lock: threading.Lock) -> None:
+    """One stream of a run into its file, and into the console whole lines at a time."""
+    partial = b""
+    with open(path, "wb") as own:
+        for chunk in iter(lambda: os.read(pipe.fileno(), 65536), b""):
+            own.write(chunk)
+            data = partial + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                with lock:
+                    console.write(data[:cut])
+            partial = data[cut:]
+        if partial:
+            with lock:
+                console.write(partial + b"\n")
+    pipe.close()
+
+
+def streams(run: Run) -> Dict[str, str]:
+    """A run's streams by name: stdout and stderr, or (an older harness's run) its console."""
+    if not run.stdout:
+        return {"console": skeleton.read_log(Path(run.log))}
+    return {"stdout": skeleton.read_log(Path(run.stdout)),
+            "stderr": skeleton.read_log(Path(run.stderr))}
 
 
 def count_steps(run: Run) -> Run:
@@ -213,25 +267,27 @@ def judge(target: str, baseline: Run, candidate: Run, trees: Dict[str, Path]) ->
     """The verdict on two runs of one target, from their logs."""
     texts = {}
     for run in (baseline, candidate):
-        texts[run.strategy] = skeleton.read_log(Path(run.log))
+        texts[run.strategy] = streams(run)
     if baseline.timed_out or candidate.timed_out:
         late = [r.strategy for r in (baseline, candidate) if r.timed_out]
         return Outcome(target, "error", "timed out under %s" % " and ".join(late),
                        baseline, candidate)
-    skipped = skeleton.not_run(texts[baseline.strategy])
+    skipped = skeleton.not_run("\n".join(texts[baseline.strategy].values()))
     if skipped:
         return Outcome(target, "error", "ansible-test did not run it here: %s" % skipped,
                        baseline, candidate)
     normal = {r.strategy: skeleton.Normaliser(Path(r.tree) if r.tree else trees.get(r.strategy))
               for r in (baseline, candidate)}
-    views = {s: skeleton.view(texts[s], normal[s]) for s in texts}
+    views = {s: {name: skeleton.view(text, normal[s]) for name, text in texts[s].items()}
+             for s in texts}
     _write_views(Path(baseline.log).parent, views)
     a, b = views[baseline.strategy], views[candidate.strategy]
-    difference = skeleton.first_difference(a, baseline.rc, b, candidate.rc,
-                                           names=(baseline.strategy, candidate.strategy))
-    brief = skeleton.brief_difference(a, baseline.rc, b, candidate.rc)
+    difference = skeleton.first_difference_of_streams(
+        a, baseline.rc, b, candidate.rc, names=(baseline.strategy, candidate.strategy))
+    brief = skeleton.brief_difference_of_streams(a, baseline.rc, b, candidate.rc)
     if baseline.rc != 0:
-        why = skeleton.failure_summary(texts[baseline.strategy], normal[baseline.strategy])
+        console = skeleton.read_log(Path(baseline.log))
+        why = skeleton.failure_summary(console, normal[baseline.strategy])
         same = "mitogen_batch identical" if difference is None else "and differs: %s" % difference
         return Outcome(target, "error", "linear itself fails here: rc %d, %s; %s"
                        % (baseline.rc, why, same), baseline, candidate,
@@ -242,15 +298,19 @@ def judge(target: str, baseline: Run, candidate: Run, trees: Dict[str, Path]) ->
                    brief)
 
 
-def _write_views(directory: Path, views: Dict[str, List[skeleton.Line]]) -> None:
-    """Each skeleton and their unified diff beside the logs, for a reader."""
-    texts = {}
-    for strategy, lines in views.items():
-        texts[strategy] = [l.text for l in lines]
-        (directory / ("%s.skeleton" % strategy)).write_text("\n".join(texts[strategy]) + "\n")
-    (a, left), (b, right) = list(texts.items())
-    diff = difflib.unified_diff(left, right, a, b, lineterm="")
-    (directory / "skeleton.diff").write_text("\n".join(diff) + "\n")
+def _write_views(directory: Path, views: Dict[str, Dict[str, List[skeleton.Line]]]) -> None:
+    """Each stream's skeletons (``<strategy>.<stream>.skeleton``) and their unified
+    diffs, one stream after the other in ``skeleton.diff``, beside the logs."""
+    (a, left), (b, right) = list(views.items())
+    diffs: List[str] = []
+    for stream in left:
+        for strategy, lines in ((a, left[stream]), (b, right.get(stream, []))):
+            (directory / ("%s.%s.skeleton" % (strategy, stream))).write_text(
+                "\n".join(l.text for l in lines) + "\n")
+        diffs.extend(difflib.unified_diff(
+            [l.text for l in left[stream]], [l.text for l in right.get(stream, [])],
+            "%s %s" % (a, stream), "%s %s" % (b, stream), lineterm=""))
+    (directory / "skeleton.diff").write_text("\n".join(diffs) + "\n")
 
 
 # -- results file and table -------------------------------------------------------

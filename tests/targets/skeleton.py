@@ -1,9 +1,15 @@
 """What a user sees of a target's run, reduced to what must be equal between strategies.
 
-A run's console log (ansible-test's stdout and stderr, merged) holds
-ansible-test's own lines, ``runme.sh``'s ``set -x`` trace, and the output of
-every ``ansible-playbook`` the target starts. :func:`view` turns it into the
-**skeleton**: one line per thing the default callback says about the run,
+A run's stdout and its stderr are two streams, each read on its own (the
+order in which lines of the two reach a console is timing: callback_default's
+``runme.sh`` copies each through a ``tee`` of its own); a harness before
+2026-11-27 kept only the console, one stream. Together they hold
+ansible-test's own lines, ``runme.sh``'s ``set -x`` trace (stderr), and the
+output of every ``ansible-playbook`` the target starts (the default callback
+prints its banners and results on stdout, ``[ERROR]``/``[WARNING]`` on
+stderr, and failures there too under ``display_failed_stderr``). :func:`view`
+turns a stream into its **skeleton**: one line per thing the default callback
+says about the run,
 
 * banners: ``PLAY [...]``, ``TASK [...]``, ``RUNNING HANDLER [...]``,
   ``PLAY RECAP``, ``NO MORE HOSTS LEFT`` (the trailing stars dropped: their
@@ -31,7 +37,8 @@ every ``ansible-playbook`` the target starts. :func:`view` turns it into the
 * the PLAY RECAP lines (runs of blanks made single).
 
 Each skeleton line remembers the last ``+ ansible-playbook ...`` line of the
-trace before it and the last banner, so a difference can be located.
+trace before it and the last banner in its stream, so a difference can be
+located (a stdout line by its task, a stderr line by its command).
 
 Normalisation, the whole of it (:class:`Normaliser`, applied to every line
 first), each rule because the value differs between two runs of the *same*
@@ -60,7 +67,10 @@ host-less lines), lines are grouped by host, each host's lines in their own
 order, hosts sorted by name; an ``[ERROR]``/``[WARNING]`` block belongs to the
 status line it precedes, ``...ignoring`` to the one it follows. The linear
 strategy with forks > 1 prints hosts in the order its workers finish
-(linear-semantics L1.4: unspecified), so two linear runs differ there.
+(linear-semantics L1.4: unspecified), so two linear runs differ there. On
+stderr, where a message has no status line after it, consecutive message
+blocks (a message and its ``Origin:`` lines) that name the same ``Origin:``
+are one task's messages for several hosts: they are sorted.
 
 Dropped lines: ``[DEPRECATION WARNING]: Use of strategy plugins not included
 in ansible.builtin ...`` and the ``[WARNING]: Deprecation warnings can be
@@ -76,7 +86,7 @@ import re
 import shlex
 import textwrap
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
@@ -294,6 +304,40 @@ def view(text: str, normaliser: Normaliser) -> List[Line]:
             flush()
             out.extend(unit)
     flush()
+    return _one_task_messages_sorted(out)
+
+
+def _one_task_messages_sorted(lines: List[Line]) -> List[Line]:
+    """``lines`` with each run of consecutive host-less message blocks (a message
+    line and the ``Origin:`` lines after it) that name the same origins sorted."""
+    blocks: List[List[Line]] = []
+    for line in lines:
+        if blocks and _ORIGIN.match(line.text) and not line.host:
+            blocks[-1].append(line)
+        else:
+            blocks.append([line])
+
+    def place(block: List[Line]) -> Tuple[str, ...]:
+        if block[0].host or not _MESSAGE.match(block[0].text):
+            return ()
+        return tuple(l.text for l in block[1:])
+
+    out: List[Line] = []
+    run: List[List[Line]] = []  # consecutive blocks of one place
+
+    def end_run() -> None:
+        for block in sorted(run, key=lambda b: [l.text for l in b]):
+            out.extend(block)
+        run.clear()
+
+    for block in blocks:
+        if run and place(block) != place(run[0]):
+            end_run()
+        if place(block):
+            run.append(block)
+        else:
+            out.extend(block)
+    end_run()
     return out
 
 
@@ -332,21 +376,26 @@ def first_unequal(a: Sequence[Line], b: Sequence[Line]) -> Optional[int]:
     return None
 
 
-def brief_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int) -> str:
-    """Where the runs part, in a few words (for a table): exit codes and the task."""
+def brief_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int,
+                     stream: str = "") -> str:
+    """Where the runs part, in a few words (for a table): exit codes and the task
+    (of a stream with no banners, the command)."""
     words = []
     if rc_a != rc_b:
         words.append("exit %d/%d" % (rc_a, rc_b))
     i = first_unequal(a, b)
     if i is not None:
         anchor = a[i] if i < len(a) else b[i]
-        words.append("at %s" % (anchor.banner or "the start"))
+        at = anchor.banner or ("`%s`" % anchor.command if anchor.command else "the start")
+        words.append("%sat %s" % (stream + " " if stream else "", at))
     return ", ".join(words)
 
 
 def first_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int,
-                     names: Tuple[str, str] = ("linear", "mitogen_batch")) -> Optional[str]:
-    """None when exit codes and skeletons are equal; else the first difference, in words."""
+                     names: Tuple[str, str] = ("linear", "mitogen_batch"),
+                     stream: str = "") -> Optional[str]:
+    """None when exit codes and skeletons are equal; else the first difference, in
+    words (the line named with its ``stream``, when given)."""
     words = []
     if rc_a != rc_b:
         words.append("exit code %s %d, %s %d" % (names[0], rc_a, names[1], rc_b))
@@ -358,10 +407,39 @@ def first_difference(a: Sequence[Line], rc_a: int, b: Sequence[Line], rc_b: int,
         assert anchor is not None
         where = _where(anchor)
         words.append("%s%s: %s %s; %s %s" % (
-            "line %d" % (i + 1), " (%s)" % where if where else "",
+            "%sline %d" % (stream + " " if stream else "", i + 1),
+            " (%s)" % where if where else "",
             names[0], _quote(left.text) if left else "<nothing more>",
             names[1], _quote(right.text) if right else "<nothing more>"))
     return "; ".join(words) if words else None
+
+
+def _first_unequal_stream(a: Mapping[str, Sequence[Line]], b: Mapping[str, Sequence[Line]]) -> str:
+    """The first stream (in ``a``'s order) whose skeletons differ, or ""."""
+    for stream in a:
+        if first_unequal(a[stream], b.get(stream, [])) is not None:
+            return stream
+    return ""
+
+
+def first_difference_of_streams(a: Mapping[str, Sequence[Line]], rc_a: int,
+                                b: Mapping[str, Sequence[Line]], rc_b: int,
+                                names: Tuple[str, str] = ("linear", "mitogen_batch"),
+                                ) -> Optional[str]:
+    """:func:`first_difference` of two runs' skeletons by stream (each compared on
+    its own, in order): exit codes, and the first line of the first stream that differs."""
+    stream = _first_unequal_stream(a, b)
+    if not stream:
+        return first_difference([], rc_a, [], rc_b, names)
+    return first_difference(a[stream], rc_a, b.get(stream, []), rc_b, names, stream)
+
+
+def brief_difference_of_streams(a: Mapping[str, Sequence[Line]], rc_a: int,
+                                b: Mapping[str, Sequence[Line]], rc_b: int) -> str:
+    stream = _first_unequal_stream(a, b)
+    if not stream:
+        return brief_difference([], rc_a, [], rc_b)
+    return brief_difference(a[stream], rc_a, b.get(stream, []), rc_b, stream)
 
 
 def not_run(text: str) -> Optional[str]:

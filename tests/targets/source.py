@@ -16,6 +16,15 @@ on ``ANSIBLE_STRATEGY_PLUGINS`` (``ansible_util.configure_plugin_paths``) —
 the one place through which a strategy reaches every ``ansible-playbook`` a
 target starts (ansible-test passes no ``ANSIBLE_*`` variable of its own
 environment on).
+
+The one line of ansible-test a tree changes (:data:`SPLIT_STREAMS`, the same
+in both trees): ansible-test runs ``runme.sh`` and a role's playbook with
+their stdout and stderr on one pipe, which it copies to its own stdout
+("to maintain output ordering"); a tree's ansible-test gives them two pipes,
+each copied to its own stream (its ``OutputStream.ORIGINAL``, which it uses
+when delegating), so that the harness sees the two streams apart. Where a
+target splits them itself (callback_default's two ``tee`` processes), the
+order of the merged pipe was the timing of those two processes.
 """
 from __future__ import annotations
 
@@ -98,16 +107,33 @@ class Source:
         return "script" if (self.targets_dir / target / "runme.sh").exists() else "role"
 
 
+#: ansible-test's ``raw_command``: the output stream of a command whose output
+#: it neither captures nor hands to a terminal, as written and as a tree has it.
+SPLIT_STREAMS = (
+    Path("test/lib/ansible_test/_internal/util.py"),
+    "    output_stream = output_stream or OutputStream.AUTO\n",
+    "    output_stream = output_stream or (OutputStream.AUTO if capture or interactive\n"
+    "                                      else OutputStream.ORIGINAL)  # ioc: streams apart\n",
+)
+
+
 def make_tree(source: Source, dest: Path, strategy_shim: Optional[Path]) -> Path:
     """A private copy of the source tree for one strategy.
 
     Both trees get the strategy plugin directory so that the two environments
     differ only in what it holds: nothing (the builtin ``linear`` runs), or a
-    link to ``strategy_shim`` (``linear`` is mitogen_batch).
+    link to ``strategy_shim`` (``linear`` is mitogen_batch). Both trees'
+    ansible-test keep a target's stdout and stderr apart (:data:`SPLIT_STREAMS`).
     """
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(source.root, dest, symlinks=True)
+    path, written, split = SPLIT_STREAMS
+    code = (dest / path).read_text()
+    if code.count(written) != 1:
+        raise SourceError("%s: ansible-test's line %r is not there once; the harness cannot keep "
+                          "stdout and stderr apart" % (dest / path, written.strip()))
+    (dest / path).write_text(code.replace(written, split))
     strategy_dir = dest / STRATEGY_DIR
     strategy_dir.mkdir(parents=True, exist_ok=True)
     if strategy_shim is not None:

@@ -194,3 +194,108 @@ NOTICE: To resume at this test target, use the option: --start-at callback_defau
                                     skeleton.Normaliser(None)) == "last command `false`"
     assert skeleton.failure_summary("+ true\n+ false\n", skeleton.Normaliser(None)) \
         == "last command `false`"
+
+
+# -- stdout and stderr, each compared on its own ------------------------------------
+
+#: The first tasks of callback_default's ``failed_to_stderr`` run
+#: (``ANSIBLE_DISPLAY_FAILED_STDERR=1``) as ansible-core recorded its two streams
+#: (``callback_default.out.failed_to_stderr.{stdout,stderr}``; stderr whole, with
+#: runme.sh's trace of the command).
+CALLBACK_STDOUT = (SNIPPETS / "callback_default.failed_to_stderr.stdout").read_text()
+CALLBACK_STDERR = (SNIPPETS / "callback_default.failed_to_stderr.stderr").read_text()
+
+
+def interleaved(stdout: str, stderr: str, seed: int) -> str:
+    """A console that got the lines of two pipes in an order of its own: each
+    stream's lines in their order, which stream comes next chosen by ``seed``."""
+    import random
+    chooser = random.Random(seed)
+    out, err, console = stdout.splitlines(), stderr.splitlines(), []
+    while out or err:
+        source = out if out and (not err or chooser.random() < 0.5) else err
+        console.append(source.pop(0))
+    return "\n".join(console) + "\n"
+
+
+def streams_of(stdout: str, stderr: str):
+    normaliser = skeleton.Normaliser(None)
+    return {"stdout": skeleton.view(stdout, normaliser),
+            "stderr": skeleton.view(stderr, normaliser)}
+
+
+def test_the_same_streams_reaching_the_console_in_another_order_are_identical():
+    """callback_default tees ansible-playbook's stdout and stderr apart, so the
+    console gets ``fatal:`` (stderr) before or after ``...ignoring`` (stdout) as
+    the two tees run: on the console the runs part, stream by stream they do not."""
+    console_a = interleaved(CALLBACK_STDOUT, CALLBACK_STDERR, seed=1)
+    console_b = interleaved(CALLBACK_STDOUT, CALLBACK_STDERR, seed=2)
+    merged_a = skeleton.view(console_a, skeleton.Normaliser(None))
+    merged_b = skeleton.view(console_b, skeleton.Normaliser(None))
+    assert skeleton.first_difference(merged_a, 0, merged_b, 0) is not None  # the old comparison
+    a = streams_of(CALLBACK_STDOUT, CALLBACK_STDERR)
+    b = streams_of(CALLBACK_STDOUT, CALLBACK_STDERR)
+    assert skeleton.first_difference_of_streams(a, 0, b, 0) is None
+    assert skeleton.brief_difference_of_streams(a, 0, b, 0) == ""
+
+
+def test_a_difference_in_one_stream_is_reported_with_the_stream_named():
+    a = streams_of(CALLBACK_STDOUT, CALLBACK_STDERR)
+    b = streams_of(CALLBACK_STDOUT, CALLBACK_STDERR.replace(
+        '"msg": "One or more items failed"', '"msg": "All items completed"'))
+    assert skeleton.first_difference_of_streams(a, 0, b, 2) == (
+        "exit code linear 0, mitogen_batch 2; stderr line 7 (in `ansible-playbook -i "
+        "inventory test.yml`): linear \"fatal: [testhost]: FAILED! => {msg} msg=One or more "
+        "items failed\"; mitogen_batch \"fatal: [testhost]: FAILED! => {msg} msg=All items "
+        "completed\"")
+    assert skeleton.brief_difference_of_streams(a, 0, b, 2) == (
+        "exit 0/2, stderr at `ansible-playbook -i inventory test.yml`")
+    # stdout is compared first, and its lines are located by their task
+    c = streams_of(CALLBACK_STDOUT.replace("skipping: [testhost] => (item=debug-4)",
+                                           "ok: [testhost] => (item=debug-4)"),
+                   CALLBACK_STDERR.replace("no reason", "some reason"))
+    assert skeleton.first_difference_of_streams(a, 0, c, 0) == (
+        "stdout line 19 (at TASK [debug loop]): linear \"skipping: [testhost] => "
+        "(item=debug-4)\"; mitogen_batch \"ok: [testhost] => (item=debug-4)\"")
+    assert skeleton.brief_difference_of_streams(a, 0, c, 0) == "stdout at TASK [debug loop]"
+
+
+def test_one_tasks_errors_for_several_hosts_on_stderr_are_in_no_order():
+    """special_vars_hosts' ping task: linear (forks 5) prints each host's error
+    as its worker finishes; on stderr no status line says whose it is."""
+    unreachable = ("[ERROR]: Task failed: Failed to connect to the host via ssh: ssh: connect "
+                   "to host 127.0.0.1 port 1011: Connection refused\n"
+                   "Origin: /t/playbook.yml:29:7\n\n29     - ping:\n         ^ column 7\n\n")
+    failed = ("[ERROR]: Task failed: Action failed: A 'failed_when' expression evaluated to "
+              "'True'.\nOrigin: /t/playbook.yml:29:7\n\n29     - ping:\n         ^ column 7\n\n")
+    elsewhere = failed.replace("29:7", "33:7")
+    normaliser = skeleton.Normaliser(None)
+    one = skeleton.view(unreachable + failed + elsewhere, normaliser)
+    other = skeleton.view(failed + unreachable + elsewhere, normaliser)
+    assert texts(one) == texts(other)
+    assert texts(one)[-2:] == [elsewhere.splitlines()[0], "Origin: /t/playbook.yml:33:7"]
+    # errors of two tasks keep their order
+    moved = skeleton.view(elsewhere + unreachable + failed, normaliser)
+    assert skeleton.first_difference(one, 0, moved, 0) is not None
+
+
+def test_the_harness_judges_each_stream_of_a_run_on_its_own(tmp_path):
+    """``harness.judge`` on two runs' files: the consoles got the streams in other
+    orders (identical); a run of an older harness, with its console only, is one stream."""
+    from tests.targets import harness
+    runs = []
+    for strategy, seed in (("linear", 1), ("mitogen_batch", 2)):
+        for name, text in (("log", interleaved(CALLBACK_STDOUT, CALLBACK_STDERR, seed)),
+                           ("stdout", CALLBACK_STDOUT), ("stderr", CALLBACK_STDERR)):
+            (tmp_path / ("%s.%s" % (strategy, name))).write_text(text)
+        runs.append(harness.Run(strategy, 0, 1.0, str(tmp_path / ("%s.log" % strategy)),
+                                stdout=str(tmp_path / ("%s.stdout" % strategy)),
+                                stderr=str(tmp_path / ("%s.stderr" % strategy))))
+    outcome = harness.judge("callback_default", runs[0], runs[1], {})
+    assert (outcome.result, outcome.detail) == ("identical", "")
+    assert (tmp_path / "linear.stderr.skeleton").read_text().splitlines()[0] \
+        == "[ERROR]: Task failed: Action failed: no reason"
+    consoles_only = [harness.Run(r.strategy, 0, 1.0, r.log) for r in runs]
+    outcome = harness.judge("callback_default", *consoles_only, {})
+    assert outcome.result == "differs"
+    assert outcome.detail.startswith("first difference: console line ")
