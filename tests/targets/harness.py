@@ -199,7 +199,7 @@ class Harness:
             lock = threading.Lock()
             copies = [threading.Thread(target=_copy, args=(pipe, files[name], console, lock),
                                        daemon=True)
-                      for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+                      for name, pipe in zip(STREAMS, (proc.stdout, proc.stderr))]
             for copy in copies:
                 copy.start()
             try:

@@ -3,9 +3,9 @@
 Each target of :data:`SAMPLE` runs through ansible-test twice — stock
 ``linear``, then ``mitogen_batch`` as the strategy ``linear`` would be — with
 the harness of ``tests/targets/harness.py``, and must end identical: same exit
-code, same PLAY RECAPs, same console skeleton. The sample is targets of record
-that are identical today and quick (the whole sample takes a few minutes on 2
-cores); the full run of every target of record is one command
+code, same PLAY RECAPs, same skeleton of stdout and of stderr. The sample is
+targets of record that are identical today and quick (the whole sample takes
+a few minutes on 2 cores); the full run of every target of record is one command
 (``docs/conformance.md``).
 
 On a failure the message is the harness's first difference; both console logs
