@@ -63,6 +63,9 @@ HONOURED: Dict[str, str] = {
     "DEFAULT_MANAGED_STR": "ansible_managed: a template's ansible_managed (Ansible's own code "
                            "makes it: ioc.ansible.template_vars)",
     "DEFAULT_HASH_BEHAVIOUR": "hash_behaviour: only replace (merge is refused before the run)",
+    "DEFAULT_PRIVATE_ROLE_VARS": "private_role_vars: set, whether a role without public: keeps "
+                                 "its vars and defaults to its own tasks (not set: imported "
+                                 "roles are public, included ones private)",
 }
 
 #: Settings that change nothing ioc-run does: they steer a mechanism ioc has
@@ -136,6 +139,8 @@ class Settings:
     hash_behaviour: str = "replace"
     #: Where ``hash_behaviour`` was set ("default": not set).
     hash_behaviour_origin: str = "default"
+    #: ``private_role_vars`` when set (None: not set, see ``RoleSearch``).
+    private_role_vars: Optional[bool] = None
 
 
 def read_settings() -> Settings:
@@ -165,6 +170,8 @@ def read_settings() -> Settings:
         inventory=tuple(value("DEFAULT_HOST_LIST") or ()),
         inventory_default=origin("DEFAULT_HOST_LIST") == "default",
         roles_path=tuple(value("DEFAULT_ROLES_PATH") or ()),
+        private_role_vars=None if origin("DEFAULT_PRIVATE_ROLE_VARS") == "default"
+        else bool(value("DEFAULT_PRIVATE_ROLE_VARS")),
         collections_paths=tuple(value("COLLECTIONS_PATHS") or ()),
         forks=int(value("DEFAULT_FORKS") or 5),
         remote_user=str(user) if user else None,
@@ -353,4 +360,5 @@ def role_search(settings: Settings, playbook_paths: List[str]) -> Any:
         found = _get_collection_role_path(name, list(collections))
         return None if found is None else (str(found[0]), str(found[1]), str(found[2]))
 
-    return RoleSearch(roles_path=settings.roles_path, in_collections=in_collections)
+    return RoleSearch(roles_path=settings.roles_path, in_collections=in_collections,
+                      private_role_vars=settings.private_role_vars)

@@ -194,6 +194,9 @@ class Converter:
         self.modules = modules.ModuleSet(internal=modules.run_wide_args(Display().verbosity))
         self._module_why: Optional[str] = None
         self._options: Optional[Mapping[str, Any]] = None
+        #: The private roles whose blocks are being converted (their defaults
+        #: are on the outermost block of each: :meth:`_private_role_block`).
+        self._private_roles: List[Any] = []
     def fail(self, task: Any, why: str) -> None:
         """A construct that sends the whole play to linear."""
         raise Fallback("%s (%s)" % (why, _location(task)))
@@ -541,7 +544,7 @@ class Converter:
                     self._close_occurrence(occurrence, item, out)
                     continue
                 occurrence.add(item, out)
-                out.extend(self.block(item))
+                out.extend(self._private_role_block(item) or self.block(item))
             elif self._implicit_meta(item):
                 continue
             else:
@@ -634,6 +637,25 @@ class Converter:
         return bool(getattr(task, "implicit", False)) and short_action(task) == "meta" and \
             (task.args or {}).get("_raw_params") in ("role_complete", "end_role", "noop")
 
+    def _private_role_block(self, block: Any) -> List[Any]:
+        """A block of a private role (``import_role`` with ``public: false``, or
+        any imported role under ``DEFAULT_PRIVATE_ROLE_VARS``) among other
+        tasks: in an IR block holding its defaults and its dependency chain's
+        (``Role.get_default_vars(dep_chain)``, which only its own tasks see).
+        Empty for any other block, and for the inner blocks of that role."""
+        role = getattr(block, "_role", None)
+        if role is None or getattr(role, "public", True) or \
+                any(r is role for r in self._private_roles):
+            return []
+        self._private_roles.append(role)
+        try:
+            body = self.block(block)
+        finally:
+            self._private_roles.pop()
+        chain = block.get_dep_chain() or []
+        return [Block(block=tuple(body), location=_location(block), implicit=True,
+                      defaults=plain(role.get_default_vars(dep_chain=chain)))]
+
     def block(self, block: Any) -> List[Any]:
         body = self.nodes(block.block)
         if not block.rescue and not block.always:
@@ -646,7 +668,8 @@ class Converter:
         """A section's top-level blocks; each role's tasks in one block with its params.
 
         ``included``: the blocks of an ``include_role``, whose defaults are
-        private to its tasks (the play's roles' defaults are ``Play.role_defaults``).
+        its tasks' (the play's public roles' defaults are ``Play.role_defaults``;
+        a private role's, ``import_role`` with ``public: false``, are its own too).
         Each occurrence of a role is keyed for deduplication (:meth:`_close_occurrence`).
         """
         out: List[Any] = []
@@ -657,12 +680,20 @@ class Converter:
                 self._close_occurrence(occurrence, block, out)
                 continue
             occurrence.add(block, out)
-            nodes = self.block(block)
+            private = role is not None and (included or not getattr(role, "public", True))
+            if private:
+                self._private_roles.append(role)
+            try:
+                nodes = self.block(block)
+            finally:
+                if private:
+                    self._private_roles.pop()
             if role is not None:
                 # (a dependency has its dependents' params below its own: the dep chain)
                 params = plain(role.get_role_params(block.get_dep_chain())) \
                     if hasattr(role, "get_role_params") else {}
-                defaults = plain(role.get_default_vars()) if included else {}
+                defaults = plain(role.get_default_vars(dep_chain=block.get_dep_chain() or [])) \
+                    if private else {}
                 out.append(Block(block=tuple(nodes), location=_location(block), params=params,
                                  implicit=True, role=plain(role.get_name()), defaults=defaults,
                                  role_path=plain(getattr(role, "_role_path", None))))
@@ -676,16 +707,18 @@ def _handler_role_scope(handler: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     ``VariableManager.get_vars(task=handler)`` reads them: its role's, over
     its dependency chain (``Task.role_params``, ``Task.role_defaults``).
 
-    The defaults of a chain of roles the play loaded (``roles:``,
+    The defaults of a chain of public roles the play loaded (``roles:``,
     ``import_role``) are the play's already (``Play.role_defaults``); those
-    of a chain that holds an included role (not ``static``) are not.
+    of a chain that holds an included role (not ``static``) or a private one
+    are not.
     """
     role = getattr(handler, "_role", None)
     if role is None:
         return {}, {}
     chain = handler.get_dep_chain() or []
     params = plain(role.get_role_params(chain))
-    private = any(not getattr(r, "static", True) for r in list(chain) + [role])
+    private = any(not getattr(r, "static", True) or not getattr(r, "public", True)
+                  for r in list(chain) + [role])
     defaults = plain(role.get_default_vars(dep_chain=chain)) if private else {}
     return params, defaults
 

@@ -32,7 +32,12 @@ class _Included:
     """What an include adds to the play besides its tasks (see ``splice_after``)."""
 
     handlers: Tuple[Task, ...] = ()
+    #: The defaults and exported vars of the included roles that are public
+    #: (``include_role`` with ``public: true``, or ``DEFAULT_PRIVATE_ROLE_VARS``
+    #: set false): ``VariableManager.get_vars`` reads them from ``play.roles``
+    #: for every host from then on.
     role_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    role_vars: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The roles Ansible's ``play.roles`` gained (``IncludeRole.get_block_list``).
     role_names: Tuple[str, ...] = ()
     dependent_role_names: Tuple[str, ...] = ()
@@ -111,8 +116,12 @@ class Includes:
                         if id(h) not in known_handlers]
         # (VariableManager._get_magic_variables names the roles of play.roles)
         roles = iterator._play.roles[roles_before:]
+        public = [r for r in roles if r.public]
         added = _Included(handlers=tuple(converter.task(h, handler=True, running=True)
                                          for h in new_handlers),
+                          role_defaults=_merged(plain(r.get_default_vars()) for r in public),
+                          role_vars=_merged(plain(r.get_vars(include_params=False, only_exports=True))
+                                            for r in public),
                           role_names=tuple(plain(r.get_name()) for r in roles),
                           dependent_role_names=tuple(sorted({
                               plain(d.get_name()) for r in roles
@@ -143,6 +152,13 @@ class Includes:
             new_blocks = s._load_included_file(included_file, **kwargs)
         iterator.handlers = [h for b in iterator._play.handlers for h in b.block]
         return tag_filtered(new_blocks, iterator._play, vm, s._hosts_cache, s._hosts_cache_all)
+
+
+def _merged(layers: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for layer in layers:
+        out.update(layer)
+    return out
 
 
 def announce_included(state: PlayState, results: List[Any]) -> None:

@@ -127,13 +127,20 @@ def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted
 
 
 def role_layers(play: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """The play's roles' defaults and their exported vars (``Play.role_defaults``
-    and ``Play.role_vars``), as plain values."""
+    """The defaults and exported vars of the play's public roles
+    (``Play.role_defaults`` and ``Play.role_vars``), as plain values.
+
+    ``VariableManager.get_vars`` reads both from ``play.roles`` only for a role
+    that is ``public``: ``roles:`` and ``import_role`` unless ``public: false``
+    or ``DEFAULT_PRIVATE_ROLE_VARS`` is set true (``Role.__init__``); a private
+    role's defaults are its own tasks' (the converter puts them on its block).
+    ``play.roles`` gains an ``include_role``'s role when it runs
+    (:mod:`ioc.ansible.includes`)."""
     defaults: Dict[str, Any] = {}
     exported: Dict[str, Any] = {}
     for role in play.get_roles():
-        defaults.update(plain(role.get_default_vars()))
-        if role.public:  # (VariableManager.get_vars: "exported vars from all roles")
+        if role.public:
+            defaults.update(plain(role.get_default_vars()))
             exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
     return defaults, exported
 

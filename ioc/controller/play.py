@@ -715,10 +715,21 @@ class PlayExecutor:
         self.add_roles(play.role_names[len(old.role_names):],
                        play.dependent_role_names[len(old.dependent_role_names):])
         self._blocks = _block_shapes(self.plan.program.tree)
-        added = {k: v for k, v in play.role_defaults.items() if k not in old.role_defaults}
-        if added:
+        # A public include_role's defaults and vars are every host's from now
+        # on (Ansible's play.roles gained it): its defaults below each host's
+        # inventory (a default another role gave is replaced where the host's
+        # value is still that default), its vars on the play layer.
+        changed = {k: v for k, v in play.role_defaults.items()
+                   if k not in old.role_defaults or old.role_defaults[k] != v}
+        if changed:
             for state in self.hosts.values():
-                state.inventory_vars = {**added, **state.inventory_vars}
+                below = {k: v for k, v in changed.items() if k not in state.inventory_vars
+                         or (k in old.role_defaults
+                             and state.inventory_vars[k] == old.role_defaults[k])}
+                state.inventory_vars = {**state.inventory_vars, **below}
+        if play.role_vars != old.role_vars:
+            self.static_layers = {**self.static_layers,
+                                  "play": {**self.static_layers["play"], **play.role_vars}}
 
     def _next_step(self, index: int) -> int:
         for number, step in enumerate(self.plan.steps):

@@ -34,6 +34,10 @@ class RoleSearch:
     #: ``(name, collections) -> (short name, directory, collection)`` or None
     #: (Ansible's ``_get_collection_role_path``); None: no collections.
     in_collections: Callable[[str, tuple[str, ...]], tuple[str, str, str] | None] | None = None
+    #: ``DEFAULT_PRIVATE_ROLE_VARS`` when set (None: not set): whether a role
+    #: without ``public:`` keeps its vars and defaults to its own tasks. Not
+    #: set, imported roles are public and included ones private.
+    private_role_vars: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,10 @@ def _parse_entry(ds: Mapping[str, Any], scope: Scope) -> tuple[Node, ...]:
     if action == "import_role":
         return _import_role(ds, args, scope, where)
     if action in ("include_tasks", "include_role"):
-        if _static_include(ds, args):
+        # (a public include_role's vars are every host's once it ran: the
+        # controller loads it then, as a dynamic include)
+        if _static_include(ds, args) and not (action == "include_role"
+                                              and _public(args, False, scope, where)):
             return (_include(ds, action, args, scope, where),)
         return (_dynamic_include(ds, action, args, scope, where),)
     return (_task(ds, action, args, scope, where),)
@@ -310,7 +313,10 @@ class Included:
     #: ``included: <this> for ...`` (the file's absolute path, or the role name).
     label: str
     handlers: tuple[Task, ...] = ()
+    #: A public ``include_role``'s defaults and vars (its dependencies'
+    #: too): every host's from then on (Ansible's ``play.roles`` gains it).
     role_defaults: Mapping[str, Any] = field(default_factory=dict)
+    role_vars: Mapping[str, Any] = field(default_factory=dict)
     #: What an ``include_role`` adds to Ansible's ``play.roles`` when it runs:
     #: the role's name, its dependencies' names (role name magic variables).
     role_names: tuple[str, ...] = ()
@@ -356,7 +362,7 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
         nodes = parse_tasks(data, scope.entering(path, where), Location(path, 1))
         return Included(nodes=nodes, label=path,
                         handlers=tuple(state.role_handlers) + tuple(state.included_handlers),
-                        role_defaults=dict(state.role_defaults))
+                        role_defaults=dict(state.role_defaults), role_vars=dict(state.role_vars))
     name = str(args["name"])
     froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from",
                                        "handlers_from") if args.get(k)}
@@ -364,11 +370,12 @@ def load_include(play: Play, task: Task, args: Mapping[str, Any],
         locate_role(name, scope, where)
     except LoadError as exc:
         raise IncludeNotFound(exc.message, where) from exc
-    nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False, private=True,
+    nodes = _expand_role(name, {}, {}, scope, where, froms, dedup=False,
+                         private=not _public(args, False, scope, where),
                          validate=_rolespec_validate(args, where), listed="play")
     return Included(nodes=nodes, label=name,
                     handlers=tuple(state.role_handlers) + tuple(state.included_handlers),
-                    role_defaults=dict(state.role_defaults),
+                    role_defaults=dict(state.role_defaults), role_vars=dict(state.role_vars),
                     role_names=tuple(state.role_names),
                     dependent_role_names=tuple(state.dependent_role_names))
 
@@ -703,7 +710,19 @@ def _import_role(ds: Mapping[str, Any], args: Mapping[str, Any], scope: Scope, w
         raise LoadError("import_role needs 'name'", where)
     froms = {k: str(args[k]) for k in ("tasks_from", "vars_from", "defaults_from", "handlers_from") if args.get(k)}
     return _expand_role(name, ds, {}, scope, where, froms, dedup=False,
+                        private=not _public(args, True, scope, where),
                         validate=_rolespec_validate(args, where), listed="play")
+
+
+def _public(args: Mapping[str, Any], static: bool, scope: Scope, where: Location) -> bool:
+    """Whether a role's vars and defaults are the play's (``Role.public``): its
+    ``public:`` (import_role, include_role), else the opposite of
+    ``DEFAULT_PRIVATE_ROLE_VARS`` when that is set, else whether it is imported
+    (``roles:``, ``import_role``) rather than included."""
+    if "public" in args:
+        return to_bool(args, "public", static, where)
+    setting = scope.play.search.private_role_vars
+    return static if setting is None else not setting
 
 
 def _rolespec_validate(args: Mapping[str, Any], where: Location) -> bool:
@@ -742,7 +761,7 @@ def expand_roles_section(entries: Any, scope: Scope, where: Location,
         at = location_of(entry, item_where[number] if number < len(item_where) else where)
         name, keywords, params = _role_entry(entry, at)
         nodes.extend(_expand_role(name, keywords, params, scope, at, {}, dedup=True,
-                                  listed="play"))
+                                  private=not _public({}, True, scope, at), listed="play"))
     return tuple(nodes)
 
 
@@ -775,8 +794,10 @@ def _expand_role(
 ) -> tuple[Node, ...]:
     """A role as ``(dependency blocks..., role block)``; ``()`` if already run.
 
-    ``private`` (``include_role``): the role's defaults stay on its block
-    instead of joining the play's. ``validate`` (``rolespec_validate``): the
+    ``private`` (``include_role`` unless public, ``import_role`` with
+    ``public: false``, see :func:`_public`): the role's defaults stay on its
+    block and its vars its own (with its dependencies') instead of joining the
+    play's. ``validate`` (``rolespec_validate``): the
     role starts with the validation of its entry point's argument spec.
     ``listed``: ``"play"`` for one of the play's roles, ``"dependency"`` for a
     dependency of one (their names are magic variables); None for neither.
@@ -795,14 +816,20 @@ def _expand_role(
     outer = scope.nested(keywords)
     chain_params = {**scope.role_params, **params}
     chain_defaults = {**scope.role_defaults, **files.defaults} if private else scope.role_defaults
-    deps = _dependencies(files, dataclasses.replace(outer, role_collection=collection,
-                                                    role_params=chain_params,
-                                                    role_defaults=chain_defaults), where,
-                         listed is not None)
-    if not private:
+    dep_scope = dataclasses.replace(outer, role_collection=collection, role_params=chain_params,
+                                    role_defaults=chain_defaults)
+    deps = _dependencies(files, dep_scope, where, listed is not None, private)
+    own_defaults = files.defaults
+    role_vars = {**files.vars, **vars_of(keywords, where)}
+    if private:
+        # (the play does not have its dependencies' vars and defaults either:
+        # Role.get_vars/get_default_vars give them to its own tasks)
+        dep_vars, dep_defaults = _dependency_layers(files, dep_scope, where)
+        role_vars = {**dep_vars, **role_vars}
+        own_defaults = {**dep_defaults, **own_defaults}
+    else:
         scope.play.role_defaults.update(files.defaults)
         scope.play.role_vars.update(files.vars)
-    role_vars = {**files.vars, **vars_of(keywords, where)}
     # roles do not inherit ``collections``: a role searches its own collection
     # and those of its meta/main.yml (Role._load_role_data)
     # (a role's vars and params hide the origins of the vars they override)
@@ -818,7 +845,7 @@ def _expand_role(
     block = Block(
         block=body, location=where, vars=role_vars, params=chain_params,
         implicit=True, role=files.name, role_path=path,
-        defaults=dict(files.defaults) if private else {},
+        defaults=dict(own_defaults) if private else {},
     )
     return deps + (block,)
 
@@ -855,15 +882,37 @@ def _role_dirs(scope: Scope) -> list[str]:
 
 
 def _dependencies(files: RoleFiles, outer: Scope, where: Location,
-                  listed: bool) -> tuple[Node, ...]:
+                  listed: bool, private: bool) -> tuple[Node, ...]:
     scope = dataclasses.replace(outer, role_path=files.path,
                                 role_paths=outer.role_paths + (files.path,))
     nodes: list[Node] = []
     for entry in files.dependencies:
         name, keywords, params = _role_entry(entry, where)
         nodes.extend(_expand_role(name, keywords, params, scope, location_of(entry, where), {},
-                                  dedup=True, listed="dependency" if listed else None))
+                                  dedup=True, private=private,
+                                  listed="dependency" if listed else None))
     return tuple(nodes)
+
+
+def _dependency_layers(files: RoleFiles, outer: Scope,
+                       where: Location) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The vars and the defaults of a role's dependencies, all of them, each
+    dependency's own above its dependencies' (``Role.get_vars`` and
+    ``get_default_vars`` walk ``get_all_dependencies``): what a private role's
+    tasks see of them."""
+    scope = dataclasses.replace(outer, role_path=files.path)
+    found_vars: dict[str, Any] = {}
+    found_defaults: dict[str, Any] = {}
+    for entry in files.dependencies:
+        name, keywords, _ = _role_entry(entry, where)
+        at = location_of(entry, where)
+        role_name, path, collection = locate_role(name, scope, at)
+        dep = read_role(role_name, path, at)
+        inner_vars, inner_defaults = _dependency_layers(
+            dep, dataclasses.replace(scope, role_collection=collection), at)
+        found_vars.update({**inner_vars, **dep.vars, **vars_of(keywords, at)})
+        found_defaults.update({**inner_defaults, **dep.defaults})
+    return found_vars, found_defaults
 
 
 def _role_tasks(files: RoleFiles, scope: Scope, where: Location, entrypoint: str,

@@ -319,8 +319,9 @@ def too_deep(program: "Program", index: int) -> Optional[str]:
 def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Sequence[Any]) -> Play:
     """``play`` with ``blocks`` right after ``task`` (found by identity).
 
-    Handlers and role defaults an ``include_role`` brought are added (handlers
-    after the play's own, so existing handler numbers stay valid), and its
+    Handlers an ``include_role`` brought are added (after the play's own, so
+    existing handler numbers stay valid), the defaults and vars of a public
+    one over the play's roles' (Ansible's ``play.roles`` gains it), and its
     role's names (``role_names``, ``dependent_role_names``: ``play.roles``
     gains the role when the include runs).
     """
@@ -345,16 +346,17 @@ def splice_after(play: Play, task: Task, blocks: Tuple[Block, ...], included: Se
         raise PlanError("dynamic include not found in its play", task.location)
     known = {h.location for h in play.handlers}
     handlers = list(play.handlers)
-    defaults: Dict[str, Any] = {}
+    defaults, exported = dict(play.role_defaults), dict(play.role_vars)
     role_names, dependent_role_names = list(play.role_names), list(play.dependent_role_names)
     for inc in included:
         handlers.extend(h for h in inc.handlers if h.location not in known)
         known.update(h.location for h in inc.handlers)
         defaults.update(inc.role_defaults)
+        exported.update(inc.role_vars)
         role_names.extend(inc.role_names)
         dependent_role_names.extend(inc.dependent_role_names)
     return dataclasses.replace(play, handlers=tuple(handlers),
-                               role_defaults={**defaults, **play.role_defaults},
+                               role_defaults=defaults, role_vars=exported,
                                role_names=tuple(role_names),
                                dependent_role_names=tuple(dependent_role_names),
                                pre_tasks=pre_tasks, tasks=tasks, post_tasks=post_tasks)

@@ -9,6 +9,7 @@ Each ``playbooks/*.yml`` starts with a comment header::
                                ssh2s  = h1, h2 on it and s1 on a port that never answers
                                ssh2d  = h1, h2 on it and d1 on an sshd the playbook kills
     # args: --check            optional: extra command-line arguments (both engines)
+    # env: ANSIBLE_X=1          optional: environment variables of every run (Ansible settings)
 
 Both engines run at once (one after the other for ``ssh2d``), each in a fresh copy of ``playbooks/`` with the same
 inventory, ``-e out_dir=<its own tmp dir>`` and forks 5. The normalised event
@@ -65,6 +66,8 @@ ANSIBLE_219_VENV = os.environ.get("IOC_ANSIBLE_219_VENV") or os.path.expanduser(
 #: linear): loops, blocks/rescue/always, handlers, register/until, facts,
 #: delegate_to/run_once, failures, ssh and unreachable hosts, no_log.
 PLAYBOOKS_219 = (
+    "role_privacy",
+    "role_privacy_public",
     "become_unreadable_directory",
     "assert_broken_conditional",
     "block_always_unrescued",
@@ -378,8 +381,9 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
         "%s needs '# covers:' and '# hosts:' header lines" % path.name
     inventory_text, hosts = inventory(header["hosts"], request)
     extra = header.get("args", "").split()
+    settings = dict(item.split("=", 1) for item in header.get("env", "").split())
 
-    key = (tuple(ansible_playbook), name, inventory_text, tuple(extra))
+    key = (tuple(ansible_playbook), name, inventory_text, tuple(extra), tuple(settings.items()))
     references = _references(request)
     ans = EngineRun("ansible-playbook", tmp_path / "ansible", path.name, inventory_text)
     ioc = EngineRun(engine, tmp_path / "ioc", path.name, inventory_text)
@@ -387,16 +391,17 @@ def check_playbook(engine: str, name: str, tmp_path: Path, request) -> None:
     config.write_text("[defaults]\n")
     mortal = SEQUENTIAL.get(header["hosts"])
     if key not in references:
-        ans.start(ansible_playbook + ans.common_args(extra), ansible_env(ans.events_path, config))
+        ans.start(ansible_playbook + ans.common_args(extra),
+                  {**ansible_env(ans.events_path, config), **settings})
         if mortal:
             ans.wait()
             request.getfixturevalue(mortal).revive()
     if engine.startswith("mitogen_batch"):
         ioc.start(ansible_playbook + ioc.common_args(extra),
-                  mitogen_batch_env(ioc.events_path, config))
+                  {**mitogen_batch_env(ioc.events_path, config), **settings})
     else:
         ioc.start([sys.executable, "-m", "ioc", *ioc.common_args(extra),
-                   "--events", str(ioc.events_path)], ioc_env(config))
+                   "--events", str(ioc.events_path)], {**ioc_env(config), **settings})
     if key not in references:
         try:
             if not mortal:
