@@ -50,6 +50,9 @@ LAZY = ("jinja2.debug", "jinja2.ext", "markupsafe._native")
 INTERMEDIARY_ONLY = ("relay",)
 #: Shared by the module implementations.
 MODULE_HELPERS = ("ioc.agentless_runner.modules._common",)
+#: The import scanner of this process (mitogen's: it compiles a module's
+#: source to read its imports), for every router and closure.
+_FINDER = mitogen.master.ModuleFinder()
 
 
 def configure(router: mitogen.master.Router) -> None:
@@ -58,6 +61,10 @@ def configure(router: mitogen.master.Router) -> None:
         router.responder.whitelist_prefix(prefix)
     for prefix in BLOCKS:
         router.responder.blacklist_prefix(prefix)
+    # One import scan per module and process: the responder reads the
+    # imports of each module it sends (compiling its source), as
+    # closure_of() does to choose them.
+    router.responder._finder = _FINDER
     _lighten_spawning()
 
 
@@ -117,9 +124,6 @@ def _ours(name: str) -> bool:
 @functools.lru_cache(maxsize=None)
 def _related(router_finder: mitogen.master.ModuleFinder, name: str) -> FrozenSet[str]:
     return frozenset(n for n in router_finder.find_related(name) if _ours(n)) | {name}
-
-
-_FINDER = mitogen.master.ModuleFinder()
 
 
 def closure_of(names: Iterable[str]) -> Tuple[str, ...]:
