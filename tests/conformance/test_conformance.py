@@ -99,6 +99,7 @@ PLAYBOOKS_219 = (
     "rescued_yet_left_out",
     "role_names_include_role",
     "start_at_task_pattern",
+    "template_file_errors",
     "trusted_template_result",
     "unreachable",
     "untrusted_module_output",
