@@ -77,6 +77,7 @@ PLAYBOOKS_219 = (
     "delegated_vars_seen",
     "facts_gathered",
     "failure_later_plays",
+    "filter_results_tuples",
     "handlers_flush",
     "handlers_listen_order",
     "handlers_rescued_flush",
