@@ -84,8 +84,8 @@ def _run_module(action, module, args, ctx):
 
 def _task_error(exc):
     """The result of a task whose action raised (Ansible's ``AnsibleError``)."""
-    result = results.failed_result("Task failed: %s" % exc.msg,
-                                   exception=traceback.format_exc(), _ioc_task_error=True)
+    result = results.failed_result("Task failed: %s" % exc.msg,  # (exception: as Ansible's)
+                                   exception=results.TRACEBACK_UNAVAILABLE, _ioc_task_error=True)
     if isinstance(exc.expression, str):
         result["_ioc_error_expr"] = exc.expression
     if exc.option is not None:

@@ -28,7 +28,6 @@ import contextlib
 import os
 import re
 import time
-import traceback
 from collections import ChainMap
 
 import mitogen.core
@@ -1030,8 +1029,8 @@ class HostRun(HandlerRun, LoopRun):
             diff_mode = self._flag(task, "diff", templar, self.options.get("diff", False))
             limit, interval, timeout = self._async_settings(task, templar)
         except TemplateError as exc:
-            failed = results.failed_result(str(exc), exception=traceback.format_exc(),
-                                           _ioc_task_error=True)
+            failed = results.failed_result(  # (Ansible's, tracebacks off: not the runner's)
+                str(exc), exception=results.TRACEBACK_UNAVAILABLE, _ioc_task_error=True)
             if getattr(exc, "argument", None) is not None:  # (the bridge's chain)
                 failed["_ioc_error_arg"] = [exc.argument, getattr(exc, "variable", None),
                                             getattr(exc, "path", [exc.argument]),

@@ -362,31 +362,31 @@ def flatten(mylist, levels=None, skip_nulls=True):
 
 @_register("zip")
 def zip_(*lists):
-    """Pairs (tuples as lists) of the items of several lists."""
-    return [list(t) for t in zip(*lists)]
+    """Tuples of the items of several lists (Ansible's: ``list(zip(...))``)."""
+    return list(zip(*lists))
 
 
 @_register("zip_longest")
 def zip_longest(*lists, **kwargs):
     """Like ``zip``, padding the shorter lists with ``fillvalue``."""
     fill = kwargs.pop("fillvalue", None)
-    return [list(t) for t in itertools.zip_longest(*lists, fillvalue=fill)]
+    return list(itertools.zip_longest(*lists, fillvalue=fill))
 
 
 @_register("product")
 def product(*lists, **kwargs):
     """Cartesian product (``itertools.product``)."""
-    return [list(t) for t in itertools.product(*lists, **kwargs)]
+    return list(itertools.product(*lists, **kwargs))
 
 
 @_register("permutations")
 def permutations(value, r=None):
-    return [list(t) for t in itertools.permutations(value, r)]
+    return list(itertools.permutations(value, r))
 
 
 @_register("combinations")
 def combinations(value, r):
-    return [list(t) for t in itertools.combinations(value, r)]
+    return list(itertools.combinations(value, r))
 
 
 @_register("extract")
@@ -502,10 +502,12 @@ def combine(*terms, **kwargs):
 
 def _lazy_type_name(value):
     """The class name of ``value`` as a filter of ansible-core 2.19+ is given it:
-    a list or dict is its lazy container."""
+    a list, dict or tuple is its lazy container."""
     if isinstance(value, dict):
         return "_AnsibleLazyTemplateDict"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, tuple):
+        return "_AnsibleLazyAccessTuple"
+    if isinstance(value, list):
         return "_AnsibleLazyTemplateList"
     return type(value).__name__
 

@@ -493,6 +493,8 @@ def _builtin(value, mode, source):
             recorder = getattr(LOCAL, "storage", None)
             if recorder is not None:
                 recorder.add(unsupported_in_storage(value, list), source)
+    if mode == _ARG and isinstance(value, tuple):  # (a filter's tuples reach the next one)
+        return tuple(_builtin(v, mode, source) for v in value)
     if isinstance(value, (list, tuple, set, frozenset,
                           collections.abc.Iterator, collections.abc.MappingView,
                           types.GeneratorType)):

@@ -77,8 +77,9 @@ class AnsiblePlugins:
             except Exception as exc:  # its own code raised (AnsibleTemplatePluginLoadError's words)
                 raise PluginFailure("The %s plugin %r failed to load: %s" % (kind, name, exc)) \
                     from None
-        if kind == "filter":
-            expression = "__ioc_args[0] | %s(*__ioc_args[1:], **__ioc_kwargs)" % name
+        raw: List[Any] = []
+        if kind == "filter":  # (its own result seen too: finalizing makes tuples lists)
+            expression = "__ioc_seen(__ioc_args[0] | %s(*__ioc_args[1:], **__ioc_kwargs))" % name
         elif kind == "test":
             expression = "__ioc_args[0] is %s(*__ioc_args[1:], **__ioc_kwargs)" % name
         elif any(map(_is_undefined, args)):
@@ -93,10 +94,37 @@ class AnsiblePlugins:
                 value = templar._engine.extend(marker_behavior=_KeepUndefined()).evaluate_expression(
                     trust_as_template(expression),
                     local_variables={"__ioc_args": tagged(args), "__ioc_kwargs": tagged(kwargs),
-                                     "__ioc_name": name})
-            return plain(value)
+                                     "__ioc_name": name, "__ioc_seen": _seen(raw)})
+            return _tuples_kept(plain(value), raw[0]) if raw else plain(value)
         except Exception as exc:
             raise PluginFailure(_message(exc)) from None
+
+
+def _seen(into: List[Any]) -> Callable[[Any], Any]:
+    """A callable an expression hands a value through, which keeps it in
+    ``into`` as the template had it (Ansible's call hands a marker on without
+    calling: an undefined result is what it was)."""
+    def seen(value: Any) -> Any:
+        into.append(value)
+        return value
+    return seen
+
+
+def _tuples_kept(value: Any, raw: Any) -> Any:
+    """``value`` (a filter's result, finalized: ``plain``) with the tuples its
+    ``raw`` result had, as a template that reads the result sees them
+    (``subelements``' pairs: a list never equals a tuple). A tuple holding a
+    text that travels in a wire form of its own (a vault's) stays a list."""
+    from ioc.agentless_runner import trust
+
+    if isinstance(value, dict) and isinstance(raw, Mapping):
+        return {k: _tuples_kept(v, raw[k]) if k in raw else v for k, v in value.items()}
+    if isinstance(value, list) and isinstance(raw, (list, tuple)) and len(raw) == len(value):
+        items = [_tuples_kept(v, r) for v, r in zip(value, raw)]
+        if isinstance(raw, tuple) and trust.encode(items) is items:
+            return tuple(items)
+        return items
+    return value
 
 
 def _is_undefined(value: Any) -> bool:

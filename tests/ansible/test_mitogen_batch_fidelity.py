@@ -2678,3 +2678,36 @@ def test_allowed_broken_conditionals_pass_with_linears_deprecation(ansible, ansi
     assert batch.stdout == linear.stdout and batch.rc == linear.rc
     assert "Broken conditionals are currently allowed" in batch.stderr
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+def test_a_registered_task_error_has_ansibles_exception_not_the_runners_traceback(ansible,
+                                                                                 ansible_python):
+    """A task whose argument fails to template (filter_core's ``comment(style=
+    "invalid")``) or whose template file fails to render: the registered
+    result's ``exception`` is Ansible's "(traceback unavailable)" (tracebacks
+    are off by default), not the runner's Python traceback."""
+    ansible.write("templates/undefined.j2", "{{ nope }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                foo: '{{ "boo" | comment(style="invalid") }}'
+              ignore_errors: true
+              register: argument_error
+            - template: {src: undefined.j2, dest: "{{ playbook_dir }}/out"}
+              ignore_errors: true
+              register: file_error
+            - debug:
+                var: argument_error
+            - debug:
+                msg: "{{ file_error.exception }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"exception": "(traceback unavailable)"' in batch.stdout
+    assert '"msg": "(traceback unavailable)"' in batch.stdout
+    assert "Traceback" not in batch.stdout
+    assert batch.steps and not batch.through_ansible, batch.log

@@ -188,6 +188,16 @@ FOUND = [
     t("{{ x }}", x="{{ undef(hint='Expected failure') }}"),
     t("{{ undef('gone') | default('fine') }}"),
     t("{{ undef() is defined }}"),
+    # zip, zip_longest, product, permutations, combinations give tuples, which the
+    # template sees as such (a list never equals a tuple), through other filters too
+    t("{{ x | zip(y) | first == (1, 3) }}", x=[1, 2], y=[3, 4]),
+    t("{{ x | zip(y) | list == [(1, 3), (2, 4)] }}", x=[1, 2], y=[3, 4]),
+    t("{{ (x | zip_longest(y) | last) == (2, none) }}", x=[1, 2], y=[3]),
+    t("{{ x | product(y) | map('type_debug') | list }}", x=[1, 2], y=["a"]),
+    t("{{ x | permutations | first | type_debug }}", x=[1, 2]),
+    t("{{ x | combinations(2) | list == [(1, 2), (1, 3), (2, 3)] }}", x=[1, 2, 3]),
+    t("{{ 'p' ~ (x | zip(y)) }}", x=[1, 2], y=[3, 4]),
+    t("{{ x | zip(y) | combine }}", x=[1, 2], y=[3, 4]),
 ]
 
 
