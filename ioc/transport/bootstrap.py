@@ -19,15 +19,24 @@ So the controller:
   (``apt``, ``user``...) travels with the first batch that uses it, so a
   target never receives code it will not run;
 * prepares that closure (source, compression) in a background thread while
-  SSH is still connecting, so the first call is not held up by it.
+  SSH is still connecting, so the first call is not held up by it;
+* keeps what mitogen's import scan found for each module (it compiles the
+  module's source to read its imports: most of a run's controller CPU
+  before the first call) in a small file of the user's cache directory,
+  valid while the module's file is unchanged (:class:`_ScanCache`).
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
+import json
 import logging
+import os
 import pkgutil
 import subprocess
+import sys
+import tempfile
 import threading
 from typing import Any, Dict, FrozenSet, Iterable, List, Set, Tuple
 
@@ -50,9 +59,80 @@ LAZY = ("jinja2.debug", "jinja2.ext", "markupsafe._native")
 INTERMEDIARY_ONLY = ("relay",)
 #: Shared by the module implementations.
 MODULE_HELPERS = ("ioc.agentless_runner.modules._common",)
-#: The import scanner of this process (mitogen's: it compiles a module's
-#: source to read its imports), for every router and closure.
-_FINDER = mitogen.master.ModuleFinder()
+
+
+class _ScanCache(mitogen.master.ModuleFinder):
+    """mitogen's import scanner, whose findings outlive the process.
+
+    ``find_related_imports`` compiles a module's source to list the imports
+    in its bytecode; the answer depends only on that source. This keeps it
+    per module in ``<cache>/ioc/imports-<python>-<mitogen>.json`` with the
+    path, size and modification time of the file it came from, and believes
+    an entry only while the file still has them. The file is written when
+    the process ends, if it learnt something, by replacing it whole.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._path = path
+        self._known: Dict[str, List[Any]] = {}
+        self._learnt = False
+        try:
+            with open(path) as f:
+                known = json.load(f)
+            if isinstance(known, dict):
+                self._known = known
+        except (OSError, ValueError):
+            pass
+
+    def find_related_imports(self, fullname: str) -> List[str]:
+        related = self._related_cache.get(fullname)
+        if related is not None:
+            return related  # type: ignore[no-any-return]
+        modpath = self.get_module_source(fullname)[0]
+        stamp = _stamp(modpath)
+        entry = self._known.get(fullname)
+        if stamp is not None and entry is not None and entry[:3] == stamp:
+            return self._related_cache.setdefault(fullname, list(entry[3]))  # type: ignore[no-any-return]
+        related = super().find_related_imports(fullname)
+        if stamp is not None:
+            self._known[fullname] = stamp + [list(related)]
+            self._learnt = True
+        return related  # type: ignore[no-any-return]
+
+    def save(self) -> None:
+        if not self._learnt:
+            return
+        try:
+            os.makedirs(os.path.dirname(self._path), mode=0o700, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self._path), prefix=".imports-")
+            with os.fdopen(fd, "w") as f:
+                json.dump(self._known, f)
+            os.replace(tmp, self._path)
+        except OSError:
+            LOG.debug("could not keep the import scan in %s", self._path, exc_info=True)
+
+
+def _stamp(path: Any) -> Any:
+    """``[path, size, mtime_ns]`` of a module's file, None if it has none."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def _scan_cache_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ioc", "imports-%d.%d-%s.json" % (
+        sys.version_info[0], sys.version_info[1], ".".join(map(str, mitogen.__version__))))
+
+
+#: The import scanner of this process, for every router and closure.
+_FINDER = _ScanCache(_scan_cache_path())
+atexit.register(_FINDER.save)
 
 
 def configure(router: mitogen.master.Router) -> None:
