@@ -12,7 +12,8 @@ every target with the runner (its pure-Python part: ``ioc.controller.
 bootstrap``), so a filter's result never depends on what a target has
 installed.
 
-Imports the stdlib, jinja2 and PyYAML; runs on Python 3.9+.
+Imports the stdlib, jinja2, PyYAML and the runner's ``context`` and ``trust``;
+runs on Python 3.9+.
 """
 import base64
 import collections
@@ -33,6 +34,9 @@ import jinja2.filters
 import yaml
 from jinja2 import pass_environment
 from jinja2.runtime import Undefined
+
+from ioc.agentless_runner.context import legacy
+from ioc.agentless_runner.trust import VaultedText
 
 
 __all__ = ["FILTERS", "FilterError", "GroupTuple", "names"]
@@ -595,12 +599,46 @@ _Dumper.add_multi_representer(str, yaml.SafeDumper.represent_str)
 _Dumper.add_multi_representer(collections.abc.Mapping, yaml.SafeDumper.represent_dict)
 _Dumper.add_multi_representer(collections.abc.Collection, yaml.SafeDumper.represent_list)
 
+#: ansible-core 2.21's ``to_yaml(vault_behavior=...)``: what a vault value
+#: (``!vault``) dumps as. 2.19 has no such parameter and keeps it encrypted.
+_VAULT_BEHAVIORS = ("decrypt", "keep_encrypted", "redact", "fail")
+
+
+def _represent_vaulted(dumper, data):
+    """A vault value as ansible-core's ``AnsibleDumper`` dumps it under the
+    dumper's ``vault_behavior``: its ciphertext as a ``!vault |`` scalar (never
+    its text, unless told to decrypt), ``<redacted>``, or an error."""
+    behavior = dumper.vault_behavior
+    if behavior == "decrypt":
+        return dumper.represent_str(str.__str__(data))
+    if behavior == "keep_encrypted":
+        return dumper.represent_scalar("!vault", data.ciphertext, style="|")
+    if behavior == "redact":
+        return dumper.represent_str("<redacted>")
+    raise FilterError("Attempted to dump a vaulted value", obj=data)
+
+
+_Dumper.add_representer(VaultedText, _represent_vaulted)
+#: A dumper per vault behavior (yaml.dump makes its dumper from a class).
+_DUMPERS = {behavior: type("_Dumper", (_Dumper,), {"vault_behavior": behavior})
+            for behavior in _VAULT_BEHAVIORS}
+
 
 @_register("to_yaml")
 def to_yaml(value, *args, default_flow_style=None, **kwargs):
-    """Terse flow-style YAML: ``yaml.dump`` as Ansible's ``to_yaml`` calls it."""
-    kwargs.pop("vault_behavior", None)
-    return yaml.dump(value, Dumper=_Dumper, allow_unicode=True,
+    """Terse flow-style YAML: ``yaml.dump`` as Ansible's ``to_yaml`` calls it.
+
+    A vault value is dumped as 2.21's ``vault_behavior`` says (by default
+    decrypted); 2.19 always keeps it encrypted, and fails as ``yaml.dump``
+    does on a ``vault_behavior`` argument."""
+    if legacy():
+        behavior = "keep_encrypted"
+    else:
+        behavior = kwargs.pop("vault_behavior", None)
+        if behavior and behavior not in _VAULT_BEHAVIORS:
+            raise FilterError("The vault parameter must be one of %s" % ", ".join(_VAULT_BEHAVIORS))
+        behavior = behavior or "decrypt"
+    return yaml.dump(value, Dumper=_DUMPERS[behavior], allow_unicode=True,
                      default_flow_style=default_flow_style, **kwargs)
 
 

@@ -536,8 +536,9 @@ def _plugin_error(kind, fqcn, exc):
     error = TemplateError("The %s plugin '%s' failed: %s" % (kind, fqcn, exc))
     obj, help_text = getattr(exc, "obj", None), getattr(exc, "help_text", None)
     if obj is not None or help_text:
-        error.plugin = ["The %s plugin '%s' failed" % (kind, fqcn), str(exc),
-                        None if obj is None else str(obj), help_text,
+        # (a vault value's text never travels: its origin says which it is)
+        text = None if obj is None or obj.__class__ is VaultedText else str(obj)
+        error.plugin = ["The %s plugin '%s' failed" % (kind, fqcn), str(exc), text, help_text,
                         getattr(obj, "origin", None) or None]
     return error
 

@@ -25,7 +25,7 @@ A value that came from Ansible Vault (``!vault``) is a :class:`VaultedText`:
 its decrypted text (the runner uses it, as Ansible's controller does when a
 task reads it) that keeps its ciphertext, as ansible-core 2.19+ keeps an
 ``EncryptedString`` (the ``vault_encrypted`` test is true of it, not of a
-text made from it). Its ciphertext travels with it.
+text made from it). Its ciphertext and origin travel with it.
 
 Imports only the stdlib; runs on Python 3.9+.
 """
@@ -71,18 +71,23 @@ class UntrustedText(str):
 
 
 class VaultedText(str):
-    """The decrypted text of an Ansible Vault value, which keeps its ciphertext."""
+    """The decrypted text of an Ansible Vault value, which keeps its ciphertext
+    and where it was written."""
 
     ciphertext: str
+    origin: str
 
-    def __new__(cls, text, ciphertext):
+    def __new__(cls, text, ciphertext, origin=None):
         self = str.__new__(cls, text)
         #: The vault-encrypted text it was decrypted from (``$ANSIBLE_VAULT;...``).
         self.ciphertext = ciphertext
+        #: ``path:line:col`` where it was written ("" when unknown): where an
+        #: error about it points, never showing its text.
+        self.origin = origin or ""
         return self
 
     def __reduce__(self):
-        return VaultedText, (str.__str__(self), self.ciphertext)
+        return VaultedText, (str.__str__(self), self.ciphertext, self.origin)
 
     def __repr__(self):
         return str.__repr__(self)  # (the decrypted text's, as Ansible's tagged str has it)
@@ -127,7 +132,7 @@ def decode(value):
 #: The text kinds that travel as tuples: class -> (wire tag, the attributes
 #: after the text that its constructor takes), and the converse by tag.
 _KINDS = {TrustedText: (_WIRE, ()), UntrustedText: (_WIRE_UNTRUSTED, ("origin",)),
-          VaultedText: (_WIRE_VAULTED, ("ciphertext",))}
+          VaultedText: (_WIRE_VAULTED, ("ciphertext", "origin"))}
 _BY_TAG = {tag: (cls, 1 + len(attrs)) for cls, (tag, attrs) in _KINDS.items()}
 
 

@@ -117,6 +117,7 @@ def task_result(host: Any, task: Any, result: Dict[str, Any], action: str, statu
             data = _action_fail_219(task, data)
         if include:
             _include_keys_219(result, data, action, item, task)
+        _uncaught_exception_219(data, result)
         _mark_engine_failures_219(data, result)
         if result.get("_ioc_action_failure"):
             action = ACTION_FAILURE  # worded as an action plugin's own failure
@@ -1127,6 +1128,18 @@ def _drop_changed_when_result_219(data: Dict[str, Any]) -> None:
     """2.19 only sets ``changed`` from changed_when; an error it keeps as text."""
     if not isinstance(data.get("changed_when_result"), str):
         data.pop("changed_when_result", None)
+
+
+def _uncaught_exception_219(data: Dict[str, Any], raw: Mapping[str, Any]) -> None:
+    """A failed result of a module's uncaught exception as the module returned
+    it (:func:`_uncaught_exception`), so 2.19's executor words "Task failed:
+    Module failed: <exception>" once, not around the runner's msg (each loop
+    item comes here as a result of its own)."""
+    uncaught = raw.get("_ioc_module_exception")
+    if isinstance(uncaught, str) and data.get("failed"):
+        whole = _uncaught_exception(data, uncaught)
+        data.clear()
+        data.update(whole)
 
 
 def _mark_engine_failures_219(data: Dict[str, Any], raw: Mapping[str, Any]) -> None:

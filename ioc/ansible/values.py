@@ -49,14 +49,18 @@ def plain(value: Any) -> Any:
 
 def _vaulted(value: Any, text: str) -> Any:
     """``text``, the decrypted text of ``value``, a ``VaultedText`` that keeps
-    its ciphertext when ``value`` came from Ansible Vault (an
+    its ciphertext (and where it was written) when ``value`` came from Ansible Vault (an
     ``EncryptedString``): the runner's ``vault_encrypted`` test is true of it."""
+    from ansible._internal._datatag._tags import Origin
     from ansible.parsing.vault import VaultHelper
 
     from ioc.agentless_runner.trust import VaultedText
 
     ciphertext = VaultHelper.get_ciphertext(value, with_tags=False)
-    return VaultedText(text, str.__str__(ciphertext)) if ciphertext else text
+    if not ciphertext:
+        return text
+    origin = Origin.get_tag(value)
+    return VaultedText(text, str.__str__(ciphertext), str(origin) if origin is not None else None)
 
 
 def plain_vars(values: Mapping[str, Any]) -> Any:

@@ -29,19 +29,19 @@ def set_vault(decrypt: Any) -> None:
 
 
 #: How ``!unsafe`` text (``untrusted(text, origin)``) and a decrypted ``!vault``
-#: value (``vaulted(text, ciphertext)``) are kept. The front end installs the
+#: value (``vaulted(text, ciphertext, origin)``) are kept. The front end installs the
 #: runner's ``UntrustedText`` and ``VaultedText`` (:func:`set_text_kinds`; the
 #: loader may not import the runner, DESIGN §1), which carry both to the
 #: runner: untrusted text is never templated nor evaluated there, a vault
 #: value is ``vault_encrypted``. Else untrusted text is kept
 #: :func:`ioc.model.verbatim` and a vault value is its text.
 _TEXT_KINDS: dict = {"untrusted": lambda text, origin: verbatim(text),
-                     "vaulted": lambda text, ciphertext: text}
+                     "vaulted": lambda text, ciphertext, origin: text}
 
 
 def set_text_kinds(untrusted: Any, vaulted: Any) -> None:
     """Keep ``!unsafe`` text as ``untrusted(text, origin)`` and a ``!vault`` value
-    as ``vaulted(text, ciphertext)`` from now on."""
+    as ``vaulted(text, ciphertext, origin)`` from now on."""
     _TEXT_KINDS.update(untrusted=untrusted, vaulted=vaulted)
 
 
@@ -191,7 +191,8 @@ def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
         raise LoadError("!vault must be a string", where)
     ciphertext = str(loader.construct_scalar(node))
     # (the decrypted text keeps its ciphertext: the vault_encrypted test is true of it)
-    return _TEXT_KINDS["vaulted"](_decrypt(ciphertext.encode("utf-8"), where), ciphertext)
+    return _TEXT_KINDS["vaulted"](_decrypt(ciphertext.encode("utf-8"), where), ciphertext,
+                                  where.origin)
 
 
 LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)

@@ -241,8 +241,9 @@ def test_a_python_error_in_a_template_is_worded_as_ansibles_rendering_error(ansi
 
 def test_a_modules_uncaught_exception_is_worded_once(ansible, ansible_python):
     """A module that raises: "Task failed: Module failed: <exception>" once (the
-    bridge gives Ansible the exception, not the msg the runner made of it), and
-    a changed_when error on it replaces that msg, registered too."""
+    bridge gives Ansible the exception, not the msg the runner made of it; 2.19's
+    executor too; a loop item's too), and a changed_when error on it replaces
+    that msg, registered too."""
     ansible.write("play.yml", """
         - hosts: web
           gather_facts: false
@@ -250,6 +251,13 @@ def test_a_modules_uncaught_exception_is_worded_once(ansible, ansible_python):
             - ping:
                 data: crash
               ignore_errors: true
+            - ping:
+                data: "{{ item }}"
+              loop: [crash, pong]
+              ignore_errors: true
+              register: looped
+            - debug:
+                var: looped.results[0].msg
             - ping:
                 data: crash
               changed_when: 1 / 0

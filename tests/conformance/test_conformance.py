@@ -104,6 +104,7 @@ PLAYBOOKS_219 = (
     "role_names_include_role",
     "start_at_task_pattern",
     "template_file_errors",
+    "to_yaml_vaulted",
     "trusted_template_result",
     "unreachable",
     "untrusted_module_output",
