@@ -22,6 +22,7 @@ the front end runs those through Ansible or refuses them.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime
 import hashlib
@@ -32,6 +33,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple)
+
+from ioc import cachefile
 
 
 @dataclass(frozen=True)
@@ -463,6 +466,82 @@ _TREES: Dict[Tuple[str, bytes], Any] = {}
 _FINDERS: Dict[Tuple[str, Any, bool], Any] = {}
 
 
+class _KnownDeps:
+    """What ``ModuleDepFinder`` found in a file, as an earlier run kept it
+    (:class:`_DepsFile`): its ``submodules``, ``optional_imports`` and
+    ``embeds`` (2.21's ``EmbeddedResource``: package and resource); its
+    ``tree`` (read only for a module itself, not a ``module_utils`` file)
+    is parsed when asked for."""
+
+    def __init__(self, module_fqn: str, source: Any, found: List[Any]) -> None:
+        self._name, self._source = module_fqn, source
+        submodules, optional, embeds = found
+        self.submodules = {tuple(m) for m in submodules}
+        self.optional_imports = {tuple(m) for m in optional}
+        if embeds:
+            from ansible.module_utils.embed import EmbeddedResource
+
+            self.embeds = {EmbeddedResource(*e) for e in embeds}
+        else:
+            self.embeds = set()
+
+    @property
+    def tree(self) -> Any:
+        from ansible.executor import module_common as mc
+
+        return mc._compile_module_ast(self._name, self._source)
+
+
+class _DepsFile:
+    """``ModuleDepFinder``'s findings across runs: a file's imports depend
+    only on its name and source, so they are kept by name and the source's
+    digest in ``<cache>/ioc/module-deps-<ansible-core>.json`` (parsing every
+    ``module_utils`` file a play's modules reach was a second of the
+    strategy's CPU before the first task, every run). Only for sources
+    given as text or bytes (2.21; 2.19 hands the finder a tree)."""
+
+    def __init__(self) -> None:
+        self._path = ""
+        self._known: Dict[str, Any] = {}
+        self._learnt = False
+
+    def _key(self, module_fqn: str, source: Any, is_pkg_init: bool) -> str:
+        if not self._path:
+            from ansible.release import __version__
+
+            self._path = cachefile.path_of("module-deps-%s.json" % __version__)
+            self._known = cachefile.load(self._path)
+            atexit.register(self.save)
+        data = source if isinstance(source, bytes) else str(source).encode("utf-8",
+                                                                            "surrogateescape")
+        return "%s %d %s" % (module_fqn, bool(is_pkg_init), hashlib.sha1(data).hexdigest())
+
+    def get(self, module_fqn: str, source: Any, is_pkg_init: bool) -> Optional[_KnownDeps]:
+        found = self._known.get(self._key(module_fqn, source, is_pkg_init))
+        if not isinstance(found, list) or len(found) != 3:
+            return None
+        return _KnownDeps(module_fqn, source, found)
+
+    def learn(self, module_fqn: str, source: Any, is_pkg_init: bool, finder: Any) -> None:
+        embeds = []
+        for embed in getattr(finder, "embeds", ()):
+            if type(embed).__name__ != "EmbeddedResource":
+                return  # (something this cannot keep: the file is parsed each run)
+            embeds.append([embed.package, embed.resource])
+        self._known[self._key(module_fqn, source, is_pkg_init)] = [
+            sorted(list(m) for m in finder.submodules),
+            sorted(list(m) for m in finder.optional_imports), sorted(embeds)]
+        self._learnt = True
+
+    def save(self) -> None:
+        if self._learnt:
+            cachefile.save(self._path, self._known)
+            self._learnt = False
+
+
+_DEPS = _DepsFile()
+
+
 @contextlib.contextmanager
 def _parsed_once(mc: Any) -> Iterator[None]:
     """``module_common``'s parsing, answered from :data:`_TREES` and
@@ -484,6 +563,9 @@ def _parsed_once(mc: Any) -> Iterator[None]:
         data_key = bytes(module_data) if isinstance(module_data, bytes) else id(module_data)
         key = (module_fqn, data_key, bool(is_pkg_init))
         found = _FINDERS.get(key)
+        text = isinstance(module_data, (bytes, str))
+        if found is None and text:
+            found = _DEPS.get(module_fqn, module_data, bool(is_pkg_init))
         if found is None:
             # (its __init__ names its class through the module's global)
             mc.ModuleDepFinder = finder_class
@@ -491,7 +573,9 @@ def _parsed_once(mc: Any) -> Iterator[None]:
                 found = finder_class(module_fqn, module_data, is_pkg_init=is_pkg_init)
             finally:
                 mc.ModuleDepFinder = finder
-            _FINDERS[key] = found
+            if text:
+                _DEPS.learn(module_fqn, module_data, bool(is_pkg_init), found)
+        _FINDERS[key] = found
         return found
 
     mc._compile_module_ast, mc.ModuleDepFinder = tree_of, finder

@@ -30,13 +30,11 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib
-import json
 import logging
 import os
 import pkgutil
 import subprocess
 import sys
-import tempfile
 import threading
 from typing import Any, Dict, FrozenSet, Iterable, List, Set, Tuple
 
@@ -44,6 +42,7 @@ import mitogen.core
 import mitogen.master
 import mitogen.parent
 
+from ioc import cachefile
 from ioc.agentless_runner import modules as runner_modules
 
 LOG = logging.getLogger(__name__)
@@ -75,15 +74,8 @@ class _ScanCache(mitogen.master.ModuleFinder):
     def __init__(self, path: str) -> None:
         super().__init__()
         self._path = path
-        self._known: Dict[str, List[Any]] = {}
+        self._known: Dict[str, List[Any]] = cachefile.load(path)
         self._learnt = False
-        try:
-            with open(path) as f:
-                known = json.load(f)
-            if isinstance(known, dict):
-                self._known = known
-        except (OSError, ValueError):
-            pass
 
     def find_related_imports(self, fullname: str) -> List[str]:
         related = self._related_cache.get(fullname)
@@ -101,16 +93,8 @@ class _ScanCache(mitogen.master.ModuleFinder):
         return related  # type: ignore[no-any-return]
 
     def save(self) -> None:
-        if not self._learnt:
-            return
-        try:
-            os.makedirs(os.path.dirname(self._path), mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self._path), prefix=".imports-")
-            with os.fdopen(fd, "w") as f:
-                json.dump(self._known, f)
-            os.replace(tmp, self._path)
-        except OSError:
-            LOG.debug("could not keep the import scan in %s", self._path, exc_info=True)
+        if self._learnt:
+            cachefile.save(self._path, self._known)
 
 
 def _stamp(path: Any) -> Any:
@@ -125,8 +109,7 @@ def _stamp(path: Any) -> Any:
 
 
 def _scan_cache_path() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ioc", "imports-%d.%d-%s.json" % (
+    return cachefile.path_of("imports-%d.%d-%s.json" % (
         sys.version_info[0], sys.version_info[1], ".".join(map(str, mitogen.__version__))))
 
 
