@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple)
 
-from ioc import cachefile
+from ioc.transport import cachefile
 
 
 @dataclass(frozen=True)

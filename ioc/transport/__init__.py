@@ -9,7 +9,9 @@ runner call.
 * :mod:`ioc.transport.bootstrap` -- getting the runner's code onto a new
   context in its first message, without an import round trip;
 * :mod:`ioc.transport.report` -- what crossed the network, for ``-v`` and
-  the benchmarks.
+  the benchmarks;
+* :mod:`ioc.transport.cachefile` -- what the controller keeps between runs
+  (import scans of the code it ships), in the user's cache directory.
 
 The controller (``ioc.controller``) decides *what* to run; this package only
 carries it.

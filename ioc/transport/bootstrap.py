@@ -39,10 +39,11 @@ import threading
 from typing import Any, Dict, FrozenSet, Iterable, List, Set, Tuple
 
 import mitogen.core
+import mitogen.imports
 import mitogen.master
 import mitogen.parent
 
-from ioc import cachefile
+from ioc.transport import cachefile
 from ioc.agentless_runner import modules as runner_modules
 
 LOG = logging.getLogger(__name__)
@@ -63,12 +64,16 @@ MODULE_HELPERS = ("ioc.agentless_runner.modules._common",)
 class _ScanCache(mitogen.master.ModuleFinder):
     """mitogen's import scanner, whose findings outlive the process.
 
-    ``find_related_imports`` compiles a module's source to list the imports
-    in its bytecode; the answer depends only on that source. This keeps it
-    per module in ``<cache>/ioc/imports-<python>-<mitogen>.json`` with the
-    path, size and modification time of the file it came from, and believes
-    an entry only while the file still has them. The file is written when
-    the process ends, if it learnt something, by replacing it whole.
+    ``find_related_imports`` compiles a module's source to list the names
+    its bytecode imports (and their parents), then keeps those this process
+    has loaded (mitogen's ``_reject_related_module``, which reads
+    ``sys.modules``). The list before that filter depends only on the
+    source: this keeps it per module in
+    ``<cache>/ioc/imports-<python>-<mitogen>.json`` with the path, size and
+    modification time of the file it came from, believes an entry only while
+    the file still has them, and filters it in this process as mitogen
+    does. The file is written when the process ends, if it learnt
+    something, by replacing it whole.
     """
 
     def __init__(self, path: str) -> None:
@@ -81,16 +86,35 @@ class _ScanCache(mitogen.master.ModuleFinder):
         related = self._related_cache.get(fullname)
         if related is not None:
             return related  # type: ignore[no-any-return]
-        modpath = self.get_module_source(fullname)[0]
+        modpath, source, _ = self.get_module_source(fullname)
+        if source is None:
+            return []
         stamp = _stamp(modpath)
         entry = self._known.get(fullname)
         if stamp is not None and entry is not None and entry[:3] == stamp:
-            return self._related_cache.setdefault(fullname, list(entry[3]))  # type: ignore[no-any-return]
-        related = super().find_related_imports(fullname)
-        if stamp is not None:
-            self._known[fullname] = stamp + [list(related)]
-            self._learnt = True
-        return related  # type: ignore[no-any-return]
+            names = entry[3]
+        else:
+            names = self._imported_names(fullname, modpath, source)
+            if stamp is not None:
+                self._known[fullname] = stamp + [names]
+                self._learnt = True
+        return self._related_cache.setdefault(fullname, sorted(  # type: ignore[no-any-return]
+            {mitogen.core.to_text(name) for name in names
+             if not self._reject_related_module(fullname, name)}))
+
+    def _imported_names(self, fullname: str, modpath: str, source: Any) -> List[str]:
+        """Every name ``fullname``'s bytecode imports, and its parents' names:
+        mitogen's ``find_related_imports`` before its filter."""
+        names = list(self.generate_parent_names(fullname))
+        for level, modname, namelist in mitogen.imports.codeobj_imports(
+                compile(source, modpath, "exec")):
+            if level == -1:
+                modnames = [modname, "%s.%s" % (fullname, modname)]
+            else:
+                modnames = ["%s%s" % (self.resolve_relpath(fullname, level), modname)]
+            names.extend(modnames)
+            names.extend("%s.%s" % (mname, name) for mname in modnames for name in namelist)
+        return sorted(set(mitogen.core.to_text(name) for name in names))
 
     def save(self) -> None:
         if self._learnt:

@@ -65,3 +65,19 @@ def test_an_unreadable_cache_file_is_no_error(module_dir, tmp_path):
     assert "scanprobe.other" in finder.find_related_imports("scanprobe.main")
     finder.save()
     assert "scanprobe.main" in cache.read_text()
+
+
+def test_a_kept_scan_answers_as_mitogen_does_in_this_process(module_dir, tmp_path):
+    """mitogen keeps only the imports this process has loaded; a scan kept by
+    a process that had loaded more must not widen (or narrow) the answer."""
+    cache = str(tmp_path / "cache" / "imports.json")
+    _write(module_dir, ["other", "third"])
+    first = bootstrap._ScanCache(cache)
+    assert {"scanprobe.other", "scanprobe.third"} <= set(
+        first.find_related_imports("scanprobe.main"))
+    first.save()
+    del sys.modules["scanprobe.third"]  # (this process has not loaded it)
+    second = bootstrap._ScanCache(cache)
+    answer = second.find_related_imports("scanprobe.main")
+    assert answer == mitogen.master.ModuleFinder().find_related_imports("scanprobe.main")
+    assert "scanprobe.third" not in answer
