@@ -39,13 +39,14 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
                                        Scope, as_bool, notification_names, safe_template,
                                        template_name)
 from ioc.agentless_runner.handlers import HandlerRun
-from ioc.agentless_runner.lookups import Lookups
+from ioc.agentless_runner.lookups import Lookups, listify, key as lookup_key
 from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.template_errors import (UndefinedVariableError, UntrustedTemplateError,
                                                   conditional_error_text)
 from ioc.agentless_runner.templating import (Deprecated, DeprecatedReads,
                                              DeprecatedText, Templar, TemplateError, UndefinedVariableError,
                                              Results, Verbatim, current_reads, is_template,
+                                             to_builtin,
                                              TemplatedConditionals, ConstTemplates, StorageConversions,
                                              unwrapped_condition)
 
@@ -329,6 +330,8 @@ class HostRun(HandlerRun, LoopRun):
         controller/payloads.py ``candidates_of``), as the controller would
         have resolved it. False when the candidates cannot answer for the
         name (it leaves their pattern, or there were too many to ship)."""
+        if task.get("loop") is not None:
+            return self.pick_first_found(task, scope, choice)
         if not self.reaches(task, scope):
             return True  # skipped: nothing to read
         args = task.get("args") or {}
@@ -339,8 +342,7 @@ class HostRun(HandlerRun, LoopRun):
             return True  # the task fails with the error itself
         name = str(name).rstrip("\n")
         found = choice.get("found")
-        if found is None or os.path.isabs(name) or name.startswith("~") \
-                or not _matches(name, choice["pattern"]):
+        if found is None or not _answerable(name, choice):
             return False
         searched = searchpath.candidates(choice["stack"], "vars", name, choice["basedir"],
                                          results.legacy())
@@ -349,6 +351,59 @@ class HostRun(HandlerRun, LoopRun):
             entry = {"kind": "missing",
                      "msg": searchpath.not_found(name, searched, results.legacy())}
         self.files.setdefault(self.file_key, {})[name] = entry
+        return True
+
+    def pick_first_found(self, task, scope, choice):
+        """:meth:`pick_file` for ``include_vars: "{{ item }}"`` looped
+        ``with_first_found`` (``dataflow.deferred_patterns``): the lookup's
+        answer, as the controller would have given it (``controller/lookups.py``
+        ``_first_found``), from the shipped candidates: the first name (in
+        order) found on the search path (its ``vars`` subdirectory first, as
+        Ansible's first_found for include_vars), as the loop's one item, its
+        file shipped for include_vars to read; none with ``skip``; else the
+        plugin's error. False when the candidates cannot answer (a term that
+        is not a name or a dict of ``files`` and ``skip``, a name outside
+        their patterns): the controller answers it."""
+        found = choice.get("found")
+        if found is None:
+            return False
+        try:
+            terms = [to_builtin(t) for t in listify(Templar(self.variables(task, scope))
+                                                     .template(task["loop"]))]
+        except Exception:
+            return False  # (an undefined term...: the controller's to decide, as before)
+        names, skip = [], False
+        for term in terms:
+            if isinstance(term, dict):
+                if not set(term) <= {"files", "skip"} \
+                        or not isinstance(term.get("skip", False), bool):
+                    return False
+                skip = term.get("skip", False)  # (the last dict's: first_found's set_options)
+                files = term.get("files")
+                names.extend(files if isinstance(files, list) else [files])
+            else:
+                names.append(term)
+        if not all(isinstance(name, str) for name in names):
+            return False
+        answer = None
+        for name in names:
+            if not _answerable(name, choice) or any(c in name for c in ",;"):
+                return False
+            searched = searchpath.candidates(choice["stack"], "vars", name, choice["basedir"],
+                                             results.legacy())
+            path = next((p for p in map(os.path.normpath, searched) if p in found), None)
+            if path is not None:
+                answer = {"value": [path]}
+                self.files.setdefault(self.file_key, {})[path] = found[path]
+                break
+        if answer is None and skip:
+            answer = {"value": []}
+        elif answer is None:
+            cause = "No file was found when using first_found."
+            answer = {"error": "The lookup plugin 'first_found' failed: %s" % cause,
+                      "plugin": "first_found", "cause": cause}
+        table = self.lookup_table.setdefault(lookup_scope(self.file_key, None), {})
+        table[lookup_key("first_found", terms, {})] = answer
         return True
 
     def reaches(self, task, scope):
@@ -1296,6 +1351,14 @@ class HostRun(HandlerRun, LoopRun):
 
 #: The keys of an action's result that changed_when/failed_when may change.
 _CONDITION_KEYS = ("changed", "failed", "exception", "msg")
+
+
+def _answerable(name, choice):
+    """Whether the shipped candidates (``choice``) answer for file ``name``:
+    a relative name matching one of their patterns (an empty one names a
+    directory)."""
+    return bool(name) and not os.path.isabs(name) and not name.startswith("~") \
+        and any(_matches(name, pattern) for pattern in choice["patterns"])
 
 
 def _matches(name, pattern):

@@ -373,7 +373,12 @@ class Console(Callback):
         # A task Ansible adds itself (Gathering Facts) has no origin: no Origin: lines;
         # an error the controller met (an include's file missing) is shown whole.
         broke = result.get("_ioc_break_when_error")
-        if broke:
+        loop_error = result.get("_ioc_loop_error") or {}
+        if loop_error.get("with") and loop_error.get("plugin"):
+            # a with_<lookup> loop's plugin failed: TaskExecutor called it from the
+            # expression ``invoke_lookup()``, which has no origin (results._loop_exception)
+            text = "[ERROR]: %s\nOrigin: <unknown>\n\ninvoke_lookup()\n" % result.get("msg")
+        elif broke:
             # an item's break_when expression that could not be evaluated: its error
             # is the item's own (its module's moved aside), where the expression is
             text = "[ERROR]: %s\n%s\n" % (broke["error"], self.source_context(

@@ -518,9 +518,10 @@ CANDIDATES_MAX = 64
 CANDIDATES_BYTES = 1 << 20
 
 
-def candidates_of(cache: PayloadCache, host: str, task: Task, pattern: str, basedir: str,
-                  blobs: Dict[str, mitogen.core.Blob]) -> Dict[str, Any]:
-    """Every file an ``include_vars`` name matching ``pattern`` (a glob) can be.
+def candidates_of(cache: PayloadCache, host: str, task: Task, patterns: Sequence[str],
+                  basedir: str, blobs: Dict[str, mitogen.core.Blob]) -> Dict[str, Any]:
+    """Every file an ``include_vars`` name matching one of ``patterns`` (globs,
+    ``dataflow.deferred_patterns``) can be.
 
     ``stack`` and ``basedir``: what the runner builds the templated name's
     search list from (:func:`searchpath.candidates`, as :func:`candidates`
@@ -533,7 +534,7 @@ def candidates_of(cache: PayloadCache, host: str, task: Task, pattern: str, base
     found: Optional[Dict[str, Any]] = {}
     size = 0
     sent = cache.sent.setdefault(host, set())
-    for base in bases:
+    for base, pattern in [(b, p) for b in bases for p in patterns]:
         for path in sorted(glob.glob(os.path.join(glob.escape(base), pattern))):
             path = os.path.normpath(path)
             if found is None or path in found:
@@ -549,7 +550,8 @@ def candidates_of(cache: PayloadCache, host: str, task: Task, pattern: str, base
                 found[path] = _file_entry(cache, path, blobs, sent)
             except Undecryptable as exc:
                 found[path] = {"kind": "error", "msg": str(exc), "path": path}
-    return {"pattern": pattern, "stack": search_stack(task), "basedir": basedir, "found": found}
+    return {"patterns": list(patterns), "stack": search_stack(task), "basedir": basedir,
+            "found": found}
 
 
 def _truthy(value: Any) -> bool:

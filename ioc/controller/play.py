@@ -20,7 +20,7 @@ from ioc.controller.state import HostState, HostStatus, PlayContext, StepOutcome
 from ioc.errors import ConnectionSetupError, IncludeNotFound, PlanError
 from ioc.model import WIRE_VERSION, Block, Play, Task, to_wire
 from ioc.planner import Batch, ControllerStep, Plan, Where, wire_tree
-from ioc.planner.dataflow import name_pattern
+from ioc.planner.dataflow import deferred_patterns
 from ioc.planner.effects import notifiable
 from ioc.planner.program import Entry, NumberedBlock, span, splice_after, too_deep
 from ioc.planner.schedule import (BECOME_KEYWORDS, Step, handlers_fatal, identity_key,
@@ -1474,8 +1474,7 @@ class PlayExecutor:
             blobs = wire.setdefault("blobs", {})
             wire["candidates"] = {
                 str(index): payloads.candidates_of(
-                    self.ctx.payloads, connection, task,
-                    str(name_pattern(task.args.get("file", task.args.get("_raw_params")))),
+                    self.ctx.payloads, connection, task, deferred_patterns(task) or [],
                     self.plan.program.play.basedir, blobs)
                 for index, task in deferred}
         if not tasks:
@@ -1505,8 +1504,11 @@ class PlayExecutor:
 
     def _attach_lookups(self, wire: Dict[str, Any], step: Step) -> None:
         program = self.plan.program
+        # (a deferred include_vars' with_first_found: the runner answers it)
+        deferred = {index for index, _ in self._deferred(step)}
         tasks = [(str(e.index), e.task, program.parents[e.index])
-                 for e in self._runner_entries(step) if self._needs_controller(e.task)]
+                 for e in self._runner_entries(step)
+                 if e.index not in deferred and self._needs_controller(e.task)]
         tasks += [("h%d" % n, h, ()) for n, h in self._native_handlers()
                   if self._needs_controller(h)] \
             if any(e.is_flush for e in self.plan.entries_of(step)) else []

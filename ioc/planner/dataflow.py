@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from typing import AbstractSet, FrozenSet, List, Optional, Sequence
+from typing import AbstractSet, Any, FrozenSet, List, Optional, Sequence
 
 from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify, definite_keys,
@@ -117,23 +117,80 @@ def cut_reads(task: Task, effects: Effects) -> FrozenSet[str]:
 
 def deferrable(task: Task, effects: Effects) -> bool:
     """Whether the controller can leave the file an ``include_vars`` names to
-    the runner: one file (no ``dir``, no loop, no controller lookup), its name
-    a template whose literal text has no glob character. The controller then
-    ships every file the name could be (``Batch.deferred``); the runner
-    templates the name when it gets there and picks, in Ansible's search
-    order (a name the shipped set cannot answer stops the host's call before
-    the task, and the controller runs the rest of its batch from there)."""
-    if task.action != "include_vars" or task.loop is not None or "dir" in task.args \
-            or any(call.plugin not in PURE_LOOKUPS for call in effects.lookups):
+    the runner: one file (no ``dir``, no controller lookup), its name a
+    template whose literal text has no glob character, or the item of a
+    ``with_first_found`` loop over such names (:func:`deferred_patterns`).
+    The controller then ships every file the name could be
+    (``Batch.deferred``); the runner templates the name when it gets there
+    and picks, in Ansible's search order (a name the shipped set cannot
+    answer stops the host's call before the task, and the controller runs
+    the rest of its batch from there)."""
+    if task.action != "include_vars" or "dir" in task.args:
         return False
+    calls = list(effects.lookups)
+    if task.loop is not None and task.loop_with == "first_found" and calls \
+            and calls[-1].field == "loop" and calls[-1].plugin == "first_found":
+        calls.pop()  # (the loop's own call, last: effects._lookup_loop; the runner answers it)
+    if any(call.plugin not in PURE_LOOKUPS for call in calls):
+        return False
+    return deferred_patterns(task) is not None
+
+
+def deferred_patterns(task: Task) -> Optional[List[str]]:
+    """The globs the file of a deferrable ``include_vars`` can match (see
+    :func:`deferrable`; None: it is not one).
+
+    Without a loop, its templated name's (:func:`name_pattern`). Looped
+    ``with_first_found`` with ``include_vars: "{{ item }}"``: each name of
+    its terms, a string or a dict of ``files`` (a name or a list of them)
+    and a boolean ``skip``; the literal text of a name has no glob
+    character and no ``,`` or ``;`` (first_found splits a name there), and
+    nothing else (``paths``, a nested list) is taken. Ansible's first_found
+    looks for each name in order on the task's search path with the
+    action's subdirectory (``vars``), as include_vars looks for its own
+    name; the runner does the same among the shipped files."""
     name = task.args.get("file", task.args.get("_raw_params"))
-    return isinstance(name, str) and name_pattern(name) is not None
+    if not isinstance(name, str):
+        return None
+    if task.loop is None:
+        pattern = name_pattern(name)
+        return [pattern] if pattern is not None else None
+    loop_var = str((task.loop_control or {}).get("loop_var") or "item")
+    if task.loop_with != "first_found" \
+            or re.fullmatch(r"\{\{\s*%s\s*\}\}" % re.escape(loop_var), name.strip()) is None:
+        return None
+    names: List[Any] = []
+    for term in task.loop if isinstance(task.loop, list) else [task.loop]:
+        if isinstance(term, dict):
+            if not set(term) <= {"files", "skip"} or not isinstance(term.get("skip", False), bool):
+                return None
+            files = term.get("files")
+            names.extend(files if isinstance(files, list) else [files])
+        else:
+            names.append(term)
+    patterns: List[str] = []
+    for each in names:
+        if not isinstance(each, str) or not each:
+            return None
+        literal = "".join(_TEMPLATE_PARTS.split(each))
+        if any(c in literal for c in ",;*?[]{}"):
+            return None
+        pattern = name_pattern(each) if literal != each else each
+        if pattern is None:
+            return None
+        if pattern not in patterns:
+            patterns.append(pattern)
+    return patterns or None
+
+
+#: The template parts of a file name (``{{ ... }}``, ``{% ... %}``).
+_TEMPLATE_PARTS = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 
 def name_pattern(name: str) -> Optional[str]:
     """The glob a templated file name can match: each template part a ``*``
     (None: no template in it, or glob characters in its literal text)."""
-    parts = re.split(r"\{\{.*?\}\}|\{%.*?%\}", name.rstrip("\n"), flags=re.S)
+    parts = _TEMPLATE_PARTS.split(name.rstrip("\n"))
     if len(parts) == 1 or any(c in part for part in parts for c in "*?[]{}"):
         return None
     return "*".join(parts)
@@ -150,8 +207,11 @@ def deferred_rule(program: Program, effects: Optional[Sequence[Effects]] = None)
         task = entry.task
         if not deferrable(task, effects[entry.index]):
             return False
-        names = set(value_refs(task.args.get("file", task.args.get("_raw_params")),
-                               "args").names)
+        if task.loop is not None:  # (with_first_found: what its terms read)
+            names = {r.name for r in effects[entry.index].reads if r.field == "loop"}
+        else:
+            names = set(value_refs(task.args.get("file", task.args.get("_raw_params")),
+                                   "args").names)
         return bool(_writers(writes, start, entry.index, names))
 
     return rule
@@ -159,10 +219,12 @@ def deferred_rule(program: Program, effects: Optional[Sequence[Effects]] = None)
 
 def controller_reads(task: Task, effects: Effects, deferred: bool = False) -> FrozenSet[str]:
     """Variables the controller must know to prepare ``task`` for a host
-    (``deferred``: not the name of the file it reads, see :func:`deferrable`)."""
+    (``deferred``: not the name of the file it reads, nor the terms of the
+    ``with_first_found`` loop that names it, see :func:`deferrable`)."""
     names = set()
     for call in effects.lookups:
-        if call.plugin not in PURE_LOOKUPS:
+        if call.plugin not in PURE_LOOKUPS \
+                and not (deferred and call.field == "loop" and call.plugin == task.loop_with):
             names |= set(call.reads)
     remote = str(task.args.get("remote_src", "")).lower() in ("yes", "true", "1")
     for arg in CONTROLLER_FILE_ARGS.get(task.action, ()) if not deferred else ():

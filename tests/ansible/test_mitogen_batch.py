@@ -865,6 +865,51 @@ def test_the_shim_loads_through_ansible_cfg(ansible, ansible_python):
     assert "Batch" in (ansible.workdir / "log").read_text()
 
 
+def write_first_found_role(ansible: Ansible) -> None:
+    """geerlingguy.mysql's variables.yml: include_vars of the first vars file
+    named by the facts the play gathered, in a role (h1 has one of its own)."""
+    ansible.write("roles/pick/tasks/main.yml", """
+        - include_vars: "{{ item }}"
+          with_first_found:
+            - files:
+                - "vars/{{ ansible_facts.system }}-{{ inventory_hostname }}.yml"
+                - "vars/{{ ansible_facts.system }}.yml"
+              skip: true
+        - debug:
+            msg: "{{ kind }}"
+        - include_vars: "{{ item }}"
+          with_first_found:
+            - files: ["vars/none-{{ ansible_facts.system }}.yml"]
+              skip: true
+    """)
+    ansible.write("roles/pick/vars/Linux-h1.yml", "kind: own\n")
+    ansible.write("roles/pick/vars/Linux.yml", "kind: the system's\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: true
+          gather_subset: [min]
+          roles: [pick]
+    """)
+
+
+def test_include_vars_with_first_found_over_gathered_facts_is_one_runner_call(
+        ansible, ansible_python):
+    """The runner picks the file the with_first_found loop names among those
+    the controller shipped: no host stops before it to have the controller
+    answer the lookup afresh (issue 11, item 6: geerlingguy.mysql made two
+    runner calls per host)."""
+    write_first_found_role(ansible)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "own"' in batch.stdout and '"msg": "the system\'s"' in batch.stdout
+    assert batch.steps == ["Batch 0-4 on 2 host(s)"], batch.log
+    assert re.findall(r"Resume \d+-\d+ on \S+", batch.log) == [], batch.log
+    assert re.findall(r"(h\d) +runner calls \(round trips\)=(\d+)", batch.log) == [
+        ("h1", "1"), ("h2", "1")], batch.log
+
+
 def test_a_host_that_skips_a_task_through_ansible_goes_on_in_its_batch(ansible, ansible_python):
     """A task run through Ansible that a host's ``when`` skips costs that host
     nothing: the runner skips it as it skips any task and goes on in the same

@@ -109,6 +109,7 @@ PLAYBOOKS_219 = (
     "unreachable",
     "untrusted_module_output",
     "until_exhausted",
+    "first_found_in_batch",
     "untrusted_values",
 )
 TIMEOUT = 180

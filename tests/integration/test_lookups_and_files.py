@@ -108,6 +108,36 @@ def test_include_vars_reads_a_controller_file(tmp_path, two):
     assert msgs(r, "show") == [("h1", "blue small-x"), ("h2", "blue small-x")]
 
 
+def test_include_vars_with_first_found_over_gathered_facts_is_one_runner_call(tmp_path, two):
+    """geerlingguy.mysql's variables.yml: the names read facts gathered in the
+    same batch; the runner picks among the files the controller shipped, each
+    host in one runner call (issue 11, item 6: it made two)."""
+    vars_dir = tmp_path / "roles" / "pick" / "vars"
+    vars_dir.mkdir(parents=True)
+    (vars_dir / "Linux-h2.yml").write_text("kind: own\n")
+    (vars_dir / "Linux.yml").write_text("kind: the system's\n")
+    (tmp_path / "roles" / "pick" / "tasks").mkdir()
+    (tmp_path / "roles" / "pick" / "tasks" / "main.yml").write_text("""
+- include_vars: "{{ item }}"
+  with_first_found:
+    - files:
+        - "vars/{{ ansible_facts.system }}-{{ inventory_hostname }}.yml"
+        - "vars/{{ ansible_facts.system }}.yml"
+      skip: true
+- name: show
+  debug: msg="{{ kind }}"
+""")
+    r = ioc_run(tmp_path, """
+        - hosts: web
+          gather_facts: true
+          gather_subset: [min]
+          roles: [pick]
+        """, inventory=two)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert msgs(r, "pick : show") == [("h1", "the system's"), ("h2", "own")]
+    assert r.calls == {"h1": 1, "h2": 1}
+
+
 def test_copy_of_a_controller_file_lands_on_every_host(tmp_path, sshd):
     inventory = sshd.inventory_ini(["h1", "h2"], group="web")
     (tmp_path / "files").mkdir()

@@ -352,3 +352,38 @@ def test_an_include_vars_named_by_a_value_of_the_batch_is_chosen_on_the_target(t
     assert plan.steps[0].deferred == (2,)
     assert (3, ("os",)) in plan.steps[0].checks
     assert "include_vars files chosen on the target: 2" in explain(plan)
+
+
+def test_an_include_vars_with_first_found_over_gathered_facts_is_chosen_on_the_target(tmp_path):
+    """geerlingguy.mysql's variables.yml: the loop's terms read the facts the
+    play gathers in the same batch; the controller ships every file each name
+    can be, and no check stops a host before it. A term the runner cannot
+    decide alone (``paths``, a glob character of its own, a name that is not
+    the loop item) keeps the controller's answer and its check."""
+    plan = plan_of(tmp_path, """
+- hosts: all
+  tasks:
+    - include_vars: "{{ item }}"
+      with_first_found:
+        - files:
+            - "vars/{{ ansible_facts.os_family }}-{{ ansible_facts.distribution_major_version }}.yml"
+            - "vars/{{ ansible_facts.os_family }}.yml"
+          skip: true
+    - include_vars: "{{ item }}"
+      with_first_found:
+        - "{{ ansible_facts.os_family }}.yml"
+        - main.yml
+    - include_vars: "{{ item }}"
+      with_first_found:
+        - files: ["{{ ansible_facts.os_family }}.yml"]
+          paths: [vars]
+    - include_vars: "{{ item }}"
+      with_first_found: ["{{ ansible_facts.os_family }}*.yml"]
+    - include_vars: "vars/{{ item | basename }}"
+      with_first_found: ["{{ ansible_facts.os_family }}.yml"]
+""")
+    # 0 Gathering Facts, 1 the flush, then the five include_vars
+    assert shape(plan) == ["B0-6"]
+    assert plan.steps[0].deferred == (2, 3)
+    assert sorted(i for i, _ in plan.steps[0].checks) == [4, 5, 6]
+    assert "include_vars files chosen on the target: 2, 3" in explain(plan)
