@@ -22,6 +22,7 @@ import inspect
 from typing import Any, Dict, List, Mapping, Tuple
 
 from ioc.ansible.convert import Fallback, display_captured, tag_filtered
+from ioc.ansible.play import public_role_layers
 from ioc.ansible.state import PlayState
 from ioc.ansible.values import plain
 from ioc.model import Block, Task
@@ -116,12 +117,10 @@ class Includes:
                         if id(h) not in known_handlers]
         # (VariableManager._get_magic_variables names the roles of play.roles)
         roles = iterator._play.roles[roles_before:]
-        public = [r for r in roles if r.public]
+        defaults, exported = public_role_layers(roles)
         added = _Included(handlers=tuple(converter.task(h, handler=True, running=True)
                                          for h in new_handlers),
-                          role_defaults=_merged(plain(r.get_default_vars()) for r in public),
-                          role_vars=_merged(plain(r.get_vars(include_params=False, only_exports=True))
-                                            for r in public),
+                          role_defaults=defaults, role_vars=exported,
                           role_names=tuple(plain(r.get_name()) for r in roles),
                           dependent_role_names=tuple(sorted({
                               plain(d.get_name()) for r in roles
@@ -152,13 +151,6 @@ class Includes:
             new_blocks = s._load_included_file(included_file, **kwargs)
         iterator.handlers = [h for b in iterator._play.handlers for h in b.block]
         return tag_filtered(new_blocks, iterator._play, vm, s._hosts_cache, s._hosts_cache_all)
-
-
-def _merged(layers: Any) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for layer in layers:
-        out.update(layer)
-    return out
 
 
 def announce_included(state: PlayState, results: List[Any]) -> None:

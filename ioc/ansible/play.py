@@ -135,10 +135,15 @@ def role_layers(play: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     or ``DEFAULT_PRIVATE_ROLE_VARS`` is set true (``Role.__init__``); a private
     role's defaults are its own tasks' (the converter puts them on its block).
     ``play.roles`` gains an ``include_role``'s role when it runs
-    (:mod:`ioc.ansible.includes`)."""
+    (:mod:`ioc.ansible.includes` then calls :func:`public_role_layers` on it)."""
+    return public_role_layers(play.get_roles())
+
+
+def public_role_layers(roles: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """The defaults and exported vars of those of ``roles`` that are public, merged in order."""
     defaults: Dict[str, Any] = {}
     exported: Dict[str, Any] = {}
-    for role in play.get_roles():
+    for role in roles:
         if role.public:
             defaults.update(plain(role.get_default_vars()))
             exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
