@@ -29,6 +29,10 @@ from tests.support.sshd import _descendants
 
 pytestmark = pytest.mark.integration
 
+#: The second user of the runner-per-user tests (a name no other module uses:
+#: test modules run at the same time on different workers).
+OTHER_USER = "ioc_warm_ioc"
+
 WHERE = """
 - hosts: all
   gather_facts: false
@@ -425,17 +429,17 @@ def test_another_user_never_reuses_the_first_users_runner(warm, sshd):
 
     # (Debian's python for both: the other user may not run the controller's under /root)
     line = sshd.inventory_ini(["a"], python="/usr/bin/python3").rstrip("\n")
-    with key_logins(sshd, {"iocwarm": "unused-7c1e"}):
+    with key_logins(sshd, {OTHER_USER: "unused-7c1e"}):
         assert warm.run(line + "\n", "--persist").returncode == 0
         pid, port = warm.where()
-        other = warm.run(line.replace("ansible_user=%s" % sshd.user, "ansible_user=iocwarm")
+        other = warm.run(line.replace("ansible_user=%s" % sshd.user, "ansible_user=" + OTHER_USER)
                          + "\n", "--persist")
         assert other.returncode == 0, other.stdout + other.stderr
         new_pid, new_port = warm.where()
         assert (new_pid, new_port) != (pid, port)
         with open("/proc/%d/status" % new_pid) as f:
             uid = next(line.split()[1] for line in f if line.startswith("Uid:"))
-        assert int(uid) == pwd.getpwnam("iocwarm").pw_uid
+        assert int(uid) == pwd.getpwnam(OTHER_USER).pw_uid
         assert wait_until(lambda: not alive(pid))  # root's runner ended
         assert warm.stop().returncode == 0
         assert wait_until(lambda: not alive(new_pid))

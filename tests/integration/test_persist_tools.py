@@ -29,6 +29,10 @@ from tests.support.sshd import _descendants
 
 pytestmark = pytest.mark.integration
 
+#: The second user of the runner-per-settings test (a name no other module uses:
+#: test modules run at the same time on different workers).
+OTHER_USER = "ioc_warm_tools"
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -169,15 +173,17 @@ def test_mitogen_batch_never_reuses_a_runner_made_for_other_settings(tools, sshd
     if change == "user":
         from tests.support.users import key_logins
 
-        with key_logins(sshd, {"iocwarm": "unused-7c1e"}):
+        # (a name of this module's own: test_persist.py's user is made and
+        # removed by another worker at the same time)
+        with key_logins(sshd, {OTHER_USER: "unused-7c1e"}):
             second = tools.playbook(line.replace("ansible_user=%s" % sshd.user,
-                                                 "ansible_user=iocwarm") + "\n")
+                                                 "ansible_user=" + OTHER_USER) + "\n")
             assert second.returncode == 0, second.stdout + second.stderr
             new_pid, new_port = tools.where()
             with open("/proc/%d/status" % new_pid) as f:
                 uid = next(x.split()[1] for x in f if x.startswith("Uid:"))
             import pwd
-            assert int(uid) == pwd.getpwnam("iocwarm").pw_uid
+            assert int(uid) == pwd.getpwnam(OTHER_USER).pw_uid
             assert tools.stop().returncode == 0
     else:
         second = tools.playbook(line + "\n", env=env)

@@ -26,23 +26,33 @@ import os
 import pwd
 import subprocess
 import sys
-from typing import Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Optional
+
+#: Which account names to look after (all when None).
+Scope = Optional[Callable[[str], bool]]
 
 
-def users() -> Dict[str, pwd.struct_passwd]:
-    return {entry.pw_name: entry for entry in pwd.getpwall()}
+def users(scope: Scope = None) -> Dict[str, pwd.struct_passwd]:
+    return {entry.pw_name: entry for entry in pwd.getpwall()
+            if scope is None or scope(entry.pw_name)}
 
 
-def groups() -> Dict[str, grp.struct_group]:
-    return {entry.gr_name: entry for entry in grp.getgrall()}
+def groups(scope: Scope = None) -> Dict[str, grp.struct_group]:
+    return {entry.gr_name: entry for entry in grp.getgrall()
+            if scope is None or scope(entry.gr_name)}
 
 
 class Accounts:
-    """The users and groups at the start, and :meth:`restore` to go back to them."""
+    """The users and groups at the start, and :meth:`restore` to go back to them.
 
-    def __init__(self) -> None:
-        self.users = users()
-        self.groups = groups()
+    ``scope`` limits both to the names it accepts: a test that runs beside
+    others (pytest-xdist) must not delete the users they make meanwhile.
+    """
+
+    def __init__(self, scope: Scope = None) -> None:
+        self.scope = scope
+        self.users = users(scope)
+        self.groups = groups(scope)
         #: Home directories that existed at the start.
         self.homes = {name: os.path.isdir(entry.pw_dir) for name, entry in self.users.items()}
 
@@ -57,10 +67,10 @@ class Accounts:
             if proc.returncode not in (0, 12):
                 failed.append("%s: %s" % (" ".join(argv), proc.stdout.strip()))
 
-        now_users, now_groups = users(), groups()
+        now_users, now_groups = users(self.scope), groups(self.scope)
         for name in sorted(set(now_users) - set(self.users)):
             run(["userdel", "-r", name])
-        for name in sorted(set(groups()) - set(self.groups)):
+        for name in sorted(set(groups(self.scope)) - set(self.groups)):
             run(["groupdel", name])
         for name in sorted(set(self.groups) - set(now_groups), key=lambda n: self.groups[n].gr_gid):
             run(["groupadd", "-g", str(self.groups[name].gr_gid), name])
@@ -79,9 +89,9 @@ class Accounts:
 
 
 @contextlib.contextmanager
-def same_accounts() -> Iterator[Accounts]:
+def same_accounts(scope: Scope = None) -> Iterator[Accounts]:
     """:class:`Accounts` of now, restored when the block ends too."""
-    accounts = Accounts()
+    accounts = Accounts(scope)
     try:
         yield accounts
     finally:
