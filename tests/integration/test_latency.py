@@ -10,9 +10,11 @@ what batching saves.
 
 Assertions are on round trips, never on seconds. Every round trip costs
 300 ms here, so the file runs ~1.5 minutes; each batched play is measured up
-to twice and the smaller count is compared (all counts are in the message):
-on a loaded machine the controller may pause mid-upload long enough for an
-SSH window adjust to look like an answer (see the proxy's docstring).
+to three times and the smallest count is compared (all counts are in the
+message): on a loaded machine the controller may pause mid-upload long enough
+for an SSH window adjust to look like an answer (see the proxy's docstring).
+Two measurements were not always enough under the full suite on 2 cores
+(copy1000 counted one turn too many in both, in 2 of 6 full runs).
 """
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ def test_a_play_costs_at_most_k_round_trips_more_than_ssh_true(proxy, hosts_ini,
     book = write_play(tmp_path, play)
     limit = ssh_true["round_trips"] + K
     counts = []
-    for _ in range(2):
+    for _ in range(3):
         totals, transport, elapsed = ioc_run(proxy, hosts_ini, tmp_path, book)
         counts.append((totals["round_trips"], round(elapsed, 2), totals["bytes"]))
         assert transport["calls"] == {"lat1": 1}, transport
