@@ -406,7 +406,8 @@ def run(args: argparse.Namespace) -> int:
     listing_only = args.list_hosts or args.list_tasks or args.list_tags or args.syntax_check
     vault = open_vault(args.vault_ids, args.vault_password_files,
                        bool(settings.ask_vault_pass if args.ask_vault_pass is None
-                            else args.ask_vault_pass))
+                            else args.ask_vault_pass),
+                       identity_list=settings.vault_identity_list)
     loader.set_vault(vault.decrypt)
     # (!unsafe text and !vault values travel to the runner as such)
     loader.set_text_kinds(trust.UntrustedText, trust.VaultedText)

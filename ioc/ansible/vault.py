@@ -42,11 +42,14 @@ class Vault:
 
 
 def open_vault(vault_ids: Sequence[str] = (), password_files: Sequence[str] = (),
-               ask: bool = False) -> Vault:
+               ask: bool = False, identity_list: Sequence[str] = ()) -> Vault:
     """The run's :class:`Vault` from the command line's vault options and the settings.
 
-    A password file that cannot be read, or a failing password script, is
-    an :class:`ioc.errors.IocError` with Ansible's message.
+    ``identity_list`` is the ``vault_identity_list`` setting: those ids come
+    first, before ``--vault-id``'s, as ``ansible-playbook`` puts them
+    (``vault_password_file`` is read by ``setup_vault_secrets`` itself). A
+    password file that cannot be read, or a failing password script, is an
+    :class:`ioc.errors.IocError` with Ansible's message.
     """
     from ansible.cli import CLI
     from ansible.errors import AnsibleError
@@ -56,7 +59,8 @@ def open_vault(vault_ids: Sequence[str] = (), password_files: Sequence[str] = ()
 
     try:
         secrets: List[Any] = CLI.setup_vault_secrets(
-            DataLoader(), list(vault_ids), vault_password_files=list(password_files),
+            DataLoader(), list(identity_list) + list(vault_ids),
+            vault_password_files=list(password_files),
             ask_vault_pass=ask, auto_prompt=False, initialize_context=False)
     except AnsibleError as exc:
         raise IocError(str(getattr(exc, "message", exc))) from None

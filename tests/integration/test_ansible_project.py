@@ -337,6 +337,29 @@ def test_vault_id_and_ask_vault_pass(tmp_path):
     assert VAULT_PASSWORD not in r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("where", ["ansible.cfg", "environment"])
+def test_vault_identity_list_setting_gives_the_password(tmp_path, where):
+    """``vault_identity_list`` (``ANSIBLE_VAULT_IDENTITY_LIST``) is a vault
+    id as ``--vault-id`` is: ansible-playbook decrypts with it, and so must
+    ioc-run (it read the setting and used no secret from it)."""
+    vault_project(tmp_path)
+    env = clean_env()
+    if where == "ansible.cfg":
+        write(tmp_path / "ansible.cfg", "[defaults]\nvault_identity_list = default@pw\n")
+    else:
+        env["ANSIBLE_VAULT_IDENTITY_LIST"] = "default@pw"
+    ours = ioc(tmp_path, "-i", "hosts", "site.yml", "-e", "out=%s" % (tmp_path / "ours.txt"),
+               env=env)
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "site.yml",
+                              "-e", "out=%s" % (tmp_path / "theirs.txt"), env=env)
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert (tmp_path / "ours.txt").read_text() == (tmp_path / "theirs.txt").read_text() \
+        == "%s %s-token" % (SECRET, SECRET)
+    assert "visible-1 visible-2 visible-3" in ours.stdout
+    assert SECRET not in ours.stdout + ours.stderr
+
+
 def test_vault_without_a_password_fails_as_ansible_does(tmp_path):
     vault_project(tmp_path)
     ours = ioc(tmp_path, "-i", "hosts", "site.yml", "-e", "out=x")
