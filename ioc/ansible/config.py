@@ -11,6 +11,7 @@ of behaving differently in silence.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -144,7 +145,90 @@ class Settings:
 
 
 def read_settings() -> Settings:
-    """The honoured settings, and the set ones that are not (:attr:`Settings.unhonoured`)."""
+    """The honoured settings, and the set ones that are not (:attr:`Settings.unhonoured`).
+
+    Kept between runs (:func:`_settings_key`): reading them is Ansible's
+    configuration manager over every definition and its ``ssh`` plugin's
+    documented options, a third of ``ioc-run``'s CPU before it connects.
+    """
+    from ioc.transport import cachefile
+
+    key = _settings_key()
+    path = cachefile.path_of("settings.json")
+    if key is not None:
+        kept = cachefile.load(path)
+        if kept.get("key") == key and isinstance(kept.get("settings"), dict):
+            try:
+                return Settings(**{name: _tuples(value)
+                                   for name, value in kept["settings"].items()})
+            except TypeError:  # (kept by another version of this dataclass)
+                pass
+    settings = _read_settings()
+    if key is not None and not _config_warnings():
+        cachefile.save(path, {"key": key, "settings": dataclasses.asdict(settings)})
+    return settings
+
+
+def _tuples(value: Any) -> Any:
+    """A JSON value with its lists as the tuples :class:`Settings` holds."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _settings_key() -> Optional[str]:
+    """What :func:`_read_settings` depends on, as one digest; None when it
+    cannot be told without reading the configuration.
+
+    Ansible's configuration is a function of its definitions (the installed
+    ansible-core's ``config/base.yml``, ``constants.py``, ``config/manager.py``
+    and ``ssh`` plugin), of the ``ansible.cfg`` it finds (``ANSIBLE_CONFIG``,
+    ``./ansible.cfg``, ``~/.ansible.cfg``, ``/etc/ansible/ansible.cfg``:
+    each one's size and mtime, found or not), of the environment (every
+    variable: a path setting may name any as ``$NAME``) and of the working
+    directory (``{{CWD}}``, relative paths); and of this module. A working
+    directory anyone may write to is not cached: Ansible then ignores its
+    ``ansible.cfg`` with a warning.
+    """
+    import hashlib
+    import importlib.util
+    import json
+    import os
+    import stat as stat_
+
+    spec = importlib.util.find_spec("ansible")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = list(spec.submodule_search_locations)[0]
+    try:
+        cwd = os.getcwd()
+        if os.stat(cwd).st_mode & stat_.S_IWOTH:
+            return None
+    except OSError:
+        return None
+    files = [os.path.join(package, name) for name in (
+        "release.py", "constants.py", "config/base.yml", "config/manager.py",
+        "plugins/connection/ssh.py")]
+    files.append(__file__)
+    files += [os.environ.get("ANSIBLE_CONFIG", ""), os.path.join(cwd, "ansible.cfg"),
+              os.path.expanduser("~/.ansible.cfg"), "/etc/ansible/ansible.cfg"]
+    stats = []
+    for name in files:
+        try:
+            found = os.stat(name) if name else None
+        except OSError:
+            found = None
+        stats.append([name, found.st_size, found.st_mtime_ns] if found else [name])
+    blob = json.dumps([stats, cwd, sorted(os.environ.items())], sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _config_warnings() -> bool:
+    """Whether reading the configuration warned (such a reading is not kept)."""
+    from ansible import constants as C
+
+    return bool(getattr(C.config, "WARNINGS", None))
+
+
+def _read_settings() -> Settings:
     from ansible import constants as C
 
     def value(name: str) -> Any:
