@@ -33,7 +33,25 @@ def _is_flush(block: Any) -> bool:
 
 
 def play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted:
-    """Ansible's play, as its linear iterator would walk it, in ioc's IR."""
+    """Ansible's play, as its linear iterator would walk it, in ioc's IR.
+
+    A vault value no secret given decrypts, in a layer the whole play reads
+    (its vars, its public roles' vars and defaults), makes the play
+    linear's: Ansible decrypts a value only where a task uses it (an unused
+    one is no error; a used one fails that task), and ioc ships these layers
+    as plain values. (In a task's own vars the converter hands that task to
+    Ansible instead.)
+    """
+    from ansible.parsing.vault import AnsibleVaultError
+
+    try:
+        return _play_to_ir(iterator, loader, caps_actions)
+    except AnsibleVaultError as exc:
+        raise Fallback("the play's variables hold a vault value no secret given decrypts (%s)"
+                       % str(getattr(exc, "message", exc)).rstrip(".")) from None
+
+
+def _play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converted:
     from ansible import constants as C
 
     play = iterator._play

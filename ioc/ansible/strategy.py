@@ -57,8 +57,12 @@ def build_strategy_class() -> type:
             self._set_hosts_cache(iterator._play)
             _start_dispatcher()
             fallback: Optional[Fallback] = None
+            play_run = None
             try:
                 native = self._prepare(iterator, play_context)
+                play_run = PlayRun(self, iterator, play_context, native)
+                if play_run.state.hosts:
+                    play_run.prepare()
             except Fallback as exc:
                 fallback = exc
             if fallback is not None:
@@ -74,7 +78,7 @@ def build_strategy_class() -> type:
                         stream.write("PLAY [%s]: runs whole with the linear strategy: %s\n"
                                      % (plain(iterator._play.get_name()), fallback))
                 return super().run(iterator, play_context)
-            play_run = PlayRun(self, iterator, play_context, native)
+            assert play_run is not None
             if not play_run.state.hosts:  # nothing to run: linear's own bookkeeping
                 return super().run(iterator, play_context)
             return StrategyBase.run(self, iterator, play_context, play_run.run())
@@ -212,9 +216,26 @@ class PlayRun:
     def __init__(self, strategy: Any, iterator: Any, play_context: Any, native: Any) -> None:
         self.state = PlayState(strategy, iterator, play_context, native)
         self.hostvars = HostVarsExport(self.state)
+        self._request: Optional[Dict[str, Any]] = None
         self.includes = Includes(self.state)
         self.events = EventReplay(self.state)
         self.tasks = AnsibleTasks(self.state, self.hostvars)
+
+    def prepare(self) -> None:
+        """Make the dispatcher's request now, while the play may still run
+        under linear instead: an inventory variable (``group_vars``,
+        ``host_vars``) holding a vault value no secret given decrypts makes
+        the play linear's (:class:`Fallback`), as in :func:`play_to_ir` for
+        the play's own layers: Ansible decrypts a value only where a task
+        uses it, and the inventory layer travels as plain values."""
+        from ansible.parsing.vault import AnsibleVaultError
+
+        try:
+            self._request = self.request()
+        except AnsibleVaultError as exc:
+            raise Fallback("an inventory variable holds a vault value no secret given "
+                           "decrypts (%s)" % str(getattr(exc, "message", exc)).rstrip(".")) \
+                from None
 
     def request(self) -> Dict[str, Any]:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""
@@ -288,7 +309,7 @@ class PlayRun:
         except WarmError as exc:  # (IOC_PERSIST: a bad value, a daemon that cannot be used)
             from ansible.errors import AnsibleError
             raise AnsibleError("mitogen_batch: %s" % exc) from None
-        dispatcher.request(self.request())
+        dispatcher.request(self._request if self._request is not None else self.request())
         summary = None
         events, vm = self.events, self.state.vm
         for reply in dispatcher.replies():

@@ -1196,6 +1196,56 @@ def test_a_vault_value_no_task_reads_needs_no_secret(ansible, ansible_python):
     assert '"msg": "the vaulted value is not used"' in batch.stdout
 
 
+@pytest.mark.parametrize("layer", ["play vars", "role vars", "group_vars"])
+def test_an_undecryptable_vault_value_in_a_play_wide_layer_is_decrypted_only_where_used(
+        ansible, ansible_python, layer):
+    """A ``!vault`` value no secret decrypts in a layer every task of the play
+    reads (the play's vars, an imported role's ``vars/main.yml``, the
+    inventory's ``group_vars``): linear runs the tasks that do not use it and
+    fails the one that does ("Attempt to use undecryptable variable"); the
+    batch stopped the run before the first task ("[ERROR]: Attempting to
+    decrypt but no vault secrets found"; filter_core's password_hash.yml).
+    The play now runs under linear (-vv says why)."""
+    value = vaulted("hello vault", 6 if layer != "play vars" else 18)
+    play_vars = ""
+    if layer == "play vars":
+        play_vars = "vars:\n            secret_var: %s\n          " % value
+    elif layer == "role vars":
+        ansible.write("roles/holder/vars/main.yml", "plain_var: plain\nsecret_var: %s\n"
+                      % value.replace("\n      ", "\n  "))
+        ansible.write("roles/holder/tasks/main.yml", "- debug: msg={{ plain_var }}\n")
+    else:
+        ansible.write("group_vars/all.yml", "secret_var: %s\n" % value.replace("\n      ", "\n  "))
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          %stasks:
+            - debug:
+                msg: not the secret
+            - import_role:
+                name: holder
+              when: false
+            - debug:
+                msg: "{{ secret_var }}"
+            - debug:
+                msg: after
+    """ % play_vars)
+    if layer != "role vars":
+        ansible.write("roles/holder/tasks/main.yml", "- debug: msg=holder\n")
+    else:
+        ansible.write("play.yml", ansible.workdir.joinpath("play.yml").read_text().replace(
+            "              when: false\n", ""))
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 2, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "not the secret"' in batch.stdout
+    assert "Attempt to use undecryptable variable" in batch.stdout + batch.stderr
+    verbose = ansible.run("play.yml", str(inventory), "mitogen_batch", args=["-vv"])
+    assert "runs with the linear strategy" in verbose.stdout and \
+        "vault value no secret given decrypts" in verbose.stdout, verbose.stdout
+
+
 def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
     """A ``!vault`` value (a play variable, a set_fact argument, a template of
     one variable) is ``vault_encrypted`` on the runner as under linear, also in
