@@ -518,7 +518,8 @@ class HostRun(HandlerRun, LoopRun):
         return always_failure or failure
 
     def run_include(self, node, scope):
-        """The include task heading an inlined include: "ran", "skipped" or a Failure."""
+        """The include task heading an inlined include: "ran", "skipped" (also
+        when it failed and the failure was ignored) or a Failure."""
         index = node["i"]
         if index < self.start:
             return "ran"  # an earlier batch ran it (a skip would have been recorded)
@@ -529,7 +530,9 @@ class HostRun(HandlerRun, LoopRun):
         failure = self.run_task([index, 0], node["t"], scope, report=status.append)
         if failure is not None:
             return failure
-        return "skipped" if status == ["skipped"] else "ran"
+        # (an include that failed, its failure ignored, included nothing: linear
+        # adds no blocks for it, and the host goes on after it)
+        return "skipped" if status in (["skipped"], ["failed"]) else "ran"
 
     def _resume(self, bid):
         saved = self.blocks_in.pop(bid, None)

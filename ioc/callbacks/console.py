@@ -385,6 +385,11 @@ class Console(Callback):
                 broke.get("origin") or task.location))
         elif "_ioc_error" in result:
             text = "[ERROR]: %s" % result["_ioc_error"]
+        elif result.get("_ioc_error_at"):
+            # an error the controller met, at a place of its own (where an
+            # include_role's missing role was named)
+            text = "[ERROR]: %s\n%s\n" % (result.get("msg"),
+                                           self.source_context(result["_ioc_error_at"]))
         elif task.implicit:
             text = "[ERROR]: %s" % msg
         elif result.get("_ioc_error_chain") and self.error_chain is not None:

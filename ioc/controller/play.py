@@ -685,10 +685,14 @@ class PlayExecutor:
             try:
                 loaded = self.ctx.load_include(play, task, group["args"])
             except IncludeNotFound as exc:
+                # (ansible-playbook shows a missing file's error with its help and
+                # no origin, a missing role's where its name was written)
+                written = (task.origins.get("arg:name") or ("",))[0] \
+                    if task.action == "include_role" else ""
                 for host in group["hosts"]:
-                    # (ansible-playbook shows the error with its help and no origin)
-                    self._fail_include(host, entry, exc.message, shown=" ".join(
-                        filter(None, (exc.message, exc.help_text))))
+                    self._fail_include(host, entry, exc.message, shown=None if written else
+                                       " ".join(filter(None, (exc.message, exc.help_text))),
+                                       at=written or None)
                 continue
             for host in group["hosts"]:
                 self.ctx.stats.record(host, "ok", False)
@@ -748,13 +752,16 @@ class PlayExecutor:
         return True
 
     def _fail_include(self, host: str, entry: Entry, message: str,
-                      shown: Optional[str] = None) -> None:
+                      shown: Optional[str] = None, at: Optional[str] = None) -> None:
         """An included file that cannot be loaded fails the hosts that included it
-        (``shown``: the ``[ERROR]`` line's whole text, when it has no ``Origin:``)."""
+        (``shown``: the ``[ERROR]`` line's whole text, when it has no ``Origin:``;
+        ``at``: the ``Origin:`` it has instead of the task's, ``path:line:col``)."""
         result: Dict[str, Any] = {"failed": True, "changed": False, "msg": message}
         self.include_failed.append(host)
         if shown is not None:
             result["_ioc_error"] = shown
+        if at is not None:
+            result["_ioc_error_at"] = at
         view = TaskView(name=entry.task.display_name, action=entry.task.action,
                         location=entry.task.location.origin, args=entry.task.args)
         self.ctx.stats.record(host, "failed", False)

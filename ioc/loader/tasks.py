@@ -89,6 +89,24 @@ class PlayState:
     #: ``roles_path`` and collections (from Ansible's configuration).
     search: RoleSearch = field(default_factory=RoleSearch)
 
+    def mark(self) -> tuple[Any, ...]:
+        """What :meth:`rewind` goes back to: loading that failed half-way
+        leaves nothing of itself."""
+        return (dict(self.role_defaults), dict(self.role_vars), len(self.role_names),
+                len(self.dependent_role_names), len(self.role_handlers),
+                len(self.included_handlers), set(self.seen_roles))
+
+    def rewind(self, mark: tuple[Any, ...]) -> None:
+        defaults, role_vars, names, dependents, handlers, included, seen = mark
+        self.role_defaults.clear()
+        self.role_defaults.update(defaults)
+        self.role_vars.clear()
+        self.role_vars.update(role_vars)
+        del self.role_names[names:], self.dependent_role_names[dependents:]
+        del self.role_handlers[handlers:], self.included_handlers[included:]
+        self.seen_roles.clear()
+        self.seen_roles.update(seen)
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -214,7 +232,16 @@ def _parse_entry(ds: Mapping[str, Any], scope: Scope) -> tuple[Node, ...]:
         # controller loads it then, as a dynamic include)
         if _static_include(ds, args) and not (action == "include_role"
                                               and _public(args, False, scope, where)):
-            return (_include(ds, action, args, scope, where),)
+            mark = scope.play.mark()
+            try:
+                return (_include(ds, action, args, scope, where),)
+            except LoadError:
+                # A file or role that cannot be loaded (missing, malformed) is
+                # no error until a host runs the include: Ansible loads an
+                # include then, and fails only the hosts that reach it. As a
+                # dynamic include it is loaded then too (its arguments' own
+                # errors stay errors now: the dynamic include checks them).
+                scope.play.rewind(mark)
         return (_dynamic_include(ds, action, args, scope, where),)
     return (_task(ds, action, args, scope, where),)
 
