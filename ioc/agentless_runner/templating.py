@@ -23,6 +23,7 @@ What a caller must know:
 
 Imports only the stdlib, jinja2 and markupsafe; runs on Python 3.9+.
 """
+import ast
 import collections
 import collections.abc
 import datetime
@@ -1016,6 +1017,51 @@ def _test_plugin(name, func):
     return call
 
 
+#: A template's first line that changes the Jinja settings it is rendered
+#: with (ansible-core's ``JINJA2_OVERRIDE``), and the settings it may name.
+JINJA2_OVERRIDE = "#jinja2:"
+_OVERRIDE_FIELDS = frozenset((
+    "block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+    "comment_start_string", "comment_end_string", "line_statement_prefix",
+    "line_comment_prefix", "trim_blocks", "lstrip_blocks", "newline_sequence",
+    "keep_trailing_newline"))
+
+
+def template_overrides(source, overrides=None):
+    """``source`` without its ``#jinja2: key: value, ...`` first line, and
+    ``overrides`` (a template action's options) with that line's settings
+    over them: ansible-core's ``_extract_template_overrides`` (each value a
+    Python literal). A malformed line, or start strings that are not all
+    different, is ansible-core's "Syntax error in template" (TemplateError)."""
+    settings = dict(overrides or {})
+    try:
+        if source.startswith(JINJA2_OVERRIDE):
+            eol = source.find("\n")
+            if eol == -1:
+                raise ValueError("Missing newline after %r override." % JINJA2_OVERRIDE)
+            line, source = source[len(JINJA2_OVERRIDE):eol], source[eol + 1:]
+            for pair in line.split(","):
+                if not pair.strip():
+                    raise ValueError("Empty %r override pair not allowed." % JINJA2_OVERRIDE)
+                if ":" not in pair:
+                    raise ValueError("Missing key-value separator `:` in %r override pair %r."
+                                     % (JINJA2_OVERRIDE, pair))
+                key, value = pair.split(":", 1)
+                key = key.strip()
+                if key not in _OVERRIDE_FIELDS:
+                    raise ValueError("Invalid %r override key %r." % (JINJA2_OVERRIDE, key))
+                # (leading blanks stripped, as Python 3.10+'s literal_eval does)
+                settings[key] = ast.literal_eval(value.lstrip(" \t"))
+        starts = [settings.get(name, default) for name, default in (
+            ("block_start_string", "{%"), ("variable_start_string", "{{"),
+            ("comment_start_string", "{#"))]
+        if len(set(starts)) != 3:
+            raise ValueError("Block, variable and comment start strings must be different.")
+    except (ValueError, SyntaxError) as exc:
+        raise TemplateError("Syntax error in template: %s" % exc) from None
+    return source, settings
+
+
 @functools.lru_cache(maxsize=32)
 def _text_environment(overrides):
     """An overlay of :func:`environment` for whole-file templates (``overrides`` sorted items)."""
@@ -1175,15 +1221,18 @@ def _embedded_const(context, value, conditional):
 
 
 @functools.lru_cache(maxsize=4096)
-def _compile_template(source):
-    env = environment()
+def _compile_template(source, overrides=()):
+    """``overrides``: a ``#jinja2:`` line's settings (sorted items)."""
+    env, native = environment(), _native_environment()
+    if overrides:
+        env, native = env.overlay(**dict(overrides)), native.overlay(**dict(overrides))
     root = _embedded_consts(env.parse(source), False)
     body = root.body
     if (len(body) == 1 and isinstance(body[0], nodes.Output)
             and len(body[0].nodes) == 1
             and not isinstance(body[0].nodes[0], nodes.TemplateData)):
         return _Compiled(_native_template(env, body[0].nodes[0]), True)
-    return _Compiled(_native_environment().from_string(root), False)
+    return _Compiled(native.from_string(root), False)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1479,7 +1528,8 @@ class Templar(object):
         (a jinja2 loader) finds the templates it includes, imports or extends.
         """
         templar = self.template_with(extra) if extra else self
-        env = _text_environment(tuple(sorted((overrides or {}).items())))
+        source, overrides = template_overrides(source, overrides)
+        env = _text_environment(tuple(sorted(overrides.items())))
         if loader is not None:
             env = env.overlay(loader=loader)
             # An imported template (``{% from 'x.j2' import m %}``, no context)
@@ -1567,8 +1617,12 @@ class Templar(object):
             self._current = outer
 
     def _render(self, source):
+        overrides = ()
+        if source.startswith(JINJA2_OVERRIDE):  # (any template may start with one)
+            body, settings = template_overrides(source)
+            source, overrides = body, tuple(sorted(settings.items()))
         try:
-            compiled = _compile_template(source)
+            compiled = _compile_template(source, overrides)
         except jinja2.TemplateError as exc:
             raise _translate(exc, source) from None
         result = self._run(compiled, source)
