@@ -57,6 +57,9 @@ strategy:
   random part becomes ``<rand>``;
 * the job id of an ``async`` task (``async_wrapper``'s ``j<random>.<pid>``,
   which ``ASYNC OK on <host>: jid=...`` prints) becomes ``j<rand>``;
+* a sha256/sha512-crypt hash with a 16-character salt
+  (``$6$rounds=656000$<salt>$<hash>``: ``password_hash`` with no salt given
+  draws one at random) becomes ``$6$rounds=656000$<rand>$<hash>``;
 * a wall-clock time ``YYYY-MM-DD HH:MM:SS[.ffffff]`` becomes ``<time>``
   and a decimal number with four or more decimals ``<seconds>``: what
   targets print of ``command`` results (``start``/``end``) and their own
@@ -110,6 +113,10 @@ _RANDOM = (
     (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?"), "<time>"),
     # durations and clock readings targets print (loops: "tdiff=1.358381986618042")
     (re.compile(r"(?<![\w.])\d+\.\d{4,}(?![\w.])"), "<seconds>"),
+    # password_hash's default: sha512_crypt with a random 16-character salt
+    # (filter_core prints one); its salt and hash differ in every run
+    (re.compile(r"\$([56])\$(rounds=\d+\$)?[./0-9A-Za-z]{16}\$[./0-9A-Za-z]{43,86}(?![./0-9A-Za-z])"),
+     r"$\1$\2<rand>$<hash>"),
 )
 
 

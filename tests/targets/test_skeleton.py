@@ -167,6 +167,25 @@ changed: [testhost]
     assert skeleton.Normaliser(None).line("file j1.2.tar, v.j12.3") == "file j1.2.tar, v.j12.3"
 
 
+def test_a_password_hash_with_a_random_salt_is_a_random_part():
+    """filter_core's "Debug the output for the next assert", as two runs
+    printed it: ``password_hash`` with no salt draws a 16-character one."""
+    printed = """TASK [filter_core : Debug the output for the next assert] **********************
+ok: [localhost] => {
+    "msg": "%s"
+}
+"""
+    a = skeleton.view(printed % "$6$rounds=656000$U7YbPGVCVY5baLS/$0gZMoXmW7ZbmuKaxHbf6M4LuwL4nADSwurP"
+                      "Sfg/sw3ON5ghxJlk07/SsFmJnsX7vvyfy2mYzs/2k96OyeFyYk0", skeleton.Normaliser(None))
+    b = skeleton.view(printed % "$6$rounds=656000$mb5B2rTLFD6CBKyF$VwAfBoI4gZcHQQBh4WojU9OPDkUaeXv9.yN"
+                      "Uwhec7RxCmZhKyv14JVPII/gmjkV5anOqKnEgsfMoyBRsdB9Va0", skeleton.Normaliser(None))
+    assert skeleton.first_difference(a, 0, b, 0) is None
+    assert texts(a)[1].endswith("msg=$6$rounds=656000$<rand>$<hash>")
+    # a hash of a salt given (filter_core's "abcdefgh" and others) stays
+    fixed = "$5$12345678$uAZsE3BenI2G.nA8DpTl.9Dc8JiqacI53pEqRr5ppT7"
+    assert skeleton.Normaliser(None).line(fixed) == fixed
+
+
 def test_a_failure_is_the_command_before_the_exit_trap_ran():
     """callback_default's runme.sh fails at a ``diff`` (set -e) and its ``trap
     cleanup EXIT`` runs after it: the report names the diff, not the trap's
