@@ -278,8 +278,17 @@ class Block:
     #: One occurrence of a role's own tasks (not its dependencies'), keyed by
     #: the play's cached role: a host for which that role completed (a task of
     #: it ran, not skipped or unreachable, and the host got to its end) does
-    #: not reach it. None: not a role, or one that allows duplicates.
+    #: not reach it, unless ``role_repeats``. None: not a role.
     role_key: Optional[str] = None
+    #: The role allowed duplicates when this occurrence was converted
+    #: (``allow_duplicates``): it runs whether the role completed or not, and
+    #: completes it all the same (Ansible's cached role is one object, whose
+    #: ``allow_duplicates`` an include may change for its later occurrences).
+    role_repeats: bool = False
+    #: One whole occurrence of a role (its own blocks, every level of them):
+    #: a ``meta: end_role`` inside skips the rest of this block, as linear
+    #: skips the host's next tasks while they are that role's.
+    role_end: bool = False
 
 
 Node = Union[Task, Block]

@@ -436,13 +436,15 @@ class HostRun(HandlerRun, LoopRun):
         """A block; a role's block also ends where ``meta: end_role`` says (L7.10).
 
         An occurrence of a role (``role_key``) is not reached by a host for
-        which that role completed (linear's iterator skips each of its tasks);
-        it completes when the host gets to its end after a task of it ran."""
+        which that role completed (linear's iterator skips each of its tasks)
+        unless it allows duplicates (``role_repeats``); it completes when the
+        host gets to its end after a task of it ran."""
         key = block.get("role_key")
         if key is None:
             return self._run_block_of_role(block, scope)
         bid = str(block["b"])
-        if bid not in self.blocks_in and self.roles.get(key) == "done":
+        if bid not in self.blocks_in and self.roles.get(key) == "done" \
+                and not block.get("role_repeats"):
             self.blocks_out[bid] = {"phase": "skipped", "failure": None}
             return None
         failure = self._run_block_of_role(block, scope)
@@ -461,7 +463,10 @@ class HostRun(HandlerRun, LoopRun):
                 return
 
     def _run_block_of_role(self, block, scope):
-        if not block.get("role"):
+        # meta: end_role ends the whole occurrence of its role: the block that
+        # holds it (role_end), else (none encloses it) the role's own block
+        if not (block.get("role_end") or block.get("role") and not any(
+                outer.get("role_end") for outer in scope.blocks)):
             return self._run_block(block, scope)
         try:
             return self._run_block(block, scope)

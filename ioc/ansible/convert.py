@@ -599,7 +599,8 @@ class Converter:
     def _close_occurrence(self, occurrence: "_Occurrence", end: Any, out: List[Any]) -> None:
         """At a role's implicit ``role_complete`` block (``end``): the nodes of
         the role's own blocks just before it become one block keyed by the
-        role (``Block.role_key``, unless it allows duplicates).
+        role (``Block.role_key``; ``role_repeats`` when it allows duplicates
+        now), the block a ``meta: end_role`` ends (``Block.role_end``).
 
         Linear skips, for a host, every task of a role that completed for it
         (a task of it ran, not skipped or unreachable, and the host reached
@@ -610,8 +611,7 @@ class Converter:
         role = getattr(end, "_role", None)
         start = occurrence.start_of(role, len(out))
         occurrence.reset()
-        if role is None or start is None or \
-                getattr(getattr(role, "_metadata", None), "allow_duplicates", False):
+        if role is None or start is None:
             return
         from ansible.errors import AnsibleError
 
@@ -621,8 +621,9 @@ class Converter:
             raise Fallback(str(exc)) from None
         key = "%s#%d" % (plain(cached.get_role_path()),
                          self.play.role_cache[cached.get_role_path()].index(cached))
+        repeats = bool(getattr(getattr(role, "_metadata", None), "allow_duplicates", False))
         out[start:] = [Block(block=tuple(out[start:]), location=_location(end), implicit=True,
-                             role_key=key)]
+                             role_key=key, role_repeats=repeats, role_end=True)]
 
     @staticmethod
     def _ends_role(block: Any) -> bool:

@@ -294,7 +294,7 @@ class PlayExecutor:
         path = _path_to(self.plan.program.tree, step.start) or []
         nodes = {node.id: node for node in _blocks_of(self.plan.program.tree)}
         keys = {bid: node.block.role_key for bid, node in nodes.items()
-                if node.block.role_key is not None}
+                if node.block.role_key is not None and not node.block.role_repeats}
         for host in active:
             blocks, roles = self.hosts[host].blocks, self.hosts[host].roles
             if any(bid in keys and str(bid) not in blocks and roles.get(keys[bid]) == "done"

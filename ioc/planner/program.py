@@ -294,6 +294,10 @@ def _wire_node(node: Numbered, start: int, end: int, suspend: AbstractSet[int]) 
         wire["hosts"] = list(block.hosts)
     if block.role_key:
         wire["role_key"] = block.role_key
+    if block.role_repeats:
+        wire["role_repeats"] = True
+    if block.role_end:
+        wire["role_end"] = True
     return wire
 
 

@@ -1246,6 +1246,41 @@ def test_an_undecryptable_vault_value_in_a_play_wide_layer_is_decrypted_only_whe
         "vault value no secret given decrypts" in verbose.stdout, verbose.stdout
 
 
+def test_a_role_that_allowed_duplicates_still_completes_for_a_later_include(ansible,
+                                                                            ansible_python):
+    """``roles: [x]``, ``import_role: x`` with ``allow_duplicates: true``, then
+    ``include_role: x`` with ``allow_duplicates: false`` (the roles target's
+    end_role.yml): Ansible's play holds one cached role, whose
+    ``allow_duplicates`` the import set and the include cleared; both earlier
+    occurrences ran and completed it, so the include runs nothing. The batch
+    recorded no completion for an occurrence that allowed duplicates when it
+    was converted and ran the role a third time."""
+    ansible.write("roles/counted/tasks/main.yml", """
+        - set_fact:
+            runs: "{{ runs | default(0) | int + 1 }}"
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          roles:
+            - counted
+          tasks:
+            - import_role:
+                name: counted
+                allow_duplicates: true
+            - include_role:
+                name: counted
+                allow_duplicates: false
+            - debug:
+                msg: "ran {{ runs }} times"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1", "h2")))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert batch.stdout.count('"msg": "ran 2 times"') == 2, batch.stdout
+
+
 def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
     """A ``!vault`` value (a play variable, a set_fact argument, a template of
     one variable) is ``vault_encrypted`` on the runner as under linear, also in
