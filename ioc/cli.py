@@ -438,6 +438,7 @@ def run(args: argparse.Namespace) -> int:
             print("\nplaybook: %s" % book.path)
         return 0
     inventory = load_inventory(sources, playbook_dir)
+    refuse_facts_modules(books, inventory, extra)
     if args.limit and not inventory.implicit_localhost and not inv.match_hosts(
             inventory, "all", args.limit):
         warn("Could not match supplied host pattern, ignoring: %s" % args.limit)
@@ -505,6 +506,33 @@ def run(args: argparse.Namespace) -> int:
         print("[ERROR]: No matching task \"%s\" found. Note: --start-at-task can only follow "
               "static includes." % args.start_at_task, file=sys.stderr)
     return code
+
+
+def refuse_facts_modules(books: List[Playbook], inventory: Any, extra: Dict[str, Any]) -> None:
+    """Refuse, before anything runs, a play that gathers facts where a variable
+    names the modules to gather them with (``ansible_facts_modules``, the
+    variable of ``FACTS_MODULES``): ioc-run gathers with ``setup`` only, and
+    would give the play other facts than Ansible's."""
+    name = "ansible_facts_modules"
+    where = ""
+    if name in extra:
+        where = "an extra variable"
+    else:
+        found = next((h for h in inventory.hosts if name in inv.host_vars(inventory, h)), None)
+        if found is not None:
+            where = "the inventory (host %s)" % found
+    for book in books:
+        for play in book.plays:
+            if not play.gather_facts:
+                continue
+            here = where or ("the play's vars" if name in play.vars else
+                             "the play's vars_files" if name in play.vars_files else "")
+            if here:
+                raise IocError("%s is set in %s: ioc-run gathers facts with setup only "
+                               "(FACTS_MODULES smart); run this playbook with ansible-playbook "
+                               "(the mitogen_batch strategy gathers with those modules), or set "
+                               "gather_facts: false and run the modules as tasks"
+                               % (name, here), play.location)
 
 
 def start_at(books: List[Playbook], name: str) -> Tuple[List[Playbook], bool]:

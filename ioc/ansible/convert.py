@@ -177,6 +177,9 @@ class Converter:
         #: With these, an include_tasks whose file is known is inlined (static_include).
         self.loader = loader
         self.vm = variable_manager
+        #: A play-wide layer sets ``ansible_facts_modules`` (FACTS_MODULES): the
+        #: play's fact gathering is Ansible's task (:meth:`fact_module`).
+        self.facts_modules_set = False
         self.origin: Dict[int, Any] = {}
         #: id(Ansible include task) -> the warnings and deprecations loading its
         #: file raised (static_include), shown when a host includes it.
@@ -486,7 +489,8 @@ class Converter:
         from ansible import constants as C
         from ioc.ansible import modules
 
-        if list(C.config.get_config_value("FACTS_MODULES")) != ["smart"]:
+        if list(C.config.get_config_value("FACTS_MODULES")) != ["smart"] \
+                or self.facts_modules_set:
             return None
         resolved = modules.resolve("ansible.legacy.setup")
         if resolved is None:

@@ -69,6 +69,12 @@ def _play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converte
         raise Fallback("gathering = %s runs through Ansible's linear strategy" % gathering)
     blocks = list(iterator._blocks)
     converter = Converter(play, caps_actions, loader, iterator._variable_manager)
+    vm = iterator._variable_manager
+    # FACTS_MODULES is also the variable ansible_facts_modules: gathering
+    # with modules set there is Ansible's (its inventory layer: PlayRun.prepare)
+    converter.facts_modules_set = any(
+        FACTS_MODULES_VAR in layer for layer in
+        [play.vars or {}, vm.extra_vars or {}, vars_files] + list(host_vars_files.values()))
     setup = blocks.pop(0)
     gather_task = setup.block[0] if setup.block else None
     implied = play.gather_facts is None or bool(play.gather_facts)
@@ -142,6 +148,10 @@ def _play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converte
                      converter=converter,
                      host_vars_files=host_vars_files, gather_ir=gather_ir,
                      skip_gather=tuple(skip_gather) if gather or gather_ir else ())
+
+
+#: The variable that sets ``FACTS_MODULES`` for a host (its ``vars:`` entry).
+FACTS_MODULES_VAR = "ansible_facts_modules"
 
 
 def role_layers(play: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:

@@ -30,7 +30,7 @@ from ioc.ansible.hostvars import HostVarsExport
 from ioc.ansible.includes import Includes
 from ioc.ansible.pipe import Dispatcher, bridge_log
 from ioc.ansible import routing
-from ioc.ansible.play import foreign_steps, plan_for
+from ioc.ansible.play import FACTS_MODULES_VAR, foreign_steps, plan_for
 from ioc.ansible.state import PlayState
 from ioc.ansible.template_vars import template_vars
 from ioc.ansible.values import plain, tagged
@@ -236,6 +236,15 @@ class PlayRun:
             raise Fallback("an inventory variable holds a vault value no secret given "
                            "decrypts (%s)" % str(getattr(exc, "message", exc)).rstrip(".")) \
                 from None
+        converted = self.state.converted
+        if (converted.gather is not None and (converted.play.gather_facts
+                                              or converted.gather_ir is not None)
+                and not converted.converter.facts_modules_set
+                and any(FACTS_MODULES_VAR in host.vars
+                        for host in self._request["inventory"].hosts.values())):
+            # (the play's own layers: the converter gathers through Ansible)
+            raise Fallback("an inventory variable sets %s: Ansible's fact gathering "
+                           "chooses the modules per host" % FACTS_MODULES_VAR)
 
     def request(self) -> Dict[str, Any]:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""

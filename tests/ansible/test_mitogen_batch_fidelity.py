@@ -1281,6 +1281,35 @@ def test_a_role_that_allowed_duplicates_still_completes_for_a_later_include(ansi
     assert batch.stdout.count('"msg": "ran 2 times"') == 2, batch.stdout
 
 
+@pytest.mark.parametrize("where", ["play vars", "inventory"])
+def test_ansible_facts_modules_chooses_the_fact_gathering_modules(ansible, ansible_python,
+                                                                  where):
+    """``ansible_facts_modules`` (the variable of ``FACTS_MODULES``) names the
+    modules that gather facts, here a module of the playbook's ``library/``
+    (the gathering_facts target's verify_merge_facts.yml): the batch ran
+    ``setup`` instead, so the play saw Ansible's facts and not the module's."""
+    ansible.write("library/my_facts.py", """
+        #!/usr/bin/python
+        from ansible.module_utils.basic import AnsibleModule
+        AnsibleModule(argument_spec={}).exit_json(ansible_facts={"my_fact": "mine"})
+    """)
+    play_vars = "vars:\n            ansible_facts_modules: [my_facts]\n          " \
+        if where == "play vars" else ""
+    ansible.write("play.yml", """
+        - hosts: web
+          %stasks:
+            - debug:
+                msg: "{{ ansible_facts.my_fact }} {{ ansible_facts.distribution | default('no setup') }}"
+    """ % play_vars)
+    extra = " ansible_facts_modules='[\"my_facts\"]'" if where == "inventory" else ""
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",))
+                              .replace("h1 ", "h1%s " % extra, 1))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "mine no setup"' in batch.stdout, batch.stdout
+
+
 def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
     """A ``!vault`` value (a play variable, a set_fact argument, a template of
     one variable) is ``vault_encrypted`` on the runner as under linear, also in

@@ -976,3 +976,31 @@ def test_saved_notifications_are_shown_at_vv_as_ansible_playbook_shows_them(tmp_
         "Notification for handler topic has been saved.",
         "Notification for handler H has been saved.",
         "Notification for handler H has been saved."]
+
+
+def test_a_play_gathering_with_ansible_facts_modules_is_refused_before_it_runs(tmp_path):
+    """``ansible_facts_modules`` (FACTS_MODULES as a variable) names other
+    modules to gather facts with; ioc-run gathers with ``setup`` only, so it
+    refuses such a play before anything runs, naming the play, instead of
+    giving it other facts than Ansible's (it ignored the variable)."""
+    write(tmp_path / "hosts", "[web]\nw1 ansible_connection=local ansible_python_interpreter=%s\n"
+          % sys.executable)
+    marker = tmp_path / "ran"
+    write(tmp_path / "site.yml", """
+        - hosts: web
+          vars:
+            ansible_facts_modules: [setup, my_facts]
+          tasks:
+            - file: path=%s state=touch
+    """ % marker)
+    r = ioc(tmp_path, "-i", "hosts", "site.yml")
+    assert r.returncode != 0
+    assert "ansible_facts_modules is set in the play's vars" in r.stderr, r.stderr
+    assert "site.yml:1:3" in r.stderr, r.stderr
+    assert not marker.exists()
+    # without gathering, the variable changes nothing: the play runs
+    (tmp_path / "site.yml").write_text((tmp_path / "site.yml").read_text().replace(
+        "- hosts: web\n", "- hosts: web\n  gather_facts: false\n"))
+    r = ioc(tmp_path, "-i", "hosts", "site.yml")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert marker.exists()
