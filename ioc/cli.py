@@ -407,7 +407,8 @@ def run(args: argparse.Namespace) -> int:
     vault = open_vault(args.vault_ids, args.vault_password_files,
                        bool(settings.ask_vault_pass if args.ask_vault_pass is None
                             else args.ask_vault_pass),
-                       identity_list=settings.vault_identity_list)
+                       identity_list=settings.vault_identity_list,
+                       configured_files=settings.vault_password_files)
     loader.set_vault(vault.decrypt)
     # (!unsafe text and !vault values travel to the runner as such)
     loader.set_text_kinds(trust.UntrustedText, trust.VaultedText)

@@ -21,13 +21,12 @@ class Vault:
     """Decrypts vault data with the run's secrets (none: every attempt fails as Ansible's)."""
 
     def __init__(self, secrets: Sequence[Any]) -> None:
-        from ansible.parsing.vault import VaultLib
-
-        self._lib = VaultLib(list(secrets))
+        self._secrets = list(secrets)
+        self._lib: Any = None
         self.has_secrets = bool(secrets)
 
     def __repr__(self) -> str:
-        return "Vault(%d secret(s))" % len(self._lib.secrets)
+        return "Vault(%d secret(s))" % len(self._secrets)
 
     def decrypt(self, data: bytes, source: str = "") -> bytes:
         """The plaintext of vault-encrypted ``data`` (a file's bytes or a ``!vault`` value)."""
@@ -35,6 +34,10 @@ class Vault:
 
         if not self.has_secrets:
             raise VaultFailure("Attempting to decrypt but no vault secrets found")
+        if self._lib is None:
+            from ansible.parsing.vault import VaultLib
+
+            self._lib = VaultLib(self._secrets)
         try:
             return bytes(self._lib.decrypt(data))
         except AnsibleError as exc:
@@ -42,15 +45,21 @@ class Vault:
 
 
 def open_vault(vault_ids: Sequence[str] = (), password_files: Sequence[str] = (),
-               ask: bool = False, identity_list: Sequence[str] = ()) -> Vault:
+               ask: bool = False, identity_list: Sequence[str] = (),
+               configured_files: Sequence[str] = ()) -> Vault:
     """The run's :class:`Vault` from the command line's vault options and the settings.
 
     ``identity_list`` is the ``vault_identity_list`` setting: those ids come
     first, before ``--vault-id``'s, as ``ansible-playbook`` puts them
     (``vault_password_file`` is read by ``setup_vault_secrets`` itself). A
     password file that cannot be read, or a failing password script, is an
-    :class:`ioc.errors.IocError` with Ansible's message.
+    :class:`ioc.errors.IocError` with Ansible's message. ``configured_files``:
+    the ``vault_password_file`` setting (which ``setup_vault_secrets`` reads
+    itself); with none of these there is no secret, and Ansible's CLI code
+    is not even imported.
     """
+    if not (vault_ids or password_files or ask or identity_list or configured_files):
+        return Vault([])
     from ansible.cli import CLI
     from ansible.errors import AnsibleError
     from ansible.parsing.dataloader import DataLoader
