@@ -64,7 +64,7 @@ def child(fds, req):
             pass
     atexit._clear()  # the helper's own (none of the module's)
     data = sys.stdin.buffer.read()
-    tmp = os.path.realpath(tempfile.mkdtemp(prefix="ansible_%s_payload_" % req["name"]))
+    tmp = req["tmp"]
     code = 1
     try:
         path = os.path.join(tmp, "ansible_%s_payload.zip" % req["name"])
@@ -97,6 +97,15 @@ while True:
     if not msg:
         break
     req = json.loads(msg.decode("utf-8"))
+    # The payload's directory is made here and removed here once the child
+    # ended, however it ended: a module killed (a task's timeout, the run
+    # interrupted) runs no finally of its own. (In the module's TMPDIR, as
+    # AnsiballZ's own, made by the module's process, would be.)
+    env = req["env"]
+    base = next((env[k] for k in ("TMPDIR", "TEMP", "TMP") if env.get(k)
+                 and os.path.isdir(env[k])), None)
+    req["tmp"] = os.path.realpath(tempfile.mkdtemp(prefix="ansible_%s_payload_" % req["name"],
+                                                   dir=base))
     pid = os.fork()
     if pid == 0:
         try:
@@ -110,6 +119,7 @@ while True:
         os.close(fd)
     sock.sendall(("%d\n" % pid).encode())  # its session: the runner ends it if orphaned
     _pid, status = os.waitpid(pid, 0)
+    shutil.rmtree(req["tmp"], ignore_errors=True)
     sock.sendall(("%d\n" % os.waitstatus_to_exitcode(status)).encode())
 '''
 

@@ -237,3 +237,41 @@ def test_async_on_an_action_without_it_is_refused_at_plan_time(python, tmp_path)
     assert "[ERROR]: async with debug: This action (debug) does not support async." \
         in ours.stderr
     assert "play.yml:4:7\n" in ours.stderr  # the Origin line, then the excerpt
+
+
+def test_a_module_killed_by_its_timeout_leaves_nothing_on_the_target(python, tmp_path):
+    """A task's ``timeout`` kills Ansible's own module (``wait_for``, which ioc
+    runs from Ansible's code, here told to wait 30 s): the payload directory
+    the runner made for it (``ansible_<module>_payload_*``, with the module's
+    zip) was left behind, as the killed module ran no cleanup of its own.
+    Both front ends, the module's ``TMPDIR`` a directory of the test's."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    ansible = Ansible(python, tmp_path)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - wait_for:
+                path: %s/never
+                timeout: 30
+              timeout: 2
+              environment:
+                TMPDIR: %s
+              ignore_errors: true
+            - stat: path=%s
+              environment:
+                TMPDIR: %s
+    """ % (tmp_path, scratch, tmp_path, scratch))
+    inventory = ansible.write("hosts.ini", "[web]\nh1 ansible_connection=local "
+                              "ansible_python_interpreter=%s\n" % python)
+    for engine in ("mitogen_batch", "ioc-run"):
+        if engine == "ioc-run":
+            run = _ioc_run(python, tmp_path, "play.yml", str(inventory))
+            out, rc = run.stdout, run.returncode
+        else:
+            run = ansible.run("play.yml", str(inventory), engine)
+            out, rc = run.stdout, run.rc
+        assert rc == 0, out
+        assert "Timed out after 2 second(s)" in out, out
+        assert sorted(os.listdir(scratch)) == [], (engine, os.listdir(scratch))
