@@ -16,7 +16,8 @@ comment, home (made again from ``/etc/skel`` when it is gone), shell and
 group memberships (``groupadd``/``useradd``/``usermod -a -G``). Other
 changes a run makes to an account that is still there (its uid, shell,
 memberships) are not undone. Runs of the harness that overlap on one machine
-would undo each other's accounts: run one at a time.
+would undo each other's accounts: run one at a time. The test suite's own
+throwaway users (``ioc_*``, ``ioc-*``) are left alone.
 """
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def users(scope: Scope = None) -> Dict[str, pwd.struct_passwd]:
 def groups(scope: Scope = None) -> Dict[str, grp.struct_group]:
     return {entry.gr_name: entry for entry in grp.getgrall()
             if scope is None or scope(entry.gr_name)}
+
+
+def not_the_test_suites(name: str) -> bool:
+    """Every account but the test suite's throwaway users (``ioc_*``,
+    ``ioc-*``, made and removed by its tests): a harness run beside the
+    suite must not delete them (nor the suite the harness's)."""
+    return not name.startswith(("ioc_", "ioc-"))
 
 
 class Accounts:

@@ -54,7 +54,7 @@ from typing import IO, Dict, List, Optional, Sequence
 
 from tests.targets import skeleton
 from tests.targets.localssh import root_authorized_keys, root_ssh
-from tests.targets.accounts import same_accounts
+from tests.targets.accounts import not_the_test_suites, same_accounts
 from tests.targets.leftovers import TmpLeftovers, restored
 from tests.targets.reachable import interpreter_reachable
 from tests.targets.source import (LINEAR_SHIM, Source, SourceError, ansible_test_argv,
@@ -172,7 +172,7 @@ class Harness:
             # each run starts from the users and groups the target found (accounts.py),
             # without the files it writes to /tmp by name and with the paths outside
             # /tmp targets write (/etc/ansible/facts.d, ...) as they were (leftovers.py)
-            accounts = machine.enter_context(same_accounts())
+            accounts = machine.enter_context(same_accounts(not_the_test_suites))
             paths = machine.enter_context(restored())
             leftovers = TmpLeftovers(self.source.targets_dir / target)
             machine.callback(leftovers.remove)
