@@ -480,7 +480,10 @@ def run(args: argparse.Namespace) -> int:
                        deprecated=deprecated_reads(),
                        deprecation_warnings=deprecation_warnings(),
                        allow_broken_conditionals=settings.allow_broken_conditionals,
-                       connection_vars=connection_vars(args, settings)),
+                       connection_vars=connection_vars(args, settings),
+                       magic=options_magic(settings, sources,
+                                           args.forks if args.forks is not None
+                                           else settings.forks)),
             limit=args.limit, per_task=args.per_task, tags=tags,
             reload_inventory=lambda: load_inventory(sources, playbook_dir),
             new_names_vars=lambda inventory, names: new_names_vars(
@@ -507,6 +510,30 @@ def run(args: argparse.Namespace) -> int:
         print("[ERROR]: No matching task \"%s\" found. Note: --start-at-task can only follow "
               "static includes." % args.start_at_task, file=sys.stderr)
     return code
+
+
+def options_magic(settings: Any, sources: Sequence[str], forks: int) -> Dict[str, Any]:
+    """The magic variables ansible-playbook sets from itself and its options
+    (``VariableManager._get_magic_variables``, ``load_options_vars``):
+    ``ansible_playbook_python`` (ioc-run's Python), ``ansible_config_file``,
+    ``ansible_forks``, ``ansible_inventory_sources`` (paths made absolute, a
+    host list as written) and, when ansible-core is installed,
+    ``ansible_version`` as its ``CLI.version_info`` gives it."""
+    out: Dict[str, Any] = {
+        "ansible_playbook_python": sys.executable,
+        "ansible_config_file": settings.config_file,
+        "ansible_forks": forks,
+        "ansible_inventory_sources": [
+            source if "," in source and not os.path.exists(source)
+            else os.path.abspath(os.path.expanduser(source))
+            for source in (sources or settings.inventory)],
+    }
+    from ioc.ansible.config import ansible_version
+
+    version = ansible_version()
+    if version is not None:  # (ioc-run without ansible-core: no version to give)
+        out["ansible_version"] = version
+    return out
 
 
 def refuse_facts_modules(books: List[Playbook], inventory: Any, extra: Dict[str, Any]) -> None:

@@ -144,18 +144,26 @@ def _matcher(term: str) -> Callable[[str], bool]:
 
 
 def group_members(inventory: Inventory, name: str) -> list[str]:
-    """Hosts of group ``name`` and of its descendants, in inventory order."""
-    found: set[str] = set()
-    stack, seen = [name], set()
-    while stack:
-        current = stack.pop()
-        group = inventory.groups.get(current)
-        if current in seen or group is None:
-            continue
-        seen.add(current)
-        found.update(group.hosts)
-        stack.extend(group.children)
-    return [h for h in inventory.hosts if h in found]
+    """Hosts of group ``name`` and of its descendants, in Ansible's order
+    (``Group.get_hosts``): the group's own hosts, then its children's, then
+    their children's, level by level, each group's in its order, each host
+    once. ``all`` holds itself only the hosts a source or ``add_host`` put
+    there: a host ``add_host`` made comes before the parsed ones."""
+    hosts: dict[str, None] = {}
+    level, seen = [name], {name}
+    while level:
+        following: list[str] = []
+        for current in level:
+            group = inventory.groups.get(current)
+            if group is None:
+                continue
+            hosts.update(dict.fromkeys(group.hosts))
+            for child in group.children:
+                if child not in seen:
+                    seen.add(child)
+                    following.append(child)
+        level = following
+    return [h for h in hosts if h in inventory.hosts]
 
 
 # ---------------------------------------------------------------- queries
@@ -254,6 +262,8 @@ def with_host(inventory: Inventory, name: str, groups: Sequence[str],
     changed = changed or merged_vars != dict(old.vars)
     hosts[name] = Host(name=name, vars=merged_vars)
     groups_map = dict(inventory.groups)
+    if name not in inventory.hosts:  # (add_dynamic_host: a new host is in `all` itself)
+        groups_map = _add_member(groups_map, "all", name, ())
     for group in groups:
         before = groups_map.get(group)
         groups_map = _add_member(groups_map, group, name, ("all",))

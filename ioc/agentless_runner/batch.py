@@ -1317,8 +1317,9 @@ class HostRun(HandlerRun, LoopRun):
 
     def _visible(self, task, result, templar, task_level=False):
         """What the callbacks see of ``result`` (an item's, an attempt's, or with
-        ``task_level`` the task's own): censored for ``no_log``."""
-        shown = dict(result)
+        ``task_level`` the task's own): its fields that are set
+        (``results.fields_set``), censored for ``no_log``."""
+        shown = results.fields_set(dict(result))
         # A result may hide itself: include_vars of a vault-encrypted file.
         if self._truthy(task.get("no_log"), templar) or result.get("_ansible_no_log") is True:
             return results.censor(shown)

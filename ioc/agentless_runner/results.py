@@ -194,15 +194,31 @@ _FIELD_ORDER = ("changed", "failed", "unreachable", "skipped", "warnings", "depr
                 "break_when_result", "changed_when_suppressed_exception",
                 "failed_when_suppressed_exception", "break_when_suppressed_exception",
                 "ansible_loop_var", "ansible_index_var", None, None, "ansible_loop")
+_FIELD_NAMES = frozenset(key for key in _FIELD_ORDER if key is not None)
+
+
+def fields_set(result):
+    """``result`` without the result fields that are None: 2.21 keeps a task's
+    result in the fields of its ``UnifiedTaskResult`` (``msg``, ``rc``,
+    ``diff``, the loop variable's value...) and ``as_result_dict`` leaves out
+    the ones that are None (``debug: msg="{{ none }}"`` registers no ``msg``).
+    Other keys keep a None. 2.19: unchanged."""
+    if legacy() or not isinstance(result, dict):
+        return result
+    names = {result.get("ansible_loop_var"), result.get("ansible_index_var")}
+    return {key: value for key, value in result.items()
+            if value is not None or not (key in _FIELD_NAMES or key in names)}
 
 
 def ordered(result):
     """``result`` with its keys in the order ansible-core 2.21 registers them
     (a value shown as text, a loop label, shows it): its result fields first,
-    then the other keys as they were, a loop's ``results`` last. 2.19 keeps
-    the action's order: unchanged there."""
+    then the other keys as they were, a loop's ``results`` last; a field
+    that is None left out (:func:`fields_set`). 2.19 keeps the action's
+    order: unchanged there."""
     if legacy() or not isinstance(result, dict):
         return result
+    result = fields_set(result)
     variables = [result.get("ansible_loop_var"), result.get("ansible_index_var")]
     first = [key if key is not None else variables.pop(0) for key in _FIELD_ORDER]
     out = {key: result[key] for key in first if isinstance(key, str) and key in result}

@@ -345,6 +345,31 @@ def deprecated_reads(as_installed: bool = False) -> Tuple[str, ...]:
     return tuple(kinds)
 
 
+def ansible_version() -> Optional[Dict[str, Any]]:
+    """``ansible_version`` of the installed ansible-core (None: none is), as
+    its ``CLI.version_info`` makes it."""
+    try:
+        from ansible.release import __version__
+    except ImportError:
+        return None
+    return version_info(__version__)
+
+
+def version_info(version: str) -> Dict[str, Any]:
+    """``CLI.version_info`` of ``version`` (importing ``ansible.cli`` for it
+    costs a tenth of a second; tests/unit compares the two)."""
+    full = version.split()[0]
+    parts: List[Any] = full.split(".")
+    for number, part in enumerate(parts):
+        try:
+            parts[number] = int(part) if part != "" else 0
+        except ValueError:
+            pass
+    parts += [0] * (3 - len(parts))
+    return {"string": version.strip(), "full": full, "major": parts[0], "minor": parts[1],
+            "revision": parts[2]}
+
+
 def deprecation_warnings() -> bool:
     """Ansible's ``deprecation_warnings``: whether deprecations are shown."""
     from ansible import constants as C

@@ -21,6 +21,7 @@ does not import ``ansible``; the version gate runs then) subclasses Ansible's
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Dict, List, Optional
 
 from ioc.ansible.ansible_tasks import AnsibleTasks
@@ -275,7 +276,11 @@ class PlayRun:
                              deprecated=deprecated_reads(as_installed=True),
                              deprecation_warnings=deprecation_warnings(),
                              allow_broken_conditionals=bool(
-                                 C.config.get_config_value("ALLOW_BROKEN_CONDITIONALS")))
+                                 C.config.get_config_value("ALLOW_BROKEN_CONDITIONALS")),
+                             # (VariableManager._get_magic_variables: the inventory
+                             # layer leaves every magic variable out)
+                             magic={"ansible_playbook_python": sys.executable,
+                                    "ansible_config_file": C.CONFIG_FILE})
         converted = state.converted
         from ioc.ansible import plugins as ansible_plugins
         from ioc.controller import plugins

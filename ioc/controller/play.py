@@ -974,13 +974,20 @@ class PlayExecutor:
 
     def inventory_changed(self, hosts_all: Optional[List[str]] = None) -> None:
         """After refresh_inventory: the play's hosts take their new inventory
-        variables and connections (the play keeps its hosts, as linear's
-        iterator does), ``ansible_play_hosts_all`` the pattern's new hosts."""
+        variables and connections, ``ansible_play_hosts_all`` the pattern's
+        new hosts. A play host the pattern no longer matches (gone from the
+        inventory) runs nothing more of the play, as under linear, whose
+        hosts cache is the pattern's new hosts (a new host joins no play
+        already under way: linear's iterator has no tasks for it)."""
         self._refresh_inventory_vars()
-        for name, state in self.hosts.items():
-            state.spec = self.ctx.connection_of(name)
         if hosts_all is None and self.ctx.play_hosts_all is not None:
             hosts_all = self.ctx.play_hosts_all()
+        for name, state in self.hosts.items():
+            if hosts_all is not None and name not in hosts_all:
+                if state.status is HostStatus.ACTIVE:
+                    state.status = HostStatus.ENDED
+                continue
+            state.spec = self.ctx.connection_of(name)
         if hosts_all is not None:
             self.magic = {**self.magic, "ansible_play_hosts_all": list(hosts_all)}
 

@@ -6,7 +6,7 @@ import logging
 import os
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ioc import inventory as inv
 from ioc.agentless_runner.batch import OMIT
@@ -61,6 +61,10 @@ class PlaybookRun:
         self.options = options
         self.limit = limit
         self.reload_inventory = reload_inventory
+        #: The add_host and group_by results applied so far, in order: a
+        #: refresh_inventory applies them again to the inventory it reads, as
+        #: Ansible's InventoryManager keeps its dynamic hosts and groupings.
+        self._dynamic: List[Tuple[str, Dict[str, Any]]] = []
         self.tags = tags or TagFilter()
         self.per_task = per_task
         #: ``ioc.loader.load_include`` (the controller does not import the loader).
@@ -247,7 +251,7 @@ class PlaybookRun:
         """What a play has to template its keywords with before any host
         (``defaults``: a role's own, over the play's roles' defaults)."""
         return {**play.role_defaults, **(defaults or {}), **play.vars, **play.vars_files, **play.role_vars,
-                **self.extra_vars,
+                **self.extra_vars, **self.options.magic,
                 "groups": inv.groups_dict(self.inventory),
                 "playbook_dir": os.path.abspath(play.basedir), "omit": OMIT}
 
@@ -479,6 +483,10 @@ class PlaybookRun:
                 "runtime": dict(memory.get("runtime", {}))}
 
     def _change_inventory(self, host: str, result: Dict[str, Any]) -> bool:
+        self._dynamic.append((host, result))
+        return self._apply_dynamic(host, result)
+
+    def _apply_dynamic(self, host: str, result: Dict[str, Any]) -> bool:
         before = set(self.inventory.hosts) | set(self.inventory.groups)
         if "add_host" in result:
             spec = result["add_host"]
@@ -504,6 +512,8 @@ class PlaybookRun:
             self.cleared_in_play.update(self._play_hosts_all)
         elif meta == "refresh_inventory" and self.reload_inventory is not None:
             self.inventory = self.reload_inventory()
+            for host, result in self._dynamic:
+                self._apply_dynamic(host, result)
 
     def _inventory_layer(self, play: Play, host: str) -> Dict[str, Any]:
         """A host's inventory layer: role defaults, host and group vars, group_names."""
@@ -525,6 +535,7 @@ class PlaybookRun:
 
     def _magic(self, play: Play, hosts: Sequence[str]) -> Dict[str, Any]:
         return {
+            **self.options.magic,
             "ansible_play_hosts_all": list(self._play_hosts_all),
             "ansible_play_name": play.name,
             **role_magic(play.role_names, play.dependent_role_names),

@@ -138,6 +138,11 @@ class RunOptions:
     #: Ansible's ``allow_broken_conditionals``: a condition whose result is no
     #: boolean is its truth, with a deprecation warning, instead of an error.
     allow_broken_conditionals: bool = False
+    #: Magic variables the front end knows and the controller does not
+    #: (``ansible_playbook_python``, ``ansible_config_file``, and under
+    #: ioc-run Ansible's options variables: ``ansible_version``,
+    #: ``ansible_forks``, ``ansible_inventory_sources``): every host has them.
+    magic: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass

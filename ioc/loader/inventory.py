@@ -54,11 +54,20 @@ class _Builder:
     def __init__(self) -> None:
         self.hosts: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, _Group] = {"all": _Group(), "ungrouped": _Group()}
+        #: The file (or host list) being read: a host it brings first gets
+        #: ``inventory_file`` and ``inventory_dir`` (None for a host list),
+        #: as Ansible's ``InventoryData.add_host`` sets them.
+        self.source: str | None = None
 
     def group(self, name: str) -> _Group:
         return self.groups.setdefault(name, _Group())
 
     def add_host(self, name: str, group: str, variables: Mapping[str, Any]) -> None:
+        if name not in self.hosts and self.source is not None:
+            is_path = os.path.exists(self.source)
+            self.hosts[name] = {"inventory_file": self.source,
+                                "inventory_dir": os.path.dirname(self.source) if is_path
+                                else None}
         self.hosts.setdefault(name, {}).update(variables)
         members = self.group(group).hosts
         if name not in members:
@@ -76,7 +85,9 @@ class _Builder:
         ungrouped.hosts = [h for h in self.hosts if h not in grouped]
         has_parent = {c for g in self.groups.values() for c in g.children}
         top = self.groups["all"]
-        top.hosts = list(self.hosts)
+        # (only the hosts a source put in `all` itself, as Ansible's `all` group
+        # holds them: the others are its through `ungrouped` and the groups)
+        top.hosts = list(dict.fromkeys(top.hosts))
         top.children = [n for n in self.groups if n != "all" and n not in has_parent]
         return Inventory(
             hosts={name: Host(name, v) for name, v in self.hosts.items()},
@@ -124,15 +135,21 @@ def _load_source(builder: _Builder, source: str) -> str:
         for entry in sorted(os.listdir(source)):
             path = os.path.join(source, entry)
             if os.path.isfile(path) and not _ignored(entry):
+                builder.source = os.path.abspath(path)
                 _load_file(builder, path)
+        builder.source = None
         return source
     if os.path.isfile(source):
+        builder.source = os.path.abspath(source)
         _load_file(builder, source)
+        builder.source = None
         return os.path.dirname(os.path.abspath(source))
     if "," in source:
+        builder.source = source
         for name in (n.strip() for n in source.split(",")):
             if name:
                 builder.add_host(name, "ungrouped", {})
+        builder.source = None
         return ""
     raise InventoryError("inventory source not found", Location(source))
 

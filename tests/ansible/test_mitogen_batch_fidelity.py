@@ -1310,6 +1310,62 @@ def test_ansible_facts_modules_chooses_the_fact_gathering_modules(ansible, ansib
     assert '"msg": "mine no setup"' in batch.stdout, batch.stdout
 
 
+REFRESH_PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a dynamic host
+      add_host:
+        name: dyn
+        ansible_connection: local
+        ansible_python_interpreter: "{{ ansible_playbook_python }}"
+      run_once: true
+    - block:
+        - name: point the inventory at the new file
+          file: src=./new.ini dest=./hosts.ini state=link force=yes follow=false
+          delegate_to: localhost
+          run_once: true
+        - meta: refresh_inventory
+      always:
+        - name: run once on the first host still in the play
+          file: src=./old.ini dest=./hosts.ini state=link force=yes follow=false
+          delegate_to: localhost
+          run_once: true
+        - debug:
+            msg: "{{ ansible_play_hosts_all }}"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - debug:
+        msg: "{{ ansible_play_hosts }}"
+"""
+
+
+def write_refresh_project(workdir, python: str) -> None:
+    """A play that swaps its inventory file for another (the meta_tasks target's
+    refresh.yml and refresh_preserve_dynamic.yml): h1 is in the old file only."""
+    line = " ansible_connection=local ansible_python_interpreter=%s\n" % python
+    (workdir / "old.ini").write_text("".join(h + line for h in ("h1", "h2", "h3")))
+    (workdir / "new.ini").write_text("".join(h + line for h in ("h2", "h3", "h4")))
+    (workdir / "hosts.ini").unlink(missing_ok=True)
+    (workdir / "hosts.ini").symlink_to("old.ini")
+    (workdir / "play.yml").write_text(REFRESH_PLAY)
+
+
+def test_a_host_refresh_inventory_drops_leaves_the_play(ansible, ansible_python):
+    """After ``meta: refresh_inventory`` a play host the new inventory lacks
+    runs nothing more (the always's run_once task ran on it: linear runs it
+    on h2, the first host left), a host only the new inventory has joins no
+    play under way, and an add_host host stays (the next play has it)."""
+    write_refresh_project(ansible.workdir, ansible_python)
+    linear = ansible.run("play.yml", "hosts.ini", "linear")
+    write_refresh_project(ansible.workdir, ansible_python)
+    batch = ansible.run("play.yml", "hosts.ini", "mitogen_batch")
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert "changed: [h2 -> localhost]" in linear.stdout, linear.stdout
+    assert_same_output(linear, batch)
+
+
 def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
     """A ``!vault`` value (a play variable, a set_fact argument, a template of
     one variable) is ``vault_encrypted`` on the runner as under linear, also in

@@ -1004,3 +1004,19 @@ def test_a_play_gathering_with_ansible_facts_modules_is_refused_before_it_runs(t
     r = ioc(tmp_path, "-i", "hosts", "site.yml")
     assert r.returncode == 0, r.stdout + r.stderr
     assert marker.exists()
+
+
+def test_refresh_inventory_as_linear_refreshes_it(tmp_path):
+    """ioc-run after ``meta: refresh_inventory``: a host the new inventory
+    lacks leaves the play (it ran the always's run_once task), the add_host
+    host is kept (it was dropped: the next play's assert failed), as under
+    ansible-playbook (the meta_tasks target's refresh playbooks)."""
+    from tests.ansible.test_mitogen_batch_fidelity import write_refresh_project
+
+    write_refresh_project(tmp_path, sys.executable)
+    theirs = ansible_playbook(tmp_path, "-i", "hosts.ini", "play.yml")
+    write_refresh_project(tmp_path, sys.executable)
+    ours = ioc(tmp_path, "-i", "hosts.ini", "play.yml")
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert ours.stdout.split("\nioc: ")[0].rstrip() == theirs.stdout.rstrip()

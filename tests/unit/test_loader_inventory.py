@@ -14,6 +14,12 @@ from ioc.loader import (
 from ioc.model import Inventory
 
 
+def own(variables) -> dict:
+    """A host's variables but ``inventory_file``/``inventory_dir``, which every
+    host from a source has (see ``test_hosts_know_the_source_they_came_from``)."""
+    return {k: v for k, v in variables.items() if k not in ("inventory_file", "inventory_dir")}
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"))
@@ -53,16 +59,16 @@ def test_ini_hosts_keep_order_of_first_appearance(ini_inventory: Inventory) -> N
 
 
 def test_ini_host_vars_are_literal_evaluated(ini_inventory: Inventory) -> None:
-    assert ini_inventory.hosts["web02"].vars == {"http_port": 8080, "label": "front end", "enabled": True}
+    assert own(ini_inventory.hosts["web02"].vars) == {"http_port": 8080, "label": "front end", "enabled": True}
 
 
 def test_ini_lowercase_true_stays_a_string(tmp_path: Path) -> None:
     inv = load_inventory([str(write(tmp_path / "hosts", "h flag=true other=yes\n"))])
-    assert inv.hosts["h"].vars == {"flag": "true", "other": "yes"}
+    assert own(inv.hosts["h"].vars) == {"flag": "true", "other": "yes"}
 
 
 def test_ini_host_port_becomes_ansible_port(ini_inventory: Inventory) -> None:
-    assert ini_inventory.hosts["db1"].vars == {"ansible_port": 2222, "ansible_user": "admin"}
+    assert own(ini_inventory.hosts["db1"].vars) == {"ansible_port": 2222, "ansible_user": "admin"}
 
 
 def test_ini_groups_children_and_vars(ini_inventory: Inventory) -> None:
@@ -74,7 +80,10 @@ def test_ini_groups_children_and_vars(ini_inventory: Inventory) -> None:
 
 def test_all_and_ungrouped_always_exist(ini_inventory: Inventory, tmp_path: Path) -> None:
     assert ini_inventory.groups["ungrouped"].hosts == ("localhost",)
-    assert ini_inventory.groups["all"].hosts == tuple(ini_inventory.hosts)
+    # (`all` itself holds no parsed INI host: they are its through its children)
+    assert ini_inventory.groups["all"].hosts == ()
+    assert groups_dict(ini_inventory)["all"] == sorted(ini_inventory.hosts,
+                                                       key=list(ini_inventory.hosts).index)
     empty = load_inventory([str(write(tmp_path / "empty", "# nothing\n"))])
     assert set(empty.groups) == {"all", "ungrouped"}
 
@@ -121,7 +130,7 @@ YAML_INV = """
 def test_yaml_inventory_hosts_groups_and_vars(tmp_path: Path) -> None:
     inv = load_inventory([str(write(tmp_path / "inv.yml", YAML_INV))])
     assert list(inv.hosts) == ["bastion", "w1", "w2"]
-    assert inv.hosts["w1"].vars == {"port": 80} and inv.hosts["w2"].vars == {}
+    assert own(inv.hosts["w1"].vars) == {"port": 80} and own(inv.hosts["w2"].vars) == {}
     assert inv.groups["web"].vars == {"role": "web"}
     assert inv.groups["prod"].children == ("web",)
     assert inv.groups["all"].vars == {"ntp": "pool"}
@@ -158,7 +167,7 @@ def test_several_sources_are_merged(tmp_path: Path) -> None:
     first = write(tmp_path / "one", "[g]\nh1 a=1\n")
     second = write(tmp_path / "two", "[g]\nh1 b=2\nh2\n")
     inv = load_inventory([str(first), str(second)])
-    assert inv.hosts["h1"].vars == {"a": 1, "b": 2}
+    assert own(inv.hosts["h1"].vars) == {"a": 1, "b": 2}
     assert inv.groups["g"].hosts == ("h1", "h2")
 
 
@@ -174,7 +183,7 @@ def test_group_vars_and_host_vars_beside_the_inventory(tmp_path: Path) -> None:
     inv = load_inventory([str(path)])
     assert inv.groups["web"].vars == {"g": "from_file"}
     assert inv.groups["all"].vars == {"x": 1, "y": 2}
-    assert inv.hosts["w1"].vars == {"a": "from_file"}
+    assert own(inv.hosts["w1"].vars) == {"a": "from_file"}
 
 
 def test_playbook_dir_vars_override_inventory_dir_vars(tmp_path: Path) -> None:
@@ -299,7 +308,39 @@ def test_implicit_localhost_inventory_has_only_local_localhost() -> None:
     assert inv.implicit_localhost is True
     assert list(inv.hosts) == ["localhost"]
     assert host_vars(inv, "localhost") == {"ansible_connection": "local"}
-    assert inv.groups["all"].hosts == ("localhost",) and inv.groups["ungrouped"].hosts == ("localhost",)
+    assert inv.groups["all"].hosts == () and inv.groups["ungrouped"].hosts == ("localhost",)
     assert match_hosts(inv, "localhost") == ("localhost",)
     # As in Ansible, the implicit localhost is not matched by "all".
     assert match_hosts(inv, "all") == ()
+
+
+def test_hosts_know_the_source_they_came_from(tmp_path: Path) -> None:
+    """``inventory_file``/``inventory_dir``, as Ansible's ``InventoryData.add_host``
+    sets them: the file a host first came from (inside a directory source,
+    the file), a host list's text and no directory; a host's own value wins."""
+    directory = tmp_path / "inv"
+    write(directory / "a", "h1\nh2 inventory_dir=mine\n")
+    write(directory / "b", "h1 x=1\nh3\n")
+    inv = load_inventory([str(directory), "h4,h1,"])
+    assert inv.hosts["h1"].vars["inventory_file"] == str(directory / "a")
+    assert inv.hosts["h1"].vars["inventory_dir"] == str(directory)
+    assert inv.hosts["h2"].vars["inventory_dir"] == "mine"
+    assert inv.hosts["h3"].vars["inventory_file"] == str(directory / "b")
+    assert inv.hosts["h4"].vars["inventory_file"] == "h4,h1,"
+    assert inv.hosts["h4"].vars["inventory_dir"] is None
+
+
+def test_groups_list_their_hosts_in_ansibles_order(tmp_path: Path) -> None:
+    """A group's hosts, then its children's, level by level (Ansible's
+    ``Group.get_hosts``), not the order hosts were first read; a host
+    ``add_host`` makes is in ``all`` itself, before the parsed ones."""
+    from ioc.inventory import with_host
+
+    inv = load_inventory([str(write(tmp_path / "hosts",
+                                    "[b]\ny\n[a]\nx\n[a:children]\nb\n[c]\nz\n"))])
+    assert groups_dict(inv)["all"] == ["x", "z", "y"]
+    assert match_hosts(inv, "a") == ("x", "y")
+    inv, _ = with_host(inv, "dyn", [], {})
+    inv, _ = with_host(inv, "dyn2", ["c"], {})
+    assert match_hosts(inv, "all") == ("dyn", "dyn2", "x", "z", "y")
+    assert groups_dict(inv)["ungrouped"] == ["dyn"] and groups_dict(inv)["c"] == ["z", "dyn2"]

@@ -80,3 +80,22 @@ def test_nothing_is_kept_from_a_directory_anyone_may_write(tmp_path):
     assert settings(shared, cache)["read"] is True
     assert kept(cache) is None
     assert settings(shared, cache)["read"] is True
+
+
+def test_ansible_version_is_made_as_ansible_makes_it():
+    """ioc-run's ``ansible_version`` (``ioc.ansible.config.version_info``, which spares
+    importing ``ansible.cli``) equals ansible-core's ``CLI.version_info``."""
+    from ansible.cli import CLI
+    from ansible.release import __version__
+
+    from ioc.ansible.config import version_info
+
+    for version in (__version__, "2.21.5", "2.19.0b1", "2.20", "3", "2.21.0.dev0 (devel abc)"):
+        import ansible.cli as cli_module
+
+        saved = cli_module.__version__
+        cli_module.__version__ = version
+        try:
+            assert version_info(version) == CLI.version_info(gitinfo=False), version
+        finally:
+            cli_module.__version__ = saved
