@@ -100,6 +100,8 @@ class PlayExecutor:
         #: The task each host became unreachable at (by entry index): where
         #: linear's iterator left it, since it walks no unreachable host on.
         self.unreachable_at: Dict[str, int] = {name: -1 for name in dormant}
+        #: (host, task key) -> each item's changed of a looped add_host/group_by.
+        self._looped_changes: Dict[Tuple[str, Tuple[int, ...]], List[bool]] = {}
         #: The roles static includes bring, of a plan (``_included_roles``).
         self._roles_memo: Tuple[Any, Dict[int, Tuple[str, ...]]] = (None, {})
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
@@ -815,10 +817,24 @@ class PlayExecutor:
 
     def _inventory_effects(self, host: str, event: Event) -> None:
         result = event.get("result") or {}
+        key = (host, tuple(event.get("k") or ()))
+        if event.get("e") == "done" and key in self._looped_changes:
+            # A looped add_host/group_by: its items' changed as the inventory
+            # took each one, and the task changed when one did (the recap).
+            flags = self._looped_changes.pop(key)
+            items = result.get("results")
+            if isinstance(items, list):
+                for item, flag in zip(items, flags):
+                    if isinstance(item, dict):
+                        item["changed"] = flag
+                result["changed"] = any(flags)
+            return
         if event.get("status") != "ok":
             return
         if "add_host" in result or "add_group" in result:
             result["changed"] = self.ctx.change_inventory(host, result)
+            if event.get("e") == "item":
+                self._looped_changes.setdefault(key, []).append(result["changed"])
             if result["changed"]:
                 # group_names, and a new group's group_vars, for the next batch
                 self._refresh_inventory_vars()
@@ -913,12 +929,20 @@ class PlayExecutor:
             "facts": source.facts, "runtime": source.runtime}
         copied = {layer: dict(written.get(layer) or {})
                   for layer in ("facts", "runtime", "include_vars")}
+        # An include run once includes its file for the host that ran it
+        # only ("included: ... for <first>"): the others never reach its tasks.
+        heads = [str(node.id) for node in _blocks_of(self.plan.program.tree)
+                 if step is not None and node.include is not None
+                 and step.start <= node.include.index <= step.end
+                 and _set(node.include.task.run_once)]
         for host in others:
             state = self.hosts[host]
             if state.active:
                 state.runtime = {**state.runtime, **copied["runtime"]}
                 state.facts = {**state.facts, **copied["facts"]}
                 state.included = {**state.included, **copied["include_vars"]}
+                for bid in heads:
+                    state.blocks[bid] = {"phase": "skipped", "failure": None}
         return copied
 
     def _play_metas(self, active: List[str], outcome: StepOutcome) -> None:
