@@ -89,7 +89,9 @@ def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
             source = handle.read()
         extra = kwargs.get("template_vars") or {}
         templar = ctx.templar.template_with(extra) if extra else ctx.templar
-        out.append(str(templar.template(source)))
+        # (the native value, as 2.21's lookup: "{{ m() }}" of a macro writing a
+        # dict gives the dict, text stays text)
+        out.append(templar.template(source))
     return out
 
 
