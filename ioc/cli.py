@@ -539,9 +539,15 @@ def options_magic(settings: Any, sources: Sequence[str], forks: int) -> Dict[str
 def refuse_facts_modules(books: List[Playbook], inventory: Any, extra: Dict[str, Any]) -> None:
     """Refuse, before anything runs, a play that gathers facts where a variable
     names the modules to gather them with (``ansible_facts_modules``, the
-    variable of ``FACTS_MODULES``): ioc-run gathers with ``setup`` only, and
-    would give the play other facts than Ansible's."""
-    name = "ansible_facts_modules"
+    variable of ``FACTS_MODULES``; ``ansible_network_os``, whose facts module
+    ``smart`` picks): ioc-run gathers with ``setup`` only, and would give the
+    play other facts than Ansible's."""
+    for name in ("ansible_facts_modules", "ansible_network_os"):
+        _refuse_facts_chooser(name, books, inventory, extra)
+
+
+def _refuse_facts_chooser(name: str, books: List[Playbook], inventory: Any,
+                          extra: Dict[str, Any]) -> None:
     where = ""
     if name in extra:
         where = "an extra variable"
@@ -557,7 +563,7 @@ def refuse_facts_modules(books: List[Playbook], inventory: Any, extra: Dict[str,
                              "the play's vars_files" if name in play.vars_files else "")
             if here:
                 raise IocError("%s is set in %s: ioc-run gathers facts with setup only "
-                               "(FACTS_MODULES smart); run this playbook with ansible-playbook "
+                               "(FACTS_MODULES smart on a host that is no network OS); run this playbook with ansible-playbook "
                                "(the mitogen_batch strategy gathers with those modules), or set "
                                "gather_facts: false and run the modules as tasks"
                                % (name, here), play.location)

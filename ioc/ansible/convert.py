@@ -453,6 +453,20 @@ class Converter:
         from ioc.ansible import modules
 
         self._module_why = None
+        if action == "gather_facts":
+            from ansible.parsing.vault import AnsibleVaultError
+            from ioc.ansible.play import FACTS_CHOOSERS
+
+            try:
+                own = task.get_vars()
+            except AnsibleVaultError:
+                own = {}
+            chooser = next((name for name in FACTS_CHOOSERS if name in own), None)
+            if chooser is not None:
+                # (ansible_network_os: smart is that OS's facts module)
+                self._module_why = ("fact gathering where %s is set: Ansible's gather_facts "
+                                    "chooses its modules" % chooser)
+                return None
         if action in ("gather_facts", "setup"):
             key = self.fact_module()
             if key is None and self._module_why is None:

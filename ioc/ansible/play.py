@@ -73,7 +73,7 @@ def _play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converte
     # FACTS_MODULES is also the variable ansible_facts_modules: gathering
     # with modules set there is Ansible's (its inventory layer: PlayRun.prepare)
     converter.facts_modules_set = any(
-        FACTS_MODULES_VAR in layer for layer in
+        name in layer for name in FACTS_CHOOSERS for layer in
         [play.vars or {}, vm.extra_vars or {}, vars_files] + list(host_vars_files.values()))
     setup = blocks.pop(0)
     gather_task = setup.block[0] if setup.block else None
@@ -152,6 +152,9 @@ def _play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converte
 
 #: The variable that sets ``FACTS_MODULES`` for a host (its ``vars:`` entry).
 FACTS_MODULES_VAR = "ansible_facts_modules"
+#: Variables that change which modules gather facts: ``FACTS_MODULES``, and
+#: ``ansible_network_os``, for which ``smart`` means that OS's facts module.
+FACTS_CHOOSERS = (FACTS_MODULES_VAR, "ansible_network_os")
 
 
 def role_layers(play: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:

@@ -31,7 +31,7 @@ from ioc.ansible.hostvars import HostVarsExport
 from ioc.ansible.includes import Includes
 from ioc.ansible.pipe import Dispatcher, bridge_log
 from ioc.ansible import routing
-from ioc.ansible.play import FACTS_MODULES_VAR, foreign_steps, plan_for
+from ioc.ansible.play import FACTS_CHOOSERS, foreign_steps, plan_for
 from ioc.ansible.state import PlayState
 from ioc.ansible.template_vars import template_vars
 from ioc.ansible.values import plain, tagged
@@ -241,11 +241,11 @@ class PlayRun:
         if (converted.gather is not None and (converted.play.gather_facts
                                               or converted.gather_ir is not None)
                 and not converted.converter.facts_modules_set
-                and any(FACTS_MODULES_VAR in host.vars
+                and any(name in host.vars for name in FACTS_CHOOSERS
                         for host in self._request["inventory"].hosts.values())):
             # (the play's own layers: the converter gathers through Ansible)
             raise Fallback("an inventory variable sets %s: Ansible's fact gathering "
-                           "chooses the modules per host" % FACTS_MODULES_VAR)
+                           "chooses the modules per host" % " or ".join(FACTS_CHOOSERS))
 
     def request(self) -> Dict[str, Any]:
         """The dispatcher's ``play`` request (see :mod:`ioc.ansible.pipe`)."""

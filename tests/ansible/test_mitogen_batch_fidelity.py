@@ -1366,6 +1366,34 @@ def test_a_host_refresh_inventory_drops_leaves_the_play(ansible, ansible_python)
     assert_same_output(linear, batch)
 
 
+def test_a_gather_facts_task_for_a_network_os_runs_its_facts_module(ansible, ansible_python):
+    """``gather_facts`` with ``ansible_network_os`` set (a task var here): the
+    ``smart`` fact module is that OS's ``<os>_facts`` (the gathering_facts
+    target's test_module_defaults.yml, ``--tags networking``); the batch ran
+    ``setup``."""
+    ansible.write("library/ios_facts.py", """
+        #!/usr/bin/python
+        from ansible.module_utils.basic import AnsibleModule
+        m = AnsibleModule(argument_spec={"gather_subset": {"default": "!config"}})
+        m.exit_json(ansible_facts={"gather_subset": m.params["gather_subset"]})
+    """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - gather_facts:
+              vars:
+                ansible_network_os: ios
+            - debug:
+                msg: "{{ ansible_facts.gather_subset }} {{ ansible_facts.distribution | default('no setup') }}"
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert_same_output(linear, batch)
+    assert '"msg": "!config no setup"' in batch.stdout, batch.stdout
+
+
 def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
     """A ``!vault`` value (a play variable, a set_fact argument, a template of
     one variable) is ``vault_encrypted`` on the runner as under linear, also in
