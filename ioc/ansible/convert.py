@@ -47,6 +47,12 @@ _BRIDGE_PER_TASK = frozenset({"pause", "add_host", "group_by"})
 _BRIDGE_META_PER_TASK = frozenset({"refresh_inventory"})
 
 
+#: Variables that change which modules gather facts: ``ansible_facts_modules``
+#: (``FACTS_MODULES`` for a host), and ``ansible_network_os``, for which
+#: ``smart`` means that OS's facts module.
+FACTS_CHOOSERS = ("ansible_facts_modules", "ansible_network_os")
+
+
 class Fallback(Exception):
     """The play needs something ioc cannot run natively; the reason says what."""
 
@@ -455,7 +461,6 @@ class Converter:
         self._module_why = None
         if action == "gather_facts":
             from ansible.parsing.vault import AnsibleVaultError
-            from ioc.ansible.play import FACTS_CHOOSERS
 
             try:
                 own = task.get_vars()

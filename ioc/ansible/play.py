@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ioc.ansible.convert import Converted, Converter, Fallback, become_keywords, short_action
+from ioc.ansible.convert import (FACTS_CHOOSERS, Converted, Converter, Fallback, become_keywords,
+                                 short_action)
 from ioc.ansible.values import plain, plain_vars
 from ioc.ansible.varsfiles import per_host_vars_files, static_vars_files, templated_vars_file
 from ioc.model import Location, Play
@@ -148,13 +149,6 @@ def _play_to_ir(iterator: Any, loader: Any, caps_actions: frozenset) -> Converte
                      converter=converter,
                      host_vars_files=host_vars_files, gather_ir=gather_ir,
                      skip_gather=tuple(skip_gather) if gather or gather_ir else ())
-
-
-#: The variable that sets ``FACTS_MODULES`` for a host (its ``vars:`` entry).
-FACTS_MODULES_VAR = "ansible_facts_modules"
-#: Variables that change which modules gather facts: ``FACTS_MODULES``, and
-#: ``ansible_network_os``, for which ``smart`` means that OS's facts module.
-FACTS_CHOOSERS = (FACTS_MODULES_VAR, "ansible_network_os")
 
 
 def role_layers(play: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:

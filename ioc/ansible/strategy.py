@@ -25,13 +25,13 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from ioc.ansible.ansible_tasks import AnsibleTasks
-from ioc.ansible.convert import Fallback
+from ioc.ansible.convert import FACTS_CHOOSERS, Fallback
 from ioc.ansible.events import EventReplay
 from ioc.ansible.hostvars import HostVarsExport
 from ioc.ansible.includes import Includes
 from ioc.ansible.pipe import Dispatcher, bridge_log
 from ioc.ansible import routing
-from ioc.ansible.play import FACTS_CHOOSERS, foreign_steps, plan_for
+from ioc.ansible.play import foreign_steps, plan_for
 from ioc.ansible.state import PlayState
 from ioc.ansible.template_vars import template_vars
 from ioc.ansible.values import plain, tagged
