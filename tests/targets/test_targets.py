@@ -22,14 +22,20 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 #: Identical and quick in the full run of docs/conformance.md, with plays
 #: mitogen_batch runs natively: includes and imports under a dynamic parent,
-#: variable inheritance into roles and includes, registered results, and
-#: add_host (hosts added at run time, tasks through Ansible between batches).
+#: variable inheritance into roles and includes, registered results,
+#: add_host (hosts added at run time, tasks through Ansible between batches),
+#: assert's conditions and messages, task keywords and arguments, undefined
+#: values.
 SAMPLE = (
     "include_when_parent_is_dynamic",
     "import_tasks",
     "var_inheritance",
     "register",
     "add_host",
+    "assert",
+    "tasks",
+    "args",
+    "undefined",
 )
 
 
