@@ -102,6 +102,8 @@ class PlayExecutor:
         self.unreachable_at: Dict[str, int] = {name: -1 for name in dormant}
         #: (host, task key) -> each item's changed of a looped add_host/group_by.
         self._looped_changes: Dict[Tuple[str, Tuple[int, ...]], List[bool]] = {}
+        #: host -> register name -> (changed, items' changed) of an add_host/group_by.
+        self._registered_changes: Dict[str, Dict[str, Tuple[bool, Optional[List[bool]]]]] = {}
         #: The roles static includes bring, of a plan (``_included_roles``).
         self._roles_memo: Tuple[Any, Dict[int, Tuple[str, ...]]] = (None, {})
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
@@ -828,6 +830,7 @@ class PlayExecutor:
                     if isinstance(item, dict):
                         item["changed"] = flag
                 result["changed"] = any(flags)
+                self._register_changes(host, event, any(flags), flags)
             return
         if event.get("status") != "ok":
             return
@@ -835,9 +838,40 @@ class PlayExecutor:
             result["changed"] = self.ctx.change_inventory(host, result)
             if event.get("e") == "item":
                 self._looped_changes.setdefault(key, []).append(result["changed"])
+            else:
+                self._register_changes(host, event, result["changed"], None)
             if result["changed"]:
                 # group_names, and a new group's group_vars, for the next batch
                 self._refresh_inventory_vars()
+
+    def _register_changes(self, host: str, event: Event, changed: bool,
+                          items: Optional[List[bool]]) -> None:
+        """What the inventory made of an add_host/group_by (``changed``, per
+        item for a loop) goes into the result the task registered too: the
+        runner registered it before the controller applied it (the host's
+        end state carries it: :meth:`_settle`)."""
+        key = event.get("k") or ()
+        if not key or key[1] != 0:
+            return
+        register = self.plan.program.entry(key[0]).task.register
+        if register:
+            self._registered_changes.setdefault(host, {})[register] = (changed, items)
+
+    def _patch_registered(self, host: str, end: Optional[Event]) -> None:
+        patches = self._registered_changes.pop(host, {})
+        runtime = ((end or {}).get("state") or {}).get("runtime")
+        if not patches or not isinstance(runtime, dict):
+            return
+        for register, (changed, items) in patches.items():
+            value = runtime.get(register)
+            if not isinstance(value, dict):
+                continue
+            value = dict(value, changed=changed)
+            if items is not None and isinstance(value.get("results"), list):
+                value["results"] = [dict(r, changed=flag) if isinstance(r, dict) else r
+                                    for r, flag in zip(value["results"], items)] \
+                    + value["results"][len(items):]
+            runtime[register] = value
 
     def _mark_delegated(self, host: str, event: Event, calls: Mapping[str, HostCall]) -> None:
         call = calls[host]
@@ -859,6 +893,7 @@ class PlayExecutor:
         state = self.hosts[host]
         trouble = outcome.trouble.get(host)
         end = outcome.ends.get(host)
+        self._patch_registered(host, end)
         if trouble == "unreachable":
             if end is not None:
                 # what its step set before (register of the unreachable task
