@@ -627,7 +627,12 @@ def _include_fields(utr: Any, raw: Mapping[str, Any], action: str, task: Any = N
     utr.include_file, utr.include_args = _include_target(raw, action, task, index)
     loop_var = raw.get("ansible_loop_var")
     if loop_var:
-        utr.loop_var, utr.loop_item = loop_var, raw.get(loop_var)
+        # (the name as loop_control wrote it, tagged with where: the included
+        # tasks' variables carry it, and Ansible's reserved-name warning
+        # about it names that place)
+        written = getattr(getattr(task, "loop_control", None), "loop_var", None)
+        utr.loop_var = written if written is not None and written == loop_var else loop_var
+        utr.loop_item = raw.get(loop_var)
         index_var = raw.get("ansible_index_var")
         if index_var:
             utr.loop_index_var, utr.loop_index = index_var, raw.get(index_var)

@@ -1394,6 +1394,31 @@ def test_a_gather_facts_task_for_a_network_os_runs_its_facts_module(ansible, ans
     assert '"msg": "!config no setup"' in batch.stdout, batch.stdout
 
 
+def test_a_reserved_loop_variable_of_an_include_is_warned_about_where_it_was_written(
+        ansible, ansible_python):
+    """``include_role`` looped with ``loop_control: {loop_var: name}``: 2.21
+    warns "Found variable using reserved name 'name'." naming where
+    ``loop_var`` was written (include_import's test_loop_var_bleed.yaml); the
+    batch's warning said ``Origin: <unknown>``."""
+    ansible.write("roles/shown/tasks/main.yml", "- debug: msg={{ name }}\n")
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - include_role:
+                name: shown
+              loop:
+                - from_the_loop
+              loop_control:
+                loop_var: name
+    """)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    linear, batch = ansible.both("play.yml", str(inventory))
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert "Found variable using reserved name 'name'" in linear.stderr
+    assert_same_output(linear, batch)
+
+
 def test_vault_values_stay_vault_encrypted_on_the_runner(ansible, ansible_python):
     """A ``!vault`` value (a play variable, a set_fact argument, a template of
     one variable) is ``vault_encrypted`` on the runner as under linear, also in
