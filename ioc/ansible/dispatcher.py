@@ -397,6 +397,9 @@ class BridgeExecutor(PlayExecutor):
             from ioc.controller import plugins
 
             plugins.declare(reply.get("plugins") or {})  # (names the included tasks use)
+            from ioc.ansible import plugins as ansible_plugins
+
+            ansible_plugins.add_search_paths(reply.get("plugin_paths") or {})
             self.ctx.modules = reply.get("modules") or self.ctx.modules
             self.adopt_plan(reply["planned"].plan)
         for host, message in (reply.get("failed") or {}).items():

@@ -134,8 +134,13 @@ class Includes:
         state.handler_objects = [origin[id(h)] for h in play.handlers]
         # (the filters and tests of Ansible's the included tasks name that the
         # runner proxies: the dispatcher's batches declare them too)
+        from ioc.ansible import plugins as ansible_plugins
+
         return {"planned": state.planned, "failed": failed, "modules": converter.modules,
-                "plugins": plugins.declared()}
+                "plugins": plugins.declared(),
+                # an included role's filter_plugins/, ... (Ansible added them as
+                # it loaded the role): the dispatcher templates with them too
+                "plugin_paths": ansible_plugins.search_paths()}
 
     def _load(self, included_file: Any) -> List[Any]:
         """An included file's (or role's) blocks, tag-filtered, as linear loads them."""

@@ -407,10 +407,13 @@ class PlaybookRun:
         return found
 
     def _connection_of(self, play: Play, name: str) -> ConnectionSpec:
-        if name not in self.inventory.hosts:
-            self.inventory = inv.ensure_localhost(self.inventory) if name in inv.LOCALHOST_NAMES \
-                else self.inventory
-        hostvars = inv.host_vars(self.inventory, name) if name in self.inventory.hosts else {}
+        vars_of = name
+        if name not in self.inventory.hosts and name in inv.LOCALHOST_NAMES:
+            # (127.0.0.1 or ::1 that the inventory does not name is Ansible's
+            # localhost, implicit or not: its variables, its local connection)
+            self.inventory = inv.ensure_localhost(self.inventory)
+            vars_of = "localhost"
+        hostvars = inv.host_vars(self.inventory, vars_of) if vars_of in self.inventory.hosts else {}
         return self._spec(play, name, {**play.role_defaults, **hostvars})
 
     def _spec(self, play: Play, name: str, layer: Mapping[str, Any]) -> ConnectionSpec:

@@ -230,7 +230,7 @@ def templates_of(task: Task) -> Iterator[str]:
     """Every string of ``task`` that is templated at run time, as jinja source."""
     for value in (task.args, task.loop, task.name, task.vars, task.notify,
                   task.environment, task.retries, task.delay, task.ignore_errors,
-                  task.loop_control.get("label")):
+                  task.loop_control.get("label"), task.delegate_to):
         yield from template_strings(value)
     for conds in (task.when, task.changed_when, task.failed_when, task.until):
         for cond in conds or ():
