@@ -280,6 +280,14 @@ def with_group_member(inventory: Inventory, host: str, group: str,
     before = inventory.groups.get(group)
     groups_map = _add_member(dict(inventory.groups), group, host, tuple(parents) or ("all",))
     changed = before is None or host not in before.hosts
+    if changed and before is not None:
+        # Hosts reach a group_by's group in the order their results arrive
+        # (linear's workers: no order); ioc keeps the group in inventory order.
+        rank = {name: number for number, name in enumerate(inventory.hosts)}
+        grown = groups_map[group]
+        members = sorted(grown.hosts, key=lambda name: rank.get(name, len(rank)))
+        groups_map[group] = Group(name=group, hosts=tuple(members), children=grown.children,
+                                  vars=grown.vars)
     return Inventory(hosts=inventory.hosts, groups=groups_map,
                      implicit_localhost=inventory.implicit_localhost), changed
 

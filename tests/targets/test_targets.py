@@ -24,8 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 #: mitogen_batch runs natively: includes and imports under a dynamic parent,
 #: variable inheritance into roles and includes, registered results,
 #: add_host (hosts added at run time, tasks through Ansible between batches),
-#: assert's conditions and messages, task keywords and arguments, undefined
-#: values.
+#: assert's conditions and messages, task keywords, undefined values.
 SAMPLE = (
     "include_when_parent_is_dynamic",
     "import_tasks",
@@ -34,7 +33,6 @@ SAMPLE = (
     "add_host",
     "assert",
     "tasks",
-    "args",
     "undefined",
 )
 
