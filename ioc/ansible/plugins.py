@@ -18,11 +18,23 @@ import contextlib
 import functools
 import os
 import re
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ioc.ansible.values import plain, tagged
 
 _LOADER_NAMES = {"filter": "filter_loader", "test": "test_loader", "lookup": "lookup_loader"}
+
+#: Ansible's plugin loaders are not thread-safe (each of linear's workers is
+#: a process of its own), and runners ask on threads of their own
+#: (``ioc.controller.dispatch``): two first calls of one filter at once had
+#: one fail "No filter named 'subelements'" (the loader's caches half-filled
+#: by the other). A plugin's first call (its loading) and every ``resolves``
+#: take this lock; once loaded, calls run at once (a slow lookup for one
+#: host never waits for another's).
+_LOADING = threading.Lock()
+#: ``(kind, name)`` of the plugins loaded (called once) in this process.
+_LOADED: Set[Tuple[str, str]] = set()
 
 
 class AnsiblePlugins:
@@ -47,6 +59,10 @@ class AnsiblePlugins:
         self._data_loader = DataLoader()
 
     def resolves(self, kind: str, name: str) -> bool:
+        with _LOADING:
+            return self._resolves(kind, name)
+
+    def _resolves(self, kind: str, name: str) -> bool:
         from ansible.errors import AnsibleError
         from ansible.plugins import loader
 
@@ -62,6 +78,15 @@ class AnsiblePlugins:
 
     def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
         """The plugin's result as builtins; raises ``PluginFailure`` with Ansible's message."""
+        if (kind, name) in _LOADED:
+            return self._call(kind, name, args, kwargs)
+        with _LOADING:
+            try:
+                return self._call(kind, name, args, kwargs)
+            finally:
+                _LOADED.add((kind, name))
+
+    def _call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
         from ansible.template import Templar, trust_as_template
 
         from ioc.controller.plugins import PluginFailure
@@ -189,13 +214,25 @@ def _warnings_to(forward: Optional[Callable[..., None]]) -> Iterator[None]:
         return
     from ansible.utils.display import Display
 
-    display = Display()
-    saved = display._final_q
-    display._final_q = _Forward(forward)
+    display = Display()  # (one per process: calls at once share its route)
+    with _ROUTE_LOCK:
+        if not _ROUTE:
+            _ROUTE.append(display._final_q)
+            display._final_q = _Forward(forward)
+        _ROUTE.append(None)
     try:
         yield
     finally:
-        display._final_q = saved
+        with _ROUTE_LOCK:
+            _ROUTE.pop()
+            if len(_ROUTE) == 1:
+                display._final_q = _ROUTE.pop()
+
+
+#: :func:`_warnings_to`'s route: Display's own ``_final_q`` while calls are
+#: under way, then one entry per call (the last one out puts it back).
+_ROUTE: List[Any] = []
+_ROUTE_LOCK = threading.Lock()
 
 
 class _Forward:
