@@ -1102,6 +1102,8 @@ class HostRun(HandlerRun, LoopRun):
                 failed["_ioc_error_keyword"] = exc.keyword
             if getattr(exc, "plugin", None):  # (the bridge's chain: the plugin's own part)
                 failed["_ioc_error_plugin"] = exc.plugin
+            if getattr(exc, "file", None):  # (the bridge's chain: the error's own origin)
+                failed["_ioc_error_cause_file"] = list(exc.file)
             chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
             if chain:
                 failed["_ioc_error_chain"] = chain
@@ -1251,6 +1253,7 @@ class HostRun(HandlerRun, LoopRun):
                 error.argument, error.variable = name, getattr(exc, "variable", None)
                 error.causes = causes
                 error.plugin = getattr(exc, "plugin", None)  # (a plugin's error about a value)
+                error.file = getattr(exc, "file", None)  # (a template lookup's file's error)
                 error.path = _failing_path(templar, value, [str(name)])
                 raise error
         if reads is not None:  # (debug templates its var when it runs)
@@ -1453,6 +1456,9 @@ def _argument_chain(task, exc):
         head, said, obj, help_text, origin = plugin
         return [[causes[0] + ".", action], [causes[1] + ".", written],
                 [head + ".", source or written], [said, origin, obj, help_text]]
+    file = getattr(exc, "file", None)
+    if file:  # (a template lookup's file's own error: about the file)
+        source = file[0] if not file[1] else "%s:%d" % tuple(file)
     return [[causes[0] + ".", action], [causes[1] + ".", written], [causes[2], source or written]]
 
 

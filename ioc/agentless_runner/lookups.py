@@ -277,10 +277,11 @@ class LookupFailure(TemplateError):
     the failure is worded as Ansible's templating words it ("The lookup
     plugin 'dict' failed: <cause>")."""
 
-    def __init__(self, message, plugin=None, cause=None):
+    def __init__(self, message, plugin=None, cause=None, file=None):
         TemplateError.__init__(self, message)
         self.plugin = plugin
         self.cause = cause
+        self.file = file  # (see TemplateError.file)
 
 
 class LookupUnanswerable(LookupFailure):
@@ -437,7 +438,7 @@ class Lookups(object):
             if answer.get("missing"):
                 raise LookupUnanswerable(answer["error"])
             raise LookupFailure(answer["error"], plugin=answer.get("plugin"),
-                                cause=answer.get("cause"))
+                                cause=answer.get("cause"), file=answer.get("file"))
         return answer["value"]
 
     def lookup(self, plugin, *terms, **kwargs):

@@ -15,6 +15,11 @@ __all__ = ["TemplateError", "UndefinedVariableError", "ConditionalResultError",
 class TemplateError(Exception):
     """A templating failure; ``str()`` is the message a user sees."""
 
+    #: ``[path, line or None]`` of a controller file the error is about, when
+    #: it is a template file's own (a ``template`` lookup's): Ansible's error
+    #: names that file.
+    file = None  # type: object
+
     def __init__(self, message):
         Exception.__init__(self, message)
         self.message = message

@@ -1226,6 +1226,23 @@ def _compile_template(source, overrides=()):
     env, native = environment(), _native_environment()
     if overrides:
         env, native = env.overlay(**dict(overrides)), native.overlay(**dict(overrides))
+    return _compile_in(env, native, source)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_environments(overrides):
+    """:func:`environment` and :func:`_native_environment` for a template
+    file whose value is native (the ``template`` lookup's: backslashes as
+    written), with ``overrides`` (sorted items)."""
+    env = environment().overlay(**dict(overrides))
+    native = _native_environment().overlay(**dict(overrides))
+    env.escape_backslashes = native.escape_backslashes = False
+    return env, native
+
+
+def _compile_in(env, native, source):
+    """``source`` compiled in ``env``; its value native (``native``'s) unless
+    it is one expression, whose value is the expression's."""
     root = _embedded_consts(env.parse(source), False)
     body = root.body
     if (len(body) == 1 and isinstance(body[0], nodes.Output)
@@ -1298,6 +1315,13 @@ class ShippedLoader(jinja2.BaseLoader):
         except UnicodeDecodeError:
             raise jinja2.TemplateError("Template source files must be utf-8 encoded")
         return text, found.get("path"), lambda: True
+
+
+def file_loader(searchpath):
+    """Jinja's loader of the templates a template file includes, imports or
+    extends, over the directories ``searchpath`` (the controller's, where the
+    files are: the ``template`` lookup's)."""
+    return jinja2.FileSystemLoader(searchpath)
 
 
 def find_template(searchpath, name):
@@ -1554,6 +1578,35 @@ class Templar(object):
             result += env.newline_sequence * missing
         return result
 
+    def template_file(self, source, overrides=None, loader=None):
+        """The value of a whole template file as ansible-core's ``template``
+        lookup gives it (its engine's ``template`` with backslashes as
+        written): one expression's own value, else the text, with as many
+        trailing newlines as ``source`` has. ``overrides`` are the lookup's
+        delimiters and ``trim_blocks``, under the file's own ``#jinja2:``
+        line; ``loader`` (a jinja2 loader) finds the templates it includes,
+        imports or extends. Errors are worded as the template action's
+        (:meth:`render_text`): "Error rendering template: ..." for one it
+        includes that is found nowhere."""
+        source, settings = template_overrides(source, overrides)
+        env, native = _file_environments(tuple(sorted(settings.items())))
+        if loader is not None:
+            lookups = {name: self._scope[name] for name in _LOOKUP_FUNCTIONS}
+            env, native = env.overlay(loader=loader), native.overlay(loader=loader)
+            # (an imported template sees the globals only: see render_text)
+            env.globals = dict(env.globals, **lookups)
+            native.globals = dict(native.globals, **lookups)
+        try:
+            compiled = _compile_in(env, native, source)
+        except jinja2.TemplateError as exc:
+            raise _file_error(exc, source) from None
+        result = self._run(compiled, source, translate=_file_error)
+        if isinstance(result, str):
+            missing = _trailing_newlines(source) - _trailing_newlines(result)
+            if missing > 0:
+                result += env.newline_sequence * missing
+        return result
+
     # -- used by the lazy scope and containers
 
     def variable(self, name):
@@ -1634,7 +1687,9 @@ class Templar(object):
                 result += "\n" * missing
         return result
 
-    def _run(self, compiled, source, kind="template"):
+    def _run(self, compiled, source, kind="template", translate=None):
+        """``translate(exc, source)``: the TemplateError for another failure
+        (default: :func:`_translate`'s, of ``kind``)."""
         template = compiled.template
         context = template.new_context(self._scope, shared=True)
         markers = _markers()
@@ -1654,6 +1709,8 @@ class Templar(object):
         except TemplateError:
             raise
         except Exception as exc:  # every other failure is the template's fault
+            if translate is not None:
+                raise translate(exc, source) from None
             raise _translate(exc, source, kind) from None
         finally:
             if markers is not None:

@@ -710,10 +710,17 @@ def _argument(task: Any, expression: Any, stripped: bool = False) -> Any:
 
 def _error_argument(result: Mapping[str, Any]) -> Any:
     """The runner's ``_ioc_error_arg``, with its ``_ioc_error_plugin`` (a
-    plugin's error about a value) as a fifth item when it has one."""
+    plugin's error about a value) as a fifth item and its
+    ``_ioc_error_cause_file`` (a template lookup's file, which the error is
+    about) as a sixth, when it has them."""
     failed = result.get("_ioc_error_arg")
     plugin = result.get("_ioc_error_plugin")
-    return list(failed) + [plugin] if isinstance(failed, list) and plugin else failed
+    file = result.get("_ioc_error_cause_file")
+    if not isinstance(failed, list):
+        return failed
+    if file:
+        return list(failed) + [plugin, file]
+    return list(failed) + [plugin] if plugin else failed
 
 
 def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optional[BaseException]:
@@ -727,13 +734,15 @@ def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optiona
     item of ``failed``: [the plugin's part, its own words, the text of the value
     they are about, their help text, that value's origin] (a plugin's error
     about a value, a part of its own: "Origin: <unknown>" when the value has
-    none)."""
+    none). A sixth: ``[path, line or None]`` of a controller file the error
+    is about (a template lookup's)."""
     from ansible.errors import AnsibleError
 
-    if not isinstance(failed, list) or len(failed) not in (4, 5):
+    if not isinstance(failed, list) or len(failed) not in (4, 5, 6):
         return None
     name, variable, path, (finalization, resolving, cause) = failed[:4]
-    plugin = failed[4] if len(failed) == 5 else None
+    plugin = failed[4] if len(failed) >= 5 else None
+    file = failed[5] if len(failed) == 6 else None
     value = (task.args or {}).get(name)
     if value is None and name not in (task.args or {}):
         value = _module_default(task, name)
@@ -743,6 +752,10 @@ def _argument_exception(task: Any, failed: Any, legacy: bool = False) -> Optiona
         for key in list(path)[1:]:
             found = found.get(key) if isinstance(found, Mapping) else None
     source = value if found is None else found
+    if file:  # the error of a template lookup's file: about the file
+        from ansible._internal._datatag._tags import Origin
+
+        found = source = Origin(path=file[0], line_num=file[1])
     try:
         try:
             try:

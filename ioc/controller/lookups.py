@@ -14,6 +14,7 @@ batch is cut off by the planner first, so its arguments are known here.
 """
 from __future__ import annotations
 
+import datetime
 import glob
 import logging
 import os
@@ -22,7 +23,7 @@ import string
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ioc.agentless_runner import results
+from ioc.agentless_runner import results, templating
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
 from ioc.agentless_runner.lookups import (PURE, LookupUnanswerable, called, first_undefined,
                                           key, listify)
@@ -41,13 +42,21 @@ class LookupError_(Exception):
     """A controller lookup failed; the runner reports it as the task's failure."""
 
 
+#: ``(src, path) -> variables``: what Ansible adds to a template file's
+#: (``PayloadCache.template_of``: ``template_host``, ``template_uid``,
+#: ``template_mtime``, ``ansible_managed``; None when nothing says).
+TemplateOf = Callable[[str, str], Optional[Dict[str, Any]]]
+
+
 class LookupContext:
     """Where a lookup runs: search paths and the host's variables."""
 
-    def __init__(self, task: Task, basedir: str, templar: Templar) -> None:
+    def __init__(self, task: Task, basedir: str, templar: Templar,
+                 template_of: Optional[TemplateOf] = None) -> None:
         self.task = task
         self.basedir = basedir
         self.templar = templar
+        self.template_of = template_of
         #: Called for the task's ``with_<lookup>`` loop, not from a template.
         self.as_with = False
 
@@ -79,7 +88,19 @@ def _file(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[
     return out
 
 
+#: The ``template`` lookup's options that are Jinja settings (its ``overrides``).
+_TEMPLATE_SETTINGS = ("variable_start_string", "variable_end_string", "comment_start_string",
+                      "comment_end_string", "trim_blocks")
+
+
 def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    """ansible-core's ``template`` lookup: each file found in ``templates``,
+    rendered with the host's variables, the template variables Ansible adds
+    (``template_path``, ``ansible_managed``...) and ``template_vars`` over
+    them; what it includes is found on ``ansible_search_path``'s directories
+    (each as ``<dir>/templates`` then ``<dir>``) after its own."""
+    settings = {name: kwargs[name] for name in _TEMPLATE_SETTINGS if kwargs.get(name) is not None}
+    extra = kwargs.get("template_vars") or {}
     out = []
     for term in terms:
         path = ctx.find(str(term), "templates")
@@ -87,11 +108,31 @@ def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
             raise LookupError_("the template file %s could not be found for the lookup" % term)
         with open(path, encoding="utf-8") as handle:
             source = handle.read()
-        extra = kwargs.get("template_vars") or {}
-        templar = ctx.templar.template_with(extra) if extra else ctx.templar
+        searchpath = [os.path.dirname(path)]
+        for directory in ctx.task.search_path:
+            searchpath += [os.path.join(directory, "templates"), directory]
+        templar = ctx.templar
+        found = ctx.template_of(str(term), path) if ctx.template_of is not None else None
+        if found is not None:  # (as the runner's template action adds them)
+            templar = templar.template_with({
+                "template_host": found["template_host"], "template_path": str(term),
+                "template_mtime": datetime.datetime(*found["template_mtime"]),
+                "template_uid": found["template_uid"],
+                "template_run_date": datetime.datetime.now(),
+                "template_destpath": None, "template_fullpath": path})
+            if not ctx.templar.has_variable("ansible_managed"):
+                templar = templar.template_with({"ansible_managed": found["ansible_managed"]},
+                                                raw=True)
+        if extra:
+            templar = templar.template_with(extra)
         # (the native value, as 2.21's lookup: "{{ m() }}" of a macro writing a
         # dict gives the dict, text stays text)
-        out.append(templar.template(source))
+        try:
+            out.append(templar.template_file(source, settings,
+                                             templating.file_loader(searchpath)))
+        except TemplateError as exc:  # (Ansible's error is about the file: its origin)
+            exc.file = [path, getattr(exc, "lineno", None)]
+            raise
     return out
 
 
@@ -239,9 +280,15 @@ class _Recorder:
                                          % (plugin, exc), "plugin": plugin, "cause": str(exc)}
             except (plugins.PluginFailure, OSError, UnicodeError) as exc:
                 self.table[table_key] = {"error": str(exc)}
+            except TemplateError as exc:  # a template file's own error (the template lookup's)
+                self.table[table_key] = {"error": str(exc)}
+                if getattr(exc, "file", None):
+                    self.table[table_key]["file"] = exc.file
         answer = self.table[table_key]
         if "error" in answer:
-            raise (LookupUnanswerable if answer.get("missing") else TemplateError)(answer["error"])
+            error = (LookupUnanswerable if answer.get("missing") else TemplateError)(answer["error"])
+            error.file = answer.get("file")
+            raise error
         return answer["value"]
 
     def lookup(self, plugin: str, *terms: Any, **kwargs: Any) -> Any:
@@ -263,7 +310,7 @@ def needs_controller(task: Task) -> bool:
 
 
 def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]]],
-            basedir: str) -> Dict[str, Any]:
+            basedir: str, template_of: Optional[TemplateOf] = None) -> Dict[str, Any]:
     """The lookup answers for one host and the given (file key, task, blocks).
 
     Answers are kept per task and loop item (``batch.lookup_scope``): each
@@ -275,7 +322,7 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
         wire = to_wire(task)
         scope = Scope(tuple(to_wire(b) for b in blocks))
         current: List[Templar] = []
-        recorder = _Recorder(lambda: LookupContext(task, basedir, current[-1]))
+        recorder = _Recorder(lambda: LookupContext(task, basedir, current[-1], template_of))
         overlay = Verbatim({"lookup": recorder.lookup, "query": recorder.query, "q": recorder.query})
 
         def templar_for(item: Optional[int], extra: Optional[Dict[str, Any]] = None) -> Templar:
@@ -299,13 +346,14 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
 
 
 def late(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...], basedir: str,
-         plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+         plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any],
+         template_of: Optional[TemplateOf] = None) -> Dict[str, Any]:
     """The answer to a lookup the runner met that :func:`collect` could not
     foresee (a template whose other values the batch sets: the controller's
     rendering stopped before reaching it), asked for when the task runs:
     ``{"value": ...}`` or ``{"error": ...}``, as a table entry."""
     templar = Templar(hostrun.variables(to_wire(task), Scope(tuple(to_wire(b) for b in blocks))))
-    recorder = _Recorder(lambda: LookupContext(task, basedir, templar))
+    recorder = _Recorder(lambda: LookupContext(task, basedir, templar, template_of))
     try:
         recorder.results(plugin, list(terms), dict(kwargs))
     except TemplateError:

@@ -7,8 +7,8 @@ of its tasks, and of the handlers a flush in the step may run); the
 controller closes that set over the host's actual values, since a variable's
 value may itself be a template that reads others.
 
-Some tasks can read anything: ``template`` renders a file the planner never
-sees, ``vars[...]`` with a computed key, ``lookup('vars', <computed>)`` and
+Some tasks can read anything: ``template`` (the action or the lookup)
+renders a file the planner never sees, ``vars[...]`` with a computed key, ``lookup('vars', <computed>)`` and
 ``hostvars[h]`` without a known attribute (for any ``h``: it may be this host). A step holding
 one ships everything (``None``).
 """
@@ -64,6 +64,8 @@ def other_hostvars(program: Program, effects: Sequence[Effects], start: int,
     entries = program.entries[start:end]
     if any("ansible_delegated_vars" in effects[e.index].read_names for e in entries):
         return None  # (it holds the delegate's hostvars, every host's whole)
+    if any(c.plugin == "template" for e in entries for c in effects[e.index].lookups):
+        return None  # (a file the planner never sees may read any host's)
     return other_attrs(access for entry in entries for access in effects[entry.index].hostvars)
 
 
@@ -89,6 +91,8 @@ def _open_ended(eff: Effects) -> bool:
     # named h is this host on one of them.
     if any(not a.attrs for a in eff.hostvars):
         return True
-    # (varnames lists the names that match: every name is read)
-    return any(c.plugin == "varnames" or (c.plugin in (None, "vars") and not c.static_args)
+    # (varnames lists the names that match: every name is read; a template
+    # lookup renders a file the planner never sees)
+    return any(c.plugin in ("varnames", "template")
+               or (c.plugin in (None, "vars") and not c.static_args)
                for c in eff.lookups)
