@@ -69,6 +69,7 @@ class Includes:
         from ansible.playbook.included_file import IncludedFile
         from ioc.controller import plugins
         from ioc.controller.capabilities import runner_capabilities
+        from ioc.controller.closure import template_files
         from ioc.controller.playbook import PlannedPlay
         from ioc.planner import plan_play
         from ioc.planner.program import splice_after, too_deep
@@ -127,7 +128,8 @@ class Includes:
                               for d in r.get_all_dependencies()})))
         play = splice_after(state.program.play, include, tuple(blocks), [added])
         plan = plan_play(play, runner_capabilities(), fallback=state.converted.fallback,
-                         suspendable=state.converted.suspendable)
+                         suspendable=state.converted.suspendable,
+                         template_files=template_files(play.basedir))
         state.planned = PlannedPlay(play, plan)
         state.program = plan.program
         origin = state.converted.origin

@@ -235,6 +235,7 @@ def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
     Raises :class:`Fallback` when the whole play must run through linear.
     """
     from ioc.controller.capabilities import runner_capabilities
+    from ioc.controller.closure import template_files
     from ioc.controller.playbook import PlannedPlay
     from ioc.errors import IocError
     from ioc.ansible import plugins as ansible_plugins
@@ -245,7 +246,8 @@ def plan_for(iterator: Any, loader: Any) -> Tuple[Converted, Any, str]:
     converted = play_to_ir(iterator, loader, frozenset(caps.actions))
     try:
         plan = plan_play(converted.play, caps, fallback=converted.fallback,
-                         suspendable=converted.suspendable)
+                         suspendable=converted.suspendable,
+                         template_files=template_files(converted.play.basedir))
     except IocError as exc:
         raise Fallback(str(exc)) from None
     return converted, PlannedPlay(converted.play, plan), explain(plan)

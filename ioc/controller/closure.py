@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set
 
 from ioc.errors import PlanError
 from ioc.planner.effects import is_template, value_refs
@@ -135,3 +135,52 @@ def _file_other_attrs(path: str, mtime_ns: int) -> Optional[FrozenSet[str]]:
     except (OSError, UnicodeError, PlanError):
         return None  # (the runner reports its error; ship whole hosts meanwhile)
     return other_attrs(refs.hostvars)
+
+
+def template_files(basedir: str) -> Callable[[Any, str], Optional[List[str]]]:
+    """The planner's reader of the template files a task renders
+    (``ioc.planner.effects.TemplateFiles``) for a play whose directory is
+    ``basedir``: file ``name`` where Ansible looks for it for the task (its
+    ``templates`` directories first), then every template it includes,
+    imports or extends by a constant name, found as Jinja's loader finds it."""
+    from ioc.agentless_runner import templating
+    from ioc.controller.payloads import candidates, template_searchpath
+
+    def read(task: Any, name: str) -> Optional[List[str]]:
+        path = next((p for p in candidates(task, name, "templates", basedir)
+                     if os.path.isfile(p)), None)
+        if path is None:
+            return []  # (the task fails: nothing is read)
+        searchpath = template_searchpath(task, path, basedir)
+        texts: List[str] = []
+        seen: Set[str] = set()
+        todo = [path]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            try:
+                text = _text_of(current, os.stat(current).st_mtime_ns)
+            except OSError:
+                return None
+            if text is None:
+                return None
+            texts.append(text)
+            for included in templating.referenced_templates(text):
+                found = templating.find_template([os.path.dirname(current)] + searchpath,
+                                                 included)
+                if found is not None:
+                    todo.append(found)
+        return texts
+    return read
+
+
+@lru_cache(maxsize=256)
+def _text_of(path: str, mtime_ns: int) -> Optional[str]:
+    """A template file's text (None: not text), read once per version of the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeError):
+        return None

@@ -14,6 +14,7 @@ from ioc.agentless_runner.templating import Templar, TemplateError, is_template
 from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
 from ioc.controller.capabilities import runner_capabilities
+from ioc.controller.closure import template_files
 from ioc.transport.spec import ConnectionSpec, is_true, resolve_via, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.dispatch import context_key
@@ -39,7 +40,8 @@ def plan_playbook(playbook: Playbook, per_task: bool = False,
                   tags: Optional[TagFilter] = None) -> List[PlannedPlay]:
     """Plan every play; any PlanError surfaces before a host is contacted."""
     caps = runner_capabilities()
-    return [PlannedPlay(play, plan_play(play, caps, per_task=per_task, tags=tags))
+    return [PlannedPlay(play, plan_play(play, caps, per_task=per_task, tags=tags,
+                                        template_files=template_files(play.basedir)))
             for play in playbook.plays]
 
 
@@ -381,7 +383,8 @@ class PlaybookRun:
     def _replan(self, play: Play) -> Plan:
         # (what an include brought may have handlers with templated names)
         return plan_play(self._handler_names(play), runner_capabilities(),
-                         per_task=self.per_task, tags=self.tags)
+                         per_task=self.per_task, tags=self.tags,
+                         template_files=template_files(play.basedir))
 
     def connection_spec(self, name: str) -> ConnectionSpec:
         """How the first play would connect to inventory host ``name``, its

@@ -14,7 +14,8 @@ __all__ = ["TagFilter", "Batch", "Capabilities", "ControllerStep", "Where", "Ent
            "plan_play", "schedule", "wire_tree", "explain"]
 
 
-def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=None):
+def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=None,
+              template_files=None):
     """Compile, check and schedule ``play``; raises PlanError before any host is touched.
 
     ``tags`` (a :class:`TagFilter`) leaves out the tasks ``--tags``/``--skip-tags`` filter.
@@ -32,13 +33,18 @@ def plan_play(play, caps, per_task=False, tags=None, fallback=None, suspendable=
     stays inside its batch the same way when the runner can decide its
     ``when`` (``dataflow.delegate_rule``, ``Batch.delegated``): with or
     without ``fallback``, the controller runs it for the hosts that reach it.
+    ``template_files`` (``(task, name) -> text``, ``effects.TemplateFiles``)
+    reads the template files tasks render (a ``template`` task's, a
+    ``template`` lookup's), which the plan's data flow takes as the task's
+    reads: a file that reads what another host wrote earlier in the batch
+    cuts it, and one that a lookup renders is checked like its arguments.
     """
     program = compile_play(play, tags)
     foreign = check_program(program, caps, fallback)
     handlers = check_handlers(program, caps, fallback)
     if handlers:
         program = dataclasses.replace(program, foreign_handlers=tuple(sorted(handlers.items())))
-    effects = analyze_program(program)
+    effects = analyze_program(program, template_files)
     suspend = frozenset(
         index for index in foreign
         if suspendable is not None and suspendable(program.entry(index).task)

@@ -93,6 +93,8 @@ def check_rule(program: Program, effects: Optional[Sequence[Effects]] = None) ->
             # (a delegated suspension point: its delegates were worked out
             # when the batch started, see delegate_rule)
             names |= {r.name for r in effects[index].reads if r.field == "delegate_to"}
+        if effects[index].opaque_files:  # (a template file nobody read may read any name)
+            names |= set().union(*writes[start:index])
         return frozenset(name for name, _ in _writers(writes, start, index, names))
 
     return rule
@@ -232,6 +234,8 @@ def controller_reads(task: Task, effects: Effects, deferred: bool = False) -> Fr
             names |= set(value_refs(task.args.get(arg), "args").names)
             names |= {r.name for r in effects.reads if r.field == "loop"}
     names |= {r.name for r in effects.reads if r.field in BECOME_FIELDS}
+    # (a template lookup's file: the controller renders it before the batch)
+    names |= {r.name for r in effects.reads if r.field == "lookup_file"}
     return frozenset(names - loop_names(task))
 
 

@@ -39,8 +39,8 @@ import dataclasses
 
 import enum
 from dataclasses import dataclass
-from typing import (AbstractSet, Any, Dict, FrozenSet, Iterable, Iterator, List, Mapping,
-                    Optional, Sequence, Set, Tuple)
+from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List,
+                    Mapping, Optional, Sequence, Set, Tuple)
 
 import jinja2
 from jinja2 import nodes
@@ -162,6 +162,9 @@ class LookupCall:
     #: Free variables used in its arguments.
     reads: FrozenSet[str]
     source: str
+    #: Its constant terms (the arguments after the plugin's name) when every
+    #: argument is constant: the files a ``template`` lookup renders.
+    terms: Tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,9 @@ class Effects:
     tests: FrozenSet[str] = frozenset()
     #: Names the task's own ``vars:`` define (they do not shadow runtime writes).
     local: FrozenSet[str] = frozenset()
+    #: A ``template`` lookup of the task renders a file the planner could not
+    #: read (a computed name, or no reader given): it may read any name.
+    opaque_files: bool = False
 
     @property
     def read_names(self) -> FrozenSet[str]:
@@ -457,8 +463,9 @@ class _Visitor:
             for arg in call.args[1:]:
                 if isinstance(arg.as_const(), str):
                     self.read(arg.as_const(), bound)
+        terms = tuple(arg.as_const() for arg in call.args[1:]) if static else ()
         self.refs.lookups.append(LookupCall(plugin, self.field, static,
-                                            frozenset(reads), self.source))
+                                            frozenset(reads), self.source, terms))
         return True
 
 
@@ -521,8 +528,20 @@ def loop_names(task: Task) -> FrozenSet[str]:
     return frozenset(names)
 
 
-def analyze_task(task: Task) -> Effects:
-    """The reads, writes, lookups and hostvars accesses of one task."""
+#: ``(task, name) -> texts``: the template file ``name`` (a ``template``
+#: task's ``src``, a ``template`` lookup's term) as the controller finds it
+#: for ``task``, then the templates it includes (imports, extends); none when
+#: it is found nowhere (the task fails there), None when one cannot be read.
+TemplateFiles = Callable[[Task, str], Optional[Sequence[str]]]
+
+
+def analyze_task(task: Task, files: Optional[TemplateFiles] = None) -> Effects:
+    """The reads, writes, lookups and hostvars accesses of one task.
+
+    ``files`` reads the template files it renders: what they read counts as
+    read by the task (field ``template_file`` for a ``template`` task's,
+    rendered on the target; ``lookup_file`` for a ``template`` lookup's,
+    rendered by the controller before the batch)."""
     refs = TemplateRefs()
     where = task.location
     loop_bound = loop_names(task)
@@ -553,6 +572,7 @@ def analyze_task(task: Task) -> Effects:
         if source is not None:
             bound = set(loop_bound) | ({task.register} if task.register else set())
             scan(refs, source, "loop_control", frozenset(bound), where)
+    opaque = _template_files(refs, task, files, where)
     read_names = {r.name for r in refs.reads}
     return Effects(
         reads=frozenset(refs.reads),
@@ -563,7 +583,44 @@ def analyze_task(task: Task) -> Effects:
         filters=frozenset(refs.filters),
         tests=frozenset(refs.tests),
         local=frozenset(str(k) for k in (task.vars or {})),
+        opaque_files=opaque,
     )
+
+
+def _template_files(refs: "TemplateRefs", task: Task, files: Optional[TemplateFiles],
+                    where: Any) -> bool:
+    """Add to ``refs`` the names and hostvars the task's template files read
+    (see :func:`analyze_task`); True when a ``template`` lookup's file is
+    unknown (its name computed, or no ``files``)."""
+    named: List[Tuple[str, Any]] = []
+    opaque = False
+    if task.action == "template":
+        src = task.args.get("src", task.args.get("_raw_params"))
+        if isinstance(src, str) and not is_template(src):
+            named.append(("template_file", src))
+    for call in list(refs.lookups):
+        if call.plugin == "template" or call.plugin is None:
+            if call.static_args and call.plugin == "template" and files is not None:
+                named += [("lookup_file", term) for term in call.terms]
+            else:
+                opaque = True
+    for field, name in named:
+        texts = files(task, str(name)) if files is not None else None
+        if texts is None:
+            opaque = opaque or field == "lookup_file"
+            continue
+        for text in texts:
+            found = TemplateRefs()
+            try:
+                scan(found, text, field, frozenset(), where)
+            except PlanError:  # (rendering reports what is wrong with the file)
+                opaque = opaque or field == "lookup_file"
+                continue
+            refs.reads |= {Read(r.name, field) for r in found.reads}
+            for name_read in found.names:
+                refs.names.setdefault(name_read, field)
+            refs.hostvars.extend(h for h in found.hostvars if h not in refs.hostvars)
+    return opaque
 
 
 def expression_args(task: Task) -> Iterator[str]:
@@ -647,7 +704,8 @@ def writes_of(task: Task) -> FrozenSet[str]:
 # --------------------------------------------------------------- the program
 
 
-def analyze_program(program: Program) -> Tuple[Effects, ...]:
+def analyze_program(program: Program,
+                    files: Optional[TemplateFiles] = None) -> Tuple[Effects, ...]:
     """Effects of every entry, by entry index (implicit flushes write nothing).
 
     The include task heading a statically inlined include writes nothing
@@ -661,7 +719,7 @@ def analyze_program(program: Program) -> Tuple[Effects, ...]:
         if entry.implicit and entry.is_flush:
             out.append(NO_EFFECTS)
             continue
-        effects = analyze_task(entry.task)
+        effects = analyze_task(entry.task, files)
         if entry.index in heads:
             effects = dataclasses.replace(effects, writes=effects.writes & {ROLES})
         out.append(effects)
