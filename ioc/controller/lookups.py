@@ -14,10 +14,12 @@ batch is cut off by the planner first, so its arguments are known here.
 """
 from __future__ import annotations
 
+import collections.abc
 import datetime
 import glob
 import logging
 import os
+import re
 import secrets
 import string
 import subprocess
@@ -30,6 +32,7 @@ from ioc.agentless_runner.lookups import (PURE, LookupUnanswerable, called, firs
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
 from ioc.controller import plugins
 from ioc.controller.payloads import candidates
+from ioc.transport.spec import is_true
 from ioc.model import Block, Task, to_wire
 from ioc.planner.effects import expression_args
 
@@ -172,30 +175,74 @@ def _fileglob(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
     return out
 
 
-def _first_found(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
-    files: List[str] = []
-    paths: List[str] = list(listify(kwargs.get("paths") or []))
-    skip = bool(kwargs.get("skip", False))
+def _split_on(terms: Any, splitters: str) -> List[str]:
+    """first_found's "magic extra splitting": each text split on ``splitters``."""
+    if isinstance(terms, str):
+        return re.split("[%s]" % re.escape(splitters), terms)
+    out: List[str] = []
     for term in terms:
-        if isinstance(term, dict):
-            files += [str(f) for f in listify(term.get("files", []))]
-            paths += [str(p) for p in listify(term.get("paths", []))]
-            skip = skip or bool(term.get("skip", False))
+        out.extend(_split_on(term, splitters))
+    return out
+
+
+def _option_list(value: Any) -> List[Any]:
+    """A ``list`` option's value as Ansible's configuration makes it (a text
+    is split on commas)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",")]
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _first_found_options(given: Dict[str, Any]) -> Dict[str, Any]:
+    """The plugin's options as ``set_options(direct=given)`` leaves them:
+    every option not given is its default."""
+    return {"files": _option_list(given.get("files")), "paths": _option_list(given.get("paths")),
+            "skip": is_true(given.get("skip", False))}
+
+
+def _first_found_search(terms: Sequence[Any], options: Dict[str, Any]) -> List[str]:
+    """ansible-core's ``first_found._process_terms``: the names to try, in
+    order. A dict term sets the options anew (its ``files`` and ``paths``, and
+    ``paths`` for the names after it; the last one's ``skip`` holds); each of
+    a term's names is tried under each of the paths of the moment."""
+    search: List[str] = []
+    for term in terms:
+        if isinstance(term, collections.abc.Mapping):
+            options.update(_first_found_options(dict(term)))
+            files = options["files"]
+        elif isinstance(term, str):
+            files = [term]
+        elif isinstance(term, collections.abc.Sequence):
+            search.extend(_first_found_search(term, options))
+            continue
         else:
-            files += [str(f) for f in listify(term)]
-    files += [str(f) for f in listify(kwargs.get("files") or [])]
-    candidates = [os.path.join(p, f) for p in paths for f in files] if paths else files
+            raise LookupError_("Invalid term supplied. A string, dict or list is required, "
+                               "not %r)." % type(term).__name__)
+        names = _split_on(files, ",;")
+        paths = _split_on(options["paths"], ",:;")
+        if paths:
+            search.extend(os.path.join(path, name) for path in paths for name in names)
+        else:
+            search.extend(names)
+    return search
+
+
+def _first_found(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    options = _first_found_options(kwargs)
+    search = _first_found_search(terms or options["files"], options)
     # As Ansible's first_found: the subdirectory is named by the task's action
     # (include_vars searches ``vars/``, template ``templates/``); 2.19 names
     # none for a lookup() in a template, only for a with_first_found loop.
     subdir = next((s for s in ("template", "var", "file") if s in ctx.task.action), "file") + "s"
     if results.legacy() and not ctx.as_with:
         subdir = ""
-    for candidate in candidates:
+    for candidate in search:
         found = ctx.find(candidate, subdir)
         if found is not None:
             return [found]
-    if skip:
+    if options["skip"]:
         return []
     raise LookupError_("No file was found when using first_found.")
 
