@@ -332,6 +332,19 @@ def _native_type_name(obj):
     return type(obj).__name__
 
 
+#: The classes of ansible-core's own lazy containers, which a template
+#: reading a variable's list or dict sees (its error messages name them).
+_ANSIBLE_LAZY_CLASS = "ansible._internal._templating._lazy_containers.%s object"
+
+
+def _object_type_repr(obj):
+    """Jinja's ``object_type_repr`` of ``obj`` as ansible-core's templating
+    has it: a variable's list or dict is one of its lazy containers."""
+    if isinstance(obj, (_AnsibleLazyTemplateDict, _AnsibleLazyTemplateList)):
+        return _ANSIBLE_LAZY_CLASS % type(obj).__name__
+    return jinja2.utils.object_type_repr(obj)
+
+
 class _StrictUndefined(jinja2.StrictUndefined):
     """Any use fails, except ``is defined``, ``default`` and ``mandatory``.
 
@@ -346,15 +359,17 @@ class _StrictUndefined(jinja2.StrictUndefined):
     def _undefined_message(self):
         if self._undefined_hint:
             return self._undefined_hint
-        if self._undefined_obj is jinja2.utils.missing:
-            return "%r is undefined" % (self._undefined_name,)
-        # ansible-core 2.21's Marker hints: a missing attribute or string key,
-        # or a missing element (a key of any other type)
-        if isinstance(self._undefined_name, int):
-            return "%s object has no element %r" % (
-                _native_type_name(self._undefined_obj), self._undefined_name)
-        return "object of type %r has no attribute %r" % (
-            _native_type_name(self._undefined_obj), self._undefined_name)
+        name, obj = self._undefined_name, self._undefined_obj
+        if obj is jinja2.utils.missing:
+            return "%r is undefined" % (name,)
+        # ansible-core's Marker hint, for any name that is true (an element 1
+        # too); a false one (element 0, key '') keeps Jinja's own words, which
+        # name the class of the value as ansible-core has it
+        if name:
+            return "object of type %r has no attribute %r" % (_native_type_name(obj), name)
+        if not isinstance(name, str):
+            return "%s has no element %r" % (_object_type_repr(obj), name)
+        return "%r has no attribute %r" % (_object_type_repr(obj), name)
 
     def __getattr__(self, name):
         if name[:2] == "__":
