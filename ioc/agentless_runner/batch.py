@@ -818,10 +818,19 @@ class HostRun(HandlerRun, LoopRun):
         except TemplateError as exc:
             if not isinstance(exc, UndefinedVariableError):
                 # TaskExecutor.run defers only an undefined variable (to after
-                # `when`); any other error is the task's result as it is.
-                return results.failed_result(str(exc), _ioc_loop_error={
+                # `when`); any other error is the task's result as it is,
+                # about the list item whose template failed when there is one
+                item = None if getattr(exc, "plugin", None) else \
+                    _failing_item(templar, task.get("loop"))
+                failed = results.failed_result(str(exc), _ioc_loop_error={
                     "with": bool(getattr(exc, "loop_with", False)),
-                    "plugin": getattr(exc, "plugin", None), "cause": getattr(exc, "cause", None)})
+                    "plugin": getattr(exc, "plugin", None), "cause": getattr(exc, "cause", None),
+                    "item": item})
+                written = _nth((task.get("origins") or {}).get("loop_items") or (), item) \
+                    if item is not None else None
+                if written:  # (ioc-run's console: the error is about the item)
+                    failed["_ioc_error_at"] = written
+                return failed
             # L2.3: an undefined loop is skipped when `when` is false.
             skipped = self.check_when(task, templar)
             if skipped is not None:
@@ -1461,6 +1470,19 @@ def _argument_chain(task, exc):
     if file:  # (a template lookup's file's own error: about the file)
         source = file[0] if not file[1] else "%s:%d" % tuple(file)
     return [[causes[0] + ".", action], [causes[1] + ".", written], [causes[2], source or written]]
+
+
+def _failing_item(templar, loop):
+    """The index of the first item of a ``loop`` list whose template fails
+    (where ansible-core's error about the loop points); None otherwise."""
+    if not isinstance(loop, list):
+        return None
+    for number, item in enumerate(loop):
+        try:
+            templar.template(item)
+        except TemplateError:
+            return number
+    return None
 
 
 def _failing_path(templar, value, path):

@@ -957,7 +957,10 @@ def _loop_exception(task: Any, data: Dict[str, Any], error: Mapping[str, Any]) -
 
     def failure() -> AnsibleError:
         if not error.get("plugin"):
-            return AnsibleError(str(data.get("msg", "")), obj=task.loop)
+            item = error.get("item")
+            about = task.loop[item] if isinstance(item, int) and isinstance(task.loop, list) \
+                and item < len(task.loop) else task.loop  # (the item whose template failed)
+            return AnsibleError(str(data.get("msg", "")), obj=about)
         try:
             try:
                 # (from None: on 2.19, called while handling the ImportError that chose it)

@@ -164,14 +164,15 @@ class PlaySink(StepSink):
 #: an unreachable host's connection was lost while its batch ran (ioc-adhoc
 #: --retries tries again only hosts never connected); what the engine's error
 #: says to do (its help text: an untrusted value's); a loop's items that could
-#: not be had (a with_<lookup> plugin's failure has no origin).
+#: not be had (a with_<lookup> plugin's failure has no origin); where an error
+#: is about (a loop item whose template failed).
 _FOR_CALLBACKS = frozenset({"_ioc_raised", "_ioc_action_failure", "_ioc_until_exhausted",
                             "_ioc_error_origin", "_ioc_condition_error", "_ioc_label_error",
                             "_ioc_break_when_error",
                             "_ioc_marker_warnings", "_ioc_conditional_templates",
                             "_ioc_deprecations", "_ioc_const_warnings", "_ioc_error_chain",
                             "_ioc_warning_causes", "_ioc_lost", "_ioc_no_error", "_ioc_uncensored",
-                            "_ioc_error_help", "_ioc_loop_error"})
+                            "_ioc_error_help", "_ioc_loop_error", "_ioc_error_at"})
 
 
 def _shown(result: Dict[str, Any]) -> Dict[str, Any]:

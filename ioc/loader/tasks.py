@@ -512,6 +512,8 @@ def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
     for key in ds:
         if (key == "loop" or str(key).startswith("with_")) and not isinstance(ds[key], list):
             out["loop"] = value_origins(ds, key, 1)
+        elif key == "loop" or str(key).startswith("with_"):  # (an item's error is about it)
+            out["loop_items"] = value_origins(ds, key, len(ds[key]))
     if isinstance(ds.get("delegate_to"), str) and any(value_origins(ds, "delegate_to", 1)):
         out["delegate_to"] = value_origins(ds, "delegate_to", 1)
     notify = ds.get("notify")
