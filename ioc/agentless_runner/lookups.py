@@ -21,6 +21,7 @@ import re
 
 from jinja2.runtime import Undefined
 
+from ioc.agentless_runner import context
 from ioc.agentless_runner.template_errors import TemplateError, UndefinedVariableError
 from ioc.agentless_runner.templating import to_builtin, undefined as _undefined
 
@@ -434,6 +435,8 @@ class Lookups(object):
             # failed before the batch: asked again now that the task runs (an
             # earlier task may have made what it reads), once per task and item
             answer = self.table[table_key] = self.late(plugin, terms, kwargs)
+        for text in (answer.get("warnings") or ()) if isinstance(answer, dict) else ():
+            context.warn(text)  # (what the controller's plugin said: the task's warnings)
         if isinstance(answer, dict) and "error" in answer:
             if answer.get("missing"):
                 raise LookupUnanswerable(answer["error"])

@@ -62,6 +62,12 @@ class LookupContext:
         self.template_of = template_of
         #: Called for the task's ``with_<lookup>`` loop, not from a template.
         self.as_with = False
+        #: What the plugin said with ``display.warning`` (the task's result has them).
+        self.warnings: List[str] = []
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def find(self, name: str, subdir: str) -> Optional[str]:
         for candidate in self.search(name, subdir):
@@ -164,13 +170,28 @@ def _lines(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List
 
 
 def _fileglob(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    """ansible-core's ``fileglob``: a term with a directory globs in the first
+    place that directory is found (``files`` first; a warning when it is
+    nowhere), one without globs ``<dir>/files`` then ``<dir>`` of each
+    ``ansible_search_path`` directory until one matches; unsorted (L2.4)."""
     out: List[Any] = []
     for term in terms:
-        directory, pattern = os.path.split(str(term))
-        for base in ctx.search(directory or ".", "files"):
-            found = [p for p in glob.glob(os.path.join(base, pattern)) if os.path.isfile(p)]
-            if found:
-                out.extend(found)  # unsorted, like Ansible (L2.4)
+        term = str(term)
+        pattern = os.path.basename(term)
+        if pattern != term:
+            found = ctx.find(os.path.dirname(term), "files")
+            if found is None:
+                ctx.warn("Unable to find '%s' in expected paths (use -vvvvv to see paths)"
+                         % os.path.dirname(term))
+            places = [found] if found is not None else []
+        else:
+            places = []
+            for directory in ctx.task.search_path or (ctx.basedir,):
+                places += [os.path.join(directory, "files"), directory]
+        for place in places:
+            matched = [p for p in glob.glob(os.path.join(place, pattern)) if os.path.isfile(p)]
+            if matched:
+                out.extend(matched)
                 break
     return out
 
@@ -306,6 +327,7 @@ class _Recorder:
             # ansible-core's own, which take no undefined term: the lookup's value is it
             self.table[table_key] = {"value": undefined}
         if table_key not in self.table:
+            ctx: Optional[LookupContext] = None
             try:
                 if plugin in PLUGINS:
                     ctx = self.ctx_for()
@@ -331,6 +353,8 @@ class _Recorder:
                 self.table[table_key] = {"error": str(exc)}
                 if getattr(exc, "file", None):
                     self.table[table_key]["file"] = exc.file
+            if ctx is not None and ctx.warnings:  # (the runner adds them to the task's result)
+                self.table[table_key]["warnings"] = list(ctx.warnings)
         answer = self.table[table_key]
         if "error" in answer:
             error = (LookupUnanswerable if answer.get("missing") else TemplateError)(answer["error"])
