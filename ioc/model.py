@@ -305,6 +305,9 @@ class Play:
     #: Where the name was written: the ``name:`` value, or the ``hosts:`` one
     #: for a play without a name (what an error templating it points at).
     name_location: Optional[Location] = None
+    #: Where each of the play's own ``vars`` was written (``path:line:col``):
+    #: an error about such a variable's value names it.
+    var_origins: Mapping[str, str] = field(default_factory=dict)
     #: Merged data of ``vars_files``, above ``vars`` (L6.3).
     vars_files: Mapping[str, Any] = field(default_factory=dict)
     #: Merged ``defaults/`` of every role in the play: lowest precedence.

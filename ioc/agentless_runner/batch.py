@@ -1113,7 +1113,8 @@ class HostRun(HandlerRun, LoopRun):
                 failed["_ioc_error_plugin"] = exc.plugin
             if getattr(exc, "file", None):  # (the bridge's chain: the error's own origin)
                 failed["_ioc_error_cause_file"] = list(exc.file)
-            chain = getattr(exc, "chain", None) or _argument_chain(task, exc)
+            chain = getattr(exc, "chain", None) or _argument_chain(
+                task, exc, self._play_var_origin(templar, getattr(exc, "variable", None)))
             if chain:
                 failed["_ioc_error_chain"] = chain
             return failed
@@ -1238,6 +1239,14 @@ class HostRun(HandlerRun, LoopRun):
             return
         if diff_mode and not self._truthy(task.get("no_log"), templar):
             self.emit({"e": "diff", "k": key, "result": dict(result)})
+
+    def _play_var_origin(self, templar, name):
+        """Where the play var ``name`` was written, if the value the task read
+        is that one (no layer above the play's defines it); else None."""
+        origin = (self.options.get("var_origins") or {}).get(name) if name else None
+        if origin is None:
+            return None
+        return origin if _defining_layer(templar.variables, name) is self.play_vars else None
 
     @staticmethod
     def _template_args(task, templar):
@@ -1444,11 +1453,25 @@ def _task_failed(exc):
     return "Task failed: %s" % (exc,)
 
 
-def _argument_chain(task, exc):
+def _defining_layer(variables, name):
+    """The layer of ``variables`` (a ChainMap of layers, nested) whose value
+    of ``name`` is the one read; None if none defines it."""
+    for layer in getattr(variables, "maps", None) or ():
+        if isinstance(layer, ChainMap):
+            found = _defining_layer(layer, name)
+            if found is not None:
+                return found
+        elif name in layer:
+            return layer
+    return None
+
+
+def _argument_chain(task, exc, play_var_origin=None):
     """The [message, origin] links 2.21 chains under "Task failed." for an
     argument that could not be templated (the action's keyword, the argument's
-    value, the variable whose value failed, as the loader recorded them);
-    [] when one of the first two is unknown."""
+    value, the variable whose value failed, as the loader recorded them, or
+    ``play_var_origin`` for a play var); [] when one of the first two is
+    unknown."""
     argument = getattr(exc, "argument", None)
     causes = getattr(exc, "causes", None)
     if argument is None or causes is None:
@@ -1459,8 +1482,8 @@ def _argument_chain(task, exc):
     if not action or not written:
         return []
     variable = getattr(exc, "variable", None)
-    source = _nth(origins.get("var:%s" % variable) or (), 0) if variable else \
-        _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
+    source = (_nth(origins.get("var:%s" % variable) or (), 0) or play_var_origin) if variable \
+        else _nth(origins.get("arg:%s" % ".".join(getattr(exc, "path", [argument]))) or (), 0)
     plugin = getattr(exc, "plugin", None)
     if plugin:  # a plugin's error about a value: a part of its own, at the value's origin
         head, said, obj, help_text, origin = plugin

@@ -824,13 +824,26 @@ def _written_variable(task: Any, variable: str) -> List[Any]:
 
 
 def _variable_value(task: Any, variable: Any) -> Any:
-    """The (origin-tagged) value of the task's or an enclosing block's var ``variable``."""
-    holder = task
-    while variable is not None and holder is not None:
+    """The (origin-tagged) value of the task's or an enclosing block's var
+    ``variable``, else of its role's ``vars/``, the play's ``vars`` or its
+    role's ``defaults/``, in that order of precedence (where ansible-core's
+    error about a variable's value says it was written)."""
+    if variable is None:
+        return None
+    holder, play = task, None
+    while holder is not None:
         found = (getattr(holder, "vars", None) or {}).get(variable)
         if found is not None:
             return found
+        play = play or getattr(holder, "_play", None)
         holder = getattr(holder, "_parent", None)
+    role = getattr(task, "_role", None)
+    layers = [getattr(role, "_role_vars", None), getattr(play, "vars", None),
+              getattr(role, "_default_vars", None)]
+    for layer in layers:
+        found = layer.get(variable) if isinstance(layer, Mapping) else None
+        if found is not None:
+            return found
     return None
 
 

@@ -1398,6 +1398,14 @@ class PlayExecutor:
         return {**self.static_layers["play"], **own, **self.plan.program.play.role_vars} \
             if own else self.static_layers["play"]
 
+    def _play_var_origins(self) -> Dict[str, str]:
+        """Where the play's own ``vars`` the step reads were written, for
+        those neither its ``vars_files`` nor its roles' ``vars/`` override."""
+        play = self.plan.program.play
+        return {name: origin for name, origin in play.var_origins.items()
+                if (self.reads is None or name in self.reads)
+                and name not in play.vars_files and name not in play.role_vars}
+
     def _options(self, step: Step, active: List[str],
                  host: Optional[str] = None) -> Dict[str, Any]:
         options: Dict[str, Any] = {"check": self.ctx.options.check, "diff": self.ctx.options.diff}
@@ -1417,6 +1425,9 @@ class PlayExecutor:
             options["quiet_deprecations"] = True
         if self.ctx.options.allow_broken_conditionals:
             options["allow_broken_conditionals"] = True
+        origins = self._play_var_origins()
+        if origins:  # (an argument's error names where the play var it read was written)
+            options["var_origins"] = origins
         if isinstance(step, Batch) and step.checks:
             options["checks"] = {str(i): list(names) for i, names in step.checks
                                  if i > step.start}

@@ -19,7 +19,7 @@ from ioc.loader.substitute import render_static
 from ioc.loader.tasks import (
     INHERITABLE, PlayState, Scope, canonical_action, check_debugger, collections_of,
     conditions, expand_roles_section, module_defaults_of, parse_handlers, parse_tasks,
-    tag_list, to_bool, union, vars_of,
+    tag_list, to_bool, union, var_origins, vars_of,
 )
 from ioc.loader.yamlsrc import (
     item_locations, key_location, load_yaml_file, location_of, plain, value_location,
@@ -198,6 +198,7 @@ def _load_play(ds: Mapping[str, Any], path: str, extra_vars: Mapping[str, Any], 
         location=where,
         name_location=value_location(ds, "name" if ds.get("name") else "hosts", where),
         vars=play_vars,
+        var_origins=var_origins(ds),
         vars_files=files_vars,
         role_defaults=state.role_defaults,
         role_vars=state.role_vars,

@@ -165,7 +165,7 @@ class Scope:
             inherited={**self.inherited, **own},
             module_defaults=self.module_defaults + module_defaults_of(ds, where),
             collections=collections_of(ds, where, self.collections),
-            var_origins={**self.var_origins, **_var_origins(ds)},
+            var_origins={**self.var_origins, **var_origins(ds)},
         )
 
     def entering(self, path: str, where: Location) -> "Scope":
@@ -507,7 +507,7 @@ def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
     delegate_to, notify names and environment values were written (see
     :attr:`Task.origins`)."""
     out = _argument_origins(ds)
-    for name, origin in {**scope.var_origins, **_var_origins(ds)}.items():
+    for name, origin in {**scope.var_origins, **var_origins(ds)}.items():
         out["var:" + name] = (origin,)
     for key in ds:
         if (key == "loop" or str(key).startswith("with_")) and not isinstance(ds[key], list):
@@ -541,8 +541,8 @@ def _origins(ds: Mapping[str, Any], scope: Scope) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _var_origins(ds: Mapping[str, Any]) -> dict[str, str]:
-    """Where each of the ``vars`` of ``ds`` (a task, block or import) was written."""
+def var_origins(ds: Mapping[str, Any]) -> dict[str, str]:
+    """Where each of the ``vars`` of ``ds`` (a play, task, block or import) was written."""
     value = ds.get("vars")
     layers = value if isinstance(value, list) else [value]
     out = {}
@@ -866,7 +866,7 @@ def _expand_role(
     inner = dataclasses.replace(outer, role=files.name, role_path=path, role_collection=collection,
                                 role_paths=outer.role_paths + (path,),
                                 collections=files.collections or None,
-                                var_origins={**origins, **_var_origins(keywords)},
+                                var_origins={**origins, **var_origins(keywords)},
                                 role_params=chain_params, role_defaults=chain_defaults)
     _collect_role_handlers(files, inner, role_vars)
     body = _role_tasks(files, inner, where, froms.get("tasks_from", "main"),
