@@ -104,8 +104,10 @@ def _subelements(terms, variables):
     else:
         elements = terms[0]
     flags = terms[2] if len(terms) == 3 else {}
-    if not isinstance(flags, dict) and not all(k in ("skip_missing",) for k in flags):
-        fail("the optional third item must be a dict with flags ('skip_missing',)")
+    if not isinstance(flags, dict) and not all(isinstance(k, str) and k == "skip_missing"
+                                               for k in flags):
+        # (ansible-core formats its one-flag tuple with %: the flag's name alone)
+        fail("the optional third item must be a dict with flags skip_missing")
     out = []
     for element in elements:
         if not isinstance(element, dict):
@@ -300,7 +302,11 @@ def called(results, plugin, terms, kwargs, wantlist):
     ``isinstance(term, list)`` checks treat ``lookup('indexed_items', var)``
     as ``lookup('indexed_items', [...])``; an undefined value among them
     fails the template whatever ``errors`` says, as it does in Ansible."""
-    if plugin in _OWN_MARKERS_ACCEPTED:  # (an undefined term fails, as before 2.21)
+    if plugin in TAKE_UNDEFINED:  # (env's default may be undefined: it is handed on)
+        terms = [to_builtin(t) for t in terms]
+        kwargs = {n: _builtin_term(v) if n == "default" else to_builtin(v)
+                  for n, v in kwargs.items()}
+    elif plugin in _OWN_MARKERS_ACCEPTED:  # (an undefined term fails, as a lookup() call's)
         terms, kwargs = [to_builtin(t) for t in terms], {n: to_builtin(v) for n, v in kwargs.items()}
     else:
         terms = [_builtin_term(term) for term in terms]
@@ -330,6 +336,9 @@ UNDEFINED = "__ioc_undefined__"
 #: ``env``'s default, ``first_found``'s terms), which ioc's controller runs itself
 #: and which take no undefined term there.
 _OWN_MARKERS_ACCEPTED = frozenset({"env", "first_found"})
+#: Of those, the ones ioc hands an undefined option to (``env``'s ``default``,
+#: its value where the variable is not set).
+TAKE_UNDEFINED = frozenset({"env"})
 
 
 def _builtin_term(value):

@@ -9,7 +9,7 @@ registered result in scope (L2.7), and is reported as it ends.
 import time
 from contextlib import nullcontext
 
-from ioc.agentless_runner import results
+from ioc.agentless_runner import results, templating
 from ioc.agentless_runner.flow import LoopTypeError, as_bool, native_type_name, safe_template
 from ioc.agentless_runner.lookups import listify
 from ioc.agentless_runner.template_errors import conditional_error_text
@@ -21,11 +21,25 @@ from ioc.agentless_runner.templating import (DeprecatedReads, Templar, Templated
 _POST_VALIDATED = ("loop_var", "index_var", "pause", "extended", "extended_allitems")
 
 
+#: ``with_<lookup>`` loops whose plugin takes undefined terms, which
+#: TaskExecutor's call leaves out (``invoked_as_with``).
+_OMIT_UNDEFINED = frozenset({"first_found", "ansible.builtin.first_found"})
+
+
+def loop_terms(loop, kind, templar):
+    """The items of a ``loop`` (``kind`` None), or the terms a ``with_<kind>``
+    loop hands its lookup: templated, an undefined one left out where the
+    plugin takes them (``first_found``: "{{ missing }}foo" is no candidate)."""
+    if kind in _OMIT_UNDEFINED:
+        return templating.template_omitting_undefined(templar, loop)
+    return templar.template(loop)
+
+
 class LoopRun(object):
     """The items of one looped task (see the module doc)."""
 
     def loop_items(self, task, templar):
-        items = templar.template(task["loop"])
+        items = loop_terms(task["loop"], task.get("loop_with"), templar)
         kind = task.get("loop_with")
         if kind is not None:
             # with_<lookup>: the loop terms go to the lookup, which returns the items.

@@ -450,6 +450,44 @@ class ReplacingMarkers(Recorder):
                  "var": w["var"], "template": w["template"]} for w in out]
 
 
+class _OmittingMarkers(ReplacingMarkers):
+    """:class:`ReplacingMarkers` whose stand-in is a token
+    :func:`template_omitting_undefined` finds again."""
+
+    TOKEN = "\x00ioc-undefined\x00"
+
+    def replace(self, value):
+        ReplacingMarkers.replace(self, value)
+        return self.TOKEN
+
+
+#: What :func:`template_omitting_undefined` leaves out.
+_OMITTED = object()
+
+
+def template_omitting_undefined(templar, value):
+    """``value`` templated as ansible-core hands a ``with_<lookup>`` loop's
+    terms to a plugin that takes undefined ones (``first_found``'s
+    ``_recurse_terms`` with ``omit_undefined``): a term, list item or dict
+    value whose template met an undefined value is left out, at any depth."""
+    with _OmittingMarkers():
+        templated = templar.template(value)
+    kept = _omit_undefined(templated)
+    return [] if kept is _OMITTED else kept
+
+
+def _omit_undefined(value):
+    if isinstance(value, str):
+        return _OMITTED if _OmittingMarkers.TOKEN in value else value
+    if isinstance(value, dict):
+        pairs = ((k, _omit_undefined(v)) for k, v in value.items())
+        return {k: v for k, v in pairs if v is not _OMITTED}
+    if isinstance(value, (list, tuple)):
+        kept = [v for v in map(_omit_undefined, value) if v is not _OMITTED]
+        return tuple(kept) if isinstance(value, tuple) else kept
+    return value
+
+
 def _markers():
     return getattr(LOCAL, "markers", None)
 
@@ -788,7 +826,7 @@ _LOOKUP_FUNCTIONS = ("lookup", "query", "q")
 
 
 #: ansible-core's ``undef()`` without a hint says this.
-_UNDEF_DEFAULT = "Mandatory variable has not been overridden"
+UNDEF_DEFAULT = "Mandatory variable has not been overridden"
 
 
 def _undef(hint=None):
@@ -799,7 +837,7 @@ def _undef(hint=None):
     if hint is not None and not isinstance(hint, str):
         raise TemplateError("The 'hint' argument must be of type 'str' or 'NoneType', not %r."
                             % (_native_type_name(hint),))
-    return _StrictUndefined(hint=hint) if hint else _SourcelessUndefined(hint=_UNDEF_DEFAULT)
+    return _StrictUndefined(hint=hint) if hint else _SourcelessUndefined(hint=UNDEF_DEFAULT)
 
 
 class _SourcelessUndefined(_StrictUndefined):

@@ -27,8 +27,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ioc.agentless_runner import results, templating
 from ioc.agentless_runner.batch import HostRun, Scope, lookup_scope
-from ioc.agentless_runner.lookups import (PURE, LookupUnanswerable, called, first_undefined,
-                                          key, listify)
+from ioc.agentless_runner.loops import loop_terms
+from ioc.agentless_runner.lookups import (PURE, TAKE_UNDEFINED, UNDEFINED, LookupUnanswerable,
+                                          called, first_undefined, is_undefined, key, listify)
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
 from ioc.controller import plugins
 from ioc.controller.payloads import candidates
@@ -146,8 +147,17 @@ def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
 
 
 def _env(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    """ansible-core's ``env``: a variable's value, else ``default`` (which may
+    be undefined, ``undef()``'s own hint then naming the variable)."""
     default = kwargs.get("default", "")
-    return [os.environ.get(str(term), default) for term in terms]
+    out = []
+    for term in terms:
+        name = str(term).split()[0]
+        value = os.environ.get(name, default)
+        if is_undefined(value) and value[UNDEFINED] == templating.UNDEF_DEFAULT:
+            value = {UNDEFINED: "The environment variable %r is not set." % name}
+        out.append(value)
+    return out
 
 
 def _run(command: str, ctx: LookupContext) -> str:
@@ -323,7 +333,7 @@ class _Recorder:
         if plugin in PURE:  # (the runner answers it, an undefined term as here)
             return undefined if undefined is not None else PURE[plugin](terms, None)
         table_key = key(plugin, terms, kwargs)
-        if undefined is not None and plugin in PLUGINS:
+        if undefined is not None and plugin in PLUGINS and plugin not in TAKE_UNDEFINED:
             # ansible-core's own, which take no undefined term: the lookup's value is it
             self.table[table_key] = {"value": undefined}
         if table_key not in self.table:
@@ -463,7 +473,7 @@ def _render_task(task: Task, wire: Dict[str, Any], hostrun: HostRun,
     overlays: List[Optional[Dict[str, Any]]] = [None]
     if task.loop is not None:
         try:
-            terms = templar.template(task.loop)
+            terms = loop_terms(task.loop, task.loop_with, templar)
             recorder.as_with = True
             items = templar.variables["query"](task.loop_with, *listify(terms)) \
                 if task.loop_with is not None else terms
