@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections.abc
 import datetime
 import glob
+import json
 import logging
 import os
 import re
@@ -419,11 +420,20 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
     # the batch may make what it reads (a template on a host whose connection
     # is local writes the file a lookup('file') reads), as Ansible runs it
     # only then. The runner asks for such an answer again (``Lookups.late``).
+    # So is one that found nothing (fileglob's [], its warning of a directory
+    # found nowhere, first_found's skip): that file may be made by then too.
     for table in tables.values():
-        for answer in table.values():
+        for table_key, answer in table.items():
             if "error" in answer and not answer.get("missing"):
                 answer["late"] = True
+            elif json.loads(table_key)[0] in _FINDS_FILES and (
+                    answer.get("warnings") or answer.get("value") == []):
+                answer["late"] = True
     return {k: v for k, v in tables.items() if v}
+
+
+#: Controller lookups whose answer is the files they find.
+_FINDS_FILES = frozenset({"fileglob", "first_found"})
 
 
 def late(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...], basedir: str,
