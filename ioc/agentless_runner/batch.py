@@ -1270,7 +1270,8 @@ class HostRun(HandlerRun, LoopRun):
                 # variable whose value failed (ansible-core's origin of the error)
                 error.argument, error.variable = name, getattr(exc, "variable", None)
                 error.causes = causes
-                plugin = getattr(exc, "plugin", None)  # a filter's or test's error about a value
+                # a plugin's error about a value (a filter's, a test's; a lookup's parts)
+                plugin = getattr(exc, "parts", None) or getattr(exc, "plugin", None)
                 error.plugin = plugin if isinstance(plugin, list) else None  # (not a lookup's name)
                 error.file = getattr(exc, "file", None)  # (a template lookup's file's error)
                 error.path = _failing_path(templar, value, [str(name)])

@@ -248,6 +248,13 @@ def _one_sequence(o):
 def _vars(terms, variables, default=None):
     out = []
     for term in terms:
+        if not isinstance(term, str):
+            said = "Variable name must be 'str' not %r." % type(term).__name__
+            error = LookupFailure("The lookup plugin 'vars' failed: %s" % said,
+                                  plugin="vars", cause=said)
+            # (a "caused by" of its own, about the term: a value of no known origin)
+            error.parts = ["The lookup plugin 'vars' failed", said, str(term), None, None]
+            raise error
         if term in variables:
             out.append(variables[term])
         elif default is not None:
