@@ -39,7 +39,7 @@ from ioc.agentless_runner.flow import (BatchEnd, EndHost, EndRole, Failure, Host
                                        Scope, as_bool, notification_names, safe_template,
                                        template_name)
 from ioc.agentless_runner.handlers import HandlerRun
-from ioc.agentless_runner.lookups import Lookups, listify, key as lookup_key
+from ioc.agentless_runner.lookups import LookupFailure, Lookups, listify, key as lookup_key
 from ioc.agentless_runner.loops import LoopRun
 from ioc.agentless_runner.template_errors import (UndefinedVariableError, UntrustedTemplateError,
                                                   conditional_error_text)
@@ -1269,6 +1269,10 @@ class HostRun(HandlerRun, LoopRun):
                 # where the console's "caused by" chain points: the argument, and the
                 # variable whose value failed (ansible-core's origin of the error)
                 error.argument, error.variable = name, getattr(exc, "variable", None)
+                if isinstance(exc, LookupFailure) and not getattr(exc, "parts", None):
+                    # (a lookup plugin's failure has no origin of its own: 2.21's
+                    # error is about the argument, whatever variable called it)
+                    error.variable = None
                 error.causes = causes
                 # a plugin's error about a value (a filter's, a test's; a lookup's parts)
                 plugin = getattr(exc, "parts", None) or getattr(exc, "plugin", None)
