@@ -82,6 +82,12 @@ def run_batch(batch, sender, econtext=None):
         RUN[0] = run
         CALLS[0] = 0
     CALLS[0] += 1
+    local_dir = (batch.get("options") or {}).get("local_dir")
+    if local_dir and os.access(local_dir, os.X_OK):
+        # A local connection's modules start in the play's directory
+        # (ActionBase._low_level_execute_command): ioc's own modules run in
+        # this process, which serves one host, and a relative path is there.
+        os.chdir(local_dir)
     plugins = batch.get("plugins") or {}
     for kind in plugins:
         templating.declare_foreign(kind, plugins[kind])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -2942,3 +2943,41 @@ def test_a_registered_task_error_has_ansibles_exception_not_the_runners_tracebac
     assert '"msg": "(traceback unavailable)"' in batch.stdout
     assert "Traceback" not in batch.stdout
     assert batch.steps and not batch.through_ansible, batch.log
+
+
+LOCAL_RELATIVE_PLAY = """
+- hosts: web
+  gather_facts: false
+  tasks:
+    - file:
+        path: made_{{ inventory_hostname }}
+        state: directory
+    - copy:
+        content: x
+        dest: made_{{ inventory_hostname }}/a.txt
+    - stat:
+        path: made_{{ inventory_hostname }}/a.txt
+      register: seen
+    - debug:
+        msg: "{{ seen.stat.exists }} {{ q('fileglob', 'made_' ~ inventory_hostname ~ '/*.txt') | map('basename') }}"
+"""
+
+
+def test_a_local_connections_relative_paths_are_in_the_plays_directory(ansible, ansible_python):
+    """A local connection's modules start in the play's directory, wherever
+    ansible-playbook runs (the lookup_fileglob target's issue72873: run from
+    the target's directory, its playbook in a subdirectory): ioc's own
+    modules (file, copy, stat...) wrote and read relative paths in the
+    runner's working directory, the one ansible-playbook was started in."""
+    ansible.write("sub/play.yml", LOCAL_RELATIVE_PLAY)
+    inventory = ansible.write("hosts.ini", local_inventory(ansible_python, ("h1",)))
+    made = ansible.workdir / "sub" / "made_h1"
+    linear = ansible.run("sub/play.yml", str(inventory), "linear")
+    assert (made / "a.txt").read_text() == "x"
+    shutil.rmtree(made)
+    batch = ansible.run("sub/play.yml", str(inventory), "mitogen_batch")
+    assert linear.rc == 0, linear.stdout + linear.stderr
+    assert '"msg": "True [\'a.txt\']"' in linear.stdout, linear.stdout
+    assert_same_output(linear, batch)
+    assert (made / "a.txt").read_text() == "x"
+    assert not (ansible.workdir / "made_h1").exists()

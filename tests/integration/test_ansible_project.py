@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -1022,3 +1023,24 @@ def test_refresh_inventory_as_linear_refreshes_it(tmp_path):
     assert theirs.returncode == 0, theirs.stdout + theirs.stderr
     assert ours.returncode == 0, ours.stdout + ours.stderr
     assert ours.stdout.split("\nioc: ")[0].rstrip() == theirs.stdout.rstrip()
+
+
+def test_a_local_connections_relative_paths_are_in_the_plays_directory(tmp_path):
+    """ioc-run run from a directory above its playbook: a local connection's
+    modules start in the play's directory, as ansible-playbook's do; ioc's
+    own modules wrote relative paths where ioc-run was started."""
+    from tests.ansible.test_mitogen_batch_fidelity import LOCAL_RELATIVE_PLAY
+
+    write(tmp_path / "sub" / "play.yml", LOCAL_RELATIVE_PLAY)
+    write(tmp_path / "hosts", "[web]\nh1 ansible_connection=local ansible_python_interpreter=%s\n"
+          % sys.executable)
+    made = tmp_path / "sub" / "made_h1"
+    theirs = ansible_playbook(tmp_path, "-i", "hosts", "sub/play.yml")
+    assert (made / "a.txt").read_text() == "x"
+    shutil.rmtree(made)
+    ours = ioc(tmp_path, "-i", "hosts", "sub/play.yml")
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert ours.stdout.split("\nioc: ")[0].rstrip() == theirs.stdout.rstrip()
+    assert (made / "a.txt").read_text() == "x"
+    assert not (tmp_path / "made_h1").exists()
