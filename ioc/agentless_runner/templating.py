@@ -385,7 +385,9 @@ def _fail_undefined(value):
     try:
         value._fail_with_undefined_error()
     except jinja2.UndefinedError as exc:
-        raise UndefinedVariableError(str(exc)) from None
+        error = UndefinedVariableError(str(exc))
+        error.variable = getattr(exc, "variable", None)  # (a variable's undefined value's)
+        raise error from None
 
 
 class _Marker(_StrictUndefined):
@@ -850,6 +852,25 @@ class _SourcelessUndefined(_StrictUndefined):
         error = UndefinedVariableError(self._undefined_message)
         error.variable = ""  # (not None: no enclosing variable is named either)
         raise error
+
+
+class _VariableUndefinedError(jinja2.UndefinedError):
+    """Jinja's error for a :func:`_undefined_variable` used: ``variable`` is
+    the variable whose template met the undefined value (where the error is)."""
+
+    def __init__(self, message, variable):
+        jinja2.UndefinedError.__init__(self, message)
+        self.variable = variable
+
+
+def _undefined_variable(exc):
+    """The value of a variable whose template met an undefined value (``exc``):
+    as ansible-core (2.14+) templates variables lazily, ``default`` and ``is
+    defined`` see it as undefined, and any other use fails with that error,
+    about the variable whose template met it."""
+    variable = getattr(exc, "variable", None)
+    return _StrictUndefined(hint=str(exc),
+                            exc=lambda message: _VariableUndefinedError(message, variable))
 
 
 def _lookup_on_target(*args, **kwargs):
@@ -1326,7 +1347,9 @@ def _translate(exc, source, kind="template"):
     "Error rendering <kind>." with the exception as its cause, which the
     error chain shows as "Error rendering <kind>: <exception>"."""
     if isinstance(exc, jinja2.UndefinedError):
-        return UndefinedVariableError(str(exc))
+        error = UndefinedVariableError(str(exc))
+        error.variable = getattr(exc, "variable", None)  # (a variable's undefined value's)
+        return error
     if isinstance(exc, RecursionError):
         return _recursion_error(source)
     if isinstance(exc, jinja2.TemplateError):
@@ -1672,15 +1695,16 @@ class Templar(object):
         if found is None:
             raise KeyError(name)
         raw, layer = found
-        if layer is None:
-            value = self._resolve(name, raw)
-        elif layer.__class__ is Results and layer.holds_template(name, raw):
-            value = self._resolve(name, raw, results=True)
-        elif layer.__class__ is Deprecated:
+        if layer.__class__ is Deprecated:
             layer.read(name)
             # (not cached: each template that reads it must say so; ``vars``,
             # every variable, is read as each one's layer has it)
             return self.lazy(raw) if raw.__class__ is collections.ChainMap else raw
+        if layer is None or layer.__class__ is Results and layer.holds_template(name, raw):
+            try:
+                value = self._resolve(name, raw, results=layer is not None)
+            except UndefinedVariableError as exc:  # (its reader may default it, or test it)
+                value = _undefined_variable(exc)
         else:
             value = raw
         self._cache[name] = value
