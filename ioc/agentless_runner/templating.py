@@ -551,6 +551,11 @@ def _builtin(value, mode, source):
                 recorder.add(unsupported_in_storage(value, list), source)
     if mode == _ARG and isinstance(value, tuple):  # (a filter's tuples reach the next one)
         return tuple(_builtin(v, mode, source) for v in value)
+    if isinstance(value, jinja2.environment.TemplateModule):
+        try:  # (an imported template as a value: its text, as finalizing makes it)
+            return "".join(map(str, value._body_stream))
+        except jinja2.UndefinedError as exc:
+            raise _translate(exc, source) from None
     if isinstance(value, (list, tuple, set, frozenset,
                           collections.abc.Iterator, collections.abc.MappingView,
                           types.GeneratorType)):
@@ -1676,7 +1681,7 @@ class Templar(object):
             compiled = _compile_in(env, native, source)
         except jinja2.TemplateError as exc:
             raise _file_error(exc, source) from None
-        result = self._run(compiled, source, translate=_file_error)
+        result = to_builtin(self._run(compiled, source, translate=_file_error), source)
         if isinstance(result, str):
             missing = _trailing_newlines(source) - _trailing_newlines(result)
             if missing > 0:
