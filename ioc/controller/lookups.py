@@ -33,7 +33,7 @@ from ioc.agentless_runner.lookups import (PURE, TAKE_UNDEFINED, UNDEFINED, Looku
                                           called, first_undefined, is_undefined, key, listify)
 from ioc.agentless_runner.templating import Templar, TemplateError, Verbatim, to_builtin
 from ioc.controller import plugins
-from ioc.controller.payloads import candidates
+from ioc.controller.payloads import PayloadCache, Undecryptable, candidates
 from ioc.transport.spec import is_true
 from ioc.model import Block, Task, to_wire
 from ioc.planner.effects import expression_args
@@ -47,21 +47,20 @@ class LookupError_(Exception):
     """A controller lookup failed; the runner reports it as the task's failure."""
 
 
-#: ``(src, path) -> variables``: what Ansible adds to a template file's
-#: (``PayloadCache.template_of``: ``template_host``, ``template_uid``,
-#: ``template_mtime``, ``ansible_managed``; None when nothing says).
-TemplateOf = Callable[[str, str], Optional[Dict[str, Any]]]
-
-
 class LookupContext:
-    """Where a lookup runs: search paths and the host's variables."""
+    """Where a lookup runs: search paths and the host's variables.
+
+    ``payloads`` (the run's ``PayloadCache``) reads controller files as the
+    run reads them (a vault-encrypted one decrypted with the run's secrets,
+    as Ansible's loader does) and knows the variables Ansible adds to a
+    template file's; without it files are read as they are."""
 
     def __init__(self, task: Task, basedir: str, templar: Templar,
-                 template_of: Optional[TemplateOf] = None) -> None:
+                 payloads: Optional[PayloadCache] = None) -> None:
         self.task = task
         self.basedir = basedir
         self.templar = templar
-        self.template_of = template_of
+        self.payloads = payloads
         #: Called for the task's ``with_<lookup>`` loop, not from a template.
         self.as_with = False
         #: What the plugin said with ``display.warning`` (the task's result has them).
@@ -70,6 +69,20 @@ class LookupContext:
     def warn(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)
+
+    def read_text(self, path: str) -> str:
+        """The text of controller file ``path`` (decrypted: a vault's)."""
+        if self.payloads is None:
+            with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+                return handle.read()
+        try:
+            return self.payloads.read(path)[1].decode("utf-8", "surrogateescape")
+        except Undecryptable as exc:
+            raise LookupError_(str(exc)) from None
+
+    def template_of(self, src: str, path: str) -> Optional[Dict[str, Any]]:
+        """What Ansible adds to template file ``src``'s variables (None: unknown)."""
+        return self.payloads.template_of(src, path) if self.payloads is not None else None
 
     def find(self, name: str, subdir: str) -> Optional[str]:
         for candidate in self.search(name, subdir):
@@ -89,8 +102,7 @@ def _file(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[
             # (ansible-core: "Unable to access the file ...", caused by "File not found...")
             raise LookupError_("Unable to access the file %r: File not found. "
                                "Use -vvvvv to see paths searched." % str(term))
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            text = handle.read()
+        text = ctx.read_text(path)
         if kwargs.get("rstrip", True):
             text = text.rstrip()
         if kwargs.get("lstrip", False):
@@ -117,13 +129,12 @@ def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
         path = ctx.find(str(term), "templates")
         if path is None:
             raise LookupError_("the template file %s could not be found for the lookup" % term)
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
+        source = ctx.read_text(path)
         searchpath = [os.path.dirname(path)]
         for directory in ctx.task.search_path:
             searchpath += [os.path.join(directory, "templates"), directory]
         templar = ctx.templar
-        found = ctx.template_of(str(term), path) if ctx.template_of is not None else None
+        found = ctx.template_of(str(term), path)
         if found is not None:  # (as the runner's template action adds them)
             templar = templar.template_with({
                 "template_host": found["template_host"], "template_path": str(term),
@@ -144,6 +155,21 @@ def _template(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
         except TemplateError as exc:  # (Ansible's error is about the file: its origin)
             exc.file = [path, getattr(exc, "lineno", None)]
             raise
+    return out
+
+
+def _unvault(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
+    """ansible-core's ``unvault``: each file's text, decrypted with the run's
+    vault secrets (which under mitogen_batch stay in ansible-playbook's own
+    process, where the payloads are decrypted: Ansible's plugin, run by the
+    dispatcher, has none)."""
+    out = []
+    for term in terms:
+        path = ctx.find(str(term), "files")
+        if path is None:
+            ctx.warn("Unable to find '%s' in expected paths (use -vvvvv to see paths)" % term)
+            raise LookupError_('Unable to find file matching "%s"' % term)  # (stripped, as shown)
+        out.append(ctx.read_text(path))
     return out
 
 
@@ -301,7 +327,8 @@ def _password(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
             continue
         value = "".join(secrets.choice(chars) for _ in range(length))
         if path != "/dev/null":
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            # (ansible-core's makedirs_safe(..., mode=0o700): the secret's directory)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
             with open(path, "w") as handle:
                 handle.write(value + "\n")
             os.chmod(path, 0o600)
@@ -312,6 +339,7 @@ def _password(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> L
 #: Lookups that read the controller.
 PLUGINS: Dict[str, Plugin] = {
     "file": _file, "template": _template, "env": _env, "pipe": _pipe, "lines": _lines,
+    "unvault": _unvault,
     "fileglob": _fileglob, "first_found": _first_found, "password": _password,
 }
 
@@ -392,7 +420,7 @@ def needs_controller(task: Task) -> bool:
 
 
 def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]]],
-            basedir: str, template_of: Optional[TemplateOf] = None) -> Dict[str, Any]:
+            basedir: str, payloads: Optional[PayloadCache] = None) -> Dict[str, Any]:
     """The lookup answers for one host and the given (file key, task, blocks).
 
     Answers are kept per task and loop item (``batch.lookup_scope``): each
@@ -404,7 +432,7 @@ def collect(hostrun: HostRun, tasks: Sequence[Tuple[str, Task, Tuple[Block, ...]
         wire = to_wire(task)
         scope = Scope(tuple(to_wire(b) for b in blocks))
         current: List[Templar] = []
-        recorder = _Recorder(lambda: LookupContext(task, basedir, current[-1], template_of))
+        recorder = _Recorder(lambda: LookupContext(task, basedir, current[-1], payloads))
         overlay = Verbatim({"lookup": recorder.lookup, "query": recorder.query, "q": recorder.query})
 
         def templar_for(item: Optional[int], extra: Optional[Dict[str, Any]] = None) -> Templar:
@@ -438,13 +466,13 @@ _FINDS_FILES = frozenset({"fileglob", "first_found"})
 
 def late(hostrun: HostRun, task: Task, blocks: Tuple[Block, ...], basedir: str,
          plugin: str, terms: Sequence[Any], kwargs: Dict[str, Any],
-         template_of: Optional[TemplateOf] = None) -> Dict[str, Any]:
+         payloads: Optional[PayloadCache] = None) -> Dict[str, Any]:
     """The answer to a lookup the runner met that :func:`collect` could not
     foresee (a template whose other values the batch sets: the controller's
     rendering stopped before reaching it), asked for when the task runs:
     ``{"value": ...}`` or ``{"error": ...}``, as a table entry."""
     templar = Templar(hostrun.variables(to_wire(task), Scope(tuple(to_wire(b) for b in blocks))))
-    recorder = _Recorder(lambda: LookupContext(task, basedir, templar, template_of))
+    recorder = _Recorder(lambda: LookupContext(task, basedir, templar, payloads))
     try:
         recorder.results(plugin, list(terms), dict(kwargs))
     except TemplateError:

@@ -1604,7 +1604,7 @@ class PlayExecutor:
         tasks += [t for t in self._payload_tasks(step) if t[0] not in keyed]
         if tasks:
             wire["lookups"] = lookups.collect(HostRun(wire, emit=None), tasks,
-                                              program.play.basedir, self.ctx.payloads.template_of)
+                                              program.play.basedir, self.ctx.payloads)
 
     def _needs_controller(self, task: Task) -> bool:
         """:func:`lookups.needs_controller`, worked out once per task for all hosts."""
@@ -1654,7 +1654,7 @@ class PlayExecutor:
             return {"error": "lookup('%s'): no task %s in this batch" % (plugin, key)}
         return lookups.late(HostRun(wire, emit=None), found[0], found[1],
                             self.plan.program.play.basedir, plugin, terms, kwargs,
-                            self.ctx.payloads.template_of)
+                            self.ctx.payloads)
 
     def _payload_tasks(self, step: Step) -> List[Any]:
         """(file key, task, enclosing blocks) of every task that reads controller files."""

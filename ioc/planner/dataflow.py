@@ -103,7 +103,7 @@ def check_rule(program: Program, effects: Optional[Sequence[Effects]] = None) ->
 #: Controller lookups without side effects: called again for a host the
 #: runner stops, they answer the same (``pipe``, ``lines``, ``password`` and
 #: unknown plugins may not).
-QUIET_LOOKUPS = frozenset({"file", "template", "env", "fileglob", "first_found"})
+QUIET_LOOKUPS = frozenset({"file", "template", "env", "fileglob", "first_found", "unvault"})
 
 
 def cut_reads(task: Task, effects: Effects) -> FrozenSet[str]:
