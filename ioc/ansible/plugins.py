@@ -76,17 +76,20 @@ class AnsiblePlugins:
         except Exception:  # (its own code raised: it is there and fails to load)
             return True  # calling it fails as in Ansible ("... failed to load: ...")
 
-    def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
-        """The plugin's result as builtins; raises ``PluginFailure`` with Ansible's message."""
+    def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any],
+             variables: Optional[Dict[str, Any]] = None) -> Any:
+        """The plugin's result as builtins; raises ``PluginFailure`` with Ansible's
+        message. ``variables``: the task's, as a lookup is given them."""
         if (kind, name) in _LOADED:
-            return self._call(kind, name, args, kwargs)
+            return self._call(kind, name, args, kwargs, variables)
         with _LOADING:
             try:
-                return self._call(kind, name, args, kwargs)
+                return self._call(kind, name, args, kwargs, variables)
             finally:
                 _LOADED.add((kind, name))
 
-    def _call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
+    def _call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any],
+              variables: Optional[Dict[str, Any]] = None) -> Any:
         from ansible.template import Templar, trust_as_template
 
         from ioc.controller.plugins import PluginFailure
@@ -113,7 +116,7 @@ class AnsiblePlugins:
                 for n, arg in enumerate(args))
         else:
             expression = "query(__ioc_name, *__ioc_args, **__ioc_kwargs)"
-        templar = Templar(loader=self._data_loader, variables={})
+        templar = Templar(loader=self._data_loader, variables=tagged(variables or {}))
         try:
             with _warnings_to(self.display):
                 value = templar._engine.extend(marker_behavior=_KeepUndefined()).evaluate_expression(
@@ -282,7 +285,12 @@ def install(display: Optional[Callable[..., None]] = None) -> None:
 
 
 def _message(exc: BaseException) -> str:
-    """Ansible's message for a plugin failure: its own, then each cause's."""
+    """Ansible's message for a plugin failure: its own, then each cause's
+    (an AnsibleError's ``message`` has them already, as Ansible shows it)."""
+    from ansible.errors import AnsibleError
+
+    if isinstance(exc, AnsibleError):
+        return str(exc.message)
     parts = [str(getattr(exc, "message", None) or exc)]
     cause = exc.__cause__
     while cause is not None:

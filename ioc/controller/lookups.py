@@ -84,6 +84,18 @@ class LookupContext:
         """What Ansible adds to template file ``src``'s variables (None: unknown)."""
         return self.payloads.template_of(src, path) if self.payloads is not None else None
 
+    def plugin_variables(self) -> Dict[str, Any]:
+        """What an Ansible lookup plugin run here is given as the task's
+        variables: where it finds the files it reads (its
+        ``find_file_in_search_path``: ``ansible_search_path``, and
+        ``role_path`` for a role's task) and ``playbook_dir``."""
+        out: Dict[str, Any] = {"ansible_search_path": list(self.task.search_path or
+                                                           (self.basedir,)),
+                               "playbook_dir": os.path.abspath(self.basedir)}
+        if self.task.role_path:
+            out["role_path"] = self.task.role_path
+        return out
+
     def find(self, name: str, subdir: str) -> Optional[str]:
         for candidate in self.search(name, subdir):
             if os.path.exists(candidate):
@@ -375,7 +387,8 @@ class _Recorder:
                 elif plugin in plugins.names("lookup", frozenset()):
                     # Ansible's own plugin (a collection's...), run here like ours
                     value = plugins.call("lookup", plugin, to_builtin(terms),
-                                         to_builtin(_plain_kwargs(kwargs)))
+                                         to_builtin(_plain_kwargs(kwargs)),
+                                         self.ctx_for().plugin_variables())
                 else:
                     raise KeyError(plugin)
                 self.table[table_key] = {"value": value}

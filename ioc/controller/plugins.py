@@ -41,7 +41,8 @@ class PluginFailure(Exception):
 class PluginHost(Protocol):
     def resolves(self, kind: str, name: str) -> bool: ...
 
-    def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any: ...
+    def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any],
+             variables: Optional[Dict[str, Any]] = None) -> Any: ...
 
 
 _HOST: List[Optional[PluginHost]] = [None]
@@ -123,13 +124,18 @@ def declare(names: Dict[str, List[str]]) -> None:
             templating.declare_foreign(kind, listed)
 
 
-def call(kind: str, name: str, args: List[Any], kwargs: Dict[str, Any]) -> Any:
-    """Run one plugin call on the controller; raises PluginFailure."""
+def call(kind: str, name: str, args: List[Any], kwargs: Dict[str, Any],
+         variables: Optional[Dict[str, Any]] = None) -> Any:
+    """Run one plugin call on the controller; raises PluginFailure.
+    ``variables``: what a lookup is given as the task's variables (where
+    it finds the files it reads: ``ansible_search_path``, ``role_path``)."""
     host = _HOST[0]
     if host is None:
         raise PluginFailure("no plugin named %r: ioc does not have it and nothing on the "
                             "controller answers for Ansible's plugins" % name)
     STATS["calls"] += 1
+    if variables:
+        return host.call(kind, name, args, kwargs, variables)
     return host.call(kind, name, args, kwargs)
 
 
