@@ -116,6 +116,11 @@ class AnsiblePlugins:
                 for n, arg in enumerate(args))
         else:
             expression = "query(__ioc_name, *__ioc_args, **__ioc_kwargs)"
+        playbook_dir = (variables or {}).get("playbook_dir")
+        if playbook_dir and self._data_loader.get_basedir() != playbook_dir:
+            # (a relative path a plugin dwims is the playbook's, as under
+            # ansible-playbook: the password lookup's file)
+            self._data_loader.set_basedir(playbook_dir)
         templar = Templar(loader=self._data_loader, variables=tagged(variables or {}))
         try:
             with _warnings_to(self.display):

@@ -21,8 +21,6 @@ import json
 import logging
 import os
 import re
-import secrets
-import string
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -94,6 +92,8 @@ class LookupContext:
                                "playbook_dir": os.path.abspath(self.basedir)}
         if self.task.role_path:
             out["role_path"] = self.task.role_path
+        if self.templar.has_variable("groups"):  # (inventory_hostnames reads them)
+            out["groups"] = to_builtin(self.templar.variable("groups"))
         return out
 
     def find(self, name: str, subdir: str) -> Optional[str]:
@@ -317,42 +317,11 @@ def _first_found(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -
     raise LookupError_("No file was found when using first_found.")
 
 
-_PASSWORD_CHARS = {"ascii_letters": string.ascii_letters, "digits": string.digits,
-                   "punctuation": ".,:-_", "ascii_lowercase": string.ascii_lowercase,
-                   "ascii_uppercase": string.ascii_uppercase, "hexdigits": string.hexdigits}
-
-
-def _password(terms: List[Any], kwargs: Dict[str, Any], ctx: LookupContext) -> List[Any]:
-    out = []
-    for term in terms:
-        words = str(term).split()
-        path, params = words[0], dict(w.split("=", 1) for w in words[1:] if "=" in w)
-        params.update({k: str(v) for k, v in kwargs.items()})
-        if "encrypt" in params:
-            raise LookupError_("password lookup with encrypt= is not supported by ioc")
-        length = int(params.get("length", 20))
-        chars = "".join(_PASSWORD_CHARS.get(c, c) for c in
-                        params.get("chars", "ascii_letters,digits,punctuation").split(","))
-        if path != "/dev/null" and os.path.exists(path):
-            with open(path) as handle:
-                out.append(handle.read().split(" salt=")[0].rstrip("\n"))
-            continue
-        value = "".join(secrets.choice(chars) for _ in range(length))
-        if path != "/dev/null":
-            # (ansible-core's makedirs_safe(..., mode=0o700): the secret's directory)
-            os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
-            with open(path, "w") as handle:
-                handle.write(value + "\n")
-            os.chmod(path, 0o600)
-        out.append(value)
-    return out
-
-
 #: Lookups that read the controller.
 PLUGINS: Dict[str, Plugin] = {
     "file": _file, "template": _template, "env": _env, "pipe": _pipe, "lines": _lines,
     "unvault": _unvault,
-    "fileglob": _fileglob, "first_found": _first_found, "password": _password,
+    "fileglob": _fileglob, "first_found": _first_found,
 }
 
 #: Every lookup ioc knows, for the planner's up-front check.
