@@ -76,6 +76,13 @@ TARGETS_OF_RECORD = (
     "playbook", "tasks", "task_ordering", "hosts_field", "limit_inventory",
     "callback_default", "args", "module_defaults", "ignore_unreachable", "unicode", "parsing",
     "undefined", "jinja2_native_types",
+    # ansible-core's lookup targets (lookup_url needs the network: not here)
+    "lookup_first_found", "lookup_fileglob", "lookup_env", "lookup_vars", "lookup_dict",
+    "lookup_subelements", "lookup_password", "lookup_unvault", "lookup_config", "lookup_ini",
+    "lookup_csvfile", "lookup_inventory_hostnames", "lookup_file", "lookup_pipe",
+    "lookup_lines", "lookup_items", "lookup_sequence", "lookup_together", "lookup_nested",
+    "lookup_indexed_items", "lookup_template", "lookup_list", "lookup_varnames",
+    "lookup_random_choice",
 )
 BASELINE = "linear"
 CANDIDATE = "mitogen_batch"

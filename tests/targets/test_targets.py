@@ -34,6 +34,8 @@ SAMPLE = (
     "assert",
     "tasks",
     "undefined",
+    "lookup_first_found",
+    "lookup_template",
 )
 
 
