@@ -1715,6 +1715,11 @@ class Templar(object):
         self._cache[name] = value
         return value
 
+    def raw_variable(self, name):
+        """Variable ``name`` as its layer holds it, untemplated (None: none)."""
+        found = _find(self._variables, name)
+        return None if found is None else found[0]
+
     def has_variable(self, name):
         return name in self._cache or name in self._variables
 

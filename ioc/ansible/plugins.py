@@ -76,6 +76,18 @@ class AnsiblePlugins:
         except Exception:  # (its own code raised: it is there and fails to load)
             return True  # calling it fails as in Ansible ("... failed to load: ...")
 
+    def variables_read(self, kind: str, name: str, kwargs: Mapping[str, Any]) -> List[str]:
+        """The variables plugin ``name`` reads its options from (the ``vars``
+        its documentation gives them), and for the ``config`` lookup those of
+        the plugin it is asked about (``plugin_type``, ``plugin_name``)."""
+        with _LOADING:
+            names = _option_variables(kind, name)
+            if kind == "lookup" and name in ("config", "ansible.builtin.config") \
+                    and isinstance(kwargs.get("plugin_type"), str) \
+                    and isinstance(kwargs.get("plugin_name"), str):
+                names += _option_variables(kwargs["plugin_type"], kwargs["plugin_name"])
+            return sorted(set(names))
+
     def call(self, kind: str, name: str, args: List[Any], kwargs: Dict[str, Any],
              variables: Optional[Dict[str, Any]] = None) -> Any:
         """The plugin's result as builtins; raises ``PluginFailure`` with Ansible's
@@ -131,6 +143,25 @@ class AnsiblePlugins:
             return _tuples_kept(plain(value), raw[0]) if raw else plain(value)
         except Exception as exc:
             raise PluginFailure(_message(exc)) from None
+
+
+def _option_variables(plugin_type: str, name: str) -> List[str]:
+    """The ``vars`` of the options of Ansible's ``plugin_type`` plugin ``name``
+    (none when it does not load)."""
+    import ansible.constants as C
+    from ansible.plugins import loader
+
+    plugin_loader = getattr(loader, "%s_loader" % plugin_type, None)
+    try:
+        plugin = plugin_loader.get(name, class_only=True) if plugin_loader is not None else None
+    except Exception:  # (its call says what is wrong with it)
+        return []
+    if plugin is None:
+        return []
+    definitions = C.config.get_configuration_definitions(
+        plugin_type, getattr(plugin, "_load_name", name)) or {}
+    return [entry["name"] for option in definitions.values() if isinstance(option, Mapping)
+            for entry in option.get("vars") or () if isinstance(entry, Mapping) and entry.get("name")]
 
 
 def _seen(into: List[Any]) -> Callable[[Any], Any]:

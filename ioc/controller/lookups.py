@@ -82,11 +82,13 @@ class LookupContext:
         """What Ansible adds to template file ``src``'s variables (None: unknown)."""
         return self.payloads.template_of(src, path) if self.payloads is not None else None
 
-    def plugin_variables(self) -> Dict[str, Any]:
+    def plugin_variables(self, names: Sequence[str] = ()) -> Dict[str, Any]:
         """What an Ansible lookup plugin run here is given as the task's
         variables: where it finds the files it reads (its
         ``find_file_in_search_path``: ``ansible_search_path``, and
-        ``role_path`` for a role's task) and ``playbook_dir``."""
+        ``role_path`` for a role's task), ``playbook_dir``, ``groups``, and
+        the variables ``names`` its options are read from that the host has,
+        as they were written."""
         out: Dict[str, Any] = {"ansible_search_path": list(self.task.search_path or
                                                            (self.basedir,)),
                                "playbook_dir": os.path.abspath(self.basedir)}
@@ -94,6 +96,9 @@ class LookupContext:
             out["role_path"] = self.task.role_path
         if self.templar.has_variable("groups"):  # (inventory_hostnames reads them)
             out["groups"] = to_builtin(self.templar.variable("groups"))
+        for name in names:  # (as written: ansible-core's set_options does not template them)
+            if name not in out and self.templar.has_variable(name):
+                out[name] = to_builtin(self.templar.raw_variable(name))
         return out
 
     def find(self, name: str, subdir: str) -> Optional[str]:
@@ -355,9 +360,10 @@ class _Recorder:
                     value = PLUGINS[plugin](terms, dict(kwargs), ctx)
                 elif plugin in plugins.names("lookup", frozenset()):
                     # Ansible's own plugin (a collection's...), run here like ours
-                    value = plugins.call("lookup", plugin, to_builtin(terms),
-                                         to_builtin(_plain_kwargs(kwargs)),
-                                         self.ctx_for().plugin_variables())
+                    options = to_builtin(_plain_kwargs(kwargs))
+                    value = plugins.call("lookup", plugin, to_builtin(terms), options,
+                                         self.ctx_for().plugin_variables(
+                                             plugins.variables_read("lookup", plugin, options)))
                 else:
                     raise KeyError(plugin)
                 self.table[table_key] = {"value": value}

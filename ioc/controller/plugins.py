@@ -124,6 +124,14 @@ def declare(names: Dict[str, List[str]]) -> None:
             templating.declare_foreign(kind, listed)
 
 
+def variables_read(kind: str, name: str, kwargs: Dict[str, Any]) -> List[str]:
+    """The variables Ansible's plugin ``name`` reads its options from (none
+    when nothing answers for Ansible's plugins)."""
+    host = _HOST[0]
+    reader = getattr(host, "variables_read", None)
+    return list(reader(kind, name, kwargs)) if reader is not None else []
+
+
 def call(kind: str, name: str, args: List[Any], kwargs: Dict[str, Any],
          variables: Optional[Dict[str, Any]] = None) -> Any:
     """Run one plugin call on the controller; raises PluginFailure.

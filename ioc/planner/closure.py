@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, FrozenSet, Iterable, Optional, Sequence, Set
 
+from ioc.planner.dataflow import IOC_LOOKUPS
 from ioc.planner.effects import SELF, Effects, HostvarsAccess
 from ioc.planner.program import Program
 
@@ -92,7 +93,11 @@ def _open_ended(eff: Effects) -> bool:
     if any(not a.attrs for a in eff.hostvars):
         return True
     # (varnames lists the names that match: every name is read; a template
-    # lookup renders a file the planner never sees)
+    # lookup renders a file the planner never sees; so does a computed
+    # lookup, and Ansible's own lookups (ioc's controller runs them) are
+    # given the variables their options are read from, which only the
+    # plugin's documentation names)
     return any(c.plugin in ("varnames", "template")
                or (c.plugin in (None, "vars") and not c.static_args)
+               or (c.plugin is not None and c.plugin not in IOC_LOOKUPS)
                for c in eff.lookups)

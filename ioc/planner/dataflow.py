@@ -104,6 +104,9 @@ def check_rule(program: Program, effects: Optional[Sequence[Effects]] = None) ->
 #: runner stops, they answer the same (``pipe``, ``lines``, ``password`` and
 #: unknown plugins may not).
 QUIET_LOOKUPS = frozenset({"file", "template", "env", "fileglob", "first_found", "unvault"})
+#: Every lookup ioc runs itself (the runner, or the controller's own code,
+#: ``ioc.controller.lookups``); any other is Ansible's plugin.
+IOC_LOOKUPS = PURE_LOOKUPS | QUIET_LOOKUPS | {"pipe", "lines"}
 
 
 def cut_reads(task: Task, effects: Effects) -> FrozenSet[str]:

@@ -578,3 +578,14 @@ def test_rescue_reads_of_failed_result_are_runtime(tmp_path):
               debug: msg="{{ ansible_failed_result.msg }}"
     """))
     assert got["report"] == {"ansible_failed_result": Origin.HOST_RUNTIME}
+
+
+def test_the_planner_knows_every_lookup_ioc_runs_itself():
+    """The planner's list of ioc's own lookups (``dataflow.IOC_LOOKUPS``: any
+    other is Ansible's plugin, which may read any variable, so its step ships
+    every one) is the controller's (``ioc.controller.lookups.KNOWN``): a
+    lookup added to one and not the other would ship too little, or too much."""
+    from ioc.controller.lookups import KNOWN
+    from ioc.planner.dataflow import IOC_LOOKUPS
+
+    assert IOC_LOOKUPS == KNOWN
