@@ -86,55 +86,21 @@ def restrict_facts(facts: Mapping[str, Any], names: Optional[Set[str]]) -> Dict[
     return {k: v for k, v in facts.items() if k in names or "ansible_" + k in names}
 
 
-def template_hostvars(tasks: Iterable[Any], basedir: str,
+def template_hostvars(tasks: Iterable[Any],
                       others: Optional[FrozenSet[str]]) -> Optional[FrozenSet[str]]:
     """``others`` (the attributes a step reads on other hosts' ``hostvars``,
-    None: whole hosts) with what its ``template`` tasks' files read there.
-
-    The planner never sees a template file: the controller, which ships it,
-    reads it here (``{% for h in groups.web %}{{ hostvars[h].ip }}`` reads
-    ``ip`` of every host). A file it cannot name before the batch (a
-    templated ``src``) or read counts as reading whole hosts.
-    """
-    from ioc.controller.payloads import search_path
-
+    None: whole hosts), or None when a ``template`` task of the step names
+    its file with a template: the planner reads a file a constant ``src``
+    names (:func:`template_files`; what it reads is in ``others``), one known
+    only on the target may read any host's."""
     if others is None:
         return None
-    attrs: Set[str] = set(others)
     for task in tasks:
-        if task.action != "template":
-            continue
-        src = task.args.get("src", task.args.get("_raw_params"))
-        if not isinstance(src, str) or is_template(src):
-            return None
-        path = next((p for p in search_path(task, src, basedir) if os.path.isfile(p)), None)
-        if path is None:
-            continue  # (the task fails: Ansible's message names where it looked)
-        try:
-            found = _file_other_attrs(path, os.stat(path).st_mtime_ns)
-        except OSError:
-            return None
-        if found is None:
-            return None
-        attrs |= found
-    return frozenset(attrs)
-
-
-@lru_cache(maxsize=256)
-def _file_other_attrs(path: str, mtime_ns: int) -> Optional[FrozenSet[str]]:
-    """What template file ``path`` reads on other hosts' hostvars (None: whole
-    hosts, or it cannot be read), parsed once per version of the file: every
-    step (serial batch, play) that renders it asks again."""
-    from ioc.planner.closure import other_attrs
-    from ioc.planner.effects import TemplateRefs, scan
-
-    refs = TemplateRefs()
-    try:
-        with open(path, encoding="utf-8") as handle:
-            scan(refs, handle.read(), "template")
-    except (OSError, UnicodeError, PlanError):
-        return None  # (the runner reports its error; ship whole hosts meanwhile)
-    return other_attrs(refs.hostvars)
+        if task.action == "template":
+            src = task.args.get("src", task.args.get("_raw_params"))
+            if not isinstance(src, str) or is_template(src):
+                return None
+    return others
 
 
 def template_files(basedir: str) -> Callable[[Any, str], Optional[List[str]]]:

@@ -171,9 +171,8 @@ class PlayExecutor:
             self.reads = self.plan.reads[number] \
                 if self.plan.reads and self.ctx.options.closure else None
             self.others = self.plan.hostvars[number] if self.plan.hostvars else None
-            if self.others is not None:  # (template files: the planner never sees them)
-                self.others = closure.template_hostvars(
-                    self._step_tasks(step), self.plan.program.play.basedir, self.others)
+            if self.others is not None:  # (a template file named on the target)
+                self.others = closure.template_hostvars(self._step_tasks(step), self.others)
             self._hostvars = {}
             self._settle_finished_blocks(step)
             active = [h for h in self.order if self.hosts[h].active

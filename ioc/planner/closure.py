@@ -8,7 +8,10 @@ controller closes that set over the host's actual values, since a variable's
 value may itself be a template that reads others.
 
 Some tasks can read anything: ``template`` (the action or the lookup)
-renders a file the planner never sees, ``vars[...]`` with a computed key, ``lookup('vars', <computed>)`` and
+renders a file whose variables the template's own context may reach in
+ways a scan cannot bound (the planner reads the file only for other hosts'
+values and the controller's checks), an Ansible lookup plugin reads the
+variables its documentation names, ``vars[...]`` with a computed key, ``lookup('vars', <computed>)`` and
 ``hostvars[h]`` without a known attribute (for any ``h``: it may be this host). A step holding
 one ships everything (``None``).
 """

@@ -604,17 +604,24 @@ def _template_files(refs: "TemplateRefs", task: Task, files: Optional[TemplateFi
                 named += [("lookup_file", term) for term in call.terms]
             else:
                 opaque = True
+    unread = HostvarsAccess(None, (), "template_file")  # (it may read any host's)
     for field, name in named:
         texts = files(task, str(name)) if files is not None else None
         if texts is None:
             opaque = opaque or field == "lookup_file"
+            if unread not in refs.hostvars:
+                refs.hostvars.append(unread)
             continue
         for text in texts:
             found = TemplateRefs()
             try:
+                if text.startswith("#jinja2:"):  # (delimiters of its own: not read here)
+                    raise PlanError("")
                 scan(found, text, field, frozenset(), where)
             except PlanError:  # (rendering reports what is wrong with the file)
                 opaque = opaque or field == "lookup_file"
+                if unread not in refs.hostvars:
+                    refs.hostvars.append(unread)
                 continue
             refs.reads |= {Read(r.name, field) for r in found.reads}
             for name_read in found.names:

@@ -589,3 +589,19 @@ def test_the_planner_knows_every_lookup_ioc_runs_itself():
     from ioc.planner.dataflow import IOC_LOOKUPS
 
     assert IOC_LOOKUPS == KNOWN
+
+
+@pytest.mark.parametrize("texts, attrs", [
+    (["{{ hostvars['h2'].ip }}"], ("ip",)),
+    # a file the planner cannot read, or whose delimiters are its own: it may
+    # read any host's values (the step ships whole hosts)
+    (None, ()),
+    (["#jinja2: variable_start_string: '[%'\n[% hostvars['h2'].ip %]"], ()),
+])
+def test_a_template_files_reads_of_other_hosts_are_the_tasks(texts, attrs):
+    from ioc.planner.closure import other_attrs
+
+    t = task(action="template", args={"src": "t.j2", "dest": "/tmp/x"})
+    eff = analyze_task(t, lambda task_, name: texts)
+    expected = None if not attrs else frozenset(attrs)
+    assert other_attrs(eff.hostvars) == expected
