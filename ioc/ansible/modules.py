@@ -25,13 +25,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime
+import functools
 import hashlib
 import io
 import json
 import zipfile
 import zlib
 from dataclasses import dataclass, field
-from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
                     Tuple)
 
 from ioc.transport import cachefile
@@ -221,16 +222,25 @@ def foreign_action_plugin(action: str,
     """
     import os
 
-    import ansible.plugins.action as own
     from ansible.plugins.loader import action_loader
 
     found = action_loader.find_plugin_with_context(action, collection_list=collections)
     path = found.plugin_resolved_path if found.resolved else None
-    if not path:
-        return None
-    if os.path.dirname(os.path.realpath(path)) == os.path.realpath(os.path.dirname(own.__file__)):
+    if not path or os.path.dirname(os.path.realpath(path)) == _own_action_plugins():
         return None
     return str(path)
+
+
+@functools.lru_cache(maxsize=None)
+def _own_action_plugins() -> str:
+    """The directory of ansible-core's own action plugins, found without
+    importing them (``ansible.plugins.action`` brings ``module_common`` and
+    the executor: 0.1 s of a cold ``ioc-run`` whose play needs neither)."""
+    import os
+
+    import ansible.plugins  # (the loader's own package: imported already)
+
+    return os.path.realpath(os.path.join(os.path.dirname(ansible.plugins.__file__), "action"))
 
 
 #: Actions the runner completes on the target around Ansible's module (see
@@ -381,6 +391,41 @@ def run_wide_args(verbosity: int) -> Dict[str, Any]:
 _LOADER_READY: List[bool] = []
 
 
+def keep_collection_metadata() -> None:
+    """Keep each collection's parsed ``runtime.yml`` between runs.
+
+    Ansible's collection finder parses ``ansible.builtin``'s routing
+    (``ansible_builtin_runtime.yml``, ~10k lines) in every process that
+    resolves a plugin: 0.15-0.2 s of a cold ``ioc-run``. ansible-core names
+    ``_meta_yml_to_dict`` as the function tools may replace "to cache the
+    output"; this one keeps it by the text's digest in
+    ``<cache>/ioc/collection-meta/`` (what ``BaseLoader`` gives is text,
+    lists and dicts: JSON keeps it whole). A replacement someone else made
+    is left in place.
+    """
+    try:
+        from ansible.utils.collection_loader import _collection_finder as finder
+        from ansible.utils.collection_loader import _collection_meta as meta
+    except ImportError:  # pragma: no cover - a release without the hook
+        return
+    parse: Callable[[Any, Any], Any] = meta._meta_yml_to_dict
+    if getattr(finder, "_meta_yml_to_dict", None) is not parse:
+        return
+
+    def meta_yml_to_dict(yaml_string_data: Any, content_id: Any) -> Any:
+        raw = yaml_string_data if isinstance(yaml_string_data, bytes) \
+            else str(yaml_string_data).encode("utf-8", "surrogateescape")
+        path = cachefile.path_of("collection-meta/%s.json" % hashlib.sha256(raw).hexdigest())
+        kept = cachefile.load(path)
+        if isinstance(kept.get("routing"), dict):
+            return kept["routing"]
+        routing = parse(yaml_string_data, content_id)
+        cachefile.save(path, {"routing": routing})
+        return routing
+
+    finder._meta_yml_to_dict = meta_yml_to_dict
+
+
 def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = ()) -> None:
     """Set up Ansible's plugin loaders outside ``ansible-playbook`` (for ioc-run).
 
@@ -391,6 +436,7 @@ def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = 
     from ansible.plugins.loader import add_all_plugin_dirs, init_plugin_loader, module_loader
 
     if not _LOADER_READY:  # Ansible's collection finder can be set up once per process
+        keep_collection_metadata()
         init_plugin_loader(list(collections_paths))
         _LOADER_READY.append(True)
     for path in library:
@@ -630,7 +676,7 @@ class Attacher:
     def __init__(self, native_actions: Iterable[str],
                  native_options: Mapping[str, Iterable[str]], verbosity: int = 0) -> None:
         self.native = frozenset(native_actions)
-        self.options = {k: frozenset(v) for k, v in native_options.items()}
+        self.options = native_options
         self.modules = ModuleSet(internal=run_wide_args(verbosity), lazy=True)
         self._plugin_dirs: set = set()
         self._defaults: Any = None

@@ -53,8 +53,11 @@ class AnsiblePlugins:
         from ansible.parsing.dataloader import DataLoader
         from ansible.plugins.loader import init_plugin_loader
 
+        from ioc.ansible.modules import keep_collection_metadata
+
         with warnings.catch_warnings():  # already set up inside ansible-playbook
             warnings.simplefilter("ignore")
+            keep_collection_metadata()
             init_plugin_loader()
         self._data_loader = DataLoader()
 
