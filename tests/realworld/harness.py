@@ -95,7 +95,7 @@ def mitogen_strategy_dir(python: str) -> str:
 STATUS = re.compile(r"^(PLAY \[|TASK \[|RUNNING HANDLER \[|PLAY RECAP|ok: |changed: |"
                     r"skipping: |fatal: |failed: |included: |\.\.\.ignoring|unreachable: |"
                     r"\S+ +: ok=)")
-VOLATILE_LABEL = re.compile(r"('(?:atime|mtime|ctime|dev)'): [0-9.]+")
+VOLATILE_LABEL = re.compile(r"('(?:atime|mtime|ctime|dev|inode)'): [0-9.]+")
 #: What ansible-core prints for any third-party strategy.
 STRATEGY_WARNINGS = ("[WARNING]: Deprecation warnings can be disabled by setting",
                      "[DEPRECATION WARNING]: Use of strategy plugins not included in ansible.builtin")
@@ -121,9 +121,10 @@ class Run:
             line = re.sub(r"\s*\*+$", "", line)
             line = line.split(" => {")[0].split(": FAILED! =>")[0]
             # An item label that is a find/stat result carries access and
-            # change times, and the device number of the target's overlay:
-            # they move between any two runs.
-            line = VOLATILE_LABEL.sub(r"\1: <time>", line)
+            # change times, and the device and inode numbers of the target's
+            # overlay (a file a run created has an inode of that target's
+            # own): they move between any two runs.
+            line = VOLATILE_LABEL.sub(r"\1: <varies>", line)
             out.append(line.rstrip())
         return out
 
