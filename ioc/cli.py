@@ -328,6 +328,19 @@ def ansible_modules(verbosity: int) -> Any:
     return attacher
 
 
+class _IncludeLoads(Callback):
+    """What Ansible displays loading an included file (a deprecated module's
+    routing), shown when the include is first reached, as linear loads the
+    file then: never for an include no host reaches (an other-OS branch)."""
+
+    def __init__(self, attacher: Any) -> None:
+        self.attacher = attacher
+
+    def playbook_on_include(self, included: str, hosts: Sequence[str],
+                            item: Optional[Any] = None) -> None:
+        self.attacher.loaded(included)
+
+
 def install_ansible_plugins() -> None:
     """Filters, tests and lookups ioc does not have run as Ansible's own plugins,
     answered by this process (``ioc.controller.plugins``)."""
@@ -458,7 +471,8 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(verbosity=args.verbose, color=settings.color, source_context=source_context,
                       task_error=task_error_text, error_chain=error_chain_text)
-    sinks: List[Callback] = [console]
+    # (what loading an included file displays comes before its ``included:`` line)
+    sinks: List[Callback] = [_IncludeLoads(attacher), console]
     playbook = books[0] if len(books) == 1 else dataclasses.replace(
         books[0], plays=tuple(p for book in books for p in book.plays))
     ends = set()

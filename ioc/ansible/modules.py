@@ -211,6 +211,19 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None,
                     action_plugin=plugin)
 
 
+def _as_written(task: Any) -> str:
+    """``task``'s action as written, tagged with where (as Ansible's loader
+    gets it from the task's YAML: what it displays about the name, such as
+    a deprecated module's routing, names that place)."""
+    from ioc.ansible.errors import _origin
+    from ioc.model import Location
+
+    written = task.action_written or task.action
+    where = (task.origins or {}).get("action") or ("",)
+    origin = _origin(Location.parse(where[0])) if where[0] else None
+    return written if origin is None else origin.tag(written)
+
+
 def foreign_action_plugin(action: str,
                           collections: Optional[Sequence[str]] = None) -> Optional[str]:
     """The path of the action plugin Ansible runs for ``action`` (as written)
@@ -680,6 +693,12 @@ class Attacher:
         self.modules = ModuleSet(internal=run_wide_args(verbosity), lazy=True)
         self._plugin_dirs: set = set()
         self._defaults: Any = None
+        #: What Ansible displayed while resolving the tasks of a statically
+        #: known include (a deprecated module's routing), by the include's
+        #: ``_ioc_included``: linear loads an included file, and so shows
+        #: them, only when a host reaches the include (:meth:`loaded`).
+        self.deferred: Dict[str, List[Tuple[str, Tuple[Any, ...], Dict[str, Any]]]] = {}
+        self._loading: List[str] = []
 
     def playbook(self, playbook: Any) -> Any:
         """``playbook`` with ``Task.module``/``Play.gather_module`` set where they apply."""
@@ -711,12 +730,49 @@ class Attacher:
         out = []
         for node in nodes:
             if isinstance(node, Block):
-                out.append(dataclasses.replace(node, block=self.nodes(node.block),
-                                               rescue=self.nodes(node.rescue),
-                                               always=self.nodes(node.always)))
+                included = (node.include.args or {}).get("_ioc_included") \
+                    if node.include is not None else None
+                with self._displayed_later(included):
+                    out.append(dataclasses.replace(node, block=self.nodes(node.block),
+                                                   rescue=self.nodes(node.rescue),
+                                                   always=self.nodes(node.always)))
             else:
                 out.append(self.task(node))
         return tuple(out)
+
+    @contextlib.contextmanager
+    def _displayed_later(self, included: Any) -> Iterator[None]:
+        """Keep what Ansible displays meanwhile for when ``included`` is loaded
+        (None: display it now, as Ansible does while loading a playbook)."""
+        if included is None:
+            yield
+            return
+        from ansible.utils.display import Display
+
+        shown = Display()
+        outermost = not self._loading
+        self._loading.append(str(included))
+        if outermost:
+            for method in ("deprecated", "warning"):
+                def keep(*args: Any, _method: str = method, **kwargs: Any) -> None:
+                    self.deferred.setdefault(self._loading[-1], []).append(
+                        (_method, args, kwargs))
+                setattr(shown, method, keep)
+        try:
+            yield
+        finally:
+            self._loading.pop()
+            if outermost:
+                for method in ("deprecated", "warning"):
+                    delattr(shown, method)
+
+    def loaded(self, included: str) -> None:
+        """Display what was kept for ``included`` (once: it is loaded now)."""
+        from ansible.utils.display import Display
+
+        shown = Display()
+        for method, args, kwargs in self.deferred.pop(included, ()):
+            getattr(shown, method)(*args, **kwargs)
 
     def task(self, task: Any) -> Any:
         import dataclasses
@@ -748,7 +804,7 @@ class Attacher:
                 if key is None:
                     raise PlanError(str(why), task.location)
             else:
-                key = self.module_key(task.action, task.args,
+                key = self.module_key(_as_written(task), task.args,
                                       None if qualified else collections)
         except AnsibleError as exc:  # a module its collection removed, a broken redirect
             raise PlanError(str(getattr(exc, "message", exc)), task.location) from None

@@ -127,3 +127,68 @@ def test_a_modules_warnings_read_and_register_as_in_ansible(ansible, ansible_pyt
     assert shown(ioc.stdout + ioc.stderr) == shown(linear.stdout + linear.stderr)
     assert len(shown(ioc.stdout + ioc.stderr)) == 2  # the [WARNING] and the registered string
     assert "WarningSummary" not in ioc.stdout + ioc.stderr
+
+
+WARNS_MODULE = '''
+#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(msg=dict(type='str', required=True)))
+    module.warn(module.params['msg'])
+    module.exit_json(changed=False)
+
+
+if __name__ == '__main__':
+    main()
+'''
+
+
+def test_what_loading_an_included_file_displays_comes_when_a_host_reaches_it(
+        ansible, ansible_python, python39):
+    """Ansible displays a deprecated module's routing (2.21: ``apt_key``,
+    ``apt_repository``) when it loads the task, and linear loads an included
+    file only when a host reaches the include: never for a file no host
+    includes (a role's other-OS branch: nginx's setup-Ubuntu.yml under
+    ioc-run printed apt_repository's), after what earlier tasks printed for
+    one that is, with the origin of the module's name (ioc-run printed them
+    all before the play, ``Origin: <unknown>``). Under 2.19 neither prints
+    one: the stderr is the task's warning alone, in both."""
+    ansible.write("library/warns.py", WARNS_MODULE)
+    ansible.write("unreached.yml", """
+        - name: a deprecated module in a file no host includes
+          ansible.builtin.apt_key:
+            url: https://example.invalid/key.asc
+          when: false
+        """)
+    ansible.write("reached.yml", """
+        - name: a deprecated module in a file a host includes
+          ansible.builtin.apt_repository:
+            repo: deb http://example.invalid/debian stable main
+          when: false
+        """)
+    ansible.write("play.yml", """
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - name: an include no host reaches
+              include_tasks: unreached.yml
+              when: false
+            - name: a warning printed before the include
+              warns:
+                msg: printed by the task before the include
+            - name: an include every host reaches
+              include_tasks: reached.yml
+        """)
+    inventory = str(ansible.write("hosts", "[web]\n" + "".join(
+        "%s ansible_connection=local ansible_python_interpreter=%s\n" % (h, python39)
+        for h in ("h1", "h2"))))
+    linear = ansible.run("play.yml", inventory, "linear")
+    ioc = run_ioc(ansible_python, ansible.workdir, "play.yml", inventory)
+    assert ioc.returncode == linear.rc == 0, ioc.stdout + ioc.stderr
+    assert statuses(ioc.stdout) == statuses(linear.stdout)
+    assert ioc.stderr == linear.stderr
+    assert "apt_key" not in ioc.stderr
+    assert ioc.stderr.index("printed by the task before the include") < (
+        ioc.stderr.index("apt_repository") if "apt_repository" in ioc.stderr else len(ioc.stderr))
