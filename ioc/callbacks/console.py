@@ -133,10 +133,15 @@ class Console(Callback):
         host = host_label(host, result)
         # (before clean: debug's keeps only what it was asked to show, not "results")
         looped = "results" in result and isinstance(result.get("results"), list)
+        if status is Status.OK and task.action in ("include_tasks", "include_role"):
+            # The default callback returns from an include's ok before it
+            # handles warnings: what its condition or arguments deprecated
+            # (a top-level fact read by its when) is never shown.
+            return
         raw, changed = result, bool(result.get("changed"))  # (debug's clean drops "changed")
         result = self._warnings(self.clean(result, task))
         if status is Status.OK:
-            if looped or task.action in ("include_tasks", "include_role"):
+            if looped:
                 return
             line = "%s: [%s]" % ("changed" if changed else "ok", host)
             if self._verbose(result):
