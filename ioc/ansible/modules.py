@@ -204,11 +204,13 @@ def resolve(action: str, collections: Optional[Sequence[str]] = None,
         plugin = module.action_plugin
     elif action_loader.has_plugin(action, collection_list=collections):
         found = action_loader.find_plugin_with_context(action, collection_list=collections)
-        name = found.resolved_fqcn or action
+        name = str.__str__(found.resolved_fqcn or action)
         if name not in ("ansible.builtin.normal", "ansible.legacy.normal"):
             plugin = name
-    return Resolved(fqcn=module.resolved_fqcn or action, path=module.plugin_resolved_path,
-                    action_plugin=plugin)
+    # (plain text: ``action`` may carry its origin, which never travels)
+    return Resolved(fqcn=str.__str__(module.resolved_fqcn or action),
+                    path=str.__str__(module.plugin_resolved_path),
+                    action_plugin=None if plugin is None else str.__str__(plugin))
 
 
 def _as_written(task: Any) -> str:
@@ -848,6 +850,10 @@ class Attacher:
 
     def module_key(self, action: str, args: Mapping[str, Any],
                    collections: Optional[Sequence[str]] = None) -> Optional[str]:
+        """The key of the module ``action`` runs (None: ioc's own, or an action
+        plugin's work). ``action`` may carry its origin (:func:`_as_written`):
+        only Ansible's loader sees it, never what travels to a runner."""
+        written, action = action, str.__str__(action)
         listed = [c for c in collections or () if c not in ("ansible.builtin", "ansible.legacy")]
         if listed and "." not in action:
             own = resolve(action, listed, quiet=True)
@@ -868,7 +874,7 @@ class Attacher:
             return self.modules.add_dispatch(short)[0]
         if short == "meta" or (short in self.native and self._accepts(short, args)):
             return None
-        resolved = resolve(action, collections)
+        resolved = resolve(written, collections)
         return None if resolved is None else self._module(resolved, short)
 
     def _module(self, resolved: Resolved, action: str) -> Optional[str]:

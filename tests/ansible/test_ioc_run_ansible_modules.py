@@ -180,6 +180,11 @@ def test_what_loading_an_included_file_displays_comes_when_a_host_reaches_it(
                 msg: printed by the task before the include
             - name: an include every host reaches
               include_tasks: reached.yml
+            - name: a module ioc completes around Ansible's (the name written travels to no runner)
+              service:
+                name: ioc-no-such-service
+                state: started
+              ignore_errors: true
         """)
     inventory = str(ansible.write("hosts", "[web]\n" + "".join(
         "%s ansible_connection=local ansible_python_interpreter=%s\n" % (h, python39)
