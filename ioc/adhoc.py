@@ -319,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
                        configured_files=settings.vault_password_files)
     loader.set_vault(vault.decrypt)
     # (!unsafe text and !vault values travel to the runner as such)
-    loader.set_text_kinds(trust.UntrustedText, trust.VaultedText)
+    loader.set_text_kinds(trust.UntrustedText, trust.VaultedText, trust.WrittenTemplate)
     extra = loader.parse_extra_vars(args.extra_vars)
     basedir = os.getcwd()
     sources = cli.inventory_sources(args, settings)

@@ -51,7 +51,7 @@ from ioc.agentless_runner.filters import FILTERS, GroupTuple
 from ioc.agentless_runner.template_errors import (ConditionalResultError, TemplateError,
                                                   UndefinedVariableError, UntrustedTemplateError)
 from ioc.agentless_runner.tests_jinja import TESTS, ControllerAnswers, TestError
-from ioc.agentless_runner.trust import TrustedText, UntrustedText, VaultedText
+from ioc.agentless_runner.trust import TrustedText, UntrustedText, VaultedText, WrittenTemplate
 
 __all__ = [
     "TemplateError",
@@ -203,17 +203,38 @@ class DeprecatedText(str):
 
 class DeprecatedReads(Recorder):
     """Records, while active on this thread, which deprecated values templates
-    read, and where: ``found`` lists ``(notice, where)`` once each, in order;
-    ``where`` is what the caller is templating (an argument's name, or None)."""
+    read, and where: ``found`` lists ``(notice, where)`` once each, in order.
+
+    ``where`` is the top-level template the caller is templating (an
+    argument's name, ``("at", origin)`` of a condition or a template file, or
+    None); setting it starts another. ``inner``, while set, is the origin of
+    the variable's template being rendered inside it (``("at", origin)``):
+    2.21 reports a read at the innermost template, and only the first read
+    of each deprecated value per top-level template
+    (``DeprecatedAccessAuditContext``)."""
 
     slot = "reads"
 
     def __init__(self):
         self.found = []
-        self.where = None
+        self._where = None
+        self.inner = None
+        self._noted = set()
+
+    @property
+    def where(self):
+        return self._where
+
+    @where.setter
+    def where(self, value):
+        self._where = value
+        self._noted = set()
 
     def add(self, notice):
-        entry = (notice, self.where)
+        if notice in self._noted:
+            return
+        self._noted.add(notice)
+        entry = (notice, self.inner if self.inner is not None else self._where)
         if entry not in self.found:
             self.found.append(entry)
 
@@ -1746,6 +1767,11 @@ class Templar(object):
             raise _recursion_error(raw)
         self._resolving.add(name)
         outer, self._current = self._current, name
+        # (a deprecated value this template reads is reported where it was written)
+        reads = getattr(LOCAL, "reads", None) if raw.__class__ is WrittenTemplate \
+            and raw.origin else None
+        if reads is not None:
+            inner, reads.inner = reads.inner, ("at", raw.origin)
         try:
             return self.lazy(raw, results)
         except TemplateError as exc:
@@ -1755,6 +1781,8 @@ class Templar(object):
         finally:
             self._resolving.discard(name)
             self._current = outer
+            if reads is not None:
+                reads.inner = inner
 
     def _render(self, source):
         overrides = ()

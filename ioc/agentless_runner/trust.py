@@ -30,7 +30,8 @@ text made from it). Its ciphertext and origin travel with it.
 Imports only the stdlib; runs on Python 3.9+.
 """
 
-__all__ = ["TrustedText", "UntrustedText", "VaultedText", "trusted", "written", "encode",
+__all__ = ["TrustedText", "UntrustedText", "VaultedText", "WrittenTemplate", "trusted", "written",
+           "encode",
            "decode", "find_class"]
 
 #: The first item of a trusted text's tuple on the wire to the runner.
@@ -39,6 +40,8 @@ _WIRE = "\x00ioc:trusted"
 _WIRE_UNTRUSTED = "\x00ioc:untrusted"
 #: The first item of a vaulted text's tuple on the wire to the runner.
 _WIRE_VAULTED = "\x00ioc:vaulted"
+#: The first item of a written template's tuple on the wire to the runner.
+_WIRE_WRITTEN = "\x00ioc:written"
 
 
 class TrustedText(str):
@@ -93,6 +96,27 @@ class VaultedText(str):
         return str.__repr__(self)  # (the decrypted text's, as Ansible's tagged str has it)
 
 
+class WrittenTemplate(str):
+    """A template as a layer of written variables holds it (a play's,
+    a role's defaults, a vars file's), that knows where it was written: a
+    deprecated value its rendering reads is reported there, as ansible-core
+    2.21 reports the origin of the template that read it (a role default
+    ``"{{ ansible_processor_vcpus }}"`` warns at the default, not at the task
+    argument that used it). Otherwise a plain text of its layer."""
+
+    def __new__(cls, text, origin=None):
+        self = str.__new__(cls, text)
+        #: ``path:line:col`` where it was written ("" when unknown).
+        self.origin = origin or ""
+        return self
+
+    def __reduce__(self):
+        return WrittenTemplate, (str.__str__(self), self.origin)
+
+    def __repr__(self):
+        return str.__repr__(self)
+
+
 def trusted(value):
     """``value`` with every string in it a :class:`TrustedText` (data loaded
     from a vars file; not its keys, which are never templated as a value is)."""
@@ -132,7 +156,8 @@ def decode(value):
 #: The text kinds that travel as tuples: class -> (wire tag, the attributes
 #: after the text that its constructor takes), and the converse by tag.
 _KINDS = {TrustedText: (_WIRE, ()), UntrustedText: (_WIRE_UNTRUSTED, ("origin",)),
-          VaultedText: (_WIRE_VAULTED, ("ciphertext", "origin"))}
+          VaultedText: (_WIRE_VAULTED, ("ciphertext", "origin")),
+          WrittenTemplate: (_WIRE_WRITTEN, ("origin",))}
 _BY_TAG = {tag: (cls, 1 + len(attrs)) for cls, (tag, attrs) in _KINDS.items()}
 
 

@@ -678,7 +678,7 @@ class Converter:
             self._private_roles.pop()
         chain = block.get_dep_chain() or []
         return [Block(block=tuple(body), location=_location(block), implicit=True,
-                      defaults=plain(role.get_default_vars(dep_chain=chain)))]
+                      defaults=plain_vars(role.get_default_vars(dep_chain=chain)))]
 
     def block(self, block: Any) -> List[Any]:
         body = self.nodes(block.block)
@@ -716,7 +716,7 @@ class Converter:
                 # (a dependency has its dependents' params below its own: the dep chain)
                 params = plain(role.get_role_params(block.get_dep_chain())) \
                     if hasattr(role, "get_role_params") else {}
-                defaults = plain(role.get_default_vars(dep_chain=block.get_dep_chain() or [])) \
+                defaults = plain_vars(role.get_default_vars(dep_chain=block.get_dep_chain() or [])) \
                     if private else {}
                 out.append(Block(block=tuple(nodes), location=_location(block), params=params,
                                  implicit=True, role=plain(role.get_name()), defaults=defaults,
@@ -743,7 +743,7 @@ def _handler_role_scope(handler: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     params = plain(role.get_role_params(chain))
     private = any(not getattr(r, "static", True) or not getattr(r, "public", True)
                   for r in list(chain) + [role])
-    defaults = plain(role.get_default_vars(dep_chain=chain)) if private else {}
+    defaults = plain_vars(role.get_default_vars(dep_chain=chain)) if private else {}
     return params, defaults
 
 

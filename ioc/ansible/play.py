@@ -170,8 +170,8 @@ def public_role_layers(roles: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     exported: Dict[str, Any] = {}
     for role in roles:
         if role.public:
-            defaults.update(plain(role.get_default_vars()))
-            exported.update(plain(role.get_vars(include_params=False, only_exports=True)))
+            defaults.update(plain_vars(role.get_default_vars()))
+            exported.update(plain_vars(role.get_vars(include_params=False, only_exports=True)))
     return defaults, exported
 
 

@@ -7,7 +7,7 @@ Ansible's objects for ioc goes through :func:`plain` first.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Dict, Mapping
 
 from ioc.model import verbatim  # noqa: F401 (ioc.ansible.prompt takes it from here)
 
@@ -66,7 +66,9 @@ def _vaulted(value: Any, text: str) -> Any:
 def plain_vars(values: Mapping[str, Any]) -> Any:
     """Variables as :func:`plain` makes them, each text Ansible does not trust
     (``!unsafe``) an ``UntrustedText`` that knows where it was written: the
-    runner neither templates it nor evaluates it as a conditional."""
+    runner neither templates it nor evaluates it as a conditional; and each
+    variable whose value is a template a ``WrittenTemplate`` that knows where
+    it was written (a deprecated value it reads is reported there)."""
     from ansible._internal._datatag._tags import Origin, TrustedAsTemplate
 
     from ioc.agentless_runner.trust import UntrustedText
@@ -77,7 +79,30 @@ def plain_vars(values: Mapping[str, Any]) -> Any:
         origin = Origin.get_tag(value)
         return UntrustedText(plain(value), str(origin) if origin is not None else None)
 
-    return _texts_mapped(values, text)
+    return _with_origins(values, _texts_mapped(values, text))
+
+
+def written_templates(values: Mapping[str, Any]) -> Any:
+    """Variables as :func:`plain` makes them, each whose value is a template a
+    ``WrittenTemplate`` that knows where it was written."""
+    return _with_origins(values, plain(values))
+
+
+def _with_origins(values: Mapping[str, Any], out: Dict[Any, Any]) -> Dict[Any, Any]:
+    """``out`` (``values`` made plain) with each text of a variable that is a
+    template, and whose place Ansible knows, a ``WrittenTemplate``: a
+    deprecated value its rendering reads is reported there (2.21)."""
+    from ansible._internal._datatag._tags import Origin
+
+    from ioc.agentless_runner.trust import WrittenTemplate
+
+    for name, value in values.items():
+        kept = out[name]
+        if kept.__class__ is str and ("{{" in kept or "{%" in kept):
+            origin = Origin.get_tag(value)
+            if origin is not None and origin.line_num:
+                out[name] = WrittenTemplate(kept, str(origin))
+    return out
 
 
 def tagged(value: Any) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Tuple
 
 from ioc.ansible.convert import Fallback
-from ioc.ansible.values import plain
+from ioc.ansible.values import plain, written_templates
 
 
 def static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
@@ -32,7 +32,7 @@ def static_vars_files(play: Any, loader: Any) -> Dict[str, Any]:
             continue
         if not isinstance(data, dict):
             raise Fallback("vars_files %s is not a mapping" % entry)
-        merged.update(plain(data))
+        merged.update(written_templates(data))
     return merged
 
 
@@ -90,7 +90,7 @@ def per_host_vars_files(iterator: Any, loader: Any) -> Tuple[Dict[str, Any],
                 except AnsibleFileNotFound:
                     continue
                 for item in data or ():
-                    merged.update(plain(item))
+                    merged.update(written_templates(item))
                 break
         per_host[plain(name)] = merged
     shared: Dict[str, Any] = {}

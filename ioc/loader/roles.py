@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ioc.errors import LoadError
 from ioc.model import Location
-from ioc.loader.yamlsrc import load_yaml_file, location_of, plain
+from ioc.loader.yamlsrc import load_yaml_file, location_of, plain, written_vars
 
 __all__ = ["RoleFiles", "RoleSearch", "find_role", "find_main", "read_role", "read_vars_file"]
 
@@ -112,7 +112,7 @@ def read_vars_file(path: str) -> dict[str, Any]:
             "a vars file must contain a mapping, got %s" % type(data).__name__,
             location_of(data, Location(path, 1)),
         )
-    return plain(data)  # type: ignore[no-any-return]
+    return written_vars(data)
 
 
 def read_role(

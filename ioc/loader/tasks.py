@@ -19,7 +19,7 @@ from ioc.loader.kv import parse_kv
 from ioc.loader.roles import RoleFiles, RoleSearch, find_role, read_role
 from ioc.loader.substitute import render_static
 from ioc.loader.yamlsrc import (key_location, load_yaml_file, location_of, plain,
-                                 refuse_unsafe_conditions, value_origins)
+                                 refuse_unsafe_conditions, value_origins, written_vars)
 from ioc.model import Block, IncludeScope, Location, Node, Play, Task
 
 __all__ = [
@@ -1052,11 +1052,11 @@ def vars_of(ds: Mapping[str, Any], where: Location) -> Mapping[str, Any]:
     if value is None:
         return {}
     if isinstance(value, Mapping):
-        return plain(value)
+        return written_vars(value)
     if isinstance(value, list) and all(isinstance(v, Mapping) for v in value):
         merged: dict[str, Any] = {}
         for item in value:
-            merged.update(plain(item))
+            merged.update(written_vars(item))
         return merged
     raise LoadError("'vars' must be a mapping", key_location(ds, "vars", where))
 

@@ -15,7 +15,7 @@ from ioc.errors import LoadError, YamlSyntaxError
 from ioc.model import Location, verbatim
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
-           "plain", "value_origins", "item_locations", "value_location", "set_vault", "set_text_kinds", "yaml_error"]
+           "plain", "written_vars", "value_origins", "item_locations", "value_location", "set_vault", "set_text_kinds", "yaml_error"]
 
 #: The run's vault decryption, ``(data, source) -> plaintext`` (raising with
 #: Ansible's message); set once by the front end (:func:`set_vault`), as
@@ -35,14 +35,21 @@ def set_vault(decrypt: Any) -> None:
 #: runner: untrusted text is never templated nor evaluated there, a vault
 #: value is ``vault_encrypted``. Else untrusted text is kept
 #: :func:`ioc.model.verbatim` and a vault value is its text.
+#: A template a layer of variables holds is ``written(text, origin)``: the
+#: runner's ``WrittenTemplate`` reports a deprecated value it reads where it
+#: was written, as 2.21 does (:func:`written_vars`); else the text itself.
 _TEXT_KINDS: dict = {"untrusted": lambda text, origin: verbatim(text),
-                     "vaulted": lambda text, ciphertext, origin: text}
+                     "vaulted": lambda text, ciphertext, origin: text,
+                     "written": lambda text, origin: text}
 
 
-def set_text_kinds(untrusted: Any, vaulted: Any) -> None:
-    """Keep ``!unsafe`` text as ``untrusted(text, origin)`` and a ``!vault`` value
-    as ``vaulted(text, ciphertext, origin)`` from now on."""
+def set_text_kinds(untrusted: Any, vaulted: Any, written: Any = None) -> None:
+    """Keep ``!unsafe`` text as ``untrusted(text, origin)``, a ``!vault`` value
+    as ``vaulted(text, ciphertext, origin)`` and a variable's template as
+    ``written(text, origin)`` from now on."""
     _TEXT_KINDS.update(untrusted=untrusted, vaulted=vaulted)
+    if written is not None:
+        _TEXT_KINDS["written"] = written
 
 
 def _decrypt(data: bytes, where: Location) -> str:
@@ -198,6 +205,19 @@ def _construct_vault(loader: LocatedLoader, node: yaml.Node) -> Any:
 LocatedLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 LocatedLoader.add_constructor("!unsafe", _construct_unsafe)
 LocatedLoader.add_constructor("!vault", _construct_vault)
+
+
+def written_vars(ds: Mapping[str, Any]) -> dict:
+    """The variables ``ds`` (a mapping read from YAML) holds, as :func:`plain`
+    makes them, each one whose value is a template kept with where it was
+    written (see ``_TEXT_KINDS``)."""
+    out = plain(ds)
+    for name, value in out.items():
+        if value.__class__ is str and ("{{" in value or "{%" in value):
+            origin = value_origins(ds, name, 1)[0]
+            if origin:
+                out[name] = _TEXT_KINDS["written"](value, origin)
+    return out  # type: ignore[no-any-return]
 
 
 def plain(value: Any) -> Any:

@@ -100,6 +100,10 @@ def render(args, ctx, entry):
     if not ctx.templar.has_variable("ansible_managed"):
         templar = templar.template_with(
             {"ansible_managed": entry["template"]["ansible_managed"]}, raw=True)
+    # (a deprecated value the file reads is reported at the file, as 2.21 does)
+    reads = templating.current_reads()
+    if reads is not None:
+        where, reads.where = reads.where, ("at", entry.get("path") or None)
     try:
         loader = entry.get("loader")
         return templar.render_text(data, overrides=_overrides(args), loader=None if loader is None
@@ -110,6 +114,9 @@ def render(args, ctx, entry):
         # (at a syntax error's line; 2.19 names the file only)
         line = None if results.legacy() else getattr(e, "lineno", None)
         raise TaskError(str(e), origin=[entry.get("path") or src, line])
+    finally:
+        if reads is not None:
+            reads.where = where
 
 
 @_common.module_entry
