@@ -155,18 +155,27 @@ def read_settings() -> Settings:
 
     key = _settings_key()
     path = cachefile.path_of("settings.json")
-    if key is not None:
-        kept = cachefile.load(path)
-        if kept.get("key") == key and isinstance(kept.get("settings"), dict):
+    entries = cachefile.load(path).get("entries") if key is not None else None
+    entries = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    for entry in entries:
+        if entry.get("key") == key and isinstance(entry.get("settings"), dict):
             try:
                 return Settings(**{name: _tuples(value)
-                                   for name, value in kept["settings"].items()})
+                                   for name, value in entry["settings"].items()})
             except TypeError:  # (kept by another version of this dataclass)
-                pass
+                break
     settings = _read_settings()
     if key is not None and not _config_warnings():
-        cachefile.save(path, {"key": key, "settings": dataclasses.asdict(settings)})
+        # (the last few projects' settings: one kept entry made a run in
+        # another directory, or with another environment, read them again)
+        kept = [e for e in entries if e.get("key") != key][:_KEPT_SETTINGS - 1]
+        cachefile.save(path, {"entries": [{"key": key,
+                                           "settings": dataclasses.asdict(settings)}] + kept})
     return settings
+
+
+#: How many settings :func:`read_settings` keeps (the most recently read).
+_KEPT_SETTINGS = 16
 
 
 def _tuples(value: Any) -> Any:

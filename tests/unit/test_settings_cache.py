@@ -43,7 +43,7 @@ def test_a_second_run_reads_the_kept_settings_without_asking_ansible(tmp_path):
     cache = tmp_path / "cache"
     first = settings(tmp_path, cache)
     assert first["read"] is True and first["forks"] == 5
-    assert kept(cache)["settings"]["forks"] == 5
+    assert kept(cache)["entries"][0]["settings"]["forks"] == 5
     second = settings(tmp_path, cache)
     assert second["read"] is False  # (the ssh plugin's options were not read again)
     assert {k: v for k, v in second.items() if k != "read"} == \
@@ -68,6 +68,23 @@ def test_a_changed_ansible_cfg_or_environment_is_read_again(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     assert settings(elsewhere, cache)["forks"] == 5  # (no ansible.cfg there)
+
+
+def test_runs_alternating_between_projects_each_read_their_kept_settings(tmp_path):
+    """One kept reading made a run in another directory (or another
+    environment) read Ansible's settings again; the last few are kept."""
+    cache = tmp_path / "cache"
+    projects = []
+    for n in range(3):
+        project = tmp_path / ("p%d" % n)
+        project.mkdir()
+        (project / "ansible.cfg").write_text("[defaults]\nforks = %d\n" % (11 + n))
+        projects.append(project)
+        assert settings(project, cache)["read"] is True
+    for n, project in enumerate(projects):
+        again = settings(project, cache)
+        assert (again["forks"], again["read"]) == (11 + n, False)
+    assert len(kept(cache)["entries"]) == 3
 
 
 def test_nothing_is_kept_from_a_directory_anyone_may_write(tmp_path):
