@@ -56,9 +56,8 @@ class TrustedText(str):
         return str.__repr__(self)
 
 
-class UntrustedText(str):
-    """A str ansible-core does not trust as a template (``!unsafe``): used as
-    it is, never templated nor evaluated as an expression."""
+class _Placed(str):
+    """A str that knows where it was written."""
 
     def __new__(cls, text, origin=None):
         self = str.__new__(cls, text)
@@ -67,10 +66,15 @@ class UntrustedText(str):
         return self
 
     def __reduce__(self):
-        return UntrustedText, (str.__str__(self), self.origin)
+        return self.__class__, (str.__str__(self), self.origin)
 
     def __repr__(self):
         return str.__repr__(self)
+
+
+class UntrustedText(_Placed):
+    """A str ansible-core does not trust as a template (``!unsafe``): used as
+    it is, never templated nor evaluated as an expression."""
 
 
 class VaultedText(str):
@@ -96,25 +100,13 @@ class VaultedText(str):
         return str.__repr__(self)  # (the decrypted text's, as Ansible's tagged str has it)
 
 
-class WrittenTemplate(str):
+class WrittenTemplate(_Placed):
     """A template as a layer of written variables holds it (a play's,
     a role's defaults, a vars file's), that knows where it was written: a
     deprecated value its rendering reads is reported there, as ansible-core
     2.21 reports the origin of the template that read it (a role default
     ``"{{ ansible_processor_vcpus }}"`` warns at the default, not at the task
     argument that used it). Otherwise a plain text of its layer."""
-
-    def __new__(cls, text, origin=None):
-        self = str.__new__(cls, text)
-        #: ``path:line:col`` where it was written ("" when unknown).
-        self.origin = origin or ""
-        return self
-
-    def __reduce__(self):
-        return WrittenTemplate, (str.__str__(self), self.origin)
-
-    def __repr__(self):
-        return str.__repr__(self)
 
 
 def trusted(value):
