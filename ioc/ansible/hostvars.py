@@ -24,7 +24,7 @@ import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ioc.ansible.state import PlayState
-from ioc.ansible.values import plain, trusted_text
+from ioc.ansible.values import plain, trusted_text, written_templates
 from ioc.model import Group, Host, Inventory
 
 LOG = logging.getLogger(__name__)
@@ -114,7 +114,8 @@ class HostVarsExport:
         drop |= set(vm._get_magic_variables(play=None, host=host, task=None,
                                             include_hostvars=False, _hosts=None,
                                             _hosts_all=None))
-        out = {plain(k): plain(v) for k, v in full.items() if k not in drop}
+        # (a template keeps where it was written: a group_vars file, an INI line)
+        out = written_templates({k: v for k, v in full.items() if k not in drop})
         connection = getattr(self.state.play, "connection", None)
         if connection and "ansible_connection" not in full:
             # the play's connection keyword (else -c, else ansible.cfg's transport),

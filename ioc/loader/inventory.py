@@ -23,7 +23,7 @@ from ioc.inventory import (  # noqa: F401  (re-exported)
     match_hosts,
 )
 from ioc.loader.roles import read_vars_file
-from ioc.loader.yamlsrc import load_yaml_file, location_of, plain
+from ioc.loader.yamlsrc import load_yaml_file, location_of, plain, written_text
 from ioc.model import Group, Host, Inventory, Location
 
 __all__ = [
@@ -245,7 +245,7 @@ class _IniReader:
             key, sep, value = token.partition("=")
             if not sep or not key:
                 raise self._error("expected key=value host variable, got %r" % token)
-            variables[key] = _ini_value(value)
+            variables[key] = written_text(_ini_value(value), self._origin())
         names, port = _split_port(tokens[0])
         if port is not None:
             variables.setdefault("ansible_port", port)
@@ -256,7 +256,12 @@ class _IniReader:
         key, sep, value = text.partition("=")
         if not sep or not key.strip():
             raise self._error("expected key=value, got %r" % text)
-        self.builder.group(self.group).vars[key.strip()] = _ini_value(value.strip())
+        self.builder.group(self.group).vars[key.strip()] = written_text(
+            _ini_value(value.strip()), self._origin())
+
+    def _origin(self) -> str:
+        """Where the line being read is (Ansible's INI values carry their line only)."""
+        return "%s:%d" % (os.path.abspath(self.path), self.line)
 
     def _children_line(self, text: str) -> None:
         name = text.split("#", 1)[0].strip()

@@ -15,7 +15,7 @@ from ioc.errors import LoadError, YamlSyntaxError
 from ioc.model import Location, verbatim
 
 __all__ = ["LocatedDict", "LocatedLoader", "load_yaml_file", "location_of", "key_location",
-           "plain", "written_vars", "value_origins", "item_locations", "value_location", "set_vault", "set_text_kinds", "yaml_error"]
+           "plain", "written_vars", "written_text", "value_origins", "item_locations", "value_location", "set_vault", "set_text_kinds", "yaml_error"]
 
 #: The run's vault decryption, ``(data, source) -> plaintext`` (raising with
 #: Ansible's message); set once by the front end (:func:`set_vault`), as
@@ -207,6 +207,14 @@ LocatedLoader.add_constructor("!unsafe", _construct_unsafe)
 LocatedLoader.add_constructor("!vault", _construct_vault)
 
 
+def written_text(value: Any, origin: str) -> Any:
+    """``value``, a variable's, kept with ``origin`` when it is a template
+    (see ``_TEXT_KINDS``)."""
+    if value.__class__ is str and ("{{" in value or "{%" in value) and origin:
+        return _TEXT_KINDS["written"](value, origin)
+    return value
+
+
 def written_vars(ds: Mapping[str, Any]) -> dict:
     """The variables ``ds`` (a mapping read from YAML) holds, as :func:`plain`
     makes them, each one whose value is a template kept with where it was
@@ -214,9 +222,7 @@ def written_vars(ds: Mapping[str, Any]) -> dict:
     out = plain(ds)
     for name, value in out.items():
         if value.__class__ is str and ("{{" in value or "{%" in value):
-            origin = value_origins(ds, name, 1)[0]
-            if origin:
-                out[name] = _TEXT_KINDS["written"](value, origin)
+            out[name] = written_text(value, value_origins(ds, name, 1)[0])
     return out  # type: ignore[no-any-return]
 
 
