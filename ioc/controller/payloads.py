@@ -46,6 +46,7 @@ from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.controller import plugins
 from ioc.model import Block, Task, to_wire
+from ioc.planner.effects import template_strings
 
 LOG = logging.getLogger(__name__)
 
@@ -234,8 +235,13 @@ def _sources(hostrun: HostRun, key: str, task: Task, blocks: Tuple[Block, ...]) 
     wire = to_wire(task)
     scope = Scope(tuple(to_wire(b) for b in blocks))
     templar = Templar(hostrun.variables(wire, scope))
+    # Only the arguments that name the file: another argument may read a
+    # value set earlier in the same batch (a role's set_fact for ``dest``).
+    naming = _naming_args(task)
     overlays: List[Optional[Dict[str, Any]]] = [None]
-    if task.loop is not None:
+    if task.loop is not None and any(template_strings(naming)):
+        # (a name written as it is is every item's: the loop is not asked,
+        # as the planner does not check what it reads; dataflow.controller_reads)
         try:
             items = hostrun.loop_items(wire, templar)
         except TemplateError as exc:
@@ -243,9 +249,6 @@ def _sources(hostrun: HostRun, key: str, task: Task, blocks: Tuple[Block, ...]) 
             return []
         loop_var = (task.loop_control or {}).get("loop_var", "item")
         overlays = [{loop_var: item} for item in items]
-    # Only the arguments that name the file: another argument may read a
-    # value set earlier in the same batch (a role's set_fact for ``dest``).
-    naming = _naming_args(task)
     out: List[str] = []
     for number, overlay in enumerate(overlays):
         hostrun.answer_lookups_of(key, number if overlay else None)

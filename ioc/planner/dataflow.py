@@ -23,7 +23,8 @@ from typing import AbstractSet, Any, FrozenSet, List, Optional, Sequence
 
 from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify, definite_keys,
-                                 effective_writes, loop_names, satisfies, value_refs)
+                                 effective_writes, loop_names, satisfies, template_strings,
+                                 value_refs)
 from ioc.planner.program import Entry, Program
 from ioc.planner.schedule import IDENTITY_NEUTRAL, CheckRule, DataRule, DeferredRule
 
@@ -235,7 +236,10 @@ def controller_reads(task: Task, effects: Effects, deferred: bool = False) -> Fr
     for arg in CONTROLLER_FILE_ARGS.get(task.action, ()) if not deferred else ():
         if task.args.get(arg) is not None and not remote:
             names |= set(value_refs(task.args.get(arg), "args").names)
-            names |= {r.name for r in effects.reads if r.field == "loop"}
+            if any(template_strings(task.args.get(arg))):
+                # (a name written as it is is the same for every loop item:
+                # the controller never needs the loop for it)
+                names |= {r.name for r in effects.reads if r.field == "loop"}
     names |= {r.name for r in effects.reads if r.field in BECOME_FIELDS}
     # (a template lookup's file: the controller renders it before the batch)
     names |= {r.name for r in effects.reads if r.field == "lookup_file"}

@@ -138,6 +138,41 @@ def test_include_vars_with_first_found_over_gathered_facts_is_one_runner_call(tm
     assert r.calls == {"h1": 1, "h2": 1}
 
 
+def test_a_template_loop_over_a_fact_set_in_the_batch_is_one_runner_call(tmp_path, sshd):
+    """geerlingguy.php's ``template: src=php.ini.j2`` looped over
+    ``php_conf_paths``, which the role set with set_fact earlier: the file's
+    name is the same for every item, so the controller needs no loop item to
+    ship it (issue 11, item 6: php made two runner calls for it); a ``src``
+    that names the item still has the controller check its loop."""
+    inventory = sshd.inventory_ini(["h1", "h2"], group="web")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "conf.j2").write_text("{{ inventory_hostname }} in {{ item }}\n")
+    (tmp_path / "templates" / "one.j2").write_text("one {{ inventory_hostname }}\n")
+    out = tmp_path / "out"
+    play = f"""
+        - hosts: web
+          gather_facts: false
+          tasks:
+            - set_fact:
+                conf_dirs: ["{out}/{{{{ inventory_hostname }}}}-a", "{out}/{{{{ inventory_hostname }}}}-b"]
+            - file: path={{{{ item }}}} state=directory
+              loop: "{{{{ conf_dirs }}}}"
+            - template: src=conf.j2 dest={{{{ item }}}}/conf
+              loop: "{{{{ conf_dirs }}}}"
+        """
+    r = ioc_run(tmp_path, play, inventory=inventory)
+    assert r.rc == 0, r.stdout + r.stderr
+    for host in ("h1", "h2"):
+        for d in ("a", "b"):
+            where = out / ("%s-%s" % (host, d))
+            assert (where / "conf").read_text() == "%s in %s\n" % (host, where)
+    assert r.calls == {"h1": 1, "h2": 1}
+    named = ioc_run(tmp_path, play.replace("src=conf.j2", "src={{ item | basename }}.j2"),
+                    "--plan", inventory=inventory)
+    assert named.rc == 0, named.stdout + named.stderr
+    assert "checks before 3 that nothing wrote" in named.stdout and "conf_dirs" in named.stdout
+
+
 def test_copy_of_a_controller_file_lands_on_every_host(tmp_path, sshd):
     inventory = sshd.inventory_ini(["h1", "h2"], group="web")
     (tmp_path / "files").mkdir()
