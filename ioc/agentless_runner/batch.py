@@ -1810,9 +1810,14 @@ def _environment(task, templar):
     if value is None:
         return {}, []
     env, warnings = {}, []
+    reads = current_reads()
+    outer = reads.where if reads is not None else None
     for layer in value if isinstance(value, list) else [value]:
         if isinstance(layer, dict):
             for name, text in layer.items():
+                if reads is not None:  # (each value is a template of its own, where written)
+                    reads.where = ("at", text.origin) \
+                        if text.__class__ is trust.WrittenTemplate and text.origin else None
                 try:
                     templated = templar.template(text)
                 except UndefinedVariableError as exc:
@@ -1821,6 +1826,9 @@ def _environment(task, templar):
                             or "ansible_env" in said:
                         continue
                     raise
+                finally:
+                    if reads is not None:
+                        reads.where = outer
                 if templated != OMIT:
                     env[name] = templated
             continue

@@ -30,7 +30,7 @@ import dataclasses
 from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ioc.ansible import modules
-from ioc.ansible.values import plain, plain_vars
+from ioc.ansible.values import plain, plain_vars, written_templates
 from ioc.model import Block, IncludeScope, Location, Play, Task
 
 _BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
@@ -297,7 +297,7 @@ class Converter:
                 self.refuse("a templated environment is not supported natively")
                 environment = {}
                 break
-            environment.update(plain(env))
+            environment.update(written_templates(env))
         from ansible.parsing.vault import AnsibleVaultError
 
         variables = {}

@@ -437,6 +437,14 @@ def extend_environment(outer: Any, own: Any) -> Any:
     return (outer if isinstance(outer, list) else [outer]) + (own if isinstance(own, list) else [own])
 
 
+def _written_environment(value: Any) -> Any:
+    """The ``environment`` layers with each value that is a template kept with
+    where it was written (a deprecated value it reads is reported there)."""
+    if isinstance(value, list):
+        return [_written_environment(layer) for layer in value]
+    return written_vars(value) if isinstance(value, Mapping) else value
+
+
 # ---------------------------------------------------------------- one task
 
 
@@ -450,8 +458,8 @@ def _task(ds: Mapping[str, Any], action: str, args: dict[str, Any], scope: Scope
         own["delegate_to"] = "localhost"
     effective: dict[str, Any] = {k: own[k] if own[k] is not None else scope.inherited.get(k)
                                  for k in INHERITABLE}
-    effective["environment"] = extend_environment(scope.inherited.get("environment"),
-                                                  own["environment"])
+    effective["environment"] = _written_environment(extend_environment(
+        scope.inherited.get("environment"), own["environment"]))
     omitted = {k: scope.inherited.get(k) for k, v in own.items()
                if (k.startswith("become") or k in ("check_mode", "diff"))
                and isinstance(v, str) and ("{{" in v or "{%" in v)}

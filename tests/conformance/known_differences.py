@@ -44,18 +44,11 @@ KNOWN_DIFFERENCES_PLUGIN_219: dict = {}
 _NO_LOG_ERROR = ("for a failed no_log task 2.21 prints the failure's own message in its [ERROR] "
                  "line ('Action failed: hidden') though it censors the result")
 
-_PLAY_ENV_FACT = ("2.21's INJECT_FACTS_AS_VARS deprecation for a top-level fact read in a "
-                  "play's environment value ('{{ ansible_env.HOME }}') names where the value was "
-                  "written (Origin and excerpt)")
-
 KNOWN_CONSOLE_DIFFERENCES: dict = {
     "ioc-run": {
-        "environment_layers": _PLAY_ENV_FACT + "; ioc-run prints the deprecation without them (the "
-                              "loader records origins of a task's own environment only)",
         "no_log": _NO_LOG_ERROR + "; ioc-run prints no [ERROR] line: no secret is shown, by design",
     },
     "mitogen_batch": {
-        "environment_layers": _PLAY_ENV_FACT + "; mitogen_batch prints no deprecation for it",
         "no_log": _NO_LOG_ERROR + "; mitogen_batch prints '[ERROR]: Unknown error.' (the runner "
                                   "sends the censored result only)",
     },
