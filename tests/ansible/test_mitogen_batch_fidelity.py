@@ -3000,7 +3000,9 @@ def test_a_fact_read_by_an_inventory_variable_is_reported_where_the_variable_was
     """2.21 reports a deprecated value (a top-level fact) at the template that
     read it: an INI inventory variable's line, a group_vars file's value.
     Both engines reported the task argument that used the variable. Under
-    2.19 neither prints a deprecation: the consoles are still compared."""
+    2.19 neither linear nor mitogen_batch prints a deprecation, and ioc-run
+    speaks 2.21 whatever ansible-core it finds (as the conformance suite
+    compares it): its own are checked there."""
     from tests.ansible.test_ioc_run_ansible_modules import run_ioc
 
     ansible.write("play.yml", INVENTORY_FACT_READS_PLAY)
@@ -3019,4 +3021,10 @@ def test_a_fact_read_by_an_inventory_variable_is_reported_where_the_variable_was
         linear.without_ansible_warnings(linear.stderr)
     assert (batch.without_ansible_warnings(), batch.rc) == (linear.stdout, linear.rc)
     ioc = run_ioc(ansible_python, ansible.workdir, "play.yml", str(inventory))
-    assert (ioc.returncode, ioc.stderr) == (0, linear.stderr), ioc.stdout + ioc.stderr
+    assert ioc.returncode == 0, ioc.stdout + ioc.stderr
+    if "INJECT_FACTS_AS_VARS" in linear.stderr:
+        assert ioc.stderr == linear.stderr
+    else:
+        assert "Origin: %s:2\n" % inventory in ioc.stderr
+        assert "group_vars/web.yml:1:18" in ioc.stderr
+        assert "play.yml" not in ioc.stderr  # (not at the arguments that used them)
