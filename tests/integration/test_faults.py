@@ -188,14 +188,17 @@ def test_a_runner_killed_mid_task_makes_its_host_unreachable(front, sshd, tmp_pa
     assert settled(lambda: not sessions_left(sshd, before)), sessions_left(sshd, before)
 
 
+# (b's runner pid is handed to the test only once the controller step runs,
+# after b's batch has reported: a kill as soon as the shell wrote it could
+# come before the runner sent the shell's result, on a loaded machine)
 KILLED_BETWEEN_BATCHES = """
 - hosts: all
   gather_facts: false
   tasks:
-    - shell: "echo $PPID. > {tmp}/runner.pid"
+    - shell: "echo $PPID. > {tmp}/runner.pid.next"
       when: inventory_hostname == 'b'
     - name: a controller step, while which b's runner is killed
-      command: "sh -c 'while [ -e {tmp}/runner.pid ]; do sleep 0.1; done'"
+      command: "sh -c 'mv {tmp}/runner.pid.next {tmp}/runner.pid; while [ -e {tmp}/runner.pid ]; do sleep 0.1; done'"
       delegate_to: localhost
       run_once: true
     - debug: msg=after
