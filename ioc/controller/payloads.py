@@ -46,7 +46,7 @@ from ioc.agentless_runner.batch import HostRun, Scope
 from ioc.agentless_runner.templating import Templar, TemplateError
 from ioc.controller import plugins
 from ioc.model import Block, Task, to_wire
-from ioc.planner.effects import template_strings
+from ioc.planner.effects import named_per_item
 
 LOG = logging.getLogger(__name__)
 
@@ -239,9 +239,7 @@ def _sources(hostrun: HostRun, key: str, task: Task, blocks: Tuple[Block, ...]) 
     # value set earlier in the same batch (a role's set_fact for ``dest``).
     naming = _naming_args(task)
     overlays: List[Optional[Dict[str, Any]]] = [None]
-    if task.loop is not None and any(template_strings(naming)):
-        # (a name written as it is is every item's: the loop is not asked,
-        # as the planner does not check what it reads; dataflow.controller_reads)
+    if task.loop is not None and named_per_item(naming):
         try:
             items = hostrun.loop_items(wire, templar)
         except TemplateError as exc:

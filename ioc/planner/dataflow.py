@@ -23,7 +23,7 @@ from typing import AbstractSet, Any, FrozenSet, List, Optional, Sequence
 
 from ioc.model import Task
 from ioc.planner.effects import (Effects, Origin, analyze_program, classify, definite_keys,
-                                 effective_writes, loop_names, satisfies, template_strings,
+                                 effective_writes, loop_names, named_per_item, satisfies,
                                  value_refs)
 from ioc.planner.program import Entry, Program
 from ioc.planner.schedule import IDENTITY_NEUTRAL, CheckRule, DataRule, DeferredRule
@@ -236,9 +236,7 @@ def controller_reads(task: Task, effects: Effects, deferred: bool = False) -> Fr
     for arg in CONTROLLER_FILE_ARGS.get(task.action, ()) if not deferred else ():
         if task.args.get(arg) is not None and not remote:
             names |= set(value_refs(task.args.get(arg), "args").names)
-            if any(template_strings(task.args.get(arg))):
-                # (a name written as it is is the same for every loop item:
-                # the controller never needs the loop for it)
+            if named_per_item(task.args.get(arg)):
                 names |= {r.name for r in effects.reads if r.field == "loop"}
     names |= {r.name for r in effects.reads if r.field in BECOME_FIELDS}
     # (a template lookup's file: the controller renders it before the batch)

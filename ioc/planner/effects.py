@@ -250,6 +250,15 @@ def template_strings(value: Any) -> Iterator[str]:
             yield from template_strings(item)
 
 
+def named_per_item(value: Any) -> bool:
+    """Whether a controller file's naming argument ``value`` can name another
+    file for each loop item (it holds a template); a name written as it is
+    is every item's. The planner checks a loop's variables for the
+    controller exactly when the controller evaluates the loop to find the
+    file (``dataflow.controller_reads``, ``controller/payloads._sources``)."""
+    return any(template_strings(value))
+
+
 class _Visitor:
     """Walks one template AST collecting free names, lookups and hostvars."""
 
