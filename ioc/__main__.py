@@ -1,6 +1,4 @@
 """``python -m ioc``: the same as ``ioc-run``."""
-import sys
+from ioc.warm import run_command
 
-from ioc.warm import main
-
-sys.exit(main())
+run_command()

@@ -405,13 +405,51 @@ def main(argv: Optional[List[str]] = None, program: str = "ioc-run") -> int:
 
 
 def adhoc_main(argv: Optional[List[str]] = None) -> int:
-    """``ioc-adhoc``'s entry point: :func:`main` for ``ioc-adhoc``."""
+    """:func:`main` for ``ioc-adhoc``."""
     return main(argv, "ioc-adhoc")
 
 
 def ssh_main(argv: Optional[List[str]] = None) -> int:
-    """``ioc-ssh``'s entry point: :func:`main` for ``ioc-ssh``."""
+    """:func:`main` for ``ioc-ssh``."""
     return main(argv, "ioc-ssh")
+
+
+def exit_now(code: Any) -> None:
+    """End the process with ``code`` (as ``sys.exit`` takes it) once its
+    output is written and its ``atexit`` work done (Ansible's temporary
+    directories, logging's flush), without the interpreter tearing down every
+    module's objects one by one: with ansible-core imported that teardown is
+    about 0.1 s of CPU, 6 % of a cold ``ioc-run`` of a 100-task play. Only
+    for the process's own entry points: :func:`main` returns."""
+    import atexit
+
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # (a closed pipe: nothing more to say)
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def run_command() -> None:
+    """``ioc-run``'s entry point."""
+    exit_now(main())
+
+
+def adhoc_command() -> None:
+    """``ioc-adhoc``'s entry point."""
+    exit_now(adhoc_main())
+
+
+def ssh_command() -> None:
+    """``ioc-ssh``'s entry point."""
+    exit_now(ssh_main())
 
 
 if __name__ == "__main__":
