@@ -19,7 +19,7 @@ from ioc.callbacks.console import Console
 from ioc.callbacks.jsonevents import JsonEvents
 from ioc.callbacks.progress import Progress
 from ioc.controller.state import RunOptions
-from ioc.controller.playbook import PlaybookRun, plan_playbook
+from ioc.controller.playbook import PlaybookRun, plan_playbook, warm_connector
 from ioc.controller.stepping import Stepper
 from ioc.errors import IocError
 from ioc.model import Inventory, Playbook
@@ -404,11 +404,8 @@ def report_error(exc: IocError) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """One ``ioc-run``: settings, vault, playbooks, then a listing, a check or the run."""
-    from ioc.ansible.config import (deprecated_reads, deprecation_warnings, read_settings,
-                                    refuse_unsupported, role_search)
-    from ioc.ansible.prompt import ask_var
+    from ioc.ansible.config import read_settings, refuse_unsupported, role_search
     from ioc.ansible.vault import open_vault
-    from ioc.ansible.template_vars import template_vars
 
     settings = read_settings()
     refuse_unsupported(settings)
@@ -434,6 +431,57 @@ def run(args: argparse.Namespace) -> int:
                                                       if args.force_handlers is None
                                                       else args.force_handlers))
              for path in args.playbook]
+    playbook_dir = os.path.dirname(os.path.abspath(args.playbook[0]))
+    sources = inventory_sources(args, settings)
+    # (as ansible-playbook, the inventory is read before the modules are
+    # resolved; --plan and --syntax-check read none)
+    inventory = None if args.plan or args.syntax_check else load_inventory(sources, playbook_dir)
+    with contextlib.ExitStack() as warming:
+        if inventory is not None and not listing_only:
+            early = warm_up(books[0], inventory, extra, args, settings)
+            if early is not None:
+                warming.callback(early.shutdown)  # (unless the run takes it over)
+        else:
+            early = None
+        return _resolve_and_run(args, settings, books, extra, inventory, sources, playbook_dir,
+                                vault, search, listing_only, early, warming)
+
+
+def warm_up(book: Playbook, inventory: Inventory, extra: Dict[str, Any],
+            args: argparse.Namespace, settings: Any) -> Any:
+    """Start connecting the first play's first hosts now, so that ssh and the
+    runner's bootstrap (about ten round trips) run while Ansible's module
+    library is imported and the playbook resolved and planned, not after.
+
+    The warm-up is the first step's own attempt (a failure is reported there,
+    as that step's: :meth:`ioc.transport.connector.Connector.warm`, binding);
+    a host whose first connection comes later, after other work, connects
+    afresh then. Not when a password is asked for (``-k``: later, as now),
+    nor for a warm daemon's run (``--persist``: connected already).
+    """
+    if WARM is not None or (settings.ask_pass if args.ask_pass is None else args.ask_pass) \
+            or not book.plays or os.environ.get("IOC_EARLY_CONNECT", "1") == "0":
+        return None
+    first = book.plays[0]
+    bare = dataclasses.replace(book, plays=(dataclasses.replace(
+        first, gather_facts=False, pre_tasks=(), tasks=(), post_tasks=(), handlers=()),))
+    probe = PlaybookRun(bare, inventory, extra, CallbackSet([]),
+                        RunOptions(connection_vars=connection_vars(args, settings)),
+                        limit=args.limit)
+    return warm_connector(probe.first_contacts(),
+                          args.forks if args.forks is not None else settings.forks)
+
+
+def _resolve_and_run(args: argparse.Namespace, settings: Any, books: List[Playbook],
+                     extra: Dict[str, Any], inventory: Optional[Inventory],
+                     sources: Sequence[str], playbook_dir: str, vault: Any, search: Any,
+                     listing_only: bool, early: Any,
+                     warming: contextlib.ExitStack) -> int:
+    """The rest of :func:`run`, once the first hosts are being connected."""
+    from ioc.ansible.config import deprecated_reads, deprecation_warnings
+    from ioc.ansible.prompt import ask_var
+    from ioc.ansible.template_vars import template_vars
+
     attacher = ansible_modules(args.verbose)
     books = [attacher.playbook(book) for book in books]
     tags = TagFilter.parse(args.tags, args.skip_tags)
@@ -444,14 +492,12 @@ def run(args: argparse.Namespace) -> int:
     found = True
     if args.start_at_task:
         books, found = start_at(books, args.start_at_task)
-    playbook_dir = os.path.dirname(os.path.abspath(args.playbook[0]))
-    sources = inventory_sources(args, settings)
     if args.syntax_check:
         for book in books:
             plan_playbook(book, per_task=args.per_task, tags=tags)
             print("\nplaybook: %s" % book.path)
         return 0
-    inventory = load_inventory(sources, playbook_dir)
+    assert inventory is not None
     refuse_facts_modules(books, inventory, extra)
     if args.limit and not inventory.implicit_localhost and not inv.match_hosts(
             inventory, "all", args.limit):
@@ -519,6 +565,9 @@ def run(args: argparse.Namespace) -> int:
         playbook_run.playbook_ends = frozenset(ends) if len(books) > 1 else frozenset()
         if WARM is not None:
             WARM.attach(playbook_run)
+        if early is not None:  # (the run ends it now)
+            playbook_run.warmed = early
+            warming.pop_all()
         code = playbook_run.run()
     if not found:
         print("[ERROR]: No matching task \"%s\" found. Note: --start-at-task can only follow "

@@ -404,6 +404,7 @@ def run_wide_args(verbosity: int) -> Dict[str, Any]:
 
 
 _LOADER_READY: List[bool] = []
+_PLAYBOOK_DIRS: List[str] = []
 
 
 def keep_collection_metadata() -> None:
@@ -441,6 +442,17 @@ def keep_collection_metadata() -> None:
     finder._meta_yml_to_dict = meta_yml_to_dict
 
 
+def playbook_dirs(paths: List[str]) -> None:
+    """The playbooks' directories, whose ``collections/`` Ansible's collection
+    finder searches (as ``ansible-playbook`` sets them): now, or as the
+    loader is set up (:func:`init_loader`), which may come later."""
+    _PLAYBOOK_DIRS[:] = list(paths)
+    if _LOADER_READY:
+        from ansible.utils.collection_loader import AnsibleCollectionConfig
+
+        AnsibleCollectionConfig.playbook_paths = list(paths)
+
+
 def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = ()) -> None:
     """Set up Ansible's plugin loaders outside ``ansible-playbook`` (for ioc-run).
 
@@ -454,6 +466,8 @@ def init_loader(collections_paths: Iterable[str] = (), library: Iterable[str] = 
         keep_collection_metadata()
         init_plugin_loader(list(collections_paths))
         _LOADER_READY.append(True)
+        if _PLAYBOOK_DIRS:
+            playbook_dirs(_PLAYBOOK_DIRS)
     for path in library:
         module_loader.add_directory(path, with_subdir=False)
         add_all_plugin_dirs(path.rsplit("/library", 1)[0] if path.endswith("/library") else path)

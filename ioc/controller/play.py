@@ -109,6 +109,8 @@ class PlayExecutor:
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
         #: with the entry each goes on from (:meth:`_catch_up`).
         self.revived: Dict[str, int] = {}
+        #: A step ran already (the first one may answer with a warm-up's outcome).
+        self._stepped = False
 
     # -- the loop ----------------------------------------------------------------
 
@@ -262,6 +264,11 @@ class PlayExecutor:
 
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
         LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
+        if self.ctx.connector is not None and (self._stepped or not isinstance(step, Batch)):
+            # A warm-up's failure answers only a first step that connects its
+            # hosts as it starts (Connector.warm): this one comes after other work
+            self.ctx.connector.release_warm()
+        self._stepped = True
         controller_step = step if isinstance(step, ControllerStep) else None
         once, first = None, None
         if controller_step and (controller_step.once or controller_step.once_if is not None):
@@ -406,6 +413,8 @@ class PlayExecutor:
             raise AssertionError("task %d is a suspension point, but this executor runs no "
                                  "task elsewhere: only mitogen_batch plans them" % index)
         LOG.info("DelegateStep %d on %d host(s)", index, len(hosts))
+        if self.ctx.connector is not None:
+            self.ctx.connector.release_warm()  # (work ran: see run_step)
         active = self.active()
         calls = [self._call(h, step, active) for h in hosts]
         self._warn_late_delegates(step, calls, hosts, active)

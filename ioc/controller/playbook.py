@@ -45,6 +45,20 @@ def plan_playbook(playbook: Playbook, per_task: bool = False,
             for play in playbook.plays]
 
 
+def warm_connector(contacts: Sequence[Tuple[str, ConnectionSpec]],
+                   forks: int) -> Optional[Connector]:
+    """A connector already connecting ``contacts`` (:meth:`PlaybookRun.first_contacts`),
+    each attempt the first step's own (:meth:`Connector.warm`, binding); None
+    when there are none. The run that takes it (:attr:`PlaybookRun.warmed`)
+    ends it; its caller ends it otherwise."""
+    if not contacts:
+        return None
+    connector = Connector(forks=forks)
+    for host, spec in contacts:
+        connector.warm(host, spec, binding=True)
+    return connector
+
+
 class PlaybookRun:
     """One ``ioc-run`` invocation: inventory, plans, connections, results."""
 
@@ -121,11 +135,14 @@ class PlaybookRun:
         #: A connector kept across runs (``ioc-run --persist``'s daemon): used,
         #: not shut down. None: the run makes its own and ends every runner.
         self.connector: Optional[Connector] = None
+        #: The run's own connector, made before the run to warm the first
+        #: play's hosts up (ioc-run: :meth:`first_contacts`); ended with the run.
+        self.warmed: Optional[Connector] = None
 
     def run(self) -> int:
         """Run every play; return ansible-playbook's exit code."""
         kept = self.connector
-        connector = kept if kept is not None else Connector(forks=self.options.forks)
+        connector = kept if kept is not None else self.warmed or Connector(forks=self.options.forks)
         if self.progress is not None:
             connector.observer = self.progress.connection
         connector.dropped = self._dropped
@@ -133,7 +150,9 @@ class PlaybookRun:
             self.callbacks.playbook_on_start(self.playbook.path)
             for index, planned in enumerate(self.plans):
                 before = len(self.failed_hosts | self.unreachable_hosts)
-                if not self.run_play(planned, connector):
+                going_on = self.run_play(planned, connector)
+                connector.release_warm()  # (past the run's first step)
+                if not going_on:
                     break
                 if index in self.playbook_ends and index != len(self.plans) - 1:
                     if len(self.failed_hosts | self.unreachable_hosts) > before:
@@ -395,6 +414,40 @@ class PlaybookRun:
         if spec.via:
             spec = resolve_via(name, spec, lambda hop: self._connection_of(play, hop))
         return spec
+
+    def first_contacts(self) -> List[Tuple[str, ConnectionSpec]]:
+        """The hosts the first play starts with (its first serial batch) and
+        how each is connected, as :meth:`run_play` will settle them: what a
+        front end may start connecting before the run (``ioc-run``, while it
+        resolves modules and plans). Empty where that is only known as the
+        play starts: a templated ``hosts`` or ``vars_prompt`` answers; a host
+        whose settings cannot be worked out yet is left out (its first step
+        says why, where the run would), and one reached through another
+        (``mitogen_via``: the intermediary starts it, and its relay)."""
+        if not self.playbook.plays:
+            return []
+        play = self.playbook.plays[0]
+        if play.vars_prompt or is_template(play.hosts) or is_template(play.name):
+            return []
+        try:
+            hosts = list(inv.match_hosts(self.inventory, play.hosts, self.limit))
+            if play.order != "shuffle":  # (shuffled as the play starts)
+                hosts = ordered_hosts(hosts, play.order)
+            elif play.serial not in (None, "", 0, "0"):
+                return []  # (which hosts come first is the shuffle's)
+            hosts = serial_batches(hosts, play.serial)[0] if hosts else []
+        except Exception:  # (the play says it, as it starts)
+            return []
+        out = []
+        for host in hosts:
+            try:
+                spec = self._host_state(play, host).spec
+            except Exception as exc:
+                LOG.debug("%s: not connected ahead of the run: %s", host, exc)
+                continue
+            if not spec.via:  # (a mitogen_via chain is the play's to start: its relays)
+                out.append((host, spec))
+        return out
 
     def _intermediaries(self, play: Play, specs: List[ConnectionSpec]) -> Set[str]:
         """The hosts ``specs`` are reached through, along each ``mitogen_via`` chain."""

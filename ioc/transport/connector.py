@@ -125,10 +125,14 @@ class Connector:
         #: Per key, how many connections were tried, and the last one's failure.
         self._attempts: Dict[Key, int] = {}
         self._failures: Dict[Key, Exception] = {}
-        #: Told of each host's own connection, from the thread that makes it:
-        #: (host, "connecting" / "connected" / "unreachable" / "gone"); ioc-run's
-        #: live progress line (ioc.callbacks.progress) listens here.
-        self.observer: Callable[[str, str], None] = lambda host, what: None
+        self._observer: Callable[[str, str], None] = lambda host, what: None
+        #: The last news of each host told to the observer (a later observer
+        #: hears it too: ioc-run's progress line starts after its warm-up).
+        self._told: Dict[str, str] = {}
+        #: Whether a warm-up's failure is still the answer of its host's first
+        #: call (:meth:`warm` with ``binding``), and those failures by key.
+        self._binding = False
+        self._warm_failed: Dict[Key, Exception] = {}
         #: Told of each context the connector drops (its runner ended or is
         #: ending): what the run recorded about that runner goes with it.
         self.dropped: Callable[[Key], None] = lambda key: None
@@ -141,6 +145,28 @@ class Connector:
         #: payload digests each holds (pushed once per intermediary).
         self._relays: Dict[str, mitogen.core.Context] = {}
         self._held: Dict[str, Set[str]] = {}
+
+    @property
+    def observer(self) -> Callable[[str, str], None]:
+        """Told of each host's own connection, from the thread that makes it:
+        (host, "connecting" / "connected" / "unreachable" / "gone"); ioc-run's
+        live progress line (ioc.callbacks.progress) listens here. A new
+        observer is told at once what the hosts' connections are now."""
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: Callable[[str, str], None]) -> None:
+        with self._lock:
+            self._observer = observer
+            told = sorted(self._told.items())
+        for host, what in told:
+            observer(host, what)
+
+    def _tell(self, host: str, what: str) -> None:
+        with self._lock:
+            self._told[host] = what
+            observer = self._observer
+        observer(host, what)
 
     def begin_run(self, forks: int) -> None:
         """A new run on this connector (``ioc-run --persist``'s daemon keeps one
@@ -163,8 +189,12 @@ class Connector:
             ctx = self.contexts.get(key)
             if ctx is not None:
                 return ctx
+            warmed = self._warm_failed.pop(key, None)
             key_lock = self._key_locks.setdefault(key, threading.Lock())
             tried = self._attempts.get(key, 0)
+        if warmed is not None:
+            # The warm-up was this call's attempt, made a little earlier (see warm)
+            raise copy.copy(warmed)
         with key_lock:  # one connection per key, even when two calls ask at once
             with self._lock:
                 ctx = self.contexts.get(key)
@@ -205,13 +235,13 @@ class Connector:
                 bootstrap.preload(self.router, parent, PARENT_MODULES["ssh"])
                 parent_key = (str(spec.via), None)
                 self._start_relay(str(spec.via), parent)
-            self.observer(host, "connecting")
+            self._tell(host, "connecting")
             try:
                 ctx, slot = self._connect_with_retries(host, spec, parent)
             except BaseException as exc:
-                self.observer(host, "unreachable" if isinstance(exc, Unreachable) else "gone")
+                self._tell(host, "unreachable" if isinstance(exc, Unreachable) else "gone")
                 raise
-            self.observer(host, "connected")
+            self._tell(host, "connected")
         bootstrap.preload(self.router, ctx)
         if slot is not None:
             self._await_runner(host, spec, ctx, slot)
@@ -224,32 +254,49 @@ class Connector:
             self._start_relay(host, ctx)
         return ctx
 
-    def warm(self, host: str, spec: ConnectionSpec) -> bool:
+    def warm(self, host: str, spec: ConnectionSpec, binding: bool = False) -> bool:
         """Start connecting ``host`` with ``spec`` in the background, before any
-        call needs it (``mitogen_batch``: while ansible-playbook plans the play).
+        call needs it (``mitogen_batch``: while ansible-playbook plans the play;
+        ``ioc-run``: while it resolves the modules and plans the playbook).
 
         Only a warm-up: nothing is reported. A call that asks for the host
         while the attempt is under way waits for it and takes its outcome, as
-        a call that waits for another call's attempt does (:meth:`context`);
-        a failure that ended before any call asked is forgotten, and the
-        first call connects again, where and when the run would have. A host
-        settled already (an earlier play) is left alone; the play's
-        :meth:`settle` with other settings ends what this one started.
+        a call that waits for another call's attempt does (:meth:`context`).
+        A failure that ended before any call asked is forgotten, and the first
+        call connects again, where and when the run would have; unless
+        ``binding`` and :meth:`release_warm` was not called since: then the
+        warm-up was that first call's attempt (the run's first step, which
+        connects its hosts as it starts: nothing ran in between that could
+        make the host reachable), and no attempt is made that Ansible would
+        not make. A host settled already (an earlier play) is left alone; the
+        play's :meth:`settle` with other settings ends what this one started.
         Returns whether an attempt was started.
         """
         with self._lock:
             if host in self._specs or (host, None) in self.contexts:
                 return False
             self._specs[host] = spec
+            self._binding = self._binding or binding
 
         def connect() -> None:
             try:
                 self.context(host, spec)
             except Exception as exc:  # (the first call that needs it connects again)
                 LOG.info("%s: warming up its connection failed: %s", host, exc)
+                with self._lock:
+                    if binding and self._binding and not self.closing:
+                        self._warm_failed[(host, None)] = exc
 
         threading.Thread(target=connect, name="ioc-warm-%s" % host, daemon=True).start()
         return True
+
+    def release_warm(self) -> None:
+        """The run is past its first step: a binding warm-up's failure no
+        longer answers a call (the host's first connection comes later, after
+        work that may have made it reachable), and the call connects afresh."""
+        with self._lock:
+            self._binding = False
+            self._warm_failed.clear()
 
     def expect_intermediaries(self, names: Set[str]) -> None:
         """Hosts that other hosts of the run are reached through: each starts
@@ -353,7 +400,7 @@ class Connector:
                 self._parent.pop(key, None)
                 self.dropped(key)
         for name in sorted({key[0] for key in keys if key[1] is None}):
-            self.observer(name, "gone")
+            self._tell(name, "gone")
 
     def cut_reason(self, context: mitogen.core.Context) -> Optional[str]:
         """Why the connector cut ``context`` (its runner did not answer in time), or None."""
@@ -375,7 +422,7 @@ class Connector:
                 self._parent.pop(key, None)
                 self.dropped(key)
         for name in sorted({key[0] for key in keys if key[1] is None}):
-            self.observer(name, "gone")
+            self._tell(name, "gone")
         for ctx in contexts:
             self.heartbeat.discard(ctx)
             try:
