@@ -216,8 +216,12 @@ def warm_up(request: Dict[str, Any], connector: Connector) -> None:
     :meth:`~ioc.transport.connector.Connector.settle` decides: settings
     that differ (a ``vars_files`` entry, say) end the warm-up's runner.
     A host whose settings cannot be made is left to the play, which reports
-    why where it always did.
+    why where it always did. Each attempt is the play's first step's own
+    (binding: see :meth:`~ioc.transport.connector.Connector.warm`); what an
+    earlier play's warm-up left unanswered (a play that ran under linear)
+    is forgotten first.
     """
+    connector.release_warm()
     for name, variables in request["hosts"].items():
         try:
             spec = spec_for(name, variables, password=request.get("password"))
@@ -226,7 +230,7 @@ def warm_up(request: Dict[str, Any], connector: Connector) -> None:
             continue
         if spec.via or is_true(variables.get("ioc_via_auto")):  # (its chain is the play's to make)
             continue
-        if connector.warm(name, spec):
+        if connector.warm(name, spec, binding=True):
             LOG.info("%s: warming up its connection", name)
 
 
@@ -256,7 +260,10 @@ def serve_play(request: Dict[str, Any], connector: Connector, link: ParentLink,
             [h for h in hosts if h not in run._play_hosts_all]
     executor = run.bridge_executor(request["planned"], hosts, connector, dormant)
     executor.runner_service = service
-    executor.run()
+    try:
+        executor.run()
+    finally:
+        connector.release_warm()  # (past the play's first step)
     # The transport report ioc-run prints: runner calls per host, for -vvv
     # readers and benchmarks/realworld.py (IOC_BRIDGE_LOG).
     for line in executor.ctx.transport.lines(verbose=True):
@@ -329,6 +336,7 @@ class BridgeExecutor(PlayExecutor):
         return ForwardingSink(self.plan, self.ctx.stats, self.link)
 
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
+        self.note_step(step)
         if isinstance(step, ControllerStep) and step.handlers:
             return FlushThroughAnsible(self, step, active, self.link).run()
         if isinstance(step, ControllerStep) and step.where == Where.ANSIBLE:
@@ -348,6 +356,7 @@ class BridgeExecutor(PlayExecutor):
         entry = self.plan.program.entry(index)
         step = ControllerStep(index, Where.ANSIBLE, False, "suspension point %s (%s)"
                               % (entry.task.display_name, entry.task.location))
+        self.note_step(step)
         ends: Dict[str, Dict[str, Any]] = {}
         held, _, _ = run_through_ansible(self, step, hosts, self.link, announce=not announced,
                                          ends=ends)

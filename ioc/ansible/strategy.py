@@ -93,7 +93,7 @@ def build_strategy_class() -> type:
             if _started_at_task(self._tqm, iterator):
                 raise Fallback("--start-at-task: Ansible's iterator starts this play at the "
                                "task, or past its last one when none matches")
-            if os.environ.get("IOC_EARLY_CONNECT", "") not in ("", "0"):
+            if os.environ.get("IOC_EARLY_CONNECT", "1") != "0":
                 _warm_up(self, iterator, play_context)
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)
@@ -150,11 +150,13 @@ def _warm_up(strategy: Any, iterator: Any, play_context: Any) -> None:
     reached is reported by the play, at its first task that connects, as
     before (:meth:`ioc.transport.connector.Connector.warm`).
 
-    Opt-in (``IOC_EARLY_CONNECT=1``): the warm-up is one more connection
-    attempt than linear makes, so a host whose first attempt fails and a
-    later one succeeds (no ``ansible_ssh_retries`` of its own) is reached
-    where linear reports it UNREACHABLE
-    (``test_a_refused_first_connection_is_retried_with_ansible_ssh_retries``)."""
+    The attempt is the play's first step's own when that step connects its
+    hosts as it starts (binding): a host whose first attempt fails is
+    UNREACHABLE there, after as many attempts as linear makes
+    (``test_a_refused_first_connection_is_retried_with_ansible_ssh_retries``);
+    a host first needed after other work connects afresh. A play that then
+    falls back to linear makes linear's own attempt besides.
+    ``IOC_EARLY_CONNECT=0`` turns it off."""
     from ansible import context
     from ioc.ansible.play import connection_layers
     from ioc.warm import WarmError

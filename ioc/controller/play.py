@@ -109,8 +109,8 @@ class PlayExecutor:
         #: Hosts ``meta: clear_host_errors`` brought back while unreachable,
         #: with the entry each goes on from (:meth:`_catch_up`).
         self.revived: Dict[str, int] = {}
-        #: A step ran already (the first one may answer with a warm-up's outcome).
-        self._stepped = False
+        #: The play's first step (it may answer with a warm-up's outcome).
+        self._first_step: Optional[Step] = None
 
     # -- the loop ----------------------------------------------------------------
 
@@ -264,11 +264,7 @@ class PlayExecutor:
 
     def run_step(self, step: Step, active: List[str]) -> StepOutcome:
         LOG.info("%s %d-%d on %d host(s)", type(step).__name__, step.start, step.end - 1, len(active))
-        if self.ctx.connector is not None and (self._stepped or not isinstance(step, Batch)):
-            # A warm-up's failure answers only a first step that connects its
-            # hosts as it starts (Connector.warm): this one comes after other work
-            self.ctx.connector.release_warm()
-        self._stepped = True
+        self.note_step(step)
         controller_step = step if isinstance(step, ControllerStep) else None
         once, first = None, None
         if controller_step and (controller_step.once or controller_step.once_if is not None):
@@ -285,6 +281,18 @@ class PlayExecutor:
         calls = [self._call(h, step, active) for h in hosts]
         return self.run_calls(calls, StepOutcome(once=once, once_host=first),
                               limit=controller_step.throttle if controller_step else 0)
+
+    def note_step(self, step: Step) -> None:
+        """``step`` starts: a warm-up's failure answers only the play's first
+        step, and only when it is a batch, which connects its hosts as it
+        starts (:meth:`Connector.warm`, binding); any other step comes after
+        work that may have made a host reachable. (Called again for the same
+        step, it changes nothing.)"""
+        if self._first_step is None:
+            self._first_step = step
+        if self.ctx.connector is not None and (step is not self._first_step
+                                               or not isinstance(step, Batch)):
+            self.ctx.connector.release_warm()
 
     def _failing(self, host: str) -> bool:
         """``host`` failed in a block that no rescue took, and runs its
@@ -413,8 +421,7 @@ class PlayExecutor:
             raise AssertionError("task %d is a suspension point, but this executor runs no "
                                  "task elsewhere: only mitogen_batch plans them" % index)
         LOG.info("DelegateStep %d on %d host(s)", index, len(hosts))
-        if self.ctx.connector is not None:
-            self.ctx.connector.release_warm()  # (work ran: see run_step)
+        self.note_step(step)
         active = self.active()
         calls = [self._call(h, step, active) for h in hosts]
         self._warn_late_delegates(step, calls, hosts, active)
