@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from benchmarks.delayproxy import DelayProxy
-from tests.realworld.harness import BY_NAME, SCENARIOS, Run, Runner, ansible_python
+from tests.realworld.harness import (BY_NAME, PERSISTED, SCENARIOS, Run, Runner, ansible_python,
+                                     stop_persisted)
 from tests.realworld.prepare import main as prepare
 from tests.realworld.sandbox import Target, exit_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINES = ("linear", "mitogen_linear", "mitogen_batch", "ioc-run")
+ENGINES = ("linear", "mitogen_linear", "mitogen_batch", "ioc-run", PERSISTED)
 SECTION = "## Real roles at 150 ms"
 
 
@@ -58,7 +59,7 @@ class Measure:
 
     @property
     def native(self) -> Optional[float]:
-        if self.engine not in ("mitogen_batch", "ioc-run") or not self.reached:
+        if self.engine not in ("mitogen_batch", "ioc-run", PERSISTED) or not self.reached:
             return None
         return (self.reached - self.through_ansible) / self.reached
 
@@ -70,11 +71,11 @@ THROUGH = re.compile(r"(AnsibleStep|AnsibleHandler) \d+ .*?on (\d+) host\(s\)(?:
 
 def analyse(m: Measure, run: Run) -> Measure:
     m.reached = run.tasks_reached()
-    text = run.log if m.engine == "mitogen_batch" else run.stdout
+    text = run.log if m.engine in ("mitogen_batch", PERSISTED) else run.stdout
     found = CALLS.findall(text)
     if found:  # one report per play; calls per host summed over plays
         m.calls = sum(int(total) // max(int(hosts), 1) for _, _, total, hosts in found)
-    if m.engine == "mitogen_batch":
+    if m.engine in ("mitogen_batch", PERSISTED):
         for kind, _, reason in THROUGH.findall(run.log):
             m.through_ansible += 1
             m.leaving.append(re.sub(r" \(/[^)]*\)$", "", reason or kind))
@@ -108,6 +109,8 @@ def measure(runner: Runner, role: str, engine: str, delay_ms: int) -> List[Measu
                 file=sys.stderr, flush=True)
             if refused:
                 break
+        if engine == PERSISTED:  # (its runners on this target end with the daemon)
+            stop_persisted(runner.python)
     return out
 
 
@@ -141,16 +144,23 @@ def render(results: List[Measure], delay_ms: int, command: str, minutes: float,
             m.role, label, m.engine,
             fmt(m.wall) if m.rc == 0 else "%s (rc %d)" % (fmt(m.wall), m.rc), m.round_trips,
             re.sub(r" ioc: .*", "", m.recap), fmt(m.native and m.native * 100, "%.0f %%"),
-            m.barriers if m.engine == "mitogen_batch" else "—",
+            m.barriers if m.engine in ("mitogen_batch", PERSISTED) else "—",
             "—" if m.calls is None else m.calls))
+    persisted = any(m.engine == PERSISTED for m in results)
     lines += ["", "Ratios (wall time of mitogen_linear / mitogen_batch; target on idempotent "
-              "runs: >= 4x):", "", "| role | first run | idempotent run |", "|---|---|---|"]
+              "runs: >= 4x%s):" % ("; the last column: mitogen_batch with IOC_PERSIST=60, "
+                                   "its idempotent run on the connections the first run left"
+                                   if persisted else ""), "",
+              "| role | first run | idempotent run |%s" % (" idempotent, warm |" if persisted
+                                                          else ""),
+              "|---|---|---|%s" % ("---|" if persisted else "")]
     index = {(m.role, m.engine, m.run): m for m in results}
     for role in dict.fromkeys(m.role for m in results):
         cells = []
-        for which in ("first", "idempotent"):
+        for which in ("first", "idempotent") + (("warm",) if persisted else ()):
+            batch = PERSISTED if which == "warm" else "mitogen_batch"
             pair = [index.get((role, e, 1 if which == "first" else last.get((role, e), 0)))
-                    for e in ("mitogen_linear", "mitogen_batch")]
+                    for e in ("mitogen_linear", batch)]
             a, b = pair
             if a and b and b.wall and a.rc == 0 and b.rc == 0:
                 cells.append("%.1fx (%d vs %d round trips)" % (a.wall / b.wall, a.round_trips,
@@ -158,7 +168,7 @@ def render(results: List[Measure], delay_ms: int, command: str, minutes: float,
             else:
                 cells.append("— (no such run: Mitogen's failed)" if which == "first" or a is None
                              else "—")
-        lines.append("| %s | %s | %s |" % (role, cells[0], cells[1]))
+        lines.append("| %s | %s |" % (role, " | ".join(cells)))
     leaving: Dict[str, int] = {}
     for m in results:
         if m.engine == "mitogen_batch":

@@ -15,15 +15,14 @@ The hosts are the test sshd behind the delay proxy
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 
 import pytest
 
 from benchmarks.delayproxy import DelayProxy
+from tests.support import late_sshd
+from tests.support.late_sshd import LateSshd
 from tests.ansible.test_mitogen_batch import (  # noqa: F401 (fixture)
     ROOT, STRATEGY_DIR, TIMEOUT, Ansible, ansible_python, assert_same_output)
 
@@ -111,12 +110,6 @@ def test_the_first_connection_is_made_while_the_play_is_planned(ansible, ansible
         % (connections[0]["opened"] - planned[0]))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_host_reached_only_after_an_earlier_task_is_reached_as_in_linear(
         ansible, ansible_python, sshd, tmp_path):
     """The host's sshd (a relay to the test sshd) is started by the play's first
@@ -124,36 +117,9 @@ def test_a_host_reached_only_after_an_earlier_task_is_reached_as_in_linear(
     planned, is refused; the first task that connects reaches the host, as
     under linear. Without the relay the host is UNREACHABLE at that task, in
     linear's words, after the tasks that need no connection ran."""
-    port = free_port()
-    pidfile = tmp_path / "relay.pid"
-    ansible.write("play.yml", """
-        - name: early
-          hosts: web
-          gather_facts: false
-          tasks:
-            - name: the host's sshd comes up
-              shell: >-
-                {{ relay }} -m benchmarks.delayproxy --listen {{ relay_port }}
-                --target {{ target }} >/dev/null 2>&1 & echo $! > {{ pidfile }}
-              args:
-                chdir: "{{ root }}"
-              delegate_to: localhost
-              when: start_relay | bool
-            - wait_for:
-                port: "{{ relay_port }}"
-                host: 127.0.0.1
-                timeout: 20
-              delegate_to: localhost
-              when: start_relay | bool
-            - debug:
-                msg: no connection needed
-            - command: echo reached {{ inventory_hostname }}
-    """)
-    inventory = str(ansible.write("hosts.ini", sshd.inventory_ini(
-        ["h1"], python=ansible_python, group="web").replace(
-            "ansible_port=%d" % sshd.port, "ansible_port=%d" % port)
-        + "\n[all:vars]\nrelay=%s\nrelay_port=%d\ntarget=%s:%d\npidfile=%s\nroot=%s\n"
-        % (sys.executable, port, sshd.host, sshd.port, pidfile, ROOT)))
+    late = LateSshd(sshd, tmp_path, python=ansible_python)
+    ansible.write("play.yml", late_sshd.PLAYBOOK)
+    inventory = str(ansible.write("hosts.ini", late.inventory))
     results = {}
     for start in ("true", "false"):
         for strategy in ("mitogen_batch", "linear"):
@@ -162,9 +128,7 @@ def test_a_host_reached_only_after_an_earlier_task_is_reached_as_in_linear(
                     "play.yml", inventory, strategy, env={"IOC_EARLY_CONNECT": "1"},
                     args=["-e", "start_relay=%s" % start])
             finally:
-                if pidfile.exists():
-                    os.kill(int(pidfile.read_text()), signal.SIGTERM)
-                    pidfile.unlink()
+                late.stop_relay()
     reached_linear, reached_batch = results["true", "linear"], results["true", "mitogen_batch"]
     assert reached_linear.rc == 0, reached_linear.stdout + reached_linear.stderr
     assert_same_output(reached_linear, reached_batch)

@@ -16,8 +16,6 @@ Real sshd, real ``ioc-run``, latency from the delay proxy.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -27,6 +25,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.delayproxy import DelayProxy
+from tests.support import late_sshd
+from tests.support.late_sshd import LateSshd
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
@@ -42,7 +42,8 @@ def ioc_run(tmp_path: Path, playbook: str, inventory: str, *args: str, env=None,
     (tmp_path / "hosts.ini").write_text(inventory)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     environ.update(PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
-        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), **(env or {}))
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    environ.update(env or {})
     proc = subprocess.Popen([sys.executable, "-m", "ioc", "play.yml", "-i", "hosts.ini", *args],
                             cwd=str(tmp_path), env=environ, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE,
@@ -54,14 +55,33 @@ def ioc_run(tmp_path: Path, playbook: str, inventory: str, *args: str, env=None,
     return proc.wait(timeout=TIMEOUT), lines, proc.stderr.read() if proc.stderr else ""
 
 
+#: A ``sitecustomize`` for ioc-run's interpreter (on its PYTHONPATH: the
+#: target's sessions do not see it) that makes importing Ansible's plugin
+#: loader take 2 s, as a loaded controller might: the overlap made certain.
+SLOW_LOADER = """\
+import sys, time
+class Slow:
+    def find_spec(self, name, path=None, target=None):
+        if name == "ansible.plugins.loader":
+            time.sleep(2)
+        return None
+sys.meta_path.insert(0, Slow())
+"""
+
+
 def test_the_first_connection_opens_before_the_playbook_is_planned(sshd, tmp_path):
     """At 150 ms one way, the ssh connection to the host is open before the
     play's first step starts (``-vvvv`` logs it), which comes once ``ioc-run``
-    has imported Ansible's plugin loader, resolved the modules and planned
-    the playbook: without the overlap the connection would start after it.
-    (The run before it keeps Ansible's settings for this environment, as
-    anyone's first run does: reading them imports Ansible, before any host
-    is known.)"""
+    has imported Ansible's plugin loader (slowed down to 2 s here), resolved
+    the modules and planned the playbook: without the overlap the connection
+    would start after it. (The run before it keeps Ansible's settings for
+    this environment, as anyone's first run does: reading them imports
+    Ansible, before any host is known.)"""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_LOADER)
+    slow = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), str(ROOT),
+                                                         os.environ.get("PYTHONPATH")]))}
     playbook = """
         - name: early
           hosts: web
@@ -72,10 +92,10 @@ def test_the_first_connection_opens_before_the_playbook_is_planned(sshd, tmp_pat
     with DelayProxy(sshd.host, sshd.port, 0.15) as proxy:
         inventory = sshd.inventory_ini(["h1"], group="web").replace(
             "ansible_port=%d" % sshd.port, "ansible_port=%d" % proxy.port)
-        rc, lines, err = ioc_run(tmp_path, playbook, inventory)
+        rc, lines, err = ioc_run(tmp_path, playbook, inventory, env=slow)
         assert rc == 0, "\n".join(line for _, line in lines) + err
         started = time.monotonic()
-        rc, lines, _ = ioc_run(tmp_path, playbook, inventory, "-vvvv", merged=True)
+        rc, lines, _ = ioc_run(tmp_path, playbook, inventory, "-vvvv", merged=True, env=slow)
         connections = [c for c in proxy.connections() if c["opened"] > started]
     console = "\n".join(line for _, line in lines)
     assert rc == 0, console
@@ -88,56 +108,20 @@ def test_the_first_connection_opens_before_the_playbook_is_planned(sshd, tmp_pat
         % (connections[0]["opened"] - planned[0]))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_host_whose_sshd_an_earlier_task_starts_is_reached(sshd, tmp_path):
     """The host's sshd (a relay to the test sshd) is started by the play's
     first task, on the controller: the early connection is refused (ioc's log
     says so at -vvvv), and the first task that needs the host connects
     afresh and reaches it. Without the relay, the same play reports the host
     UNREACHABLE at that task, after the task that needs no connection ran."""
-    port = free_port()
-    pidfile = tmp_path / "relay.pid"
-    playbook = """
-        - name: early
-          hosts: web
-          gather_facts: false
-          tasks:
-            - name: the host's sshd comes up
-              shell: >-
-                {{ relay }} -m benchmarks.delayproxy --listen {{ relay_port }}
-                --target {{ target }} >/dev/null 2>&1 & echo $! > {{ pidfile }}
-              args:
-                chdir: "{{ root }}"
-              delegate_to: localhost
-              when: start_relay | bool
-            - wait_for:
-                port: "{{ relay_port }}"
-                host: 127.0.0.1
-                timeout: 20
-              delegate_to: localhost
-              when: start_relay | bool
-            - debug:
-                msg: no connection needed
-            - command: echo reached {{ inventory_hostname }}
-        """
-    inventory = sshd.inventory_ini(["h1"], group="web").replace(
-        "ansible_port=%d" % sshd.port, "ansible_port=%d" % port) \
-        + "\n[all:vars]\nrelay=%s\nrelay_port=%d\ntarget=%s:%d\npidfile=%s\nroot=%s\n" \
-        % (sys.executable, port, sshd.host, sshd.port, pidfile, ROOT)
+    late = LateSshd(sshd, tmp_path)
     results = {}
     for start in ("true", "false"):
         try:
-            results[start] = ioc_run(tmp_path, playbook, inventory, "-vvvv",
+            results[start] = ioc_run(tmp_path, late_sshd.PLAYBOOK, late.inventory, "-vvvv",
                                      "-e", "start_relay=%s" % start)
         finally:
-            if pidfile.exists():
-                os.kill(int(pidfile.read_text()), signal.SIGTERM)
-                pidfile.unlink()
+            late.stop_relay()
     rc, lines, err = results["true"]
     console = "\n".join(line for _, line in lines)
     assert rc == 0, console + err
