@@ -180,8 +180,17 @@ class Runner:
         if engine == "ioc-run":
             return [self.python, "-m", "ioc", "-i", str(inventory), str(playbook)], env
         if engine == PERSISTED:  # (benchmarks: a repeat run on the daemon's connections)
-            env.update(IOC_PERSIST="60")
-            engine = "mitogen_batch"
+            # the same settings in every run: the daemon serves only the
+            # environment it was started with (ioc.warm.fingerprint)
+            steady = self.workdir / "persist"
+            (steady / "cp").mkdir(parents=True, exist_ok=True)
+            (steady / "bridge.log").write_text("")  # (this run's lines only)
+            env.update(IOC_PERSIST="60", ANSIBLE_SSH_CONTROL_PATH_DIR=str(steady / "cp"),
+                       ANSIBLE_LOCAL_TEMP=str(steady / "tmp"), ANSIBLE_STRATEGY="mitogen_batch",
+                       ANSIBLE_STRATEGY_PLUGINS=str(STRATEGY_DIR),
+                       IOC_BRIDGE_LOG=str(steady / "bridge.log"))
+            playbook_cmd = os.path.join(os.path.dirname(self.python), "ansible-playbook")
+            return [self.python, playbook_cmd, "-i", str(inventory), str(playbook)], env
         if engine == "mitogen_batch":
             env.update(ANSIBLE_STRATEGY="mitogen_batch", ANSIBLE_STRATEGY_PLUGINS=str(STRATEGY_DIR),
                        IOC_BRIDGE_LOG=str(rundir / "bridge.log"))
@@ -209,7 +218,7 @@ class Runner:
                               stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT)
         seconds = time.monotonic() - t0
         close_masters(rundir / "cp")
-        log = rundir / "bridge.log"
+        log = (self.workdir / "persist" if engine == PERSISTED else rundir) / "bridge.log"
         run = Run(engine, argv, proc.returncode, proc.stdout, proc.stderr, seconds,
                   log.read_text() if log.exists() else "")
         shutil.rmtree(rundir, ignore_errors=True)
