@@ -192,7 +192,8 @@ def _settings_key() -> Optional[str]:
     and ``ssh`` plugin), of the ``ansible.cfg`` it finds (``ANSIBLE_CONFIG``,
     ``./ansible.cfg``, ``~/.ansible.cfg``, ``/etc/ansible/ansible.cfg``:
     each one's size and mtime, found or not), of the environment (every
-    variable: a path setting may name any as ``$NAME``) and of the working
+    variable but a shell's bookkeeping, :data:`_SHELL_BOOKKEEPING`: a path
+    setting may name any as ``$NAME``) and of the working
     directory (``{{CWD}}``, relative paths); and of this module. A working
     directory anyone may write to is not cached: Ansible then ignores its
     ``ansible.cfg`` with a warning.
@@ -226,8 +227,16 @@ def _settings_key() -> Optional[str]:
         except OSError:
             found = None
         stats.append([name, found.st_size, found.st_mtime_ns] if found else [name])
-    blob = json.dumps([stats, cwd, sorted(os.environ.items())], sort_keys=True)
+    environ = sorted((k, v) for k, v in os.environ.items() if k not in _SHELL_BOOKKEEPING)
+    blob = json.dumps([stats, cwd, environ], sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+#: What an interactive shell changes in the environment of every command it
+#: starts, never a setting: the command's path (``_``), the previous working
+#: directory (``OLDPWD``, after any ``cd``) and the nesting depth. In the key,
+#: they made the kept settings miss on almost every run typed by hand.
+_SHELL_BOOKKEEPING = frozenset(("_", "OLDPWD", "SHLVL"))
 
 
 def _config_warnings() -> bool:

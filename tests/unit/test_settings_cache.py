@@ -70,6 +70,17 @@ def test_a_changed_ansible_cfg_or_environment_is_read_again(tmp_path):
     assert settings(elsewhere, cache)["forks"] == 5  # (no ansible.cfg there)
 
 
+def test_what_a_shell_changes_for_every_command_keeps_the_settings(tmp_path):
+    """A shell sets ``_`` to each command's path and ``OLDPWD`` after each
+    ``cd``: runs typed by hand differ there and nowhere else, and read the
+    kept settings; any other variable still counts."""
+    cache = tmp_path / "cache"
+    assert settings(tmp_path, cache, _="/usr/bin/ioc-run", OLDPWD="/a", SHLVL="1")["read"]
+    again = settings(tmp_path, cache, _="/usr/local/bin/ioc-run", OLDPWD="/b", SHLVL="2")
+    assert again["read"] is False
+    assert settings(tmp_path, cache, _="/x", OLDPWD="/b", SHLVL="2", SOME_PATH="/p")["read"]
+
+
 def test_runs_alternating_between_projects_each_read_their_kept_settings(tmp_path):
     """One kept reading made a run in another directory (or another
     environment) read Ansible's settings again; the last few are kept."""
