@@ -460,7 +460,7 @@ def warm_up(book: Playbook, inventory: Inventory, extra: Dict[str, Any],
     nor for a warm daemon's run (``--persist``: connected already).
     """
     if WARM is not None or (settings.ask_pass if args.ask_pass is None else args.ask_pass) \
-            or not book.plays or os.environ.get("IOC_EARLY_CONNECT", "1") == "0":
+            or not book.plays:
         return None
     first = book.plays[0]
     bare = dataclasses.replace(book, plays=(dataclasses.replace(

@@ -36,7 +36,7 @@ from ioc.ansible.state import PlayState
 from ioc.ansible.template_vars import template_vars
 from ioc.ansible.values import plain, tagged
 from ioc.ansible.version import check_ansible_version
-from ioc.transport.spec import transport_of
+from ioc.transport.spec import early_connections, transport_of
 
 
 def build_strategy_class() -> type:
@@ -93,7 +93,7 @@ def build_strategy_class() -> type:
             if _started_at_task(self._tqm, iterator):
                 raise Fallback("--start-at-task: Ansible's iterator starts this play at the "
                                "task, or past its last one when none matches")
-            if os.environ.get("IOC_EARLY_CONNECT", "1") != "0":
+            if early_connections():
                 _warm_up(self, iterator, play_context)
             converted, planned, text = plan_for(iterator, self._loader)
             foreign = foreign_steps(planned.plan)

@@ -15,7 +15,7 @@ from ioc.callbacks import Callback, Stats
 from ioc.callbacks.progress import Progress
 from ioc.controller.capabilities import runner_capabilities
 from ioc.controller.closure import template_files
-from ioc.transport.spec import ConnectionSpec, is_true, resolve_via, spec_for
+from ioc.transport.spec import ConnectionSpec, early_connections, is_true, resolve_via, spec_for
 from ioc.transport.connector import Connector
 from ioc.controller.dispatch import context_key
 from ioc.controller.payloads import ModulePayloads, PayloadCache
@@ -51,7 +51,7 @@ def warm_connector(contacts: Sequence[Tuple[str, ConnectionSpec]],
     each attempt the first step's own (:meth:`Connector.warm`, binding); None
     when there are none. The run that takes it (:attr:`PlaybookRun.warmed`)
     ends it; its caller ends it otherwise."""
-    if not contacts:
+    if not contacts or not early_connections():
         return None
     connector = Connector(forks=forks)
     for host, spec in contacts:

@@ -310,3 +310,10 @@ def _host_key_mode(hostvars: Mapping[str, Any], args: list) -> str:
     if "stricthostkeychecking accept-new" in joined:
         return "accept"
     return "enforce"
+
+
+def early_connections() -> bool:
+    """Whether the front ends start connecting a play's hosts before its first
+    step (:meth:`ioc.transport.connector.Connector.warm`; ioc-run and
+    mitogen_batch alike); ``IOC_EARLY_CONNECT=0`` turns it off."""
+    return os.environ.get("IOC_EARLY_CONNECT", "1") != "0"
