@@ -11,10 +11,11 @@ what batching saves.
 Assertions are on round trips, never on seconds. Every round trip costs
 300 ms here, so the file runs ~1.5 minutes; each batched play is measured up
 to three times and the smallest count is compared (all counts are in the
-message): on a loaded machine the controller may pause mid-upload long enough
-for an SSH window adjust to look like an answer (see the proxy's docstring).
-Two measurements were not always enough under the full suite on 2 cores
-(copy1000 counted one turn too many in both, in 2 of 6 full runs).
+message): on a loaded machine a count may still catch a turn nobody waited
+for (see the proxy's docstring). The proxy once counted every window adjust
+ssh sent into copy1000's stream of results as a turn when the loaded target
+sent its results slowly (15-18 instead of 11 under the full suite on 2 CPUs,
+in CI too); a turn now needs the server to have waited as well.
 """
 from __future__ import annotations
 

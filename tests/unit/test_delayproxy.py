@@ -284,6 +284,40 @@ def test_a_streamed_answer_is_one_round_trip():
     assert conn["round_trips"] == 2
 
 
+def test_messages_sent_into_a_stream_that_never_paused_are_no_turns():
+    """The server streams 40 results, 20 ms apart, and never waits; the client
+    sends a small message after every 10th it receives (as ssh sends a window
+    adjust every ~100 KB of a long result stream). The client was quiet long
+    enough before each, but the server was still sending when each reached it:
+    nobody waited, so the stream is one turn and the final request another."""
+    def handler(conn):
+        recv_exactly(conn, 3)
+        for i in range(40):
+            conn.sendall(b"result %02d\n" % i)
+            time.sleep(0.02)
+        conn.sendall(b"end\n")
+        recv_exactly(conn, 3 * 3 + 3)  # the three asides, then "bye"
+
+    server = Server(handler)
+    try:
+        with DelayProxy("127.0.0.1", server.port, 0.02, trace=True) as proxy:
+            with connect(proxy.port) as s:
+                s.sendall(b"go!")
+                for i in range(1, 4):
+                    recv_exactly(s, 10 * 10)
+                    s.sendall(b"adj")
+                recv_exactly(s, 10 * 10 + 4)
+                s.sendall(b"bye")
+                s.recv(1)
+            assert proxy.wait_idle()
+            (conn,) = proxy.connections()
+    finally:
+        server.close()
+    assert [w for _, w, _ in conn["trace"] if w.startswith("c2s")] == [
+        "c2s+rt", "c2s", "c2s", "c2s", "c2s+rt"]
+    assert conn["round_trips"] == 2
+
+
 def test_an_upload_with_interleaved_acks_is_one_round_trip():
     """The client streams 60 chunks, 2 ms apart; the server acks each one as it comes.
 
