@@ -275,6 +275,9 @@ def _lighten_spawning() -> None:
       compresses its first stage's source for every connection (~2 ms):
       the command is kept per (first stage, Python argv, remote name, length
       of the preamble), everything it is made of.
+
+    And one thing that leaves processes behind: the first stage is
+    :class:`_FirstStage`'s, which ends when its parent does.
     """
     if getattr(mitogen.parent, "_ioc_lightened", False):
         return
@@ -305,7 +308,66 @@ def _lighten_spawning() -> None:
     mitogen.parent._get_core_source = lambda: _BUILDS.core_source(core_source)
     mitogen.parent.popen = popen_without_hook
     mitogen.parent.Connection.get_boot_command = kept_boot_command  # type: ignore[method-assign]
+    mitogen.parent.Connection._first_stage = _FirstStage.__dict__["_first_stage"]
     mitogen.parent._ioc_lightened = True  # type: ignore[attr-defined]
+
+
+class _FirstStage:
+    """mitogen's first stage (``mitogen.parent.Connection._first_stage``,
+    0.3.54), but for three statements in the forked child, which writes the
+    core's source to the new interpreter through two pipes: it closes the
+    read ends it inherited (``R``, ``r``) and takes SIGPIPE's default action.
+
+    mitogen's child keeps both read ends open. When the interpreter it feeds
+    is gone before it has read everything (the controller exited while
+    hosts were still being connected: a play with nothing to run after the
+    early connection, Ctrl-C), the child's write to a pipe only it can read
+    blocks for ever: the process stays on the host, holding the stderr it
+    was given (a caller reading the controller's stderr to its end waits
+    for ever too). Without the read ends the write fails, and with SIGPIPE
+    at its default (Python ignores it) the child ends silently instead of
+    printing a ``BrokenPipeError`` traceback to that stderr (as its final
+    write to a controller that went away did too).
+
+    ``get_boot_command`` reads this source with ``inspect``, skips its first
+    two lines (the decorator and the ``def``) and drops every line with a
+    ``#``: no comments in the body.
+    """
+
+    @staticmethod
+    def _first_stage():  # type: ignore[no-untyped-def]
+        R,W=os.pipe()
+        r,w=os.pipe()
+        if os.fork():
+            os.dup2(0,100)
+            os.dup2(R,0)
+            os.dup2(r,101)
+            os.close(R)
+            os.close(r)
+            os.close(W)
+            os.close(w)
+            if os.uname()[0]+os.uname()[2][:2]+sys.executable=='Darwin19/usr/bin/python':sys.executable+='2.7'
+            if os.uname()[0]+os.uname()[2][:2]+sys.version[:3]=='Darwin202.7':os.environ['PYTHON_LAUNCHED_FROM_WRAPPER']='1'
+            if os.uname()[0]+os.uname()[2][:2]+sys.version[:3]=='Darwin212.7':os.environ['PYTHON_LAUNCHED_FROM_WRAPPER']='1'
+            os.environ['ARGV0']=sys.executable
+            os.execl(sys.executable,sys.executable+'(mitogen:%s)'%sys.argv[2])
+        os.close(R)
+        os.close(r)
+        import signal;signal.signal(signal.SIGPIPE,signal.SIG_DFL)
+        os.write(1,'MITO000\n'.encode())
+        n=int(sys.argv[3])
+        C=''.encode()
+        V='V'
+        while n-len(C) and V:select.select([0],[],[]);V=os.read(0,n-len(C));C+=V
+        C=zlib.decompress(C)
+        f=os.fdopen(W,'wb',0)
+        f.write(C)
+        f.close()
+        f=os.fdopen(w,'wb',0)
+        f.write(C)
+        f.close()
+        os.write(1,'MITO001\n'.encode())
+        os.close(2)
 
 
 def _ours(name: str) -> bool:
