@@ -30,12 +30,13 @@ starts the relay (``ioc.transport.connector``).
 import io
 import logging
 import socket
-import subprocess
 import threading
 
 import mitogen.core
 import mitogen.parent
 import mitogen.service
+
+from ioc.agentless_runner import spawning
 
 LOG = logging.getLogger(__name__)
 
@@ -55,42 +56,13 @@ def start(threads, econtext=None):
     there, as its own ``_proxy_connect`` runs it).
     """
     mitogen.parent.upgrade_router(econtext)
-    _spawn_without_python()
+    spawning.lighten()  # (ssh without Python before exec, a first stage that ends)
     # The broker swaps its poller (and drops its timers) on its own thread:
     # let that be done before the pool's threads exist and send or log.
     econtext.broker.defer_sync(lambda: None)
     pool = mitogen.service.get_or_create_pool(size=threads, router=econtext.router)
     pool.get_invoker(Relay.name(), None)  # (activated now: runners below may ask first)
     return pool.size
-
-
-def _spawn_without_python():
-    """Start ssh clients with no Python code between fork and exec.
-
-    mitogen's ``popen`` always passes a ``preexec_fn`` (to run a hook that is
-    None unless something sets it), which makes Python run its fork
-    handlers: the broker thread, starting a connection, takes logging's
-    lock, then the import lock. This runner's main thread, running a batch,
-    imports (the import lock) and mitogen's importer logs (logging's lock)
-    meanwhile: each held what the other waited for (seen: an intermediary
-    hung with its broker in ``Popen._execute_child`` and its main thread in
-    ``logging._acquireLock``). Without a ``preexec_fn`` and with no hook,
-    ``Popen`` forks (or vforks) and execs with no Python code and no fork
-    handlers: the same child. (The controller does the same for its own
-    ssh clients: ``ioc.transport.bootstrap``.)
-    """
-    if getattr(mitogen.parent, "_ioc_spawn", False):
-        return
-    popen = mitogen.parent.popen
-
-    def popen_without_hook(**kwargs):
-        if kwargs.get("preexec_fn") is None and mitogen.parent._preexec_hook is None:
-            kwargs.pop("preexec_fn", None)
-            return subprocess.Popen(**kwargs)
-        return popen(**kwargs)
-
-    mitogen.parent.popen = popen_without_hook
-    mitogen.parent._ioc_spawn = True
 
 
 class Relay(mitogen.service.Service):

@@ -46,7 +46,7 @@ import mitogen.master
 import mitogen.parent
 
 from ioc.transport import cachefile
-from ioc.agentless_runner import modules as runner_modules
+from ioc.agentless_runner import modules as runner_modules, spawning
 
 LOG = logging.getLogger(__name__)
 
@@ -261,34 +261,18 @@ def configure(router: mitogen.master.Router) -> None:
 def _lighten_spawning() -> None:
     """Make each connection's start cost the controller less, the same command run.
 
-    mitogen (0.3) does two things per connection that cost the controller
-    CPU for every host (a 200-host run pays them 200 times), so this
-    process changes them, once:
-
-    * its ``popen`` always gives :class:`subprocess.Popen` a ``preexec_fn``
-      (to run a hook that is None unless something sets it), which makes
-      Python fork the whole controller -- copy its page tables, ~3 ms at
-      100 MB -- instead of vfork, for each ``ssh``. With no hook and no
-      ``preexec_fn`` of the caller's, the child runs nothing before exec,
-      so ``Popen`` is called without one: the same child, started with vfork;
-    * ``Connection.get_boot_command`` re-reads (``inspect``), strips and
-      compresses its first stage's source for every connection (~2 ms):
-      the command is kept per (first stage, Python argv, remote name, length
-      of the preamble), everything it is made of.
-
-    And one thing that leaves processes behind: the first stage is
-    :class:`_FirstStage`'s, which ends when its parent does.
+    mitogen (0.3)'s ``Connection.get_boot_command`` re-reads (``inspect``),
+    strips and compresses its first stage's source for every connection
+    (~2 ms; a 200-host run pays it 200 times): the command is kept per
+    (first stage, Python argv, remote name, length of the preamble),
+    everything it is made of. This process also applies :func:`ioc.agentless_runner.spawning.lighten` (ssh started
+    without forking the controller, a first stage that ends with its
+    interpreter), as intermediaries and runners starting ``become`` children
+    do.
     """
     if getattr(mitogen.parent, "_ioc_lightened", False):
         return
-    popen = mitogen.parent.popen
-
-    def popen_without_hook(**kwargs: Any) -> Any:
-        if kwargs.get("preexec_fn") is None and mitogen.parent._preexec_hook is None:
-            kwargs.pop("preexec_fn", None)
-            return subprocess.Popen(**kwargs)
-        return popen(**kwargs)
-
+    spawning.lighten()
     boot_command = mitogen.parent.Connection.get_boot_command
     commands: Dict[Tuple[Any, ...], List[str]] = {}
     lock = threading.Lock()
@@ -306,68 +290,8 @@ def _lighten_spawning() -> None:
 
     core_source = mitogen.parent._get_core_source
     mitogen.parent._get_core_source = lambda: _BUILDS.core_source(core_source)
-    mitogen.parent.popen = popen_without_hook
     mitogen.parent.Connection.get_boot_command = kept_boot_command  # type: ignore[method-assign]
-    mitogen.parent.Connection._first_stage = _FirstStage.__dict__["_first_stage"]
     mitogen.parent._ioc_lightened = True  # type: ignore[attr-defined]
-
-
-class _FirstStage:
-    """mitogen's first stage (``mitogen.parent.Connection._first_stage``,
-    0.3.54), but for three statements in the forked child, which writes the
-    core's source to the new interpreter through two pipes: it closes the
-    read ends it inherited (``R``, ``r``) and takes SIGPIPE's default action.
-
-    mitogen's child keeps both read ends open. When the interpreter it feeds
-    is gone before it has read everything (the controller exited while
-    hosts were still being connected: a play with nothing to run after the
-    early connection, Ctrl-C), the child's write to a pipe only it can read
-    blocks for ever: the process stays on the host, holding the stderr it
-    was given (a caller reading the controller's stderr to its end waits
-    for ever too). Without the read ends the write fails, and with SIGPIPE
-    at its default (Python ignores it) the child ends silently instead of
-    printing a ``BrokenPipeError`` traceback to that stderr (as its final
-    write to a controller that went away did too).
-
-    ``get_boot_command`` reads this source with ``inspect``, skips its first
-    two lines (the decorator and the ``def``) and drops every line with a
-    ``#``: no comments in the body.
-    """
-
-    @staticmethod
-    def _first_stage():  # type: ignore[no-untyped-def]
-        R,W=os.pipe()
-        r,w=os.pipe()
-        if os.fork():
-            os.dup2(0,100)
-            os.dup2(R,0)
-            os.dup2(r,101)
-            os.close(R)
-            os.close(r)
-            os.close(W)
-            os.close(w)
-            if os.uname()[0]+os.uname()[2][:2]+sys.executable=='Darwin19/usr/bin/python':sys.executable+='2.7'
-            if os.uname()[0]+os.uname()[2][:2]+sys.version[:3]=='Darwin202.7':os.environ['PYTHON_LAUNCHED_FROM_WRAPPER']='1'
-            if os.uname()[0]+os.uname()[2][:2]+sys.version[:3]=='Darwin212.7':os.environ['PYTHON_LAUNCHED_FROM_WRAPPER']='1'
-            os.environ['ARGV0']=sys.executable
-            os.execl(sys.executable,sys.executable+'(mitogen:%s)'%sys.argv[2])
-        os.close(R)
-        os.close(r)
-        import signal;signal.signal(signal.SIGPIPE,signal.SIG_DFL)
-        os.write(1,'MITO000\n'.encode())
-        n=int(sys.argv[3])
-        C=''.encode()
-        V='V'
-        while n-len(C) and V:select.select([0],[],[]);V=os.read(0,n-len(C));C+=V
-        C=zlib.decompress(C)
-        f=os.fdopen(W,'wb',0)
-        f.write(C)
-        f.close()
-        f=os.fdopen(w,'wb',0)
-        f.write(C)
-        f.close()
-        os.write(1,'MITO001\n'.encode())
-        os.close(2)
 
 
 def _ours(name: str) -> bool:

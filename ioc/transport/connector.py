@@ -37,7 +37,7 @@ import mitogen.parent
 import mitogen.ssh
 
 from ioc.agentless_runner import entry
-from ioc.agentless_runner import relay as relay_entry
+from ioc.agentless_runner import relay as relay_entry, spawning
 from ioc.transport import bootstrap, pacing
 from ioc.transport.keepalive import Heartbeat, KeepAlive, from_environment
 from ioc.transport.spec import BecomeSpec, ConnectionSpec
@@ -66,9 +66,9 @@ class BecomeFailed(Exception):
 
 #: Modules a context needs to start children (sudo, su, ssh for mitogen_via):
 #: sent ahead of the request so it costs no import round trip over the WAN.
-PARENT_MODULES = {"sudo": ("mitogen.parent", "mitogen.sudo"),
-                  "su": ("mitogen.parent", "mitogen.su"),
-                  "ssh": ("mitogen.parent", "mitogen.ssh")}
+PARENT_MODULES = {"sudo": ("mitogen.parent", "mitogen.sudo", "ioc.agentless_runner.spawning"),
+                  "su": ("mitogen.parent", "mitogen.su", "ioc.agentless_runner.spawning"),
+                  "ssh": ("mitogen.parent", "mitogen.ssh", "ioc.agentless_runner.spawning")}
 #: What an intermediary's relay needs besides: mitogen's service pool.
 RELAY_MODULES = ("mitogen.select", "mitogen.service", "ioc.agentless_runner.relay")
 #: The relay's mitogen service name (``ioc.agentless_runner.relay.Relay``).
@@ -446,6 +446,8 @@ class Connector:
                 become: BecomeSpec) -> mitogen.core.Context:
         """A child of ``parent`` running as ``become.user``, started by sudo or su there."""
         bootstrap.preload(self.router, parent, PARENT_MODULES[become.method])
+        # (one way, ahead of mitogen's own call that starts the child there)
+        parent.call_no_reply(spawning.lighten)
         kwargs: Dict[str, Any] = {"via": parent, "username": become.user,
                                   "python_path": spec.python, "connect_timeout": spec.timeout,
                                   "remote_name": spec.remote_name}

@@ -9,15 +9,20 @@ pyenv interpreter lives under ``/root``, which other users cannot enter.
 """
 from __future__ import annotations
 
+import binascii
+import inspect
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+import zlib
 from pathlib import Path
 
 import mitogen.core
 import pytest
 
-from ioc.agentless_runner import batch as runner_batch
+from ioc.agentless_runner import batch as runner_batch, spawning
 from ioc.transport import bootstrap
 from ioc.transport.spec import BecomeSpec, spec_for
 from ioc.transport.connector import Connector
@@ -454,3 +459,46 @@ def test_a_become_variable_set_inside_a_batch_moves_only_that_host_to_the_new_id
     assert stdout_of(r, "again") == {"h1": "root", "h2": A}
     assert r.of("transport")[0]["batches"] == 1
     assert r.calls == {"h1": 1, "h2": 2}
+
+
+def _stage_argument(first_stage) -> str:
+    """The argument a boot command carries for ``first_stage``: its body,
+    stripped and compressed as mitogen's ``Connection.get_boot_command`` does."""
+    lines = inspect.getsourcelines(first_stage)[0][2:]
+    source = textwrap.dedent("".join(s for s in lines if "#" not in s))[:-1].replace("    ", " ")
+    packer = zlib.compressobj(zlib.Z_BEST_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return binascii.b2a_base64(packer.compress(source.encode()) + packer.flush()).decode().strip()
+
+
+def test_a_become_child_is_started_with_iocs_first_stage(tmp_path, accounts):
+    """The runner starts its become child with ioc's first stage (one that
+    ends when its interpreter is gone: tests/unit/test_first_stage.py), not
+    with the copy of mitogen's it was sent: sudo's command line, which stays
+    for the child's life, carries the stage."""
+    ours = _stage_argument(spawning.FirstStage._first_stage)
+    seen, done = [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+            seen.extend(ours in line for line in ps.splitlines()
+                        if "sudo " in line.split(" -c ")[0] and "import binascii" in line)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        r = ioc_run(tmp_path, f"""
+            - hosts: web
+              gather_facts: false
+              tasks:
+                - command: sleep 2
+                  become: true
+                  become_user: {A}
+            """, inventory=inventory(accounts, hosts=("h1",)))
+    finally:
+        done.set()
+        watcher.join()
+    assert r.rc == 0, r.stdout + r.stderr
+    assert seen, "no sudo command line was seen while the task ran"
+    assert all(seen), "a become child was started with mitogen's own first stage"

@@ -43,7 +43,9 @@ RUNNER = frozenset({STDLIB, "mitogen.core", "mitogen.service", "jinja2", "markup
 #: (``validate_argument_spec`` runs Ansible's ``ArgumentSpecValidator``).
 RUNNER_MODULES = RUNNER | {"ansible.module_utils"}
 #: The relay runs on an intermediary only, which starts connections: the
-#: controller sends it mitogen.parent before it starts the relay.
+#: controller sends it mitogen.parent before it starts the relay; spawning,
+#: how a process starts contexts, is sent with mitogen.parent wherever
+#: contexts are started (an intermediary, a runner starting become children).
 RUNNER_RELAY = RUNNER | {"mitogen.parent"}
 # ioc/__init__.py is executed on the target whenever ioc.agentless_runner is
 # imported there: it must be as self-contained as the runner.
@@ -91,7 +93,7 @@ def rules_for(rel: str) -> Optional[FrozenSet[str]]:
         return PLANNER
     if rel.startswith("ioc/agentless_runner/modules/"):
         return RUNNER_MODULES
-    if rel == "ioc/agentless_runner/relay.py":
+    if rel in ("ioc/agentless_runner/relay.py", "ioc/agentless_runner/spawning.py"):
         return RUNNER_RELAY
     if rel.startswith("ioc/agentless_runner/"):
         return RUNNER
