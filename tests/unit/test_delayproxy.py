@@ -259,6 +259,21 @@ def test_byte_counts_are_exact_each_way():
     assert conn["round_trips"] == 4
 
 
+def relayed(handler, client, delay: float, **proxy_options) -> dict:
+    """The statistics of the one connection ``client(socket)`` makes through a
+    proxy (``delay``, ``proxy_options``) to a server running ``handler``."""
+    server = Server(handler)
+    try:
+        with DelayProxy("127.0.0.1", server.port, delay, **proxy_options) as proxy:
+            with connect(proxy.port) as s:
+                client(s)
+            assert proxy.wait_idle()
+            (conn,) = proxy.connections()
+    finally:
+        server.close()
+    return conn
+
+
 def test_a_streamed_answer_is_one_round_trip():
     """One request, the server streams 30 results over time: one turn (then one for 'bye')."""
     def handler(conn):
@@ -269,18 +284,13 @@ def test_a_streamed_answer_is_one_round_trip():
         conn.sendall(b"end\n")
         recv_exactly(conn, 3)
 
-    server = Server(handler)
-    try:
-        with DelayProxy("127.0.0.1", server.port, 0.02) as proxy:
-            with connect(proxy.port) as s:
-                s.sendall(b"go!")
-                recv_exactly(s, 30 * 10 + 4)
-                s.sendall(b"bye")
-                s.recv(1)
-            assert proxy.wait_idle()
-            (conn,) = proxy.connections()
-    finally:
-        server.close()
+    def client(s):
+        s.sendall(b"go!")
+        recv_exactly(s, 30 * 10 + 4)
+        s.sendall(b"bye")
+        s.recv(1)
+
+    conn = relayed(handler, client, 0.02)
     assert conn["round_trips"] == 2
 
 
@@ -298,21 +308,16 @@ def test_messages_sent_into_a_stream_that_never_paused_are_no_turns():
         conn.sendall(b"end\n")
         recv_exactly(conn, 3 * 3 + 3)  # the three asides, then "bye"
 
-    server = Server(handler)
-    try:
-        with DelayProxy("127.0.0.1", server.port, 0.02, trace=True) as proxy:
-            with connect(proxy.port) as s:
-                s.sendall(b"go!")
-                for i in range(1, 4):
-                    recv_exactly(s, 10 * 10)
-                    s.sendall(b"adj")
-                recv_exactly(s, 10 * 10 + 4)
-                s.sendall(b"bye")
-                s.recv(1)
-            assert proxy.wait_idle()
-            (conn,) = proxy.connections()
-    finally:
-        server.close()
+    def client(s):
+        s.sendall(b"go!")
+        for i in range(1, 4):
+            recv_exactly(s, 10 * 10)
+            s.sendall(b"adj")
+        recv_exactly(s, 10 * 10 + 4)
+        s.sendall(b"bye")
+        s.recv(1)
+
+    conn = relayed(handler, client, 0.02, trace=True)
     assert [w for _, w, _ in conn["trace"] if w.startswith("c2s")] == [
         "c2s+rt", "c2s", "c2s", "c2s", "c2s+rt"]
     assert conn["round_trips"] == 2
@@ -331,20 +336,15 @@ def test_an_upload_with_interleaved_acks_is_one_round_trip():
         conn.sendall(b"done")
         recv_exactly(conn, 3)
 
-    server = Server(handler)
-    try:
-        with DelayProxy("127.0.0.1", server.port, 0.02) as proxy:
-            with connect(proxy.port) as s:
-                for _ in range(60):
-                    s.sendall(b"u" * 100)
-                    time.sleep(0.002)
-                recv_exactly(s, 64)
-                s.sendall(b"bye")
-                s.recv(1)
-            assert proxy.wait_idle()
-            (conn,) = proxy.connections()
-    finally:
-        server.close()
+    def client(s):
+        for _ in range(60):
+            s.sendall(b"u" * 100)
+            time.sleep(0.002)
+        recv_exactly(s, 64)
+        s.sendall(b"bye")
+        s.recv(1)
+
+    conn = relayed(handler, client, 0.02)
     assert conn["round_trips"] == 2
 
 
@@ -354,19 +354,14 @@ def test_data_the_client_never_waited_for_is_no_turn():
         conn.sendall(b"SERVER-HELLO")
         recv_exactly(conn, 24)
 
-    server = Server(handler)
-    try:
-        with DelayProxy("127.0.0.1", server.port, 0.05, quiet_gap=0) as proxy:
-            with connect(proxy.port) as s:
-                s.sendall(b"CLIENT-HELLO")
-                time.sleep(0.02)  # the server's hello is still in flight (50 ms)
-                s.sendall(b"CLIENT-MORE!")
-                recv_exactly(s, 12)
-                s.recv(1)
-            assert proxy.wait_idle()
-            (conn,) = proxy.connections()
-    finally:
-        server.close()
+    def client(s):
+        s.sendall(b"CLIENT-HELLO")
+        time.sleep(0.02)  # the server's hello is still in flight (50 ms)
+        s.sendall(b"CLIENT-MORE!")
+        recv_exactly(s, 12)
+        s.recv(1)
+
+    conn = relayed(handler, client, 0.05, quiet_gap=0)
     assert conn["round_trips"] == 1
 
 
