@@ -416,13 +416,18 @@ class DelayProxy:
                 if not data:
                     queue.put_nowait((now + delay, None, None))
                     break
+                # A client chunk that may count: its index in the trace (-1
+                # untraced), judged by the server's half as it is delivered.
                 candidate = None
                 what = "c2s" if upstream else "s2c"
                 with self._lock:
                     if upstream:
-                        candidate = self._client_waited(conn, now)
-                        if candidate == 0:
-                            what, candidate = "c2s+rt", None
+                        if conn.last_c2s is None:
+                            conn.round_trips += 1  # the first: the server's banner is no answer
+                            what = "c2s+rt"
+                        elif self._client_waited(conn):
+                            candidate = -1 if conn.trace is None else len(conn.trace)
+                        conn.last_c2s = now
                         conn.bytes_c2s += len(data)
                         conn.chunks_c2s += 1
                     else:
@@ -430,8 +435,6 @@ class DelayProxy:
                         conn.bytes_s2c += len(data)
                         conn.chunks_s2c += 1
                     if conn.trace is not None:
-                        if candidate is not None:
-                            candidate = len(conn.trace)
                         conn.trace.append((now, what, len(data)))
                 queue.put_nowait((now + delay, data, candidate))
             await delivering
@@ -439,21 +442,13 @@ class DelayProxy:
             if not delivering.done():
                 delivering.cancel()
 
-    def _client_waited(self, conn: ConnectionStats, now: float) -> Optional[int]:
-        """The client's half of the round trip rule (see the module docstring),
-        for a chunk read at ``now``: ``0`` for the first chunk (counted now),
-        ``-1`` for a chunk that may count (the server's half is judged as it
-        is delivered), None for one that does not. Called with the lock held."""
-        first = conn.last_c2s is None
-        waited = first or (
-            conn.last_s2c_delivery is not None
-            and conn.last_s2c_delivery > conn.last_c2s
-            and conn.last_s2c_delivery - conn.last_c2s >= self.quiet_gap)
-        conn.last_c2s = now
-        if first:
-            conn.round_trips += 1  # the server's banner is no answer to wait for
-            return 0
-        return -1 if waited else None
+    def _client_waited(self, conn: ConnectionStats) -> bool:
+        """The client's half of the round trip rule (see the module docstring)
+        for its next chunk: it was quiet for ``quiet_gap`` when server data
+        reached it. Called with the lock held."""
+        return (conn.last_s2c_delivery is not None
+                and conn.last_s2c_delivery > conn.last_c2s
+                and conn.last_s2c_delivery - conn.last_c2s >= self.quiet_gap)
 
     def _count_c2s_delivered(self, conn: ConnectionStats, due: float, candidate: int) -> None:
         """The server's half, as a candidate chunk reaches the server at ``due``:

@@ -35,7 +35,6 @@ import importlib
 import logging
 import os
 import pkgutil
-import subprocess
 import sys
 import threading
 from typing import Any, Dict, FrozenSet, Iterable, List, Set, Tuple
@@ -265,10 +264,10 @@ def _lighten_spawning() -> None:
     strips and compresses its first stage's source for every connection
     (~2 ms; a 200-host run pays it 200 times): the command is kept per
     (first stage, Python argv, remote name, length of the preamble),
-    everything it is made of. This process also applies :func:`ioc.agentless_runner.spawning.lighten` (ssh started
-    without forking the controller, a first stage that ends with its
-    interpreter), as intermediaries and runners starting ``become`` children
-    do.
+    everything it is made of. This process also applies
+    :func:`ioc.agentless_runner.spawning.lighten` (ssh started without
+    forking the controller, a first stage that ends with its interpreter),
+    as intermediaries and runners starting ``become`` children do.
     """
     if getattr(mitogen.parent, "_ioc_lightened", False):
         return

@@ -5,7 +5,7 @@ other reads the core's source from the controller and writes it to the
 interpreter through two pipes. When the interpreter dies first (the
 controller exited while hosts were still being connected), mitogen's writer
 blocked for ever on a pipe only it could read, holding the stderr it was
-given. ioc's first stage (``ioc.transport.bootstrap._FirstStage``) closes
+given. ioc's first stage (``ioc.agentless_runner.spawning.FirstStage``) closes
 those read ends and ends quietly.
 """
 from __future__ import annotations
